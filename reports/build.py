@@ -1,0 +1,100 @@
+"""`harness report RUN_DIR`: read a run directory, write its report.html, refresh the index.
+
+The report only reads what the run and the checker wrote; the one file it
+writes is report.html (replaced atomically, so a browser never sees half a
+page), plus the store's index.html.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.config import ReportConfig
+from harness.errors import HarnessError
+from reports.atomic import write_atomically
+from reports.faults import pair_faults
+from reports.history_scan import Interest, PartitionKey, compute_lost_writes, scan_history
+from reports.index import write_index
+from reports.render import ReportInputs, render_report
+from reports.rundir import load_run, store_of
+
+REPORT_NAME = "report.html"
+
+
+def wanted_ops(results: dict[str, Any] | None) -> dict[int, Interest]:
+    """The op indices anomaly examples name, with the values/offsets each one is about."""
+    wanted: dict[int, tuple[set[int], set[tuple[int, int]]]] = {}
+    anomalies = results.get("anomalies") if results else None
+    if not isinstance(anomalies, dict):
+        return {}
+    for entry in anomalies.values():
+        examples = entry.get("examples") if isinstance(entry, dict) else None
+        for example in examples if isinstance(examples, list) else []:
+            if not isinstance(example, dict) or not isinstance(example.get("ops"), list):
+                continue
+            values: set[int] = set()
+            for key in ("value", "values"):
+                found = example.get(key)
+                items = found if isinstance(found, list) else [found]
+                values.update(v for v in items if isinstance(v, int))
+            positions: set[tuple[int, int]] = set()
+            partition = example.get("partition")
+            for key in ("offset", "offsets"):
+                found = example.get(key)
+                items = found if isinstance(found, list) else [found]
+                if isinstance(partition, int):
+                    positions.update((partition, o) for o in items if isinstance(o, int))
+            for index in example["ops"]:
+                if isinstance(index, int):
+                    have = wanted.setdefault(index, (set(), set()))
+                    have[0].update(values)
+                    have[1].update(positions)
+    return {i: Interest(frozenset(v), frozenset(p)) for i, (v, p) in wanted.items()}
+
+
+def _partition_key(item: Any) -> PartitionKey | None:
+    """An incomplete_partitions entry ("t-0", ["t", 0] or {topic, partition}) as a key."""
+    if isinstance(item, str) and "-" in item:
+        topic, _, number = item.rpartition("-")
+        return (topic, int(number)) if number.isdigit() else None
+    if isinstance(item, list | tuple) and len(item) == 2 and isinstance(item[1], int):
+        return (str(item[0]), item[1])
+    if isinstance(item, dict) and isinstance(item.get("partition"), int):
+        return (str(item.get("topic")), item["partition"])
+    return None
+
+
+def incomplete_partitions(results: dict[str, Any] | None) -> set[PartitionKey]:
+    stats = results.get("stats") if results else None
+    items = stats.get("incomplete_partitions") if isinstance(stats, dict) else None
+    if not isinstance(items, list):
+        return set()
+    return {key for key in map(_partition_key, items) if key is not None}
+
+
+def build_report(run_dir: Path, config: ReportConfig) -> Path:
+    """Render RUN_DIR/report.html from the run's files; refresh the store index if any."""
+    run = load_run(run_dir)
+    scan = scan_history(run.history_path, wanted_ops(run.results), config.max_example_records)
+    inputs = ReportInputs(
+        run=run,
+        scan=scan,
+        bands=pair_faults(scan.fault_events),
+        lost=compute_lost_writes(scan, incomplete_partitions(run.results)),
+        config=config,
+    )
+    page = render_report(inputs)
+    target = run_dir / REPORT_NAME
+    try:
+        write_atomically(target, page)
+    except OSError as err:
+        raise HarnessError(f"cannot write {target}: {err}") from err
+    store = store_of(run_dir)
+    if store is not None:
+        try:
+            write_index(store)
+        except OSError as err:
+            raise HarnessError(f"report written to {target}, but the store index "
+                               f"could not be: {err}") from err
+    return target

@@ -1,0 +1,106 @@
+"""Fault lines of the history paired into intervals a plot can shade.
+
+FORMATS.md: a fault is in force from its `ok` (or `info`: it may have half
+happened) until its opposite acts on the same nodes: `partition` until `heal`,
+`kill`/`stop`/`page-cache-loss` until `start`, `pause` until `resume`. A fault
+never ended is drawn to the end of the run and marked as such.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Which fault kind ends which: opposite -> kinds it ends.
+ENDS: dict[str, tuple[str, ...]] = {
+    "heal": ("partition", "controller-partition", "isolate-from-controllers"),
+    "start": ("kill", "stop", "page-cache-loss", "controller-kill"),
+    "resume": ("pause",),
+}
+
+#: Kinds that only end others; they are events, not bands.
+ENDING_KINDS = frozenset(ENDS)
+
+#: Kinds that last until an opposite ends them.
+LASTING_KINDS = frozenset(kind for kinds in ENDS.values() for kind in kinds)
+
+
+@dataclass
+class FaultEvent:
+    """One fault completion as the history recorded it."""
+
+    index: int
+    time_s: float
+    kind: str
+    nodes: tuple[str, ...]
+    type: str
+    detail: dict[str, Any]
+
+    @property
+    def step(self) -> str | None:
+        step = self.detail.get("step")
+        return str(step) if step is not None else None
+
+
+@dataclass
+class FaultBand:
+    """A fault in force from start_s to end_s (end_s None: never ended in the history)."""
+
+    kind: str
+    nodes: tuple[str, ...]
+    start_s: float
+    end_s: float | None
+    step: str | None
+    uncertain: bool
+    start_index: int
+    end_index: int | None = None
+    open_nodes: set[str] = field(default_factory=set)
+
+    @property
+    def label(self) -> str:
+        prefix = f"{self.step} " if self.step else ""
+        nodes = ",".join(self.nodes) if self.nodes else "all"
+        return f"{prefix}{self.kind} {nodes}"
+
+
+def pair_faults(events: list[FaultEvent]) -> list[FaultBand]:
+    """Bands for every fault that took effect, each ended by the first opposite on its nodes."""
+    bands: list[FaultBand] = []
+    open_bands: list[FaultBand] = []
+    for ev in sorted(events, key=lambda e: (e.time_s, e.index)):
+        if ev.type not in ("ok", "info"):
+            continue
+        ended_kinds = ENDS.get(ev.kind, ())
+        if ended_kinds:
+            for band in list(open_bands):
+                if band.kind not in ended_kinds:
+                    continue
+                # An opposite with no nodes (e.g. heal everything) ends every such band.
+                if ev.nodes and band.nodes:
+                    band.open_nodes -= set(ev.nodes)
+                else:
+                    band.open_nodes.clear()
+                if not band.open_nodes:
+                    band.end_s = ev.time_s
+                    band.end_index = ev.index
+                    open_bands.remove(band)
+            continue
+        band = FaultBand(
+            kind=ev.kind,
+            nodes=ev.nodes,
+            start_s=ev.time_s,
+            end_s=None,
+            step=ev.step,
+            uncertain=ev.type == "info",
+            start_index=ev.index,
+            open_nodes=set(ev.nodes),
+        )
+        if ev.kind in LASTING_KINDS:
+            bands.append(band)
+            open_bands.append(band)
+        else:
+            # A kind nothing ends (unknown to this report): a zero-length mark.
+            band.end_s = ev.time_s
+            band.end_index = ev.index
+            bands.append(band)
+    return bands

@@ -1,0 +1,336 @@
+"""One streaming pass over history.jsonl that gathers everything the report draws.
+
+Histories can hold ten million lines, so the file is read line by line exactly
+once and only compact columns are kept: latencies and ok-send values in typed
+arrays, per-second counts, the observed partition state only where it changed,
+and the few whole operations that anomaly examples name by index.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from reports.faults import FaultEvent
+
+#: Acks levels in the order the report lists them; the index is the stored code.
+ACKS_LEVELS = ("all", "1", "0")
+ACKS_CODE = {acks: code for code, acks in enumerate(ACKS_LEVELS)}
+UNKNOWN_ACKS = len(ACKS_LEVELS)
+
+#: Malformed line numbers kept for the warning (the count is always exact).
+MAX_MALFORMED_LISTED = 20
+
+PartitionKey = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class ObservedState:
+    """A partition's state as the observer saw it, from time_s until the next change."""
+
+    time_s: float
+    index: int
+    leader: int | None
+    leader_epoch: int | None
+    isr: tuple[int, ...]
+    elr: tuple[int, ...] | None
+    last_known_elr: tuple[int, ...] | None
+
+
+@dataclass
+class Series:
+    """x/y columns of one plotted series, appended in time order."""
+
+    x: array = field(default_factory=lambda: array("d"))
+    y: array = field(default_factory=lambda: array("d"))
+
+    def add(self, x: float, y: float) -> None:
+        self.x.append(x)
+        self.y.append(y)
+
+
+@dataclass
+class OkSends:
+    """Values, completion times and acks codes of one partition's ok sends."""
+
+    values: array = field(default_factory=lambda: array("q"))
+    times: array = field(default_factory=lambda: array("d"))
+    acks: array = field(default_factory=lambda: array("b"))
+
+
+@dataclass(frozen=True)
+class Interest:
+    """What an anomaly example wants to see of one op: its matching poll records."""
+
+    values: frozenset[int] = frozenset()
+    positions: frozenset[tuple[int, int]] = frozenset()  # (partition, offset)
+
+
+@dataclass
+class HistoryScan:
+    """The compact result of the pass; every field is bounded except the ok-send columns."""
+
+    lines: int = 0
+    malformed_count: int = 0
+    malformed_lines: list[int] = field(default_factory=list)
+    truncated_last_line: bool = False
+    end_time_s: float = 0.0
+    op_counts: Counter = field(default_factory=Counter)  # (f, type, acks or "") -> n
+    unfinished: Counter = field(default_factory=Counter)  # (f, acks or "") -> invokes never ended
+    latency: dict[tuple[str, str], Series] = field(default_factory=dict)  # (series, type)
+    throughput: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
+    fault_events: list[FaultEvent] = field(default_factory=list)
+    states: dict[PartitionKey, list[ObservedState]] = field(default_factory=dict)
+    hwm: dict[PartitionKey, Series] = field(default_factory=dict)
+    ok_sends: dict[PartitionKey, OkSends] = field(default_factory=dict)
+    final_values: dict[PartitionKey, array] = field(default_factory=dict)
+    final_partitions: set[PartitionKey] = field(default_factory=set)
+    ops: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def has_final_reads(self) -> bool:
+        return bool(self.final_partitions)
+
+
+@dataclass(frozen=True)
+class LostWrites:
+    """Ok sends absent from their partition's final reads, computed from the whole history."""
+
+    times_by_acks: dict[str, np.ndarray]
+    by_partition: dict[PartitionKey, dict[str, int]]
+    ok_by_acks: dict[str, int]
+    partitions_checked: list[PartitionKey]
+    partitions_skipped: list[PartitionKey]
+
+    @property
+    def counts_by_acks(self) -> dict[str, int]:
+        return {acks: int(len(t)) for acks, t in self.times_by_acks.items()}
+
+
+def _ints(value: Any) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return tuple(sorted(int(v) for v in value if isinstance(v, int)))
+    return None
+
+
+def _summarize_poll(op: dict[str, Any], interest: Interest, cap: int) -> dict[str, Any]:
+    """A poll op with its records cut to the ones an example is about (polls can be huge)."""
+    records = op.get("records")
+    if not isinstance(records, list):
+        return op
+    matching = [
+        r for r in records
+        if isinstance(r, list) and len(r) == 3
+        and (r[2] in interest.values or (r[0], r[1]) in interest.positions)
+    ]
+    shown = matching[:cap] if matching else records[:cap]
+    summary = {k: v for k, v in op.items() if k != "records"}
+    summary["records_total"] = len(records)
+    summary["records_shown"] = shown
+    summary["records_matching"] = len(matching)
+    return summary
+
+
+def _series_name(f: str, acks: str | None, final: bool) -> str:
+    if f == "send":
+        return f"send acks={acks}"
+    if f == "poll" and final:
+        return "final poll"
+    return f
+
+
+def scan_history(
+    path: Path | None,
+    wanted: dict[int, Interest] | None = None,
+    max_example_records: int = 8,
+) -> HistoryScan:
+    """Read the history once; `wanted` names the op indices the examples need in full."""
+    scan = HistoryScan()
+    if path is None:
+        return scan
+    wanted = wanted or {}
+    pending: dict[int, tuple[float, str, str | None, bool]] = {}
+    last_bad_line = -1
+    last_state: dict[PartitionKey, tuple] = {}
+    last_hwm: dict[PartitionKey, int] = {}
+    loads = json.loads
+    line_no = 0
+    with path.open("r", encoding="utf-8", errors="replace") as lines:
+        for line_no, line in enumerate(lines, start=1):
+            try:
+                op = loads(line)
+                if not isinstance(op, dict):
+                    raise ValueError("not an object")
+                t = op["time"] / 1e9
+                f = op["f"]
+                typ = op["type"]
+                process = op["process"]
+            except (ValueError, KeyError, TypeError):
+                if line.strip():
+                    scan.malformed_count += 1
+                    last_bad_line = line_no
+                    if len(scan.malformed_lines) < MAX_MALFORMED_LISTED:
+                        scan.malformed_lines.append(line_no)
+                continue
+            if t > scan.end_time_s:
+                scan.end_time_s = t
+            index = op.get("index")
+            if index in wanted:
+                if f == "poll":
+                    scan.ops[index] = _summarize_poll(op, wanted[index], max_example_records)
+                else:
+                    scan.ops[index] = op
+
+            if f == "observe":
+                _observe(scan, op, t, last_state, last_hwm)
+                continue
+            if f == "fault":
+                if typ != "invoke":
+                    detail = op.get("detail")
+                    nodes = op.get("nodes")
+                    scan.fault_events.append(FaultEvent(
+                        index=index if isinstance(index, int) else line_no - 1,
+                        time_s=t,
+                        kind=str(op.get("fault")),
+                        nodes=tuple(str(n) for n in nodes) if isinstance(nodes, list) else (),
+                        type=typ,
+                        detail=detail if isinstance(detail, dict) else {},
+                    ))
+                    scan.op_counts[("fault", typ, "")] += 1
+                continue
+
+            acks = op.get("acks") if f == "send" else None
+            if typ == "invoke":
+                pending[process] = (t, f, acks, bool(op.get("final")))
+                continue
+            scan.op_counts[(f, typ, acks or "")] += 1
+            started = pending.pop(process, None)
+            final = bool(op.get("final")) or (started is not None and started[3])
+            if started is not None:
+                key = (_series_name(f, acks, final), typ)
+                series = scan.latency.get(key)
+                if series is None:
+                    series = scan.latency[key] = Series()
+                series.add(t, (t - started[0]) * 1000.0)
+            if process >= 0:
+                scan.throughput[typ][int(t)] += 1
+            if f == "send" and typ == "ok":
+                _record_ok_send(scan, op, t, acks)
+            elif f == "poll" and typ == "ok" and final:
+                _record_final_poll(scan, op)
+    if last_bad_line == line_no and last_bad_line > 0:
+        # The contract: a last line cut short by a crash is ignored, not an error.
+        scan.truncated_last_line = True
+        scan.malformed_count -= 1
+        if scan.malformed_lines and scan.malformed_lines[-1] == last_bad_line:
+            scan.malformed_lines.pop()
+    scan.lines = line_no
+    for _process, (_t, f, acks, _final) in pending.items():
+        if f in ("send", "poll"):
+            scan.unfinished[(f, acks or "")] += 1
+    return scan
+
+
+def _observe(scan: HistoryScan, op: dict[str, Any], t: float,
+             last_state: dict[PartitionKey, tuple], last_hwm: dict[PartitionKey, int]) -> None:
+    try:
+        key = (str(op["topic"]), int(op["partition"]))
+    except (KeyError, TypeError, ValueError):
+        return
+    leader = op.get("leader")
+    epoch = op.get("leader_epoch")
+    state = (
+        leader if isinstance(leader, int) else None,
+        epoch if isinstance(epoch, int) else None,
+        _ints(op.get("isr")) or (),
+        _ints(op.get("elr")),
+        _ints(op.get("last_known_elr")),
+    )
+    if last_state.get(key) != state:
+        last_state[key] = state
+        scan.states.setdefault(key, []).append(ObservedState(t, op.get("index", -1), *state))
+    hwm = op.get("high_watermark")
+    if isinstance(hwm, int) and last_hwm.get(key) != hwm:
+        last_hwm[key] = hwm
+        series = scan.hwm.get(key)
+        if series is None:
+            series = scan.hwm[key] = Series()
+        series.add(t, float(hwm))
+
+
+def _record_ok_send(scan: HistoryScan, op: dict[str, Any], t: float, acks: Any) -> None:
+    value = op.get("value")
+    partition = op.get("partition")
+    if not isinstance(value, int) or not isinstance(partition, int):
+        return
+    key = (str(op.get("topic")), partition)
+    sends = scan.ok_sends.get(key)
+    if sends is None:
+        sends = scan.ok_sends[key] = OkSends()
+    sends.values.append(value)
+    sends.times.append(t)
+    sends.acks.append(ACKS_CODE.get(acks, UNKNOWN_ACKS))
+
+
+def _record_final_poll(scan: HistoryScan, op: dict[str, Any]) -> None:
+    topic = str(op.get("topic"))
+    read = op.get("partitions")
+    if isinstance(read, list):
+        scan.final_partitions.update((topic, p) for p in read if isinstance(p, int))
+    records = op.get("records")
+    if not isinstance(records, list):
+        return
+    for record in records:
+        if not (isinstance(record, list) and len(record) == 3):
+            continue
+        partition, _offset, value = record
+        if not isinstance(partition, int):
+            continue
+        key = (topic, partition)
+        scan.final_partitions.add(key)
+        if isinstance(value, int):
+            values = scan.final_values.get(key)
+            if values is None:
+                values = scan.final_values[key] = array("q")
+            values.append(value)
+
+
+def compute_lost_writes(scan: HistoryScan, incomplete: set[PartitionKey]) -> LostWrites:
+    """Every ok send missing from its partition's final reads (results.json caps examples)."""
+    times: dict[str, list[np.ndarray]] = {acks: [] for acks in ACKS_LEVELS}
+    by_partition: dict[PartitionKey, dict[str, int]] = {}
+    ok_by_acks = dict.fromkeys(ACKS_LEVELS, 0)
+    checked: list[PartitionKey] = []
+    skipped: list[PartitionKey] = []
+    for key in sorted(scan.ok_sends):
+        sends = scan.ok_sends[key]
+        if key not in scan.final_partitions or key in incomplete:
+            skipped.append(key)
+            continue
+        checked.append(key)
+        values = np.frombuffer(sends.values, dtype=np.int64)
+        send_times = np.frombuffer(sends.times, dtype=np.float64)
+        acks_codes = np.frombuffer(sends.acks, dtype=np.int8)
+        final = np.frombuffer(scan.final_values.get(key, array("q")), dtype=np.int64)
+        lost = ~np.isin(values, final)
+        counts: dict[str, int] = {}
+        for code, acks in enumerate(ACKS_LEVELS):
+            of_acks = acks_codes == code
+            ok_by_acks[acks] += int(of_acks.sum())
+            hit = lost & of_acks
+            counts[acks] = int(hit.sum())
+            times[acks].append(send_times[hit])
+        by_partition[key] = counts
+    merged = {
+        acks: np.sort(np.concatenate(parts)) if parts else np.empty(0)
+        for acks, parts in times.items()
+    }
+    return LostWrites(merged, by_partition, ok_by_acks, checked, skipped)

@@ -1,0 +1,283 @@
+"""The report's plots, drawn with matplotlib's Agg backend into inline PNG data URIs.
+
+Figures are made without pyplot (no global figure state, nothing to close, safe
+in any thread); each is rendered by an Agg canvas of its own.
+
+Every plot shades the faults as bands so a reader can line effects up with
+causes; every series is cut to at most ReportConfig.max_plot_points points
+(keeping each bucket's extremes, so spikes survive downsampling).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.transforms import blended_transform_factory
+
+from reports.faults import FaultBand
+from reports.history_scan import (
+    ACKS_LEVELS,
+    HistoryScan,
+    LostWrites,
+    ObservedState,
+    PartitionKey,
+)
+
+FAULT_COLOURS = {
+    "partition": "#e6550d",
+    "controller-partition": "#fd8d3c",
+    "isolate-from-controllers": "#fdae6b",
+    "kill": "#de2d26",
+    "stop": "#a50f15",
+    "controller-kill": "#fb6a4a",
+    "pause": "#756bb1",
+    "page-cache-loss": "#000000",
+}
+OTHER_FAULT_COLOUR = "#636363"
+SERIES_COLOURS = {
+    "send acks=all": "#1f77b4",
+    "send acks=1": "#2ca02c",
+    "send acks=0": "#bcbd22",
+    "poll": "#9467bd",
+    "final poll": "#8c564b",
+}
+TYPE_MARKERS = {"ok": ".", "fail": "x", "info": "^"}
+ACKS_COLOURS = {"all": "#d62728", "1": "#ff7f0e", "0": "#7f7f7f"}
+LANE_COLOURS = {
+    "leader": "#1f77b4",
+    "ISR": "#2ca02c",
+    "ELR": "#ff7f0e",
+    "LastKnownELR": "#9467bd",
+}
+
+
+def plain(text: object) -> str:
+    """Text from the history for a plot: `$` would start matplotlib's math mode."""
+    return str(text).replace("\\", "\\\\").replace("$", r"\$")
+
+
+def to_data_uri(fig: Figure, dpi: int) -> str:
+    """PNG bytes of a figure, inline, so report.html needs no other file."""
+    buf = io.BytesIO()
+    FigureCanvasAgg(fig)
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def downsample(x: Sequence[float], y: Sequence[float], max_points: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """At most max_points points: each bucket of consecutive points keeps its min and max."""
+    xs = np.asarray(x, dtype=float)
+    ys = np.asarray(y, dtype=float)
+    n = len(xs)
+    if n <= max_points:
+        return xs, ys
+    buckets = max(1, max_points // 2)
+    size = -(-n // buckets)
+    padded = np.full(buckets * size, np.nan)
+    padded[:n] = ys
+    grid = padded.reshape(buckets, size)
+    rows = np.arange(buckets) * size
+    used = rows < n
+    lo = (rows + np.nanargmin(np.where(np.isnan(grid), np.inf, grid), axis=1))[used]
+    hi = (rows + np.nanargmax(np.where(np.isnan(grid), -np.inf, grid), axis=1))[used]
+    keep = np.unique(np.concatenate([lo, hi]))
+    keep = keep[keep < n]
+    return xs[keep], ys[keep]
+
+
+def fault_colour(kind: str) -> str:
+    return FAULT_COLOURS.get(kind, OTHER_FAULT_COLOUR)
+
+
+def draw_fault_bands(ax, bands: list[FaultBand], end_s: float, max_labels: int) -> None:
+    """Shade each fault's interval; label it by kind and nodes when there are few."""
+    label_each = len(bands) <= max_labels
+    top = blended_transform_factory(ax.transData, ax.transAxes)
+    for band in bands:
+        end = band.end_s if band.end_s is not None else end_s
+        colour = fault_colour(band.kind)
+        if end > band.start_s:
+            ax.axvspan(band.start_s, end, color=colour, alpha=0.13, lw=0,
+                       hatch="//" if band.uncertain else None)
+        else:
+            ax.axvline(band.start_s, color=colour, alpha=0.6, lw=1)
+        if label_each:
+            ax.text(band.start_s, 0.99, plain(band.label), transform=top, rotation=90,
+                    va="top", ha="right", fontsize=6.5, color=colour, clip_on=True)
+    kinds = sorted({b.kind for b in bands})
+    if kinds:
+        handles = [Patch(color=fault_colour(k), alpha=0.3, label=plain(k)) for k in kinds]
+        legend = ax.get_legend()
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 0.0),
+                  fontsize=7, title="faults", title_fontsize=7, frameon=False)
+        if legend is not None:
+            ax.add_artist(legend)
+
+
+def _finish(ax, end_s: float) -> None:
+    ax.set_xlim(0, max(end_s, 1e-3) * 1.01)
+    ax.set_xlabel("seconds since start")
+    ax.grid(True, alpha=0.25)
+
+
+def latency_plot(scan: HistoryScan, bands: list[FaultBand], max_points: int,
+                 max_labels: int, dpi: int) -> str | None:
+    """Latency of each completed op by f/acks (colour) and outcome (marker)."""
+    if not scan.latency:
+        return None
+    fig = Figure(figsize=(11, 4.2))
+    ax = fig.subplots()
+    order = {name: i for i, name in enumerate(SERIES_COLOURS)}
+    for (name, typ), series in sorted(scan.latency.items(),
+                                      key=lambda kv: (order.get(kv[0][0], 99), kv[0])):
+        x, y = downsample(series.x, series.y, max_points)
+        y = np.maximum(y, 1e-3)
+        ax.scatter(x, y, s=5 if typ == "ok" else 14, marker=TYPE_MARKERS.get(typ, "o"),
+                   color=SERIES_COLOURS.get(name, "#333333"), alpha=0.6, linewidths=0.8,
+                   label=plain(f"{name} {typ} ({len(series.x)})"))
+    ax.set_yscale("log")
+    ax.set_ylabel("latency (ms)")
+    ax.set_title("Operation latency (completion time)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, markerscale=2,
+              frameon=False)
+    draw_fault_bands(ax, bands, scan.end_time_s, max_labels)
+    _finish(ax, scan.end_time_s)
+    return to_data_uri(fig, dpi)
+
+
+def _per_second(counts: Counter, seconds: int, bin_s: int) -> np.ndarray:
+    rate = np.zeros(seconds + 1)
+    for second, n in counts.items():
+        if 0 <= second <= seconds:
+            rate[second] = n
+    if bin_s > 1:
+        pad = (-len(rate)) % bin_s
+        rate = np.concatenate([rate, np.zeros(pad)]).reshape(-1, bin_s).mean(axis=1)
+    return rate
+
+
+def throughput_plot(scan: HistoryScan, bands: list[FaultBand], max_points: int,
+                    max_labels: int, dpi: int) -> str | None:
+    """Client completions per second by outcome; averaged over wider bins on long runs."""
+    if not any(scan.throughput.values()):
+        return None
+    seconds = int(scan.end_time_s) + 1
+    bin_s = max(1, -(-seconds // max_points))
+    fig = Figure(figsize=(11, 3.4))
+    ax = fig.subplots()
+    colours = {"ok": "#2ca02c", "fail": "#d62728", "info": "#ff7f0e"}
+    for typ in ("ok", "fail", "info"):
+        counts = scan.throughput.get(typ)
+        if not counts:
+            continue
+        rate = _per_second(counts, seconds, bin_s)
+        ax.plot(np.arange(len(rate)) * bin_s, rate, drawstyle="steps-post",
+                color=colours[typ], lw=1, label=typ)
+    ax.set_ylabel("ops / s" + (f" (mean over {bin_s} s)" if bin_s > 1 else ""))
+    ax.set_title("Throughput by outcome")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    draw_fault_bands(ax, bands, scan.end_time_s, max_labels)
+    _finish(ax, scan.end_time_s)
+    return to_data_uri(fig, dpi)
+
+
+def _intervals(states: list[ObservedState], end_s: float
+               ) -> list[tuple[float, float, ObservedState]]:
+    """(start, width, state) per observed state: each holds until the next change."""
+    spans = []
+    for i, state in enumerate(states):
+        until = states[i + 1].time_s if i + 1 < len(states) else end_s
+        spans.append((state.time_s, max(until - state.time_s, 1e-6), state))
+    return spans
+
+
+def membership_plot(key: PartitionKey, states: list[ObservedState], brokers: list[int],
+                    bands: list[FaultBand], end_s: float, max_labels: int, dpi: int) -> str:
+    """Per broker one lane for leader, ISR, ELR and LastKnownELR, faults beside them."""
+    seen = {b for s in states for b in (s.isr + (s.elr or ()) + (s.last_known_elr or ()))}
+    seen |= {s.leader for s in states if s.leader is not None and s.leader >= 0}
+    ids = sorted(set(brokers) | seen)
+    lanes = [(cat, b) for cat in LANE_COLOURS for b in ids]
+    fig = Figure(figsize=(11, 1.3 + 0.24 * len(lanes)))
+    ax = fig.subplots()
+    spans = _intervals(states, end_s)
+    for row, (cat, broker) in enumerate(lanes):
+        y = len(lanes) - row - 1
+        member, unknown = [], []
+        for start, width, s in spans:
+            if cat == "leader":
+                inside = s.leader == broker
+            elif cat == "ISR":
+                inside = broker in s.isr
+            else:
+                members = s.elr if cat == "ELR" else s.last_known_elr
+                if members is None:
+                    unknown.append((start, width))
+                    continue
+                inside = broker in members
+            if inside:
+                member.append((start, width))
+        if member:
+            ax.broken_barh(member, (y - 0.38, 0.76), color=LANE_COLOURS[cat])
+        if unknown:
+            ax.broken_barh(unknown, (y - 0.38, 0.76), facecolor="none", edgecolor="#bbbbbb",
+                           hatch="..", lw=0)
+    ax.set_yticks(range(len(lanes)))
+    ax.set_yticklabels([f"{cat} b{b}" for cat, b in reversed(lanes)], fontsize=7)
+    for boundary in range(1, len(LANE_COLOURS)):
+        ax.axhline(boundary * len(ids) - 0.5, color="#999999", lw=0.6)
+    ax.set_ylim(-0.6, len(lanes) - 0.4)
+    ax.set_title(plain(f"{key[0]}-{key[1]}: leader, ISR, ELR, LastKnownELR per broker "
+                       "(hatched: the cluster could not say)"), fontsize=9)
+    draw_fault_bands(ax, bands, end_s, max_labels)
+    _finish(ax, end_s)
+    return to_data_uri(fig, dpi)
+
+
+def hwm_plot(scan: HistoryScan, bands: list[FaultBand], max_points: int, max_labels: int,
+             dpi: int) -> str | None:
+    """Observed high watermark per partition: it must never go down."""
+    if not scan.hwm:
+        return None
+    fig = Figure(figsize=(11, 3.4))
+    ax = fig.subplots()
+    for key in sorted(scan.hwm):
+        series = scan.hwm[key]
+        x, y = downsample(series.x, series.y, max_points)
+        ax.plot(x, y, drawstyle="steps-post", lw=1, label=plain(f"{key[0]}-{key[1]}"))
+    ax.set_ylabel("high watermark")
+    ax.set_title("High watermark (observer)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    draw_fault_bands(ax, bands, scan.end_time_s, max_labels)
+    _finish(ax, scan.end_time_s)
+    return to_data_uri(fig, dpi)
+
+
+def lost_writes_plot(lost: LostWrites, bands: list[FaultBand], end_s: float, max_points: int,
+                     max_labels: int, dpi: int) -> str | None:
+    """Cumulative lost writes by acks level, placed at the send's completion time."""
+    if not any(len(t) for t in lost.times_by_acks.values()):
+        return None
+    fig = Figure(figsize=(11, 3.4))
+    ax = fig.subplots()
+    for acks in ACKS_LEVELS:
+        times = lost.times_by_acks.get(acks)
+        if times is None or not len(times):
+            continue
+        x, y = downsample(times, np.arange(1, len(times) + 1), max_points)
+        ax.plot(x, y, drawstyle="steps-post", color=ACKS_COLOURS[acks], lw=1.4,
+                label=f"acks={acks} ({len(times)})")
+    ax.set_ylabel("lost writes (cumulative)")
+    ax.set_title("Lost writes by acks level (send completion time)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    draw_fault_bands(ax, bands, end_s, max_labels)
+    _finish(ax, end_s)
+    return to_data_uri(fig, dpi)

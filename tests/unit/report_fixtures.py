@@ -1,0 +1,390 @@
+"""Run directories for report tests: a history per HISTORY.md plus the files beside it.
+
+The generator plays the unclean-last-replica scenario on partition 0 of a
+3-broker cluster (leader 1, followers 2 and 3): T0 cuts broker-2 off, T1
+broker-3 (ISR {1}, ELR [3]), T2 is a power loss of broker-1 (ISR {}, ELR
+[1, 3]), T3 heals, T4 restarts broker-1 and broker-3 is elected from the ELR.
+Producers send with acks all/1/0, a consumer polls, final reads close the run;
+test.json, a hand-written results.json (valid, invalid or unknown) and a
+metadata-log.json match the history. It scales to millions of operations for
+the benchmark, writing line by line.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HOSTILE_ERROR = '<script>alert("pwned")</script><img src=x onerror="alert(1)">&amp;'
+HOSTILE_TOPIC = 'evil<b>topic</b>&"\'$x$'
+ACKS_BY_PRODUCER = ("all", "1", "0")
+BROKERS = (1, 2, 3)
+START_MS = 1_763_740_800_000
+
+
+@dataclass
+class Sent:
+    """What the generator remembers of one send, to write results.json examples."""
+
+    value: int
+    partition: int
+    acks: str
+    invoke: int
+    done: int
+    offset: int | None
+    lost: bool
+    polls: list[int] = field(default_factory=list)
+
+
+@dataclass
+class RunSpec:
+    variant: str = "valid"  # valid | invalid | unknown
+    ops: int = 600
+    rate: float = 20.0  # client operations per second
+    seed: int = 7
+    elr: bool = True
+    topic: str = "elr-test"
+    error: str = "NOT_ENOUGH_REPLICAS"
+    with_results: bool = True
+    with_metadata: bool = True
+    test_name: str = "unclean-last-replica"
+    run_name: str = "20261121T160000"
+
+
+class HistoryWriter:
+    """Appends history lines with consecutive indices."""
+
+    def __init__(self, path: Path) -> None:
+        self.f = path.open("w", encoding="utf-8")
+        self.index = 0
+        self.dumps = json.JSONEncoder(separators=(",", ":")).encode
+
+    def write(self, time_s: float, process: int, typ: str, f: str, **fields: Any) -> int:
+        line = {"index": self.index, "time": int(time_s * 1e9), "process": process,
+                "type": typ, "f": f, **fields}
+        self.f.write(self.dumps(line))
+        self.f.write("\n")
+        self.index += 1
+        return self.index - 1
+
+    def close(self, truncated_tail: str | None = None) -> None:
+        if truncated_tail:
+            self.f.write(truncated_tail)
+        self.f.close()
+
+
+def _steps(duration: float) -> dict[str, float]:
+    return {name: duration * frac for name, frac in
+            (("T0", 0.2), ("T1", 0.35), ("T2", 0.5), ("T3", 0.6), ("T4", 0.7), ("full", 0.8))}
+
+
+def _partition0_state(t: float, steps: dict[str, float], elr: bool) -> tuple:
+    """(leader, epoch, isr, elr, last_known_elr) of partition 0 at time t."""
+    if t < steps["T0"]:
+        return 1, 0, [1, 2, 3], [], []
+    if t < steps["T1"]:
+        return 1, 1, [1, 3], [], []
+    if t < steps["T2"]:
+        return 1, 2, [1], [3] if elr else None, [] if elr else None
+    if t < steps["T4"]:
+        return -1, 3, [] if elr else [1], [1, 3] if elr else None, [] if elr else None
+    if t < steps["full"]:
+        if elr:
+            return 3, 4, [3], [], [1]
+        return 1, 4, [1], None, None
+    return (3, 5, [1, 2, 3], [], []) if elr else (1, 5, [1, 2, 3], None, None)
+
+
+def _faults(steps: dict[str, float]) -> list[tuple[float, str, list[str], dict[str, Any]]]:
+    return [
+        (steps["T0"], "partition", ["broker-2"], {"step": "T0", "grudge": {"broker-2": "all"}}),
+        (steps["T1"], "partition", ["broker-3"], {"step": "T1", "grudge": {"broker-3": "all"}}),
+        (steps["T2"], "page-cache-loss", ["broker-1"],
+         {"step": "T2", "bytes_dropped": {"/data/kafka/elr-test-0/0.log": 40960}}),
+        (steps["T3"], "heal", ["broker-2", "broker-3"], {"step": "T3"}),
+        (steps["T4"], "start", ["broker-1"], {"step": "T4"}),
+    ]
+
+
+def generate_history(run_dir: Path, spec: RunSpec) -> dict[str, Any]:
+    """Write history.jsonl; return what results.json examples need to name."""
+    rng = random.Random(spec.seed)
+    duration = spec.ops / spec.rate
+    steps = _steps(duration)
+    partitions = 3
+    out = HistoryWriter(run_dir / "history.jsonl")
+    logs: list[list[tuple[int, int | None, bool]]] = [[] for _ in range(partitions)]
+    sent: list[Sent] = []
+    polled_upto = [0] * partitions
+    hwm = [0] * partitions
+    pids = [0, 1, 2]
+    next_pid = 10
+    consumer = 3
+    faults = _faults(steps)
+    observe_every = 0.25
+    next_observe = 0.0
+    value = 0
+    t = 0.0
+    poll_indices: list[int] = []
+    observe_indices: list[int] = []
+    lost_window = (steps["T1"], steps["T2"]) if spec.elr else (steps["T0"], steps["T2"])
+
+    def emit_background(now: float) -> None:
+        nonlocal next_observe
+        while faults and faults[0][0] <= now:
+            ft, kind, nodes, detail = faults.pop(0)
+            out.write(ft, -1, "invoke", "fault", fault=kind, nodes=nodes, detail=detail)
+            out.write(ft + 0.05, -1, "ok", "fault", fault=kind, nodes=nodes, detail=detail)
+        while next_observe <= now:
+            for p in range(partitions):
+                if p == 0:
+                    leader, epoch, isr, elr, lke = _partition0_state(next_observe, steps, spec.elr)
+                else:
+                    leader, epoch, isr, elr, lke = p + 1, 0, [1, 2, 3], [], []
+                    if not spec.elr:
+                        elr = lke = None
+                observe_indices.append(out.write(
+                    next_observe, -2, "ok", "observe", topic=spec.topic, partition=p,
+                    leader=leader, leader_epoch=epoch, isr=isr, elr=elr, last_known_elr=lke,
+                    high_watermark=hwm[p]))
+            next_observe += observe_every
+
+    for op_no in range(spec.ops):
+        t += rng.expovariate(spec.rate)
+        emit_background(t)
+        if op_no % 6 == 5:
+            out.write(t, consumer, "invoke", "poll", topic=spec.topic)
+            records = []
+            for p in range(partitions):
+                upto = min(len(logs[p]), polled_upto[p] + 20)
+                for offset in range(polled_upto[p], upto):
+                    records.append([p, offset, logs[p][offset][0]])
+                polled_upto[p] = upto
+            t += rng.uniform(0.002, 0.02)
+            done = out.write(t, consumer, "ok", "poll", topic=spec.topic, records=records,
+                             high_watermark={str(p): hwm[p] for p in range(partitions)})
+            poll_indices.append(done)
+            for p, offset, _v in records:
+                sid = logs[p][offset][2]
+                if sid >= 0:
+                    sent[sid].polls.append(done)
+            continue
+        producer = op_no % 3
+        acks = ACKS_BY_PRODUCER[producer]
+        partition = value % partitions
+        process = pids[producer]
+        invoke = out.write(t, process, "invoke", "send", topic=spec.topic,
+                           partition=partition, acks=acks, value=value)
+        in_trouble = partition == 0 and steps["T1"] <= t < steps["T4"]
+        t += rng.uniform(0.001, 0.03) if not in_trouble else rng.uniform(0.05, 0.4)
+        if in_trouble and acks == "all":
+            done = out.write(t, process, "fail", "send", topic=spec.topic, partition=partition,
+                             acks=acks, value=value, error=spec.error)
+        elif rng.random() < 0.01:
+            done = out.write(t, process, "info", "send", topic=spec.topic, partition=partition,
+                             acks=acks, value=value, error="REQUEST_TIMED_OUT")
+            pids[producer] = next_pid
+            next_pid += 1
+        else:
+            offset = len(logs[partition])
+            lost = (partition == 0 and lost_window[0] <= t < lost_window[1]
+                    and (acks != "all" or not spec.elr))
+            sid = len(sent)
+            logs[partition].append((value, offset, sid))
+            sent.append(Sent(value, partition, acks, invoke, -1, offset, lost))
+            done = out.write(t, process, "ok", "send", topic=spec.topic, partition=partition,
+                             acks=acks, value=value, offset=None if acks == "0" else offset)
+            sent[sid].done = done
+            if not (partition == 0 and steps["T1"] <= t < steps["T4"]):
+                hwm[partition] = offset + 1
+        value += 1
+
+    end = t + 1.0
+    emit_background(end)
+    final_polls: dict[int, list[tuple[int, int, int]]] = {}  # p -> (first, last, index)
+    lost_values = {s.value for s in sent if s.lost}
+    garbage_index = None
+    if spec.variant == "invalid" and poll_indices:
+        t = end + 0.1
+        out.write(t, consumer, "invoke", "poll", topic=spec.topic)
+        garbage_index = out.write(t + 0.01, consumer, "ok", "poll", topic=spec.topic,
+                                  records=[[1, 0, None]])
+    final_parts = range(partitions - 1) if spec.variant == "unknown" else range(partitions)
+    pid = 100
+    t = end + 0.5
+    for p in final_parts:
+        kept = [(v, off) for v, off, _sid in logs[p] if v not in lost_values]
+        final_polls[p] = []
+        for start in range(0, max(len(kept), 1), 500):
+            chunk = kept[start:start + 500]
+            records = [[p, new_offset, v] for new_offset, (v, _off) in
+                       enumerate(chunk, start=start)]
+            out.write(t, pid, "invoke", "poll", topic=spec.topic, final=True, partitions=[p])
+            t += 0.01
+            idx = out.write(t, pid, "ok", "poll", topic=spec.topic, final=True, partitions=[p],
+                            records=records)
+            final_polls[p].append((start, start + len(chunk), idx))
+        pid += 1
+    out.close('{"index": 99999999, "time": 1' if spec.variant == "unknown" else None)
+    return {
+        "sent": sent, "final_polls": final_polls, "observe": observe_indices,
+        "garbage": garbage_index, "lines": out.index, "end": t,
+    }
+
+
+def _final_index(info: dict[str, Any], s: Sent) -> list[int]:
+    chunks = info["final_polls"].get(s.partition) or []
+    if not chunks:
+        return []
+    for first, last, idx in chunks:
+        if first <= (s.offset or 0) < last:
+            return [idx]
+    return [chunks[-1][2]]
+
+
+def _lost_example(info: dict[str, Any], s: Sent, topic: str) -> dict[str, Any]:
+    return {"topic": topic, "partition": s.partition, "value": s.value, "offset": s.offset,
+            "acks": s.acks, "ops": [s.invoke, s.done, *s.polls[:2], *_final_index(info, s)],
+            "description": f"value {s.value} acked with acks={s.acks} at offset {s.offset} "
+                           "is absent from the final log"}
+
+
+def make_results(spec: RunSpec, info: dict[str, Any]) -> dict[str, Any]:
+    """A hand-written results.json per docs/FORMATS.md for the variant."""
+    sent: list[Sent] = info["sent"]
+    lost = [s for s in sent if s.lost]
+    by_acks = {a: sum(1 for s in lost if s.acks == a) for a in ACKS_BY_PRODUCER}
+    ok_by_acks = {a: sum(1 for s in sent if s.acks == a) for a in ACKS_BY_PRODUCER}
+    topic = spec.topic
+    anomalies: dict[str, Any] = {}
+    bad: list[str] = []
+    if lost:
+        anomalies["lost-write"] = {
+            "count": len(lost), "by_acks": by_acks,
+            "examples": [_lost_example(info, s, topic) for s in lost[:20]]}
+    stats: dict[str, Any] = {
+        "ops": {"send": {"ok": ok_by_acks}},
+        "loss_rates": {a: (by_acks[a] / ok_by_acks[a] if ok_by_acks[a] else 0.0)
+                       for a in ACKS_BY_PRODUCER},
+        "sends_ok": ok_by_acks, "final_reads_complete": spec.variant != "unknown",
+        "incomplete_partitions": [f"{topic}-2"] if spec.variant == "unknown" else [],
+        "truncated_lines": 1 if spec.variant == "unknown" else 0,
+        "history_lines": info["lines"], "faults": {"partition": 2, "page-cache-loss": 1},
+        "checker_seconds": 1.5}
+    guarantee = {f"{topic}-{p}": {"within_budget": True, "page_cache_losses": int(p == 0),
+                                  "budget": 1, "acks_all_lost": by_acks["all"] if p == 0 else 0,
+                                  "reason": "one page-cache loss, min.insync.replicas=2"}
+                 for p in range(3)}
+    if spec.variant == "valid":
+        valid: Any = True
+        reason = "no bad anomaly; acks=1 losses are expected under KIP-966"
+    elif spec.variant == "invalid":
+        valid = False
+        reason = f"{by_acks['all']} acks=all writes lost within the fault budget"
+        bad = ["lost-write", "lost-committed-read", "garbage-read"]
+        seen = [s for s in lost if s.polls]
+        anomalies["lost-committed-read"] = {
+            "count": len(seen),
+            "examples": [{**_lost_example(info, s, topic),
+                          "description": f"value {s.value} was polled, then vanished"}
+                         for s in seen[:20]]}
+        anomalies["garbage-read"] = {"count": 1, "examples": [{
+            "topic": topic, "partition": 1, "offset": 0, "ops": [info["garbage"]],
+            "description": f"a polled record that no send wrote; error text {spec.error}"}]}
+    else:
+        valid = "unknown"
+        reason = f"final reads of {topic}-2 incomplete; the history's last line was cut short"
+        unseen = [s for s in sent if s.partition == 2][:3]
+        anomalies["unseen"] = {"count": sum(1 for s in sent if s.partition == 2),
+                               "examples": [_lost_example(info, s, topic) for s in unseen]}
+    return {"valid": valid, "reason": reason, "anomaly_types": sorted(anomalies),
+            "bad_anomaly_types": bad, "anomalies": anomalies, "stats": stats,
+            "guarantee": guarantee,
+            "test": {"elr_enabled": spec.elr, "kafka_version": "4.1.1", "seed": spec.seed}}
+
+
+def make_test_json(spec: RunSpec, info: dict[str, Any]) -> dict[str, Any]:
+    nodes = {f"controller-{i}": {"role": "controller", "id": 1000 + i,
+                                 "address": f"10.213.77.{10 + i}"} for i in (1, 2, 3)}
+    nodes.update({f"broker-{b}": {"role": "broker", "id": b, "address": f"10.213.77.{13 + b}"}
+                  for b in BROKERS})
+    args = ["run", "--nemesis", spec.test_name, "--seed", str(spec.seed)]
+    if not spec.elr:
+        args += ["--elr", "off"]
+    return {
+        "test": spec.test_name, "nemesis": spec.test_name, "seed": spec.seed,
+        "kafka_version": "4.1.1", "kafka_dist": "maven:4.1.1", "elr_enabled": spec.elr,
+        "idempotent_producers": False,
+        "topics": {spec.topic: {"partitions": 3, "replication_factor": 3,
+                                "min_insync_replicas": 2, "unclean_leader_election": False}},
+        "nodes": nodes,
+        "workload": {"producers": 3, "acks": list(ACKS_BY_PRODUCER), "consumers": 1,
+                     "rate": spec.rate, "time_limit_s": spec.ops / spec.rate},
+        "command": "harness " + " ".join(args), "cli_args": args,
+        "started_at": "2025-11-21T16:00:00Z", "ended_at": "2025-11-21T16:02:10Z",
+        "duration_s": round(info["end"], 1), "config": {},
+    }
+
+
+def make_metadata_log(spec: RunSpec, duration: float) -> list[dict[str, Any]]:
+    """Controller records for the scenario, as FORMATS.md shapes DumpLogSegments output."""
+    steps = _steps(duration)
+    topic_id = "Zx9Qm1TzS4m0aBcDeFgHiA"
+    records: list[dict[str, Any]] = []
+
+    def rec(t: float, rtype: str, data: dict[str, Any]) -> None:
+        records.append({"node": "controller-1", "offset": len(records),
+                        "timestamp_ms": START_MS + int(t * 1000), "type": rtype, "version": 0,
+                        "data": data})
+
+    for b in BROKERS:
+        rec(0, "REGISTER_BROKER_RECORD", {"brokerId": b, "brokerEpoch": 10 + b, "fenced": True})
+        rec(0, "UNFENCE_BROKER_RECORD", {"id": b, "epoch": 10 + b})
+    rec(0, "TOPIC_RECORD", {"name": spec.topic, "topicId": topic_id})
+    for p in range(3):
+        rec(0, "PARTITION_RECORD", {"partitionId": p, "topicId": topic_id, "replicas": [1, 2, 3],
+                                    "isr": [1, 2, 3], "leader": p + 1, "leaderEpoch": 0,
+                                    "eligibleLeaderReplicas": [], "lastKnownElr": []})
+    rec(0.1, "FEATURE_LEVEL_RECORD", {"name": "eligible.leader.replicas.version",
+                                      "featureLevel": int(spec.elr)})
+    change = "PARTITION_CHANGE_RECORD"
+    rec(steps["T0"] + 5, change, {"partitionId": 0, "topicId": topic_id, "isr": [1, 3],
+                                  "leader": -2})
+    rec(steps["T1"] + 5, change, {"partitionId": 0, "topicId": topic_id, "isr": [1],
+                                  "eligibleLeaderReplicas": [3]})
+    rec(steps["T2"] + 6, "FENCE_BROKER_RECORD", {"id": 1, "epoch": 11})
+    rec(steps["T2"] + 6, change, {"partitionId": 0, "topicId": topic_id, "isr": [],
+                                  "leader": -1, "eligibleLeaderReplicas": [1, 3]})
+    rec(steps["T4"] + 1, "REGISTER_BROKER_RECORD", {"brokerId": 1, "brokerEpoch": 40,
+                                                    "fenced": True})
+    rec(steps["T4"] + 1, change, {"partitionId": 0, "topicId": topic_id, "leader": 3, "isr": [3],
+                                  "eligibleLeaderReplicas": [], "lastKnownElr": [1]})
+    rec(steps["T4"] + 2, "BROKER_REGISTRATION_CHANGE_RECORD", {"brokerId": 1, "brokerEpoch": 40,
+                                                               "fenced": -1})
+    rec(steps["full"], change, {"partitionId": 0, "topicId": topic_id, "isr": [1, 2, 3],
+                                "lastKnownElr": []})
+    return records
+
+
+def make_run(store: Path, spec: RunSpec | None = None) -> Path:
+    """A complete run directory store/<test>/<run_name>/ for the spec; returns its path."""
+    spec = spec or RunSpec()
+    run_dir = store / spec.test_name / spec.run_name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    info = generate_history(run_dir, spec)
+    (run_dir / "test.json").write_text(json.dumps(make_test_json(spec, info), indent=1))
+    if spec.with_results:
+        (run_dir / "results.json").write_text(json.dumps(make_results(spec, info), indent=1))
+    if spec.with_metadata:
+        controller = run_dir / "nodes" / "controller-1"
+        controller.mkdir(parents=True, exist_ok=True)
+        log = make_metadata_log(spec, spec.ops / spec.rate)
+        (controller / "metadata-log.json").write_text(json.dumps(log))
+    latest = store / "latest"
+    if latest.is_symlink():
+        latest.unlink()
+    latest.symlink_to(run_dir.relative_to(store))
+    return run_dir
