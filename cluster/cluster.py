@@ -1,0 +1,365 @@
+"""A real KRaft cluster in containers: bring it up, watch it, take it down.
+
+`up` goes: validate -> engine -> sweep leftovers -> Kafka distribution ->
+node image -> network -> containers -> configs -> format (ELR on/off) ->
+start controllers and brokers -> ready (every broker registered and
+unfenced, the quorum has a leader). A node that fails to start has its last
+log lines shown and everything is torn down.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+import docker.errors
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from cluster import docker_backend, kraft
+from cluster.distribution import KafkaDistribution, resolve_distribution
+from cluster.docker_backend import DockerNode
+from cluster.image import ensure_image
+from cluster.node import NodeSpec, Role
+from cluster.observe import ObservationError, PartitionObserver, PartitionState
+from harness.config import LABEL, ClusterConfig, TopicConfig
+from harness.errors import BadInput, ClusterStartError, HarnessError
+
+Log = Callable[[str], None]
+
+
+def validate_topic(topic: TopicConfig, config: ClusterConfig) -> None:
+    """Refuse a topic the cluster cannot host, before anything starts."""
+    if topic.partitions < 1:
+        raise BadInput("a topic needs at least 1 partition (--partitions)")
+    if topic.replication_factor < 1:
+        raise BadInput("replication factor must be at least 1 (--replication-factor)")
+    if topic.replication_factor > config.brokers:
+        raise BadInput(f"replication factor {topic.replication_factor} is more than the "
+                       f"{config.brokers} brokers of the cluster (--brokers)")
+    if not 1 <= topic.min_insync_replicas <= topic.replication_factor:
+        raise BadInput(f"min.insync.replicas {topic.min_insync_replicas} must be between 1 "
+                       f"and the replication factor {topic.replication_factor}")
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    spec: NodeSpec
+    container_state: str
+    kafka_pid: int | None
+
+
+class Cluster:
+    """The containers of one cluster, found by label, and what can be done with them."""
+
+    def __init__(self, config: ClusterConfig, log: Log = print,
+                 client: docker.DockerClient | None = None) -> None:
+        self.config = config
+        self.log = log
+        self.client = client or docker_backend.connect()
+        self.specs = kraft.node_specs(config)
+        self.nodes: dict[str, DockerNode] = {}
+        self.distribution: KafkaDistribution | None = None
+        self._attach_existing()
+
+    # -- who is who ----------------------------------------------------------
+
+    @property
+    def brokers(self) -> list[DockerNode]:
+        return [n for n in self.nodes.values() if n.spec.role is Role.BROKER]
+
+    @property
+    def controllers(self) -> list[DockerNode]:
+        return [n for n in self.nodes.values() if n.spec.role is Role.CONTROLLER]
+
+    @property
+    def bootstrap(self) -> list[str]:
+        return kraft.bootstrap_servers([n.spec for n in self.brokers], self.config)
+
+    def broker_by_id(self, broker_id: int) -> DockerNode:
+        for node in self.brokers:
+            if node.spec.node_id == broker_id:
+                return node
+        raise KeyError(f"no broker with id {broker_id}")
+
+    def is_up(self) -> bool:
+        return bool(self.nodes)
+
+    def _attach_existing(self) -> None:
+        containers = self.client.containers.list(
+            all=True, filters={"label": [f"{LABEL}.cluster={self.config.name}"]})
+        by_name = {c.labels.get(f"{LABEL}.node"): c for c in containers}
+        self.specs = self._specs_from_labels(containers) or self.specs
+        for spec in self.specs:
+            if spec.name in by_name:
+                self.nodes[spec.name] = DockerNode(spec, by_name[spec.name])
+
+    @staticmethod
+    def _specs_from_labels(containers: list) -> list[NodeSpec]:
+        """The topology of a running cluster, as its containers' labels record it."""
+        specs = []
+        for c in containers:
+            spec = c.labels.get(f"{LABEL}.spec")
+            if spec:
+                data = json.loads(spec)
+                specs.append(NodeSpec(data["name"], Role(data["role"]), data["id"],
+                                      data["address"]))
+        return sorted(specs, key=lambda s: (s.role is Role.BROKER, s.node_id))
+
+    # -- up and down ---------------------------------------------------------
+
+    def up(self) -> None:
+        """Start every node and wait until the cluster is ready; tear down on failure."""
+        kraft.validate_topology(self.config)
+        self.sweep_leftovers()
+        self.specs = kraft.node_specs(self.config)
+        self.distribution = resolve_distribution(self.config.kafka_version,
+                                                 self.config.kafka_dist, self.log)
+        image = ensure_image(self.client, self.config.image, self.log)
+        try:
+            self._create_network()
+            self._create_nodes(image)
+            self._format_and_start()
+            self.wait_ready()
+        except BaseException:
+            self.down(quiet=True)
+            raise
+
+    def down(self, quiet: bool = False) -> int:
+        """Remove this cluster's containers and network; returns how many containers."""
+        removed = 0
+        for container in self.client.containers.list(
+                all=True, filters={"label": [f"{LABEL}.cluster={self.config.name}"]}):
+            try:
+                container.remove(force=True)
+                removed += 1
+            except docker.errors.NotFound:
+                pass
+        for network in self.client.networks.list(
+                filters={"label": [f"{LABEL}.cluster={self.config.name}"]}):
+            try:
+                network.remove()
+            except docker.errors.APIError:
+                pass
+        self.nodes.clear()
+        if not quiet:
+            self.log(f"removed {removed} containers of cluster '{self.config.name}'")
+        return removed
+
+    def sweep_leftovers(self) -> None:
+        """A crashed run may have left containers behind: remove them first."""
+        if self.down(quiet=True):
+            self.log("removed leftovers of an earlier run")
+
+    def _create_network(self) -> None:
+        ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(
+            subnet=self.config.subnet, gateway=kraft.gateway(self.config))])
+        try:
+            self.client.networks.create(
+                docker_backend.network_name(self.config), driver="bridge", ipam=ipam,
+                labels=docker_backend.labels(self.config.name))
+        except docker.errors.APIError as err:
+            raise ClusterStartError(
+                f"cannot create network {self.config.subnet}: {err.explanation}") from err
+
+    def _create_nodes(self, image: str) -> None:
+        assert self.distribution is not None
+        for spec in self.specs:
+            node = docker_backend.create_node(self.client, self.config, spec, image,
+                                              str(self.distribution.home),
+                                              self._cluster_labels(spec))
+            self.nodes[spec.name] = node
+            node.write_file(kraft.SERVER_PROPERTIES,
+                            kraft.server_properties(spec, self.specs, self.config).encode())
+            node.write_file(kraft.LOG4J_CONFIG, kraft.log4j2_properties().encode())
+            node.write_file(kraft.START_SCRIPT, kraft.start_script(spec, self.config).encode(),
+                            mode=0o755)
+
+    def _cluster_labels(self, spec: NodeSpec) -> dict[str, str]:
+        assert self.distribution is not None
+        return {
+            f"{LABEL}.spec": json.dumps({"name": spec.name, "role": spec.role.value,
+                                         "id": spec.node_id, "address": spec.address}),
+            f"{LABEL}.kafka-version": self.distribution.version,
+            f"{LABEL}.elr": "on" if self.config.elr else "off",
+        }
+
+    def _format_and_start(self) -> None:
+        cluster_id = _kafka_uuid()
+        self.log(f"formatting {len(self.nodes)} nodes (cluster id {cluster_id}, "
+                 f"ELR {'on' if self.config.elr else 'off'})")
+        for node in self.nodes.values():
+            result = node.exec(kraft.format_command(node.spec, self.config, cluster_id),
+                               timeout_s=120)
+            if not result.ok:
+                raise ClusterStartError(f"{node.spec.name}: formatting storage failed:\n"
+                                        f"{_tail(result.output)}")
+        for node in self.controllers + self.brokers:
+            node.start_kafka()
+
+    # -- readiness -------------------------------------------------------------
+
+    def wait_ready(self, timeout_s: float | None = None) -> None:
+        """Every broker registered and unfenced, and the quorum has a leader."""
+        timeout_s = timeout_s or self.config.ready_timeout_s
+        deadline = time.monotonic() + timeout_s
+        expected = {n.spec.node_id for n in self.brokers}
+        admin = self.admin()
+        seen: set[int] = set()
+        while time.monotonic() < deadline:
+            self._fail_if_a_node_died()
+            try:
+                described = admin.describe_cluster(request_timeout=3).result(timeout=5)
+                seen = {n.id for n in described.nodes}
+                if expected <= seen:
+                    break
+            except KafkaException:
+                pass
+            time.sleep(0.5)
+        else:
+            missing = sorted(expected - seen)
+            raise ClusterStartError(f"brokers {missing} never registered unfenced within "
+                                    f"{timeout_s:.0f} s" + self._log_tails(missing))
+        leader = self.quorum_leader()
+        if leader is None:
+            raise ClusterStartError("the controller quorum has no leader")
+        self.log(f"cluster ready: {len(self.controllers)} controllers (leader {leader}), "
+                 f"{len(expected)} brokers unfenced")
+
+    def _fail_if_a_node_died(self) -> None:
+        for node in self.nodes.values():
+            if node.kafka_pid() is None:
+                raise ClusterStartError(f"{node.spec.name} stopped while starting; its last "
+                                        f"log lines:\n{_tail(node.log_tail(), 25)}")
+
+    def _log_tails(self, broker_ids: Sequence[int]) -> str:
+        parts = []
+        for broker_id in broker_ids:
+            node = self.broker_by_id(broker_id)
+            parts.append(f"\n--- {node.spec.name}:\n{_tail(node.log_tail(), 15)}")
+        return "".join(parts)
+
+    def quorum_leader(self) -> int | None:
+        """The active controller's id, as Kafka's metadata-quorum tool reports it."""
+        status = self.quorum_status()
+        leader = status.get("LeaderId")
+        return int(leader) if leader is not None and int(leader) >= 0 else None
+
+    def quorum_status(self) -> dict[str, str]:
+        for node in self.controllers:
+            if node.kafka_pid() is None:
+                continue
+            result = node.exec(
+                ["java", "-Xmx96m", "-cp", f"{kraft.KAFKA_HOME}/libs/*",
+                 "org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-controller",
+                 f"{node.spec.address}:{self.config.controller_port}", "describe", "--status"],
+                timeout_s=30)
+            if result.ok:
+                return dict(re.findall(r"^(\w+):\s*(.*)$", result.output, re.M))
+        return {}
+
+    # -- topics and observation -----------------------------------------------
+
+    def admin(self) -> AdminClient:
+        return AdminClient({"bootstrap.servers": ",".join(self.bootstrap), "log_level": 0})
+
+    def create_topic(self, topic: TopicConfig, timeout_s: float = 60.0) -> None:
+        """Create the topic and wait until every partition has a leader and a full ISR."""
+        validate_topic(topic, self.config)
+        new = NewTopic(topic.name, num_partitions=topic.partitions,
+                       replication_factor=topic.replication_factor,
+                       config={"min.insync.replicas": str(topic.min_insync_replicas),
+                               "unclean.leader.election.enable":
+                                   str(topic.unclean_leader_election).lower()})
+        admin = self.admin()  # must outlive the future
+        futures = admin.create_topics([new], request_timeout=30)
+        try:
+            futures[topic.name].result(timeout=40)
+        except KafkaException as err:
+            raise HarnessError(f"creating topic {topic.name} failed: {err}") from err
+        self.wait_partitions_full(topic, timeout_s)
+
+    def wait_partitions_full(self, topic: TopicConfig, timeout_s: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        observer = self.observer()
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    states = observer.describe([topic.name])
+                    if len(states) == topic.partitions and all(
+                            s.leader >= 0 and len(s.isr) == topic.replication_factor
+                            for s in states):
+                        return
+                except ObservationError:
+                    pass
+                time.sleep(0.3)
+        finally:
+            observer.close()
+        raise HarnessError(f"topic {topic.name}: partitions lack a leader or a full ISR "
+                           f"after {timeout_s:.0f} s")
+
+    def observer(self, timeout_s: float = 2.0) -> PartitionObserver:
+        return PartitionObserver(self.bootstrap, timeout_s)
+
+    def describe_all(self) -> list[PartitionState]:
+        """Every user topic's partitions (internal topics left out)."""
+        observer = self.observer()
+        try:
+            return [s for s in observer.describe([]) if not s.topic.startswith("__")]
+        finally:
+            observer.close()
+
+    def node_status(self) -> list[NodeStatus]:
+        statuses = []
+        for spec in self.specs:
+            node = self.nodes.get(spec.name)
+            if node is None:
+                statuses.append(NodeStatus(spec, "missing", None))
+                continue
+            node.container.reload()
+            state = node.container.status
+            pid = node.kafka_pid() if state == "running" else None
+            statuses.append(NodeStatus(spec, state, pid))
+        return statuses
+
+    def kafka_version(self) -> str | None:
+        for node in self.nodes.values():
+            return node.container.labels.get(f"{LABEL}.kafka-version")
+        return None
+
+    def elr_label(self) -> str | None:
+        for node in self.nodes.values():
+            return node.container.labels.get(f"{LABEL}.elr")
+        return None
+
+    # -- logs ------------------------------------------------------------------
+
+    def collect_logs(self, dest: Path) -> None:
+        """Copy each node's server.log and config into dest/<node>/."""
+        for node in self.nodes.values():
+            target = dest / node.spec.name
+            target.mkdir(parents=True, exist_ok=True)
+            for path, name in ((kraft.SERVER_LOG, "server.log"),
+                               (kraft.STDOUT_LOG, "stdout.log"),
+                               (kraft.SERVER_PROPERTIES, "server.properties")):
+                try:
+                    (target / name).write_bytes(node.read_file(path))
+                except (FileNotFoundError, HarnessError, docker.errors.APIError):
+                    continue
+
+
+def _kafka_uuid() -> str:
+    """A random Kafka cluster id: a UUID in Kafka's URL-safe base64 form."""
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _tail(text: str, lines: int = 20) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])

@@ -1,0 +1,243 @@
+"""Just enough of Kafka's wire protocol to call DescribeTopicPartitions (key 75).
+
+The ELR fields (EligibleLeaderReplicas, LastKnownElr) are only exposed by this
+API (KIP-966); librdkafka does not surface them, and starting a JVM tool every
+250 ms is too slow. The schema is Kafka's own
+clients/src/main/resources/common/message/DescribeTopicPartitions*.json, v0,
+a "flexible" version: compact arrays/strings and tagged fields.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+DESCRIBE_TOPIC_PARTITIONS_KEY = 75
+DESCRIBE_TOPIC_PARTITIONS_VERSION = 0
+
+
+class WireError(Exception):
+    """The broker could not be reached or answered something unreadable."""
+
+
+@dataclass(frozen=True)
+class DescribedPartition:
+    topic: str
+    partition: int
+    error_code: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    elr: tuple[int, ...] | None
+    last_known_elr: tuple[int, ...] | None
+    offline: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class DescribedTopic:
+    name: str
+    error_code: int
+    partitions: tuple[DescribedPartition, ...]
+
+
+# -- encoding -----------------------------------------------------------------
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _compact_string(value: str) -> bytes:
+    raw = value.encode()
+    return _uvarint(len(raw) + 1) + raw
+
+
+def encode_describe_request(correlation_id: int, client_id: str, topics: Sequence[str],
+                            partition_limit: int = 2000,
+                            cursor: tuple[str, int] | None = None) -> bytes:
+    """A size-prefixed DescribeTopicPartitions v0 request (request header v2)."""
+    client = client_id.encode()
+    header = struct.pack(">hhih", DESCRIBE_TOPIC_PARTITIONS_KEY,
+                         DESCRIBE_TOPIC_PARTITIONS_VERSION, correlation_id, len(client))
+    header += client + b"\x00"  # no tagged fields
+    body = _uvarint(len(topics) + 1)
+    for name in topics:
+        body += _compact_string(name) + b"\x00"
+    body += struct.pack(">i", partition_limit)
+    if cursor is None:
+        body += struct.pack(">b", -1)
+    else:
+        body += struct.pack(">b", 1) + _compact_string(cursor[0]) + struct.pack(">i", cursor[1])
+        body += b"\x00"
+    body += b"\x00"  # request tagged fields
+    message = header + body
+    return struct.pack(">i", len(message)) + message
+
+
+# -- decoding -----------------------------------------------------------------
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def take(self, n: int) -> bytes:
+        if self.pos + n > len(self.data):
+            raise WireError("response ended early")
+        chunk = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return chunk
+
+    def int8(self) -> int:
+        return struct.unpack(">b", self.take(1))[0]
+
+    def int16(self) -> int:
+        return struct.unpack(">h", self.take(2))[0]
+
+    def int32(self) -> int:
+        return struct.unpack(">i", self.take(4))[0]
+
+    def uvarint(self) -> int:
+        shift = result = 0
+        while True:
+            byte = self.take(1)[0]
+            result |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return result
+            shift += 7
+
+    def compact_nullable_string(self) -> str | None:
+        n = self.uvarint()
+        return None if n == 0 else self.take(n - 1).decode()
+
+    def compact_int32_array(self) -> tuple[int, ...] | None:
+        n = self.uvarint()
+        if n == 0:
+            return None
+        return struct.unpack(f">{n - 1}i", self.take(4 * (n - 1)))
+
+    def skip_tagged_fields(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()  # tag
+            self.take(self.uvarint())
+
+
+def decode_describe_response(payload: bytes) -> tuple[int, list[DescribedTopic],
+                                                       tuple[str, int] | None]:
+    """Parse a response (after the size prefix): correlation id, topics, next cursor."""
+    r = _Reader(payload)
+    correlation_id = r.int32()
+    r.skip_tagged_fields()  # response header v1
+    r.int32()  # throttle time
+    topics: list[DescribedTopic] = []
+    for _ in range(max(r.uvarint() - 1, 0)):
+        topic_error = r.int16()
+        name = r.compact_nullable_string() or ""
+        r.take(16)  # topic id
+        r.int8()  # is internal
+        partitions = []
+        for _ in range(max(r.uvarint() - 1, 0)):
+            error = r.int16()
+            index = r.int32()
+            leader = r.int32()
+            epoch = r.int32()
+            replicas = r.compact_int32_array() or ()
+            isr = r.compact_int32_array() or ()
+            elr = r.compact_int32_array()
+            last_known = r.compact_int32_array()
+            offline = r.compact_int32_array() or ()
+            r.skip_tagged_fields()
+            partitions.append(DescribedPartition(name, index, error, leader, epoch, replicas,
+                                                 isr, elr, last_known, offline))
+        r.int32()  # authorized operations
+        r.skip_tagged_fields()
+        topics.append(DescribedTopic(name, topic_error, tuple(partitions)))
+    cursor = None
+    if r.int8() >= 0:
+        cursor_topic = r.compact_nullable_string() or ""
+        cursor = (cursor_topic, r.int32())
+        r.skip_tagged_fields()
+    r.skip_tagged_fields()
+    return correlation_id, topics, cursor
+
+
+class WireConnection:
+    """One blocking connection to a broker, reopened after any error."""
+
+    def __init__(self, address: str, timeout_s: float, client_id: str = "elr-harness") -> None:
+        host, _, port = address.rpartition(":")
+        self.host, self.port = host, int(port)
+        self.timeout_s = timeout_s
+        self.client_id = client_id
+        self._sock: socket.socket | None = None
+        self._correlation = 0
+
+    def describe_topic_partitions(self, topics: Sequence[str]) -> list[DescribedTopic]:
+        """Every partition of `topics`, following the cursor across pages."""
+        result: list[DescribedTopic] = []
+        cursor: tuple[str, int] | None = None
+        while True:
+            self._correlation += 1
+            request = encode_describe_request(self._correlation, self.client_id, topics,
+                                              cursor=cursor)
+            correlation, page, cursor = decode_describe_response(self._roundtrip(request))
+            if correlation != self._correlation:
+                self.close()
+                raise WireError("response out of order")
+            result.extend(page)
+            if cursor is None:
+                return _merge_topics(result)
+
+    def _roundtrip(self, request: bytes) -> bytes:
+        try:
+            if self._sock is None:
+                self._sock = socket.create_connection((self.host, self.port), self.timeout_s)
+                self._sock.settimeout(self.timeout_s)
+            self._sock.sendall(request)
+            size = struct.unpack(">i", self._recv_exactly(4))[0]
+            return self._recv_exactly(size)
+        except (OSError, struct.error) as err:
+            self.close()
+            raise WireError(f"{self.host}:{self.port}: {err}") from err
+
+    def _recv_exactly(self, n: int) -> bytes:
+        assert self._sock is not None
+        chunks = bytearray()
+        while len(chunks) < n:
+            chunk = self._sock.recv(n - len(chunks))
+            if not chunk:
+                raise OSError("connection closed by broker")
+            chunks += chunk
+        return bytes(chunks)
+
+    def close(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            finally:
+                self._sock = None
+
+
+def _merge_topics(pages: list[DescribedTopic]) -> list[DescribedTopic]:
+    """A topic split over several pages comes back as one."""
+    merged: dict[str, DescribedTopic] = {}
+    for topic in pages:
+        if topic.name in merged:
+            prior = merged[topic.name]
+            merged[topic.name] = DescribedTopic(topic.name, prior.error_code,
+                                                prior.partitions + topic.partitions)
+        else:
+            merged[topic.name] = topic
+    return list(merged.values())

@@ -1,0 +1,169 @@
+"""Topology and the files each KRaft node runs with.
+
+Controllers are controller-only, brokers broker-only, with a static quorum
+(controller.quorum.voters). Broker ids are 1..N so an ISR such as [1, 3] reads
+as broker-1 and broker-3; controller ids start at 1001. Everything a node
+needs (server.properties, log4j2 config, start script) is generated here and
+written into the node, so the image only carries OS packages.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import shlex
+
+from cluster.node import NodeSpec, Role
+from harness.config import ClusterConfig
+from harness.errors import BadInput
+
+CONTROLLER_ID_BASE = 1000
+KAFKA_HOME = "/opt/kafka"
+HARNESS_DIR = "/opt/harness"
+SERVER_PROPERTIES = f"{HARNESS_DIR}/server.properties"
+LOG4J_CONFIG = f"{HARNESS_DIR}/log4j2.properties"
+START_SCRIPT = f"{HARNESS_DIR}/kafka-start.sh"
+LOG_DIR = "/var/log/kafka"
+SERVER_LOG = f"{LOG_DIR}/server.log"
+STDOUT_LOG = f"{LOG_DIR}/stdout.log"
+KAFKA_MAIN_CLASS = "kafka.Kafka"
+#: pgrep/pkill pattern that matches the Kafka JVM and nothing else in a node.
+KAFKA_PROCESS_PATTERN = r"kafka\.Kafka /opt/harness"
+#: Largest node count that fits the /24 network and this machine.
+MAX_NODES = 32
+
+
+def validate_topology(config: ClusterConfig) -> None:
+    """Refuse impossible topologies before anything starts."""
+    if config.controllers < 1:
+        raise BadInput("a KRaft cluster needs at least 1 controller (--controllers)")
+    if config.brokers < 1:
+        raise BadInput("a cluster needs at least 1 broker (--brokers)")
+    if config.controllers + config.brokers > MAX_NODES:
+        raise BadInput(f"at most {MAX_NODES} nodes fit on one machine; "
+                       f"asked for {config.controllers + config.brokers}")
+    network = ipaddress.ip_network(config.subnet)
+    if config.first_host + config.controllers + config.brokers >= network.num_addresses - 1:
+        raise BadInput(f"subnet {config.subnet} is too small for the topology")
+
+
+def node_specs(config: ClusterConfig) -> list[NodeSpec]:
+    """Controllers first, then brokers, each with a fixed address."""
+    validate_topology(config)
+    network = ipaddress.ip_network(config.subnet)
+    specs = []
+    host = config.first_host
+    for i in range(1, config.controllers + 1):
+        specs.append(NodeSpec(f"controller-{i}", Role.CONTROLLER, CONTROLLER_ID_BASE + i,
+                              str(network.network_address + host)))
+        host += 1
+    for i in range(1, config.brokers + 1):
+        specs.append(NodeSpec(f"broker-{i}", Role.BROKER, i, str(network.network_address + host)))
+        host += 1
+    return specs
+
+
+def gateway(config: ClusterConfig) -> str:
+    return str(ipaddress.ip_network(config.subnet).network_address + 1)
+
+
+def quorum_voters(specs: list[NodeSpec], config: ClusterConfig) -> str:
+    return ",".join(f"{s.node_id}@{s.address}:{config.controller_port}"
+                    for s in specs if s.role is Role.CONTROLLER)
+
+
+def bootstrap_servers(specs: list[NodeSpec], config: ClusterConfig) -> list[str]:
+    return [f"{s.address}:{config.broker_port}" for s in specs if s.role is Role.BROKER]
+
+
+def server_properties(spec: NodeSpec, specs: list[NodeSpec], config: ClusterConfig) -> str:
+    t = config.timings
+    brokers = sum(1 for s in specs if s.role is Role.BROKER)
+    common = {
+        "node.id": spec.node_id,
+        "controller.quorum.voters": quorum_voters(specs, config),
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "metadata.log.dir": config.metadata_log_dir,
+        "controller.quorum.election.timeout.ms": t.controller_quorum_election_timeout_ms,
+        "controller.quorum.fetch.timeout.ms": t.controller_quorum_fetch_timeout_ms,
+        "request.timeout.ms": t.request_timeout_ms,
+        "num.network.threads": 2,
+        "num.io.threads": 2,
+        "background.threads": 2,
+    }
+    if spec.role is Role.CONTROLLER:
+        props = {
+            **common,
+            "process.roles": "controller",
+            "listeners": f"CONTROLLER://{spec.address}:{config.controller_port}",
+            "log.dirs": config.metadata_log_dir,
+            "broker.session.timeout.ms": t.broker_session_timeout_ms,
+        }
+    else:
+        internal_rf = min(3, brokers)
+        props = {
+            **common,
+            "process.roles": "broker",
+            "listeners": f"PLAINTEXT://{spec.address}:{config.broker_port}",
+            "advertised.listeners": f"PLAINTEXT://{spec.address}:{config.broker_port}",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "log.dirs": config.log_dir,
+            "broker.heartbeat.interval.ms": t.broker_heartbeat_interval_ms,
+            "broker.session.timeout.ms": t.broker_session_timeout_ms,
+            "replica.lag.time.max.ms": t.replica_lag_time_max_ms,
+            "auto.create.topics.enable": "false",
+            "offsets.topic.replication.factor": internal_rf,
+            "offsets.topic.num.partitions": 3,
+            "transaction.state.log.replication.factor": internal_rf,
+            "transaction.state.log.min.isr": 1,
+            "transaction.state.log.num.partitions": 3,
+            "share.coordinator.state.topic.replication.factor": internal_rf,
+            "share.coordinator.state.topic.min.isr": 1,
+            "group.initial.rebalance.delay.ms": 0,
+            "num.replica.fetchers": 1,
+            "unclean.leader.election.enable": "false",
+        }
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def log4j2_properties() -> str:
+    return "\n".join([
+        "status = warn",
+        "appender.file.type = File",
+        "appender.file.name = FILE",
+        f"appender.file.fileName = {SERVER_LOG}",
+        "appender.file.layout.type = PatternLayout",
+        "appender.file.layout.pattern = [%d] %p %m (%c)%n",
+        "rootLogger.level = INFO",
+        "rootLogger.appenderRef.file.ref = FILE",
+        "logger.kafka.name = org.apache.kafka",
+        "logger.kafka.level = INFO",
+        "logger.clients.name = org.apache.kafka.clients",
+        "logger.clients.level = WARN",
+        "",
+    ])
+
+
+def start_script(spec: NodeSpec, config: ClusterConfig) -> str:
+    """A script that launches Kafka detached and returns at once."""
+    heap = config.controller_heap if spec.role is Role.CONTROLLER else config.broker_heap
+    java = (f"java {heap} {config.jvm_opts} -Djava.awt.headless=true "
+            f"-Dlog4j2.configurationFile={LOG4J_CONFIG} "
+            f"-cp {shlex.quote(KAFKA_HOME + '/libs/*')} {KAFKA_MAIN_CLASS} {SERVER_PROPERTIES}")
+    return "\n".join([
+        "#!/bin/sh",
+        f"mkdir -p {LOG_DIR}",
+        f"if pgrep -f {shlex.quote(KAFKA_PROCESS_PATTERN)} >/dev/null; then exit 0; fi",
+        f"echo \"--- start $(date -u +%FT%TZ)\" >> {STDOUT_LOG}",
+        f"setsid nohup {java} >> {STDOUT_LOG} 2>&1 < /dev/null &",
+        "",
+    ])
+
+
+def format_command(spec: NodeSpec, config: ClusterConfig, cluster_id: str) -> list[str]:
+    """Kafka's storage tool: format the node's log dirs with ELR on or off."""
+    return [
+        "java", "-Xmx128m", "-cp", f"{KAFKA_HOME}/libs/*", "kafka.tools.StorageTool", "format",
+        "--config", SERVER_PROPERTIES, "--cluster-id", cluster_id, "--ignore-formatted",
+        "--feature", f"eligible.leader.replicas.version={1 if config.elr else 0}",
+    ]

@@ -1,0 +1,73 @@
+"""Command-line flags shared by `harness cluster` and `harness run`.
+
+Flags map one to one onto the typed config of harness.config; defaults come
+from there, so the help text and the code never disagree.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+
+from harness.config import ClusterConfig, ImageConfig, TopicConfig
+
+
+def _on_off(value: str) -> bool:
+    if value.lower() in ("on", "true", "yes", "1"):
+        return True
+    if value.lower() in ("off", "false", "no", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected on or off, got '{value}'")
+
+
+def add_cluster_flags(parser: argparse.ArgumentParser) -> None:
+    d = ClusterConfig()
+    g = parser.add_argument_group("cluster")
+    g.add_argument("--name", default=d.name, help="cluster name (labels, network)")
+    g.add_argument("--controllers", type=int, default=d.controllers,
+                   help=f"controller-only nodes (default {d.controllers})")
+    g.add_argument("--brokers", type=int, default=d.brokers,
+                   help=f"broker-only nodes (default {d.brokers})")
+    g.add_argument("--elr", type=_on_off, default=d.elr, metavar="on|off",
+                   help="eligible.leader.replicas.version at format time (default on)")
+    g.add_argument("--kafka-version", default=d.kafka_version,
+                   help=f"Kafka release resolved from Maven Central (default {d.kafka_version})")
+    g.add_argument("--kafka-dist", type=Path, default=None,
+                   help="a Kafka tarball, unpacked distribution or built source tree instead")
+    g.add_argument("--base-image", default=None,
+                   help="start the node image from this registry image instead of debootstrap")
+
+
+def add_topic_flags(parser: argparse.ArgumentParser, topic_default: str | None) -> None:
+    d = TopicConfig()
+    g = parser.add_argument_group("topic")
+    g.add_argument("--topic", default=topic_default,
+                   help="topic to create" + (f" (default {topic_default})" if topic_default
+                                             else " (none unless given)"))
+    g.add_argument("--partitions", type=int, default=d.partitions)
+    g.add_argument("--replication-factor", type=int, default=d.replication_factor)
+    g.add_argument("--min-insync-replicas", type=int, default=d.min_insync_replicas)
+    g.add_argument("--unclean-leader-election", type=_on_off, default=d.unclean_leader_election,
+                   metavar="on|off", help="unclean.leader.election.enable (default off)")
+
+
+def cluster_config(args: argparse.Namespace) -> ClusterConfig:
+    image = ImageConfig()
+    if getattr(args, "base_image", None):
+        image = replace(image, base_image=args.base_image)
+    return ClusterConfig(
+        name=args.name, controllers=args.controllers, brokers=args.brokers, elr=args.elr,
+        kafka_version=args.kafka_version, kafka_dist=args.kafka_dist, image=image,
+    )
+
+
+def topic_config(args: argparse.Namespace) -> TopicConfig | None:
+    if not args.topic:
+        return None
+    return TopicConfig(
+        name=args.topic, partitions=args.partitions,
+        replication_factor=args.replication_factor,
+        min_insync_replicas=args.min_insync_replicas,
+        unclean_leader_election=args.unclean_leader_election,
+    )
