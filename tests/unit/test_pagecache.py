@@ -1,0 +1,208 @@
+"""Host-side control of the page-cache layer (nemesis/pagecache.py) through the Node protocol.
+
+Why: the nemesis drives the layer only through Node.exec/read_file/write_file.
+Here a Node that runs its commands on this host stands in for a container, so
+install, mount, power loss (with remount) and clean unmount run for real
+against a real FUSE mount; the container path is the integration tests' job.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+
+if not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None:
+    pytest.skip("needs /dev/fuse and fusermount3 to mount the layer", allow_module_level=True)
+
+from cluster.node import ExecResult, NodeSpec, Role  # noqa: E402
+from harness.config import PageCacheConfig  # noqa: E402
+from harness.errors import HarnessError  # noqa: E402
+from nemesis import pagecache  # noqa: E402
+
+
+class LocalNode:
+    """The Node protocol on this host: commands run via subprocess, files are local."""
+
+    def __init__(self) -> None:
+        self.spec = NodeSpec(name="local-test", role=Role.BROKER, node_id=1, address="127.0.0.1")
+        self.fake_kafka_pid: int | None = None
+
+    def exec(self, cmd: list[str] | str, *, timeout_s: float = 60.0,
+             detach: bool = False) -> ExecResult:
+        args = ["sh", "-c", cmd] if isinstance(cmd, str) else cmd
+        if detach:
+            subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+            return ExecResult(0, "")
+        run = subprocess.run(args, capture_output=True, text=True, timeout=timeout_s,
+                             check=False)
+        return ExecResult(run.returncode, run.stdout + run.stderr)
+
+    def signal_kafka(self, signal_name: str) -> bool:
+        return False
+
+    def start_kafka(self) -> None:
+        raise AssertionError("the page-cache layer must never start Kafka")
+
+    def kafka_pid(self) -> int | None:
+        return self.fake_kafka_pid
+
+    def read_file(self, path: str) -> bytes:
+        return Path(path).read_bytes()
+
+    def write_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
+        Path(path).write_bytes(data)
+        os.chmod(path, mode)
+
+
+@dataclass
+class Setup:
+    node: LocalNode
+    config: PageCacheConfig
+    backing: Path
+    mnt: Path
+    control: Path
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> Iterator[Setup]:
+    config = replace(PageCacheConfig(), files_dir=str(tmp_path / "opt"),
+                     backing_dir=str(tmp_path / "backing"), mountpoint=str(tmp_path / "mnt"),
+                     control_dir=str(tmp_path / "control"), python="python3",
+                     mount_timeout_s=20.0, unmount_timeout_s=20.0)
+    node = LocalNode()
+    try:
+        yield Setup(node, config, Path(config.backing_dir), Path(config.mountpoint),
+                    Path(config.control_dir))
+    finally:
+        mnt = config.mountpoint
+        for _ in range(3):  # a crashed-and-remounted layer may be stacked once
+            if subprocess.run(["mountpoint", "-q", mnt], check=False).returncode != 0:
+                break
+            subprocess.run(["fusermount3", "-u", "-z", mnt], check=False)
+        _kill_our_daemon(Path(config.control_dir))
+
+
+def _kill_our_daemon(control: Path) -> None:
+    """Kill the daemon this test started, checking the pid is still that daemon."""
+    pid_file = control / "pid"
+    if not pid_file.exists():
+        return
+    pid = int(pid_file.read_text())
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except FileNotFoundError:
+        return
+    if os.fsencode(str(control)) in cmdline and any(b"pagecache_fs.py" in a for a in cmdline):
+        os.kill(pid, 9)
+
+
+def _mount(s: Setup) -> int:
+    pagecache.install(s.node, files_dir=s.config.files_dir, config=s.config)
+    return pagecache.mount(s.node, s.config.backing_dir, s.config.mountpoint,
+                           s.config.control_dir, files_dir=s.config.files_dir, config=s.config)
+
+
+def _write(path: Path, data: bytes, sync: bool) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, data)
+        if sync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def test_install_copies_the_daemon_and_mfusepy(setup: Setup) -> None:
+    pagecache.install(setup.node, files_dir=setup.config.files_dir, config=setup.config)
+    files = Path(setup.config.files_dir)
+    assert (files / "pagecache_fs.py").read_bytes() == \
+        Path(pagecache.__file__).with_name("pagecache_fs.py").read_bytes()
+    assert (files / "mfusepy.py").stat().st_size > 10_000
+
+
+def test_power_loss_reports_drops_and_remounts(setup: Setup) -> None:
+    first_pid = _mount(setup)
+    assert pagecache.is_mounted(setup.node, setup.config.mountpoint, config=setup.config)
+    (setup.mnt / "topic-0").mkdir()
+    _write(setup.mnt / "topic-0" / "0.log", b"durable", sync=True)
+    _write(setup.mnt / "topic-0" / "0.log", b"volatile", sync=False)
+
+    report = pagecache.power_loss(setup.node, setup.config.mountpoint, setup.config.control_dir,
+                                  files_dir=setup.config.files_dir, config=setup.config)
+
+    assert report == {"bytes_dropped": {"topic-0/0.log": 8}, "files": 1, "total_bytes": 8}
+    new_pid = int((setup.control / "pid").read_text())
+    assert new_pid != first_pid
+    assert not Path(f"/proc/{first_pid}").exists() or \
+        Path(f"/proc/{first_pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    assert pagecache.is_mounted(setup.node, setup.config.mountpoint, config=setup.config)
+    assert (setup.mnt / "topic-0" / "0.log").read_bytes() == b"durable"
+    _write(setup.mnt / "topic-0" / "0.log", b"-again", sync=False)  # the new layer works
+    assert (setup.mnt / "topic-0" / "0.log").read_bytes() == b"durable-again"
+
+
+def test_power_loss_without_remount_leaves_the_mountpoint_unmounted(setup: Setup) -> None:
+    _mount(setup)
+    report = pagecache.power_loss(setup.node, setup.config.mountpoint, setup.config.control_dir,
+                                  remount_after=False, config=setup.config)
+    assert report["total_bytes"] == 0
+    assert not pagecache.is_mounted(setup.node, setup.config.mountpoint, config=setup.config)
+    pagecache.remount(setup.node, setup.config.backing_dir, setup.config.mountpoint,
+                      setup.config.control_dir, files_dir=setup.config.files_dir,
+                      config=setup.config)
+    assert pagecache.is_mounted(setup.node, setup.config.mountpoint, config=setup.config)
+
+
+def test_power_loss_refuses_while_kafka_runs(setup: Setup) -> None:
+    _mount(setup)
+    _write(setup.mnt / "f", b"x", sync=False)
+    setup.node.fake_kafka_pid = 4242
+    with pytest.raises(HarnessError, match="kill Kafka"):
+        pagecache.power_loss(setup.node, setup.config.mountpoint, setup.config.control_dir,
+                             config=setup.config)
+    assert (setup.mnt / "f").read_bytes() == b"x", "the layer must be untouched"
+
+
+def test_clean_unmount_writes_everything_back(setup: Setup) -> None:
+    _mount(setup)
+    data = os.urandom(300_000)
+    _write(setup.mnt / "segment", data, sync=False)
+    assert (setup.backing / "segment").stat().st_size == 0
+    pagecache.clean_unmount(setup.node, setup.config.mountpoint, setup.config.control_dir,
+                            config=setup.config)
+    assert not pagecache.is_mounted(setup.node, setup.config.mountpoint, config=setup.config)
+    assert (setup.backing / "segment").read_bytes() == data
+    # A second call is a no-op on an unmounted mountpoint.
+    pagecache.clean_unmount(setup.node, setup.config.mountpoint, setup.config.control_dir,
+                            config=setup.config)
+
+
+def test_mounting_twice_is_refused_but_a_dead_mount_is_replaced(setup: Setup) -> None:
+    pid = _mount(setup)
+    with pytest.raises(HarnessError, match="already has a live"):
+        pagecache.mount(setup.node, setup.config.backing_dir, setup.config.mountpoint,
+                        setup.config.control_dir, files_dir=setup.config.files_dir,
+                        config=setup.config)
+    os.kill(pid, 9)  # the daemon dies without unmounting: the mount is dead
+    new_pid = pagecache.mount(setup.node, setup.config.backing_dir, setup.config.mountpoint,
+                              setup.config.control_dir, files_dir=setup.config.files_dir,
+                              config=setup.config)
+    assert new_pid != pid
+    _write(setup.mnt / "after", b"ok", sync=True)
+    assert (setup.backing / "after").read_bytes() == b"ok"
+
+
+def test_bad_paths_are_refused_before_anything_runs(setup: Setup) -> None:
+    with pytest.raises(HarnessError, match="absolute path"):
+        pagecache.mount(setup.node, "relative/backing", setup.config.mountpoint,
+                        setup.config.control_dir, config=setup.config)
+    with pytest.raises(HarnessError, match="no live page-cache layer"):
+        pagecache.power_loss(setup.node, setup.config.mountpoint, setup.config.control_dir,
+                             config=setup.config)
