@@ -53,7 +53,6 @@ class ImageConfig:
         "procps",
         "python3",
         "fuse3",
-        "python3-pip",
         "openssh-server",
         "ca-certificates",
     )
@@ -117,6 +116,73 @@ class TopicConfig:
 
 
 # --------------------------------------------------------------------------
+# workloads/
+# --------------------------------------------------------------------------
+
+#: acks levels a producer may use (HISTORY.md spells them this way).
+ACKS_LEVELS = ("0", "1", "all")
+
+
+@dataclass(frozen=True)
+class WorkloadConfig:
+    """Clients, pacing and client timeouts of one run's workload.
+
+    Client timeouts are short on purpose: during a fault every operation must
+    resolve (ok, fail or info) within seconds, so the history stays dense.
+    """
+
+    #: Logical producer processes (each has at most one send in flight).
+    producers: int = 3
+    #: acks level per producer process, assigned round-robin over processes.
+    acks: tuple[str, ...] = ("all", "1", "0")
+    #: Logical processes one librdkafka Producer (one worker thread) serves.
+    processes_per_client: int = 8
+    #: Consumer processes; each reads every partition of one topic.
+    consumers: int = 1
+    #: Total sends per second over all producers; 0 means unbounded.
+    rate: float = 200.0
+    #: How long clients run before they stop on their own.
+    time_limit_s: float = 60.0
+    #: Idempotent producers (enable.idempotence); needs acks "all" only.
+    idempotent: bool = False
+    #: How a send picks its partition: "round-robin" or "random" (seeded).
+    partition_choice: str = "round-robin"
+    seed: int = 0
+    #: librdkafka message.timeout.ms: the bound on one send, queue time included.
+    message_timeout_ms: int = 5000
+    #: librdkafka request.timeout.ms: the broker's ack wait for one produce request.
+    request_timeout_ms: int = 3000
+    #: librdkafka socket.timeout.ms: the bound on other requests (metadata, fetch).
+    socket_timeout_ms: int = 5000
+    linger_ms: int = 0
+    #: How often clients refresh metadata even without an error (finds new leaders).
+    metadata_refresh_interval_ms: int = 2000
+    #: Bound on waiting for in-flight sends at stop; what is left is recorded as info.
+    stop_timeout_s: float = 10.0
+    #: Records one consumer poll returns at most.
+    poll_batch: int = 200
+    #: How long one consumer poll waits for records.
+    poll_timeout_s: float = 0.5
+    fetch_wait_max_ms: int = 100
+    #: Where consumers start: "earliest" (low watermark) or "latest" (high watermark).
+    consumer_start: str = "earliest"
+    #: Bound on one watermark query (a consumer's start or repositioning).
+    watermark_timeout_s: float = 2.0
+    #: Run the observer with the workload (needs the cluster's partition observer).
+    observe: bool = True
+    observe_interval_s: float = 0.25
+    observe_timeout_s: float = 2.0
+    #: Deadline for the final reads of every partition together.
+    final_read_timeout_s: float = 60.0
+    #: Partitions read in parallel by the final reads.
+    final_read_parallelism: int = 4
+    #: The recorder writes, flushes and fsyncs its buffer this often (at most 1 s).
+    recorder_flush_interval_s: float = 0.2
+    #: Errors kept for the progress display.
+    last_errors_kept: int = 10
+
+
+# --------------------------------------------------------------------------
 # checkers/
 # --------------------------------------------------------------------------
 
@@ -169,9 +235,21 @@ class PageCacheConfig:
 
 @dataclass(frozen=True)
 class ReportConfig:
-    """How reports are drawn."""
+    """How reports are drawn: bounds that keep report.html small for any history."""
 
     #: Plots never draw more points than this per series (they downsample).
     max_plot_points: int = 4000
     serve_host: str = "127.0.0.1"
     serve_port: int = 8080
+    #: Resolution of the inline PNG plots.
+    plot_dpi: int = 90
+    #: Partitions that get their own leader/ISR/ELR timeline (the rest are listed).
+    max_partition_timelines: int = 12
+    #: Rows of observed state changes shown per partition.
+    max_state_rows: int = 400
+    #: Rows of the decoded controller metadata log shown.
+    max_metadata_rows: int = 3000
+    #: Records of one poll shown beside an anomaly example (the matching ones first).
+    max_example_records: int = 8
+    #: Faults drawn with a text label on a plot; more get a legend by kind only.
+    max_fault_labels: int = 40
