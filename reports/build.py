@@ -14,7 +14,13 @@ from harness.config import ReportConfig
 from harness.errors import HarnessError
 from reports.atomic import write_atomically
 from reports.faults import pair_faults
-from reports.history_scan import Interest, PartitionKey, compute_lost_writes, scan_history
+from reports.history_scan import (
+    Interest,
+    PartitionKey,
+    compute_lost_writes,
+    example_interest,
+    scan_history,
+)
 from reports.index import write_index
 from reports.render import ReportInputs, render_report
 from reports.rundir import load_run, store_of
@@ -23,7 +29,7 @@ REPORT_NAME = "report.html"
 
 
 def wanted_ops(results: dict[str, Any] | None) -> dict[int, Interest]:
-    """The op indices anomaly examples name, with the values/offsets each one is about."""
+    """The op indices anomaly examples name, with what all examples naming each are about."""
     wanted: dict[int, tuple[set[int], set[tuple[int, int]]]] = {}
     anomalies = results.get("anomalies") if results else None
     if not isinstance(anomalies, dict):
@@ -33,23 +39,12 @@ def wanted_ops(results: dict[str, Any] | None) -> dict[int, Interest]:
         for example in examples if isinstance(examples, list) else []:
             if not isinstance(example, dict) or not isinstance(example.get("ops"), list):
                 continue
-            values: set[int] = set()
-            for key in ("value", "values"):
-                found = example.get(key)
-                items = found if isinstance(found, list) else [found]
-                values.update(v for v in items if isinstance(v, int))
-            positions: set[tuple[int, int]] = set()
-            partition = example.get("partition")
-            for key in ("offset", "offsets"):
-                found = example.get(key)
-                items = found if isinstance(found, list) else [found]
-                if isinstance(partition, int):
-                    positions.update((partition, o) for o in items if isinstance(o, int))
+            interest = example_interest(example)
             for index in example["ops"]:
                 if isinstance(index, int):
-                    have = wanted.setdefault(index, (set(), set()))
-                    have[0].update(values)
-                    have[1].update(positions)
+                    values, positions = wanted.setdefault(index, (set(), set()))
+                    values.update(interest.values)
+                    positions.update(interest.positions)
     return {i: Interest(frozenset(v), frozenset(p)) for i, (v, p) in wanted.items()}
 
 
@@ -76,7 +71,7 @@ def incomplete_partitions(results: dict[str, Any] | None) -> set[PartitionKey]:
 def build_report(run_dir: Path, config: ReportConfig) -> Path:
     """Render RUN_DIR/report.html from the run's files; refresh the store index if any."""
     run = load_run(run_dir)
-    scan = scan_history(run.history_path, wanted_ops(run.results), config.max_example_records)
+    scan = scan_history(run.history_path, wanted_ops(run.results))
     inputs = ReportInputs(
         run=run,
         scan=scan,

@@ -25,6 +25,12 @@ ENDING_KINDS = frozenset(ENDS)
 LASTING_KINDS = frozenset(kind for kinds in ENDS.values() for kind in kinds)
 
 
+def describe(step: str | None, kind: str, nodes: tuple[str, ...]) -> str:
+    """'T2 page-cache-loss broker-1': how plots and tables name a fault."""
+    prefix = f"{step} " if step else ""
+    return f"{prefix}{kind} {','.join(nodes) if nodes else 'all'}"
+
+
 @dataclass
 class FaultEvent:
     """One fault completion as the history recorded it."""
@@ -54,13 +60,17 @@ class FaultBand:
     uncertain: bool
     start_index: int
     end_index: int | None = None
+    ended_by: str | None = None
     open_nodes: set[str] = field(default_factory=set)
 
     @property
     def label(self) -> str:
-        prefix = f"{self.step} " if self.step else ""
-        nodes = ",".join(self.nodes) if self.nodes else "all"
-        return f"{prefix}{self.kind} {nodes}"
+        return describe(self.step, self.kind, self.nodes)
+
+    @property
+    def lasting(self) -> bool:
+        """False for a kind that nothing ends (drawn as a mark at its time)."""
+        return self.kind in LASTING_KINDS
 
 
 def pair_faults(events: list[FaultEvent]) -> list[FaultBand]:
@@ -83,6 +93,7 @@ def pair_faults(events: list[FaultEvent]) -> list[FaultBand]:
                 if not band.open_nodes:
                     band.end_s = ev.time_s
                     band.end_index = ev.index
+                    band.ended_by = describe(ev.step, ev.kind, ev.nodes)
                     open_bands.remove(band)
             continue
         band = FaultBand(

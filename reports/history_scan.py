@@ -121,21 +121,43 @@ def _ints(value: Any) -> tuple[int, ...] | None:
     return None
 
 
-def _summarize_poll(op: dict[str, Any], interest: Interest, cap: int) -> dict[str, Any]:
-    """A poll op with its records cut to the ones an example is about (polls can be huge)."""
-    records = op.get("records")
+def example_interest(example: dict[str, Any]) -> Interest:
+    """The values and (partition, offset) positions an anomaly example is about."""
+    values: set[int] = set()
+    for key in ("value", "values"):
+        found = example.get(key)
+        values.update(v for v in (found if isinstance(found, list) else [found])
+                      if isinstance(v, int))
+    positions: set[tuple[int, int]] = set()
+    partition = example.get("partition")
+    if isinstance(partition, int):
+        for key in ("offset", "offsets"):
+            found = example.get(key)
+            positions.update((partition, o) for o in (found if isinstance(found, list)
+                                                      else [found]) if isinstance(o, int))
+    return Interest(frozenset(values), frozenset(positions))
+
+
+def matching_records(records: Any, interest: Interest) -> list[list[Any]]:
+    """Poll records holding a value of interest or sitting at a position of interest."""
     if not isinstance(records, list):
-        return op
-    matching = [
+        return []
+    return [
         r for r in records
         if isinstance(r, list) and len(r) == 3
         and (r[2] in interest.values or (r[0], r[1]) in interest.positions)
     ]
-    shown = matching[:cap] if matching else records[:cap]
+
+
+def _summarize_poll(op: dict[str, Any], interest: Interest, cap: int) -> dict[str, Any]:
+    """A poll op with only the records some example is about (a final poll can be huge)."""
+    records = op.get("records")
+    if not isinstance(records, list):
+        return op
     summary = {k: v for k, v in op.items() if k != "records"}
     summary["records_total"] = len(records)
-    summary["records_shown"] = shown
-    summary["records_matching"] = len(matching)
+    summary["records_relevant"] = matching_records(records, interest)[:cap]
+    summary["records_first"] = records[:min(cap, 3)]
     return summary
 
 
@@ -150,9 +172,13 @@ def _series_name(f: str, acks: str | None, final: bool) -> str:
 def scan_history(
     path: Path | None,
     wanted: dict[int, Interest] | None = None,
-    max_example_records: int = 8,
+    max_relevant_records: int = 1000,
 ) -> HistoryScan:
-    """Read the history once; `wanted` names the op indices the examples need in full."""
+    """Read the history once; `wanted` names the op indices the examples need in full.
+
+    Polls among them keep only the records some example is about (at most
+    max_relevant_records), so a final read of millions of records stays small.
+    """
     scan = HistoryScan()
     if path is None:
         return scan
@@ -185,7 +211,7 @@ def scan_history(
             index = op.get("index")
             if index in wanted:
                 if f == "poll":
-                    scan.ops[index] = _summarize_poll(op, wanted[index], max_example_records)
+                    scan.ops[index] = _summarize_poll(op, wanted[index], max_relevant_records)
                 else:
                     scan.ops[index] = op
 

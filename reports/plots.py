@@ -112,14 +112,26 @@ def draw_fault_bands(ax, bands: list[FaultBand], end_s: float, max_labels: int) 
         if label_each:
             ax.text(band.start_s, 0.99, plain(band.label), transform=top, rotation=90,
                     va="top", ha="right", fontsize=6.5, color=colour, clip_on=True)
-    kinds = sorted({b.kind for b in bands})
-    if kinds:
-        handles = [Patch(color=fault_colour(k), alpha=0.3, label=plain(k)) for k in kinds]
-        legend = ax.get_legend()
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 0.0),
-                  fontsize=7, title="faults", title_fontsize=7, frameon=False)
-        if legend is not None:
-            ax.add_artist(legend)
+
+
+def fault_handles(bands: list[FaultBand]) -> list[Patch]:
+    """Legend entries, one per fault kind present."""
+    return [Patch(color=fault_colour(k), alpha=0.3, label=plain(f"fault: {k}"))
+            for k in sorted({b.kind for b in bands})]
+
+
+def legend(ax, bands: list[FaultBand], **kwargs) -> None:
+    """One legend right of the plot: the series, then the fault kinds.
+
+    A single legend keeps bbox_inches="tight" measuring everything drawn.
+    """
+    handles, labels = ax.get_legend_handles_labels()
+    extra = fault_handles(bands)
+    if not handles and not extra:
+        return
+    ax.legend(handles=handles + extra, labels=labels + [p.get_label() for p in extra],
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False,
+              **kwargs)
 
 
 def _finish(ax, end_s: float) -> None:
@@ -146,9 +158,8 @@ def latency_plot(scan: HistoryScan, bands: list[FaultBand], max_points: int,
     ax.set_yscale("log")
     ax.set_ylabel("latency (ms)")
     ax.set_title("Operation latency (completion time)")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, markerscale=2,
-              frameon=False)
     draw_fault_bands(ax, bands, scan.end_time_s, max_labels)
+    legend(ax, bands, markerscale=2)
     _finish(ax, scan.end_time_s)
     return to_data_uri(fig, dpi)
 
@@ -183,8 +194,8 @@ def throughput_plot(scan: HistoryScan, bands: list[FaultBand], max_points: int,
                 color=colours[typ], lw=1, label=typ)
     ax.set_ylabel("ops / s" + (f" (mean over {bin_s} s)" if bin_s > 1 else ""))
     ax.set_title("Throughput by outcome")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
     draw_fault_bands(ax, bands, scan.end_time_s, max_labels)
+    legend(ax, bands)
     _finish(ax, scan.end_time_s)
     return to_data_uri(fig, dpi)
 
@@ -238,6 +249,7 @@ def membership_plot(key: PartitionKey, states: list[ObservedState], brokers: lis
     ax.set_title(plain(f"{key[0]}-{key[1]}: leader, ISR, ELR, LastKnownELR per broker "
                        "(hatched: the cluster could not say)"), fontsize=9)
     draw_fault_bands(ax, bands, end_s, max_labels)
+    legend(ax, bands)
     _finish(ax, end_s)
     return to_data_uri(fig, dpi)
 
@@ -255,8 +267,8 @@ def hwm_plot(scan: HistoryScan, bands: list[FaultBand], max_points: int, max_lab
         ax.plot(x, y, drawstyle="steps-post", lw=1, label=plain(f"{key[0]}-{key[1]}"))
     ax.set_ylabel("high watermark")
     ax.set_title("High watermark (observer)")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
     draw_fault_bands(ax, bands, scan.end_time_s, max_labels)
+    legend(ax, bands)
     _finish(ax, scan.end_time_s)
     return to_data_uri(fig, dpi)
 
@@ -277,7 +289,7 @@ def lost_writes_plot(lost: LostWrites, bands: list[FaultBand], end_s: float, max
                 label=f"acks={acks} ({len(times)})")
     ax.set_ylabel("lost writes (cumulative)")
     ax.set_title("Lost writes by acks level (send completion time)")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
     draw_fault_bands(ax, bands, end_s, max_labels)
+    legend(ax, bands)
     _finish(ax, end_s)
     return to_data_uri(fig, dpi)

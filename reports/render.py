@@ -14,11 +14,22 @@ from typing import Any
 from harness.config import ReportConfig
 from reports import plots
 from reports.faults import FaultBand
-from reports.history_scan import ACKS_LEVELS, HistoryScan, LostWrites, ObservedState
+from reports.history_scan import (
+    ACKS_LEVELS,
+    HistoryScan,
+    Interest,
+    LostWrites,
+    ObservedState,
+    example_interest,
+    matching_records,
+)
 from reports.html import Safe, h, image, join, not_available, stylesheet, table, tag
 from reports.metadata import PARTITION_FIELDS, decode_metadata
 from reports.rundir import RunFiles
 from reports.verdict import verdict_of
+
+#: Examples of an anomaly shown open; the rest sit in a collapsed list.
+EXAMPLES_OPEN = 3
 
 
 @dataclass(frozen=True)
@@ -187,7 +198,26 @@ def _records_text(records: Any) -> str:
     return " ".join(_json(r) for r in records)
 
 
-def op_detail(op: dict[str, Any]) -> Safe:
+def _poll_evidence(op: dict[str, Any], interest: Interest, cap: int) -> list[object]:
+    """What a poll says about the example: the records it is about, or that a value is absent."""
+    if "records_total" not in op:
+        return []
+    parts: list[object] = [f" {op['records_total']} records"]
+    relevant = matching_records(op.get("records_relevant"), interest)
+    if relevant:
+        parts.append(join([" · about this example: ", tag("code", _records_text(relevant[:cap]))]))
+        if len(relevant) > cap:
+            parts.append(f" (+{len(relevant) - cap} more)")
+    found = {r[2] for r in relevant}
+    absent = sorted(v for v in interest.values if v not in found)
+    if absent and op.get("records_total"):
+        parts.append(join([" · ", tag("strong", "absent: " + ", ".join(map(str, absent)))]))
+    if not interest.values and not interest.positions and op.get("records_first"):
+        parts.append(join([" · first: ", tag("code", _records_text(op["records_first"]))]))
+    return parts
+
+
+def op_detail(op: dict[str, Any], interest: Interest, cap: int) -> Safe:
     """What one op says, compactly: the fields a reader needs for its f."""
     f = op.get("f")
     parts: list[object] = []
@@ -204,15 +234,9 @@ def op_detail(op: dict[str, Any]) -> Safe:
                 parts.append(f" partitions={_json(op.get('partitions'))}")
         if "seek" in op:
             parts.append(f" seek={_json(op.get('seek'))}")
-        if "records_total" in op:
-            matching = op.get("records_matching", 0)
-            shown = op.get("records_shown")
-            parts.append(f" {op['records_total']} records, {matching} about this example")
-            if shown:
-                label = " matching: " if matching else " first: "
-                parts.append(join([label, tag("code", _records_text(shown))]))
+        parts.extend(_poll_evidence(op, interest, cap))
         if "high_watermark" in op:
-            parts.append(f" hwm={_json(op.get('high_watermark'))}")
+            parts.append(f" · hwm={_json(op.get('high_watermark'))}")
     elif f == "observe":
         parts.append(f"{op.get('topic')}-{op.get('partition')} leader={op.get('leader')} "
                      f"epoch={op.get('leader_epoch')} ISR={ids(op.get('isr'))} "
@@ -228,7 +252,8 @@ def op_detail(op: dict[str, Any]) -> Safe:
     return join(parts)
 
 
-def ops_table(indices: list[Any], ops: dict[int, dict[str, Any]]) -> Safe:
+def ops_table(indices: list[Any], ops: dict[int, dict[str, Any]], interest: Interest,
+              cap: int) -> Safe:
     rows = []
     for index in indices:
         op = ops.get(index) if isinstance(index, int) else None
@@ -236,11 +261,12 @@ def ops_table(indices: list[Any], ops: dict[int, dict[str, Any]]) -> Safe:
             rows.append([index, "", "", "", "", "not found in history.jsonl"])
             continue
         rows.append([index, seconds(op.get("time")), op.get("process"), op.get("type"),
-                     op.get("f"), op_detail(op)])
+                     op.get("f"), op_detail(op, interest, cap)])
     return table(["op", "time (s)", "process", "type", "f", "what"], rows, class_="ops")
 
 
-def example_block(example: Any, ops: dict[int, dict[str, Any]], history_known: bool) -> Safe:
+def example_block(example: Any, ops: dict[int, dict[str, Any]], history_known: bool,
+                  cap: int) -> Safe:
     if not isinstance(example, dict):
         return tag("div", join(["example: ", tag("code", _json(example))]), class_="example")
     description = example.get("description")
@@ -256,7 +282,7 @@ def example_block(example: Any, ops: dict[int, dict[str, Any]], history_known: b
         evidence = not_available("Operations", "history.jsonl is missing, so the ops "
                                                f"{_json(indices)} cannot be shown.")
     else:
-        evidence = ops_table(indices, ops)
+        evidence = ops_table(indices, ops, example_interest(example), cap)
     return tag("div", join([
         tag("div", description, class_="desc") if description else "",
         tag("div", tag("code", " ".join(scalars))),
@@ -294,8 +320,14 @@ def anomalies_section(inputs: ReportInputs) -> Safe:
             body.append(tag("div", f"by acks: {by_acks_text}", class_="muted"))
         if examples:
             body.append(tag("div", f"{len(examples)} example(s) of {count}:", class_="muted"))
-            body.extend(example_block(e, inputs.scan.ops, inputs.run.history_path is not None)
-                        for e in examples)
+            blocks_of = [example_block(e, inputs.scan.ops, inputs.run.history_path is not None,
+                                       inputs.config.max_example_records) for e in examples]
+            shown = EXAMPLES_OPEN
+            body.extend(blocks_of[:shown])
+            if len(blocks_of) > shown:
+                body.append(tag("details", join([
+                    tag("summary", f"{len(blocks_of) - shown} more example(s)"),
+                    join(blocks_of[shown:])])))
         else:
             body.append(tag("div", "results.json gives no example.", class_="muted"))
         blocks.append(tag("div", join(body), class_="anomaly", id=f"anomaly-{name}"))
@@ -381,7 +413,10 @@ def state_table(states: list[ObservedState], bands: list[FaultBand], limit: int)
             previous = item
         else:
             what, band = item
-            label = f"{band.label} {'begins' if what == 'start' else 'ends'}"
+            if what == "start":
+                label = f"{band.label} begins" if band.lasting else band.label
+            else:
+                label = f"{band.label} ends ({band.ended_by})"
             if band.uncertain and what == "start":
                 label += " (info: may have half happened)"
             rows.append(Safe(tag("tr", join([tag("td", f"{time_s:.3f}"),
@@ -431,13 +466,18 @@ def faults_section(inputs: ReportInputs) -> Safe:
                              or "the nemesis recorded no fault that took effect.")
     rows = []
     for band in inputs.bands:
-        end = f"{band.end_s:.3f}" if band.end_s is not None else "never ended"
-        duration = f"{band.end_s - band.start_s:.3f}" if band.end_s is not None else ""
+        if not band.lasting:
+            end, duration, ended_by = "", "", "(an event, not a lasting fault)"
+        elif band.end_s is None:
+            end, duration, ended_by = "never ended", "", ""
+        else:
+            end, duration = f"{band.end_s:.3f}", f"{band.end_s - band.start_s:.3f}"
+            ended_by = band.ended_by or ""
         rows.append([band.step or "", band.kind, ", ".join(band.nodes), f"{band.start_s:.3f}",
-                     end, duration, "info (uncertain)" if band.uncertain else "ok",
+                     end, duration, ended_by, "info (uncertain)" if band.uncertain else "ok",
                      band.start_index])
-    return table(["step", "fault", "nodes", "start (s)", "end (s)", "duration (s)", "outcome",
-                  "op"], rows)
+    return table(["step", "fault", "nodes", "start (s)", "end (s)", "duration (s)", "ended by",
+                  "outcome", "op"], rows)
 
 
 # --------------------------------------------------------------------------

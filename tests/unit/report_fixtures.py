@@ -82,7 +82,11 @@ def _steps(duration: float) -> dict[str, float]:
 
 
 def _partition0_state(t: float, steps: dict[str, float], elr: bool) -> tuple:
-    """(leader, epoch, isr, elr, last_known_elr) of partition 0 at time t."""
+    """(leader, epoch, isr, elr, last_known_elr) of partition 0 at time t.
+
+    Each step's effect shows a little after its fault, as the controller needs time.
+    """
+    t -= 0.6
     if t < steps["T0"]:
         return 1, 0, [1, 2, 3], [], []
     if t < steps["T1"]:
