@@ -183,7 +183,7 @@ def scan_history(
     if path is None:
         return scan
     wanted = wanted or {}
-    pending: dict[int, tuple[float, str, str | None, bool]] = {}
+    pending: dict[int, tuple[int, str, str | None, bool]] = {}  # process -> invoke
     last_bad_line = -1
     last_state: dict[PartitionKey, tuple] = {}
     last_hwm: dict[PartitionKey, int] = {}
@@ -195,7 +195,8 @@ def scan_history(
                 op = loads(line)
                 if not isinstance(op, dict):
                     raise ValueError("not an object")
-                t = op["time"] / 1e9
+                time_ns = op["time"]
+                t = time_ns / 1e9
                 f = op["f"]
                 typ = op["type"]
                 process = op["process"]
@@ -235,7 +236,7 @@ def scan_history(
 
             acks = op.get("acks") if f == "send" else None
             if typ == "invoke":
-                pending[process] = (t, f, acks, bool(op.get("final")))
+                pending[process] = (time_ns, f, acks, bool(op.get("final")))
                 continue
             scan.op_counts[(f, typ, acks or "")] += 1
             started = pending.pop(process, None)
@@ -245,7 +246,7 @@ def scan_history(
                 series = scan.latency.get(key)
                 if series is None:
                     series = scan.latency[key] = Series()
-                series.add(t, (t - started[0]) * 1000.0)
+                series.add(t, (time_ns - started[0]) / 1e6)
             if process >= 0:
                 scan.throughput[typ][int(t)] += 1
             if f == "send" and typ == "ok":

@@ -1,0 +1,164 @@
+"""store/index.html, `harness serve` and the terminal summary."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from harness.errors import BadInput, HarnessError
+from reports.index import write_index
+from reports.serve import make_server
+from reports.summary import print_summary
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _run(store: Path, test: str, when: str, valid: object | None, elr: bool = True,
+         report: bool = True, anomalies: dict | None = None) -> Path:
+    run_dir = store / test / when
+    run_dir.mkdir(parents=True)
+    (run_dir / "test.json").write_text(json.dumps(
+        {"test": test, "nemesis": f"{test}-nemesis", "elr_enabled": elr, "seed": 3,
+         "kafka_version": "4.1.1"}))
+    if valid is not None:
+        (run_dir / "results.json").write_text(json.dumps(
+            {"valid": valid, "reason": "r", "bad_anomaly_types": ["lost-write"],
+             "anomalies": anomalies or {}}))
+    if report:
+        (run_dir / "report.html").write_text("<html>report of " + when + "</html>")
+    return run_dir
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    store = tmp_path / "store"
+    store.mkdir()
+    _run(store, "kill", "20261120T090000", True)
+    _run(store, "unclean-last-replica", "20261121T100000", False, elr=False,
+         anomalies={"lost-write": {"count": 12}, "duplicate": {"count": 2}})
+    newest = _run(store, "pause", "20261122T080000", "unknown", report=False)
+    _run(store, "kill", "20261122T070000", None)
+    (store / "latest").symlink_to(newest.relative_to(store))
+    (store / "notes.txt").write_text("not a run")
+    return store
+
+
+def test_index_lists_runs_newest_first_with_verdicts(store: Path) -> None:
+    page = write_index(store).read_text()
+    rows = re.findall(r"<tr><td>(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)", page)
+    assert rows == ["2026-11-22 08:00:00", "2026-11-22 07:00:00", "2026-11-21 10:00:00",
+                    "2026-11-20 09:00:00"]
+    assert [c for c in re.findall(r'class="swatch (\w+)"', page)] == [
+        "unknown", "unchecked", "invalid", "valid"]
+    assert "2026-11-22 08:00:00<strong> (latest)</strong>" in page
+    assert '<a href="unclean-last-replica/20261121T100000/report.html">report</a>' in page
+    assert "<strong>lost-write 12</strong> duplicate 2" in page
+    assert "no report yet" in page  # the pause run has no report.html
+    assert "<td>off</td>" in page and "elr-harness runs (4)" in page
+
+
+def test_index_of_a_missing_store_is_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="not a store directory"):
+        write_index(tmp_path / "nope")
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, ""
+
+
+def test_serve_regenerates_the_index_and_serves_reports(store: Path) -> None:
+    server = make_server(store, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        host, port = server.server_address[:2]
+        base = f"http://{host}:{port}"
+        status, page = _get(base + "/")
+        assert status == 200 and "elr-harness runs (4)" in page
+        _run(store, "partition", "20261123T000000", True)  # a run that arrives later
+        status, page = _get(base + "/")
+        assert "elr-harness runs (5)" in page and "2026-11-23 00:00:00" in page
+        status, report = _get(base + "/kill/20261120T090000/report.html")
+        assert status == 200 and "report of 20261120T090000" in report
+        status, _ = _get(base + "/latest/test.json")
+        assert status == 200
+        status, _ = _get(base + "/../../etc/passwd")
+        assert status == 404
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_serve_refuses_a_missing_store_and_a_busy_port(store: Path, tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="does not exist"):
+        make_server(tmp_path / "nowhere", "127.0.0.1", 0)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        with pytest.raises(HarnessError, match="cannot listen on 127.0.0.1"):
+            make_server(store, "127.0.0.1", busy.getsockname()[1])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_harness_serve_stops_cleanly_on_ctrl_c(store: Path) -> None:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "serve", "--store", str(store), "--port", str(port)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        deadline = time.monotonic() + 30
+        status = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                status, page = _get(f"http://127.0.0.1:{port}/")
+                break
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.2)
+        assert status == 200 and "elr-harness runs" in page
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert f"http://127.0.0.1:{port}/" in out
+    assert "Traceback" not in err
+
+
+def test_summary_prints_verdict_reason_anomalies_and_report(capsys) -> None:
+    results = {"valid": False, "reason": "3 acks=all writes lost",
+               "bad_anomaly_types": ["lost-write"],
+               "anomalies": {"lost-write": {"count": 3}, "duplicate": {"count": 1}}}
+    print_summary(results, Path("store/x/20261121T100000/report.html"))
+    out = capsys.readouterr().out
+    assert "INVALID" in out and "3 acks=all writes lost" in out
+    assert re.search(r"lost-write\s*│\s*3 \(bad\)", out)
+    assert re.search(r"duplicate\s*│\s*1 \(reported\)", out)
+    assert out.index("lost-write") < out.index("duplicate")
+    assert "store/x/20261121T100000/report.html" in out
+    print_summary({"valid": True, "reason": "fine", "anomalies": {}}, None)
+    out = capsys.readouterr().out
+    assert "VALID" in out and "none" in out and "not written" in out
