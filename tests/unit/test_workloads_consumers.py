@@ -69,6 +69,9 @@ class ScriptedConsumer:
     def incremental_assign(self, tps: list[Any]) -> None:
         self.calls.append(("assign", [(tp.partition, tp.offset) for tp in tps]))
 
+    def assign(self, tps: list[Any]) -> None:
+        self.calls.append(("assign", [(tp.partition, tp.offset) for tp in tps]))
+
     def incremental_unassign(self, tps: list[Any]) -> None:
         self.calls.append(("unassign", [tp.partition for tp in tps]))
 

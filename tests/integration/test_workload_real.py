@@ -1,0 +1,204 @@
+"""The workload against a real KRaft cluster (no faults): producers with acks
+all, 1 and 0, a consumer and the observer for ~15 s, then final reads.
+
+Needs a running cluster: the one `harness cluster status` reports (start it
+with `harness cluster up`), or ELR_HARNESS_BOOTSTRAP=host:port,... Each run
+creates its own topic and leaves the cluster running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from harness.config import TopicConfig, WorkloadConfig
+from workloads.client_conf import consumer_conf
+from workloads.consumers import PositionBook, collect
+from workloads.final_reads import final_reads
+from workloads.recorder import HistoryRecorder
+from workloads.workload import Workload
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 3
+
+
+def cluster_bootstrap() -> list[str]:
+    """Broker addresses of the running cluster, or skip when none is up."""
+    given = os.environ.get("ELR_HARNESS_BOOTSTRAP")
+    if given:
+        return given.split(",")
+    try:
+        status = subprocess.run(["harness", "cluster", "status"], capture_output=True,
+                                text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        pytest.skip(f"`harness cluster status` did not answer: {err}")
+    found = re.search(r"bootstrap:\s*(\S+)", status.stdout)
+    if not found:
+        pytest.skip("no cluster is up: run `harness cluster up` first")
+    return found.group(1).split(",")
+
+
+@pytest.fixture(scope="module")
+def bootstrap() -> list[str]:
+    return cluster_bootstrap()
+
+
+@pytest.fixture()
+def topic(bootstrap: list[str]) -> TopicConfig:
+    name = f"workload-it-{os.getpid()}-{time.monotonic_ns()}"
+    admin = AdminClient({"bootstrap.servers": ",".join(bootstrap)})
+    futures = admin.create_topics([NewTopic(name, PARTITIONS, 3,
+                                            config={"min.insync.replicas": "2"})])
+    for future in futures.values():
+        future.result(60)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # wait until every partition has a leader
+        meta = admin.list_topics(name, timeout=10).topics[name]
+        if meta.error is None and len(meta.partitions) == PARTITIONS and all(
+                p.leader >= 0 and len(p.isrs) == 3 for p in meta.partitions.values()):
+            break
+        time.sleep(0.5)
+    return TopicConfig(name=name, partitions=PARTITIONS, replication_factor=3,
+                       min_insync_replicas=2)
+
+
+def test_workload_and_final_reads_against_real_kafka(bootstrap: list[str], topic: TopicConfig,
+                                                     tmp_path: Path) -> None:
+    config = WorkloadConfig(producers=6, acks=("all", "1", "0"), consumers=1, rate=300,
+                            time_limit_s=15)
+    path = tmp_path / "history.jsonl"
+    recorder = HistoryRecorder(path)
+    workload = Workload()
+    workload.start(bootstrap, [topic], recorder, config)
+    assert workload.wait(config.time_limit_s + 30)
+    workload.stop()
+    stats = workload.stats()
+    summary = final_reads(bootstrap, [topic], recorder, config)
+    recorder.close()
+    ops = [json.loads(line) for line in path.read_text().splitlines()]
+
+    assert [op["index"] for op in ops] == list(range(len(ops)))
+    assert all(a["time"] <= b["time"] for a, b in zip(ops, ops[1:], strict=False))
+
+    # every send invoke has exactly one completion, of the same process and value
+    open_sends: dict[int, dict] = {}
+    completions: list[tuple[dict, dict]] = []
+    for op in ops:
+        if op["f"] != "send":
+            continue
+        if op["type"] == "invoke":
+            assert op["process"] not in open_sends
+            open_sends[op["process"]] = op
+        else:
+            invoke = open_sends.pop(op["process"])
+            assert (op["value"], op["partition"], op["acks"]) == (
+                invoke["value"], invoke["partition"], invoke["acks"])
+            completions.append((invoke, op))
+    assert not open_sends
+    by_acks: dict[str, list[dict]] = defaultdict(list)
+    for _invoke, done in completions:
+        by_acks[done["acks"]].append(done)
+    assert set(by_acks) == {"all", "1", "0"}
+    assert sum(len(v) for v in by_acks.values()) > 0.5 * config.rate * config.time_limit_s
+
+    # without faults, every acks=all send is ok with a real offset
+    assert all(op["type"] == "ok" and type(op["offset"]) is int and op["offset"] >= 0
+               for op in by_acks["all"])
+    assert all(op["offset"] is None for op in by_acks["0"] if op["type"] == "ok")
+
+    # final reads cover every partition from its start to its end
+    assert summary.complete, summary
+    final_log: dict[int, dict[int, int]] = defaultdict(dict)
+    for op in ops:
+        if op["f"] == "poll" and op.get("final") and op["type"] == "ok":
+            for partition, offset, value in op["records"]:
+                assert op["partitions"] == [partition]
+                final_log[partition][offset] = value
+    for result in summary.partitions:
+        assert result.start == 0 and result.end > 0
+        assert sorted(final_log[result.partition]) == list(range(result.start, result.end))
+    first_final = {}
+    for op in ops:
+        if op["f"] == "poll" and op.get("final") and op["type"] == "invoke":
+            first_final.setdefault(op["partitions"][0], op)
+    assert {p: op["seek"] for p, op in first_final.items()} == {
+        p: {str(p): 0} for p in range(PARTITIONS)}
+
+    # every acknowledged acks=all value is in the final log at its recorded offset
+    for op in by_acks["all"]:
+        assert final_log[op["partition"]].get(op["offset"]) == op["value"]
+    written = {op["value"] for _, op in completions}
+    assert all(v in written for log in final_log.values() for v in log.values())
+
+    # the consumer read continuously from its initial seek, values all ours
+    polls = [op for op in ops if op["f"] == "poll" and not op.get("final")]
+    assert polls[0]["type"] == "invoke" and set(polls[0]["seek"]) == {"0", "1", "2"}
+    consumed = [r for op in polls if op["type"] == "ok" for r in op["records"]]
+    assert consumed and all(value in written for _p, _o, value in consumed)
+    next_offset: dict[int, int] = {}
+    for partition, offset, _value in consumed:
+        assert offset == next_offset.get(partition, 0)
+        next_offset[partition] = offset + 1
+
+    # the observer saw every partition with a leader and its ISR
+    observed = [op for op in ops if op["f"] == "observe"]
+    assert {op["partition"] for op in observed} == set(range(PARTITIONS))
+    assert all(op["leader"] >= 1 and op["isr"] for op in observed)
+    assert stats.observer_samples >= 0.5 * config.time_limit_s / config.observe_interval_s
+    assert stats.count("send", "ok") == sum(
+        1 for _, op in completions if op["type"] == "ok")
+
+
+def test_out_of_range_position_is_an_error_and_reassignment_recovers(
+        bootstrap: list[str], topic: TopicConfig) -> None:
+    """The consumer's design rests on this librdkafka behaviour with real Kafka:
+    with auto.offset.reset=error an out-of-range fetch is an _AUTO_OFFSET_RESET
+    error (no silent jump), and unassign + assign at a valid offset reads on."""
+    producer = Producer({"bootstrap.servers": ",".join(bootstrap), "acks": "all"})
+    for value in range(5):
+        producer.produce(topic.name, value=str(value).encode(), partition=0)
+    assert producer.flush(30) == 0
+    consumer = Consumer(consumer_conf(bootstrap, WorkloadConfig(), "it-reset"))
+    try:
+        tp = TopicPartition(topic.name, 0)
+        low, high = consumer.get_watermark_offsets(tp, timeout=10)
+        assert high - low == 5
+        consumer.incremental_assign([TopicPartition(topic.name, 0, high + 1000)])
+        book = PositionBook()
+        book.seek(0, high + 1000)
+        errors: list[str] = []
+        deadline = time.monotonic() + 30
+        while not errors and time.monotonic() < deadline:
+            errors = collect(consumer.consume(10, 1.0), book).errors
+        assert errors == ["_AUTO_OFFSET_RESET"] and book.lost == {0}
+        # it did not jump by itself: records written now are not read
+        for value in range(5, 8):
+            producer.produce(topic.name, value=str(value).encode(), partition=0)
+        assert producer.flush(30) == 0
+        silent_end = time.monotonic() + 3
+        while time.monotonic() < silent_end:
+            assert collect(consumer.consume(10, 0.5), book).records == []
+
+        consumer.incremental_unassign([tp])
+        consumer.incremental_assign([TopicPartition(topic.name, 0, low)])
+        book.seek(0, low)
+        records: list[list] = []
+        deadline = time.monotonic() + 30
+        while len(records) < 8 and time.monotonic() < deadline:
+            outcome = collect(consumer.consume(10, 1.0), book)
+            assert outcome.errors == []
+            records += outcome.records
+        assert records == [[0, low + v, v] for v in range(8)]
+        assert book.position(0) == high + 3
+    finally:
+        consumer.close()

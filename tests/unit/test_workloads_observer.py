@@ -1,0 +1,88 @@
+"""The observer loop: observe lines per partition, failures counted not fatal,
+latest() and wait_for() for the nemesis."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from workloads.observer import ObserverLoop, observe_fields
+from workloads.recorder import HistoryRecorder
+
+
+@dataclass(frozen=True)
+class State:  # the shape of cluster.observe.PartitionState
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    elr: tuple[int, ...] | None
+    last_known_elr: tuple[int, ...] | None
+    high_watermark: int | None
+
+
+class FlakySource:
+    """Describes two partitions; every third call raises like an unreachable cluster."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.lock = threading.Lock()
+
+    def describe(self, topics: list[str]) -> list[State]:
+        with self.lock:
+            self.calls += 1
+            call = self.calls
+        if call % 3 == 0:
+            raise ConnectionError("no broker answered")
+        epoch = call
+        return [State("t", 0, 1, epoch, (1, 2), (3,) if call > 4 else (), None, 10 * call),
+                State("t", 1, -1, epoch, (), None, None, None)]
+
+
+def test_observe_lines_follow_the_contract() -> None:
+    fields = observe_fields(State("t", 2, 3, 7, (3, 1), (2,), (), 55))
+    assert fields == {"process": -2, "type": "ok", "f": "observe", "topic": "t",
+                      "partition": 2, "leader": 3, "leader_epoch": 7, "isr": [3, 1],
+                      "elr": [2], "last_known_elr": [], "high_watermark": 55}
+    unknown = observe_fields(State("t", 0, -1, 0, (), None, None, None))
+    assert unknown["elr"] is None and unknown["last_known_elr"] is None
+    assert "high_watermark" not in unknown  # optional in HISTORY.md
+
+
+def test_loop_records_samples_and_survives_failing_describes(tmp_path: Path) -> None:
+    source = FlakySource()
+    path = tmp_path / "history.jsonl"
+    with HistoryRecorder(path) as recorder:
+        loop = ObserverLoop(source, ["t"], recorder, interval_s=0.01)
+        loop.start()
+        sample = loop.wait_for(lambda states: states[0].elr == (3,), timeout_s=5)
+        assert sample is not None and sample[0].elr == (3,)
+        deadline = time.monotonic() + 5
+        while loop.samples < 8 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        loop.stop()
+        assert not loop.running
+        assert loop.failures >= 2 and "no broker answered" in loop.last_error
+        assert loop.latest()[1].leader == -1
+        samples, failures = loop.samples, loop.failures
+    ops = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(ops) == 2 * samples  # failed ticks recorded nothing
+    assert samples + failures == source.calls
+    assert all(op["f"] == "observe" and op["process"] == -2 and op["type"] == "ok"
+               for op in ops)
+    hwms = [op["high_watermark"] for op in ops if op["partition"] == 0]
+    assert hwms == sorted(hwms)
+
+
+def test_wait_for_times_out_when_the_state_never_comes(tmp_path: Path) -> None:
+    with HistoryRecorder(tmp_path / "history.jsonl") as recorder:
+        loop = ObserverLoop(FlakySource(), ["t"], recorder, interval_s=0.01)
+        loop.start()
+        started = time.monotonic()
+        assert loop.wait_for(lambda states: False, timeout_s=0.2) is None
+        assert 0.2 <= time.monotonic() - started < 2
+        loop.stop()

@@ -1,0 +1,63 @@
+"""Bad workload input fails with one clear BadInput (exit 2) before anything starts."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from harness.config import TopicConfig, WorkloadConfig
+from harness.errors import EXIT_UNKNOWN, BadInput
+from workloads.recorder import HistoryRecorder
+from workloads.validation import validate, validate_targets
+from workloads.workload import Workload
+
+
+def test_defaults_are_valid() -> None:
+    validate(WorkloadConfig())
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"producers": 0}, "--producers must be at least 1"),
+    ({"acks": ("all", "2")}, "unknown acks level '2'"),
+    ({"acks": ()}, "at least one level"),
+    ({"acks": ("1", "1")}, "repeat"),
+    ({"producers": 2}, "acks 0 would have no producer"),
+    ({"idempotent": True}, "idempotent producers need acks 'all'"),
+    ({"rate": -5}, "--rate must be a number >= 0"),
+    ({"consumers": -1}, "--consumers must be a number >= 0"),
+    ({"time_limit_s": 0}, "--time-limit must be a positive"),
+    ({"partition_choice": "sticky"}, "partition choice"),
+    ({"consumer_start": "middle"}, "consumer start"),
+    ({"request_timeout_ms": 9000}, "must not exceed the message timeout"),
+    ({"socket_timeout_ms": 500}, "socket timeout"),
+    ({"recorder_flush_interval_s": 2.0}, "at most one second"),
+    ({"processes_per_client": 0}, "processes per client"),
+])
+def test_bad_settings_are_refused_with_a_clear_message(changes: dict, message: str) -> None:
+    with pytest.raises(BadInput, match=message) as caught:
+        validate(replace(WorkloadConfig(), **changes))
+    assert caught.value.exit_code == EXIT_UNKNOWN
+
+
+def test_bad_targets_are_refused() -> None:
+    with pytest.raises(BadInput, match="bootstrap"):
+        validate_targets([], [TopicConfig()])
+    with pytest.raises(BadInput, match="bootstrap"):
+        validate_targets("10.0.0.1:9092", [TopicConfig()])
+    with pytest.raises(BadInput, match="at least one topic"):
+        validate_targets(["h:1"], [])
+    with pytest.raises(BadInput, match="partition"):
+        validate_targets(["h:1"], [TopicConfig(partitions=0)])
+
+
+def test_workload_refuses_bad_input_before_starting_anything(tmp_path: Path) -> None:
+    with HistoryRecorder(tmp_path / "history.jsonl") as recorder:
+        workload = Workload()
+        with pytest.raises(BadInput):
+            workload.start(["127.0.0.1:9"], [TopicConfig()], recorder,
+                           WorkloadConfig(producers=0))
+        assert recorder.lines_recorded == 0
+        assert workload.stats().completions == {}
+    assert (tmp_path / "history.jsonl").read_text() == ""
