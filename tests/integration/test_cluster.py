@@ -1,0 +1,151 @@
+"""A real KRaft cluster: up, topic, produce/consume, ELR on and off, metadata log."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from cluster.cluster import Cluster
+from cluster.metadata_log import decode_metadata_log
+from harness.config import ClusterConfig, TopicConfig
+
+pytestmark = pytest.mark.integration
+
+TOPIC = TopicConfig(name="it-topic", partitions=1, replication_factor=3, min_insync_replicas=2)
+
+
+def _cluster(docker_client, elr: bool) -> Cluster:
+    config = ClusterConfig(name=f"it-elr-{'on' if elr else 'off'}", elr=elr,
+                           subnet="10.213.78.0/24" if elr else "10.213.79.0/24")
+    return Cluster(config, log=print, client=docker_client)
+
+
+def _wait_for(predicate, timeout_s: float = 60.0, what: str = "condition", show=None):
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}; last: {last!r}"
+                         + (f"; now: {show()}" if show else ""))
+
+
+def _produce_and_read_back(cluster: Cluster, values: list[int]) -> list[int]:
+    producer = Producer({"bootstrap.servers": ",".join(cluster.bootstrap), "acks": "all"})
+    offsets: dict[int, int] = {}
+
+    def delivered(err, msg):
+        assert err is None, err
+        offsets[int(msg.value())] = msg.offset()
+
+    for v in values:
+        producer.produce(TOPIC.name, str(v).encode(), partition=0, on_delivery=delivered)
+    assert producer.flush(30) == 0
+    assert sorted(offsets) == sorted(values)
+    consumer = Consumer({"bootstrap.servers": ",".join(cluster.bootstrap),
+                         "group.id": "it", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(TOPIC.name, 0, 0)])
+    got: list[int] = []
+    deadline = time.monotonic() + 30
+    while len(got) < len(values) and time.monotonic() < deadline:
+        for msg in consumer.consume(100, timeout=1):
+            assert msg.error() is None, msg.error()
+            got.append(int(msg.value()))
+            assert offsets[int(msg.value())] == msg.offset()
+    consumer.close()
+    return got
+
+
+def _isr_shrinks_to_leader(cluster: Cluster):
+    """Stop (SIGTERM) the followers of partition 0 one after the other, as KIP-966's
+    T0 and T1 do, waiting each time for the ISR to shrink."""
+    state = cluster.describe_all()[0]
+    followers = [b for b in state.isr if b != state.leader]
+    remaining = list(state.isr)
+    for broker_id in followers:
+        assert cluster.broker_by_id(broker_id).signal_kafka("TERM")
+        remaining.remove(broker_id)
+
+        expected = sorted(remaining)
+
+        def shrunk(expected=expected):
+            s = [p for p in cluster.describe_all() if p.topic == TOPIC.name][0]
+            return s if sorted(s.isr) == expected else None
+
+        state = _wait_for(shrunk, 60, f"ISR to shrink to {remaining}", show=cluster.describe_all)
+    return state.leader, followers, state
+
+
+@pytest.mark.parametrize("elr", [True, False], ids=["elr-on", "elr-off"])
+def test_cluster_elr(docker_client, elr, tmp_path):
+    cluster = _cluster(docker_client, elr)
+    try:
+        cluster.up()
+        statuses = cluster.node_status()
+        assert [s.spec.role.value for s in statuses] == ["controller"] * 3 + ["broker"] * 3
+        assert all(s.kafka_pid for s in statuses)
+        assert cluster.quorum_leader() in {1001, 1002, 1003}
+
+        cluster.create_topic(TOPIC)
+        values = list(range(1, 201))
+        assert sorted(_produce_and_read_back(cluster, values)) == values
+
+        leader, (first, last), state = _isr_shrinks_to_leader(cluster)
+        if elr:
+            # KIP-966: the replica whose removal took the ISR below min ISR joins the
+            # ELR; the one removed while the ISR was still at min ISR does not.
+            assert list(state.elr) == [last], state
+            assert first not in state.elr
+        else:
+            assert not state.elr, f"ELR must be empty or absent with ELR off, got {state.elr}"
+        assert state.leader == leader
+
+        records = decode_metadata_log(cluster.controllers[0], cluster.config.metadata_log_dir)
+        changes = [r for r in records if r["type"] == "PARTITION_CHANGE_RECORD"]
+        assert changes, "the metadata log has no PartitionChangeRecord"
+        assert any(r["data"].get("isr") == [leader] for r in changes), changes
+        elr_changes = [r for r in changes if r["data"].get("eligibleLeaderReplicas")]
+        if elr:
+            assert any(r["data"]["eligibleLeaderReplicas"] == [last] for r in elr_changes), changes
+        else:
+            assert not elr_changes
+    finally:
+        cluster.down()
+    assert not docker_client.containers.list(
+        all=True, filters={"label": f"elr-harness.cluster={cluster.config.name}"})
+
+
+def test_node_operations(docker_client):
+    """exec, signals (STOP/CONT/KILL), restart, file read/write on a real node."""
+    cluster = _cluster(docker_client, True)
+    cluster = Cluster(replace(cluster.config, brokers=1, controllers=1), client=docker_client)
+    try:
+        cluster.up()
+        broker = cluster.brokers[0]
+        assert broker.exec("echo hello").output.strip() == "hello"
+        broker.write_file("/tmp/x/data.bin", b"\x00\x01payload")
+        assert broker.read_file("/tmp/x/data.bin") == b"\x00\x01payload"
+
+        pid = broker.kafka_pid()
+        assert pid
+        assert broker.signal_kafka("STOP")
+        state = broker.exec(f"cat /proc/{pid}/stat").output.split()[2]
+        assert state == "T", f"paused process should be stopped (T), was {state}"
+        assert broker.signal_kafka("CONT")
+        state = broker.exec(f"cat /proc/{pid}/stat").output.split()[2]
+        assert state != "T"
+
+        assert broker.signal_kafka("KILL")
+        assert broker.wait_kafka_gone(10)
+        assert not broker.signal_kafka("TERM"), "no Kafka process should be left to signal"
+        broker.start_kafka()
+        new_pid = _wait_for(broker.kafka_pid, 20, "Kafka to start again")
+        assert new_pid != pid
+        cluster.wait_ready(60)
+    finally:
+        cluster.down()
