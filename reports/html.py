@@ -11,6 +11,9 @@ import html
 from collections.abc import Iterable
 from pathlib import Path
 
+#: An empty inline icon: without it a browser asks the server for /favicon.ico.
+NO_FAVICON = '<link rel="icon" href="data:,">'
+
 
 class Safe(str):
     """Markup built by this package: passed through unescaped."""

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from harness.errors import BadInput
 from reports.atomic import write_atomically
-from reports.html import Safe, h, join, stylesheet, table, tag
+from reports.html import NO_FAVICON, Safe, h, join, stylesheet, table, tag
 from reports.rundir import RUN_DIR_NAME, load_results, load_test_json
 from reports.verdict import anomaly_counts, verdict_of
 
@@ -87,16 +87,15 @@ def _anomaly_cell(results: dict[str, Any] | None) -> Safe:
     if not counts:
         return h("none")
     bad = set(results.get("bad_anomaly_types") or [])
-    return join(
-        join([tag("strong", f"{name} {n}") if name in bad else f"{name} {n}", " "])
-        for name, n in counts.items()
-    )
+    cells = [tag("strong", f"{name} ×{n}") if name in bad else h(f"{name} ×{n}")
+             for name, n in counts.items()]
+    return Safe(", ".join(cells))
 
 
 def _row(run: RunSummary, latest: Path | None) -> list[object]:
     test = run.test or {}
     css, word = verdict_of(run.results)
-    verdict = join([tag("span", "", class_=f"swatch {css}"), word])
+    verdict = tag("span", word, class_=f"pill {css}")
     href = quote(run.rel) + "/report.html"
     if run.has_report:
         link: object = tag("a", "report", href=href)
@@ -128,6 +127,7 @@ def render_index(store: Path) -> str:
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"{NO_FAVICON}"
         "<title>elr-harness runs</title>"
         f"<style>{stylesheet()}</style></head><body><main>"
         f"{tag('h1', f'elr-harness runs ({len(runs)})')}"

@@ -112,6 +112,10 @@ def draw_fault_bands(ax, bands: list[FaultBand], end_s: float, max_labels: int) 
         if label_each:
             ax.text(band.start_s, 0.99, plain(band.label), transform=top, rotation=90,
                     va="top", ha="right", fontsize=6.5, color=colour, clip_on=True)
+            if band.end_s is not None and band.end_s > band.start_s and band.ended_by:
+                ax.axvline(band.end_s, color=colour, alpha=0.5, lw=0.8, ls="--")
+                ax.text(band.end_s, 0.01, plain(band.ended_by), transform=top, rotation=90,
+                        va="bottom", ha="left", fontsize=6.5, color="#444444", clip_on=True)
 
 
 def fault_handles(bands: list[FaultBand]) -> list[Patch]:

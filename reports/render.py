@@ -23,7 +23,7 @@ from reports.history_scan import (
     example_interest,
     matching_records,
 )
-from reports.html import Safe, h, image, join, not_available, stylesheet, table, tag
+from reports.html import NO_FAVICON, Safe, h, image, join, not_available, stylesheet, table, tag
 from reports.metadata import PARTITION_FIELDS, decode_metadata
 from reports.rundir import RunFiles
 from reports.verdict import verdict_of
@@ -225,7 +225,7 @@ def op_detail(op: dict[str, Any], interest: Interest, cap: int) -> Safe:
         parts.append(f"{op.get('topic')}-{op.get('partition')} acks={op.get('acks')} "
                      f"value={op.get('value')}")
         if "offset" in op:
-            parts.append(f" offset={op.get('offset')}")
+            parts.append(f" offset={_json(op.get('offset'))}")
     elif f == "poll":
         parts.append(f"topic={op.get('topic')}")
         if op.get("final"):
@@ -657,6 +657,7 @@ def render_report(inputs: ReportInputs) -> str:
                      class_="muted"))
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"{NO_FAVICON}"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         f"<title>{h(title)}</title><style>{stylesheet()}</style></head>"
         f"<body>{tag('nav', nav)}<main>{join(body)}</main></body></html>\n"

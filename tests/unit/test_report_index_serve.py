@@ -60,11 +60,11 @@ def test_index_lists_runs_newest_first_with_verdicts(store: Path) -> None:
     rows = re.findall(r"<tr><td>(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)", page)
     assert rows == ["2026-11-22 08:00:00", "2026-11-22 07:00:00", "2026-11-21 10:00:00",
                     "2026-11-20 09:00:00"]
-    assert [c for c in re.findall(r'class="swatch (\w+)"', page)] == [
+    assert [c for c in re.findall(r'class="pill (\w+)"', page)] == [
         "unknown", "unchecked", "invalid", "valid"]
     assert "2026-11-22 08:00:00<strong> (latest)</strong>" in page
     assert '<a href="unclean-last-replica/20261121T100000/report.html">report</a>' in page
-    assert "<strong>lost-write 12</strong> duplicate 2" in page
+    assert "<strong>lost-write ×12</strong>, duplicate ×2" in page
     assert "no report yet" in page  # the pause run has no report.html
     assert "<td>off</td>" in page and "elr-harness runs (4)" in page
 
