@@ -12,8 +12,10 @@ the benchmark, writing line by line.
 
 from __future__ import annotations
 
+import heapq
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,6 +115,23 @@ def _faults(steps: dict[str, float]) -> list[tuple[float, str, list[str], dict[s
     ]
 
 
+class _Clock:
+    """Lines due at a time, written in time order: clients run concurrently, one op each."""
+
+    def __init__(self) -> None:
+        self.heap: list[tuple[float, int, Callable[[float], None]]] = []
+        self.seq = 0
+
+    def at(self, when: float, action: Callable[[float], None]) -> None:
+        heapq.heappush(self.heap, (when, self.seq, action))
+        self.seq += 1
+
+    def run_until(self, now: float) -> None:
+        while self.heap and self.heap[0][0] <= now:
+            when, _seq, action = heapq.heappop(self.heap)
+            action(when)
+
+
 def generate_history(run_dir: Path, spec: RunSpec) -> dict[str, Any]:
     """Write history.jsonl; return what results.json examples need to name."""
     rng = random.Random(spec.seed)
@@ -120,112 +139,121 @@ def generate_history(run_dir: Path, spec: RunSpec) -> dict[str, Any]:
     steps = _steps(duration)
     partitions = 3
     out = HistoryWriter(run_dir / "history.jsonl")
-    logs: list[list[tuple[int, int | None, bool]]] = [[] for _ in range(partitions)]
+    clock = _Clock()
+    logs: list[list[tuple[int, int, int]]] = [[] for _ in range(partitions)]  # value, off, sid
     sent: list[Sent] = []
     polled_upto = [0] * partitions
     hwm = [0] * partitions
-    pids = [0, 1, 2]
-    next_pid = 10
+    free: dict[str, list[int]] = {role: [] for role in ACKS_BY_PRODUCER}
+    next_pid = [4]
     consumer = 3
-    faults = _faults(steps)
-    observe_every = 0.25
-    next_observe = 0.0
-    value = 0
-    t = 0.0
+    consumer_busy = [False]
     poll_indices: list[int] = []
     observe_indices: list[int] = []
     lost_window = (steps["T1"], steps["T2"]) if spec.elr else (steps["T0"], steps["T2"])
 
-    def emit_background(now: float) -> None:
-        nonlocal next_observe
-        while faults and faults[0][0] <= now:
-            ft, kind, nodes, detail = faults.pop(0)
-            out.write(ft, -1, "invoke", "fault", fault=kind, nodes=nodes, detail=detail)
-            out.write(ft + 0.05, -1, "ok", "fault", fault=kind, nodes=nodes, detail=detail)
-        while next_observe <= now:
-            for p in range(partitions):
-                if p == 0:
-                    leader, epoch, isr, elr, lke = _partition0_state(next_observe, steps, spec.elr)
-                else:
-                    leader, epoch, isr, elr, lke = p + 1, 0, [1, 2, 3], [], []
-                    if not spec.elr:
-                        elr = lke = None
-                observe_indices.append(out.write(
-                    next_observe, -2, "ok", "observe", topic=spec.topic, partition=p,
-                    leader=leader, leader_epoch=epoch, isr=isr, elr=elr, last_known_elr=lke,
-                    high_watermark=hwm[p]))
-            next_observe += observe_every
+    def take(role: str) -> int:
+        if free[role]:
+            return free[role].pop()
+        next_pid[0] += 1
+        return next_pid[0]
 
-    for op_no in range(spec.ops):
-        t += rng.expovariate(spec.rate)
-        emit_background(t)
-        if op_no % 6 == 5:
-            out.write(t, consumer, "invoke", "poll", topic=spec.topic)
-            records = []
-            for p in range(partitions):
-                upto = min(len(logs[p]), polled_upto[p] + 20)
-                for offset in range(polled_upto[p], upto):
-                    records.append([p, offset, logs[p][offset][0]])
-                polled_upto[p] = upto
-            t += rng.uniform(0.002, 0.02)
-            done = out.write(t, consumer, "ok", "poll", topic=spec.topic, records=records,
-                             high_watermark={str(p): hwm[p] for p in range(partitions)})
-            poll_indices.append(done)
-            for p, offset, _v in records:
-                sid = logs[p][offset][2]
-                if sid >= 0:
-                    sent[sid].polls.append(done)
-            continue
-        producer = op_no % 3
-        acks = ACKS_BY_PRODUCER[producer]
-        partition = value % partitions
-        process = pids[producer]
-        invoke = out.write(t, process, "invoke", "send", topic=spec.topic,
-                           partition=partition, acks=acks, value=value)
-        in_trouble = partition == 0 and steps["T1"] <= t < steps["T4"]
-        t += rng.uniform(0.001, 0.03) if not in_trouble else rng.uniform(0.05, 0.4)
-        if in_trouble and acks == "all":
-            done = out.write(t, process, "fail", "send", topic=spec.topic, partition=partition,
-                             acks=acks, value=value, error=spec.error)
+    for ft, kind, nodes, detail in _faults(steps):
+        fields = {"fault": kind, "nodes": nodes, "detail": detail}
+        clock.at(ft, lambda now, fl=fields: out.write(now, -1, "invoke", "fault", **fl))
+        clock.at(ft + 0.05, lambda now, fl=fields: out.write(now, -1, "ok", "fault", **fl))
+
+    def observe(now: float) -> None:
+        for p in range(partitions):
+            if p == 0:
+                leader, epoch, isr, elr, lke = _partition0_state(now, steps, spec.elr)
+            else:
+                leader, epoch, isr, elr, lke = p + 1, 0, [1, 2, 3], [], []
+                if not spec.elr:
+                    elr = lke = None
+            observe_indices.append(out.write(
+                now, -2, "ok", "observe", topic=spec.topic, partition=p, leader=leader,
+                leader_epoch=epoch, isr=isr, elr=elr, last_known_elr=lke,
+                high_watermark=hwm[p]))
+        if now + 0.25 <= duration + 1.0:
+            clock.at(now + 0.25, observe)
+
+    clock.at(0.0, observe)
+
+    def poll_done(now: float) -> None:
+        records = []
+        for p in range(partitions):
+            upto = min(len(logs[p]), polled_upto[p] + 20)
+            records.extend([p, off, logs[p][off][0]] for off in range(polled_upto[p], upto))
+            polled_upto[p] = upto
+        done = out.write(now, consumer, "ok", "poll", topic=spec.topic, records=records,
+                         high_watermark={str(p): hwm[p] for p in range(partitions)})
+        poll_indices.append(done)
+        for p, offset, _v in records:
+            sent[logs[p][offset][2]].polls.append(done)
+        consumer_busy[0] = False
+
+    def send_done(now: float, process: int, acks: str, partition: int, value: int,
+                  invoke: int) -> None:
+        fields = {"topic": spec.topic, "partition": partition, "acks": acks, "value": value}
+        troubled = partition == 0 and steps["T1"] <= now < steps["T4"]
+        if troubled and acks == "all":
+            out.write(now, process, "fail", "send", **fields, error=spec.error)
         elif rng.random() < 0.01:
-            done = out.write(t, process, "info", "send", topic=spec.topic, partition=partition,
-                             acks=acks, value=value, error="REQUEST_TIMED_OUT")
-            pids[producer] = next_pid
-            next_pid += 1
+            out.write(now, process, "info", "send", **fields, error="REQUEST_TIMED_OUT")
+            return  # a process never issues another op after info
         else:
             offset = len(logs[partition])
-            lost = (partition == 0 and lost_window[0] <= t < lost_window[1]
+            lost = (partition == 0 and lost_window[0] <= now < lost_window[1]
                     and (acks != "all" or not spec.elr))
-            sid = len(sent)
-            logs[partition].append((value, offset, sid))
-            sent.append(Sent(value, partition, acks, invoke, -1, offset, lost))
-            done = out.write(t, process, "ok", "send", topic=spec.topic, partition=partition,
-                             acks=acks, value=value, offset=None if acks == "0" else offset)
-            sent[sid].done = done
-            if not (partition == 0 and steps["T1"] <= t < steps["T4"]):
+            logs[partition].append((value, offset, len(sent)))
+            done = out.write(now, process, "ok", "send", **fields,
+                             offset=None if acks == "0" else offset)
+            sent.append(Sent(value, partition, acks, invoke, done, offset, lost))
+            if not troubled:
                 hwm[partition] = offset + 1
-        value += 1
+        free[acks].append(process)
 
-    end = t + 1.0
-    emit_background(end)
+    t = 0.0
+    for op_no in range(spec.ops):
+        t += rng.expovariate(spec.rate)
+        clock.run_until(t)
+        if op_no % 6 == 5:
+            if not consumer_busy[0]:
+                consumer_busy[0] = True
+                out.write(t, consumer, "invoke", "poll", topic=spec.topic)
+                clock.at(t + rng.uniform(0.002, 0.02), poll_done)
+            continue
+        acks = ACKS_BY_PRODUCER[op_no % 3]
+        value = op_no
+        partition = rng.randrange(partitions)
+        process = take(acks)
+        invoke = out.write(t, process, "invoke", "send", topic=spec.topic,
+                           partition=partition, acks=acks, value=value)
+        troubled = partition == 0 and steps["T1"] <= t < steps["T4"]
+        latency = rng.uniform(0.05, 0.4) if troubled else rng.uniform(0.001, 0.03)
+        clock.at(t + latency, lambda now, a=(process, acks, partition, value, invoke):
+                 send_done(now, *a))
+
+    end = max(t, duration) + 1.0
+    clock.run_until(end)
     final_polls: dict[int, list[tuple[int, int, int]]] = {}  # p -> (first, last, index)
     lost_values = {s.value for s in sent if s.lost}
     garbage_index = None
+    t = end
     if spec.variant == "invalid" and poll_indices:
-        t = end + 0.1
         out.write(t, consumer, "invoke", "poll", topic=spec.topic)
         garbage_index = out.write(t + 0.01, consumer, "ok", "poll", topic=spec.topic,
                                   records=[[1, 0, None]])
     final_parts = range(partitions - 1) if spec.variant == "unknown" else range(partitions)
-    pid = 100
+    pid = next_pid[0] + 1
     t = end + 0.5
     for p in final_parts:
-        kept = [(v, off) for v, off, _sid in logs[p] if v not in lost_values]
+        kept = [v for v, _off, _sid in logs[p] if v not in lost_values]
         final_polls[p] = []
         for start in range(0, max(len(kept), 1), 500):
             chunk = kept[start:start + 500]
-            records = [[p, new_offset, v] for new_offset, (v, _off) in
-                       enumerate(chunk, start=start)]
+            records = [[p, offset, v] for offset, v in enumerate(chunk, start=start)]
             out.write(t, pid, "invoke", "poll", topic=spec.topic, final=True, partitions=[p])
             t += 0.01
             idx = out.write(t, pid, "ok", "poll", topic=spec.topic, final=True, partitions=[p],
