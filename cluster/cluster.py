@@ -26,7 +26,7 @@ from cluster import docker_backend, kraft
 from cluster.distribution import KafkaDistribution, resolve_distribution
 from cluster.docker_backend import DockerNode
 from cluster.image import ensure_image
-from cluster.node import NodeSpec, Role
+from cluster.node import NodeSpec, Role, StorageLayer
 from cluster.observe import ObservationError, PartitionObserver, PartitionState
 from harness.config import LABEL, ClusterConfig, TopicConfig
 from harness.errors import BadInput, ClusterStartError, HarnessError
@@ -59,8 +59,11 @@ class Cluster:
     """The containers of one cluster, found by label, and what can be done with them."""
 
     def __init__(self, config: ClusterConfig, log: Log = print,
-                 client: docker.DockerClient | None = None) -> None:
+                 client: docker.DockerClient | None = None,
+                 broker_storage: StorageLayer | None = None) -> None:
         self.config = config
+        #: Mounted under every broker's log dirs when given (the page-cache layer).
+        self.broker_storage = broker_storage
         self.log = log
         self.client = client or docker_backend.connect()
         self.specs = kraft.node_specs(config)
@@ -175,8 +178,12 @@ class Cluster:
                                               str(self.distribution.home),
                                               self._cluster_labels(spec))
             self.nodes[spec.name] = node
-            node.write_file(kraft.SERVER_PROPERTIES,
-                            kraft.server_properties(spec, self.specs, self.config).encode())
+            properties = kraft.server_properties(spec, self.specs, self.config)
+            node.write_file(kraft.SERVER_PROPERTIES, properties.encode())
+            if self._on_page_cache_layer(node):
+                assert self.broker_storage is not None
+                node.write_file(kraft.FORMAT_PROPERTIES, kraft.format_properties(
+                    properties, self.broker_storage.backing_dir).encode())
             node.write_file(kraft.LOG4J_CONFIG, kraft.log4j2_properties().encode())
             node.write_file(kraft.START_SCRIPT, kraft.start_script(spec, self.config).encode(),
                             mode=0o755)
@@ -195,13 +202,28 @@ class Cluster:
         self.log(f"formatting {len(self.nodes)} nodes (cluster id {cluster_id}, "
                  f"ELR {'on' if self.config.elr else 'off'})")
         for node in self.nodes.values():
-            result = node.exec(kraft.format_command(node.spec, self.config, cluster_id),
+            layered = self._on_page_cache_layer(node)
+            properties = kraft.FORMAT_PROPERTIES if layered else kraft.SERVER_PROPERTIES
+            result = node.exec(kraft.format_command(self.config, cluster_id, properties),
                                timeout_s=120)
             if not result.ok:
                 raise ClusterStartError(f"{node.spec.name}: formatting storage failed:\n"
                                         f"{_tail(result.output)}")
+            if layered:
+                assert self.broker_storage is not None
+                self.broker_storage.prepare(node)
         for node in self.controllers + self.brokers:
             node.start_kafka()
+
+    def _on_page_cache_layer(self, node: DockerNode) -> bool:
+        return self.broker_storage is not None and node.spec.role is Role.BROKER
+
+    def restart_kafka(self, node: DockerNode) -> None:
+        """Start Kafka on a node where it is down, its storage layer mounted first."""
+        if self._on_page_cache_layer(node):
+            assert self.broker_storage is not None
+            self.broker_storage.ensure(node)
+        node.start_kafka()
 
     # -- readiness -------------------------------------------------------------
 

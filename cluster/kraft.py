@@ -20,6 +20,9 @@ CONTROLLER_ID_BASE = 1000
 KAFKA_HOME = "/opt/kafka"
 HARNESS_DIR = "/opt/harness"
 SERVER_PROPERTIES = f"{HARNESS_DIR}/server.properties"
+#: The same settings with log.dirs on the page-cache layer's backing dir: a broker
+#: is formatted there (as if its disk was prepared and synced before the test).
+FORMAT_PROPERTIES = f"{HARNESS_DIR}/format.properties"
 LOG4J_CONFIG = f"{HARNESS_DIR}/log4j2.properties"
 START_SCRIPT = f"{HARNESS_DIR}/kafka-start.sh"
 LOG_DIR = "/var/log/kafka"
@@ -160,10 +163,16 @@ def start_script(spec: NodeSpec, config: ClusterConfig) -> str:
     ])
 
 
-def format_command(spec: NodeSpec, config: ClusterConfig, cluster_id: str) -> list[str]:
+def format_properties(properties: str, backing_dir: str) -> str:
+    """server.properties with the broker's log.dirs moved to the layer's backing dir."""
+    return "".join(f"log.dirs={backing_dir}\n" if line.startswith("log.dirs=") else line + "\n"
+                   for line in properties.splitlines())
+
+
+def format_command(config: ClusterConfig, cluster_id: str, properties: str) -> list[str]:
     """Kafka's storage tool: format the node's log dirs with ELR on or off."""
     return [
         "java", "-Xmx128m", "-cp", f"{KAFKA_HOME}/libs/*", "kafka.tools.StorageTool", "format",
-        "--config", SERVER_PROPERTIES, "--cluster-id", cluster_id, "--ignore-formatted",
+        "--config", properties, "--cluster-id", cluster_id, "--ignore-formatted",
         "--feature", f"eligible.leader.replicas.version={1 if config.elr else 0}",
     ]

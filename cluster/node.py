@@ -63,3 +63,20 @@ class Node(Protocol):
 
     def write_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
         ...
+
+
+class StorageLayer(Protocol):
+    """Something mounted under a broker's log dirs (the page-cache layer).
+
+    The cluster formats a broker's storage in `backing_dir` (plain disk), calls
+    `prepare` before Kafka first starts and `ensure` before every restart, so
+    Kafka never runs on the bare directory.
+    """
+
+    backing_dir: str
+
+    def prepare(self, node: Node) -> None:
+        ...
+
+    def ensure(self, node: Node) -> None:
+        ...

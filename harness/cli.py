@@ -16,6 +16,64 @@ from harness.config import CheckerConfig, ReportConfig, default_store_dir
 from harness.errors import EXIT_UNKNOWN, HarnessError
 
 
+def _add_run(sub: argparse._SubParsersAction) -> None:
+    from harness.config import RunConfig, WorkloadConfig
+    from harness.flags import add_cluster_flags, add_topic_flags
+
+    r, w = RunConfig(), WorkloadConfig()
+    p = sub.add_parser("run", help="run a test: cluster, workload, nemesis, check, report")
+    p.add_argument("--nemesis", default=r.nemesis,
+                   help="none, unclean-last-replica, or a comma list of fault kinds "
+                        "(partition, kill, stop, pause, page-cache-loss, controller-kill, "
+                        "controller-partition, isolate-from-controllers) or all")
+    p.add_argument("--time-limit", type=float, default=None,
+                   help="seconds of workload (default 60; a cap of 300 for a scenario, "
+                        "which ends when its steps are done)")
+    p.add_argument("--interval", type=float, default=r.interval_s,
+                   help="seconds of each quiet and fault period of a random mix")
+    p.add_argument("--seed", type=int, default=r.seed)
+    p.add_argument("--store", type=Path, default=default_store_dir())
+    p.add_argument("--keep-cluster", action="store_true", help="leave the containers up")
+    p.add_argument("--no-check", action="store_true", help="record only; check later")
+    g = p.add_argument_group("workload")
+    g.add_argument("--producers", type=int, default=w.producers)
+    g.add_argument("--acks", default=",".join(w.acks),
+                   help="acks levels spread over producer processes, e.g. all,1,0")
+    g.add_argument("--consumers", type=int, default=w.consumers)
+    g.add_argument("--rate", type=float, default=w.rate, help="total sends/s (0: unbounded)")
+    g.add_argument("--concurrency", type=int, default=w.processes_per_client,
+                   help="logical processes one producer client serves")
+    g.add_argument("--idempotent", action="store_true", help="idempotent producers")
+    add_cluster_flags(p)
+    add_topic_flags(p, topic_default="elr-test")
+    p.set_defaults(func=_cmd_run)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from harness.config import RunConfig, WorkloadConfig
+    from harness.flags import cluster_config, topic_config
+    from harness.run import RunSpec, run_test
+
+    scenario = args.nemesis.strip() == "unclean-last-replica"
+    time_limit = args.time_limit if args.time_limit is not None else (
+        300.0 if scenario else 60.0)
+    run = RunConfig(nemesis=args.nemesis, seed=args.seed, time_limit_s=time_limit,
+                    interval_s=args.interval, store=args.store,
+                    keep_cluster=args.keep_cluster, check=not args.no_check)
+    workload = replace(
+        WorkloadConfig(), producers=args.producers,
+        acks=tuple(a.strip() for a in args.acks.split(",") if a.strip()),
+        consumers=args.consumers, rate=args.rate, processes_per_client=args.concurrency,
+        idempotent=args.idempotent, time_limit_s=time_limit, seed=args.seed)
+    topic = topic_config(args)
+    assert topic is not None
+    spec = RunSpec(cluster=cluster_config(args), topics=[topic], workload=workload, run=run,
+                   cli_args=list(sys.argv[1:]))
+    return run_test(spec)
+
+
 def _add_check(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("check", help="check a history with the Spark checker")
     p.add_argument("path", type=Path, help="a run directory or a history.jsonl")
@@ -69,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     from harness.cluster_cli import add_cluster_command
 
     add_cluster_command(sub)
+    _add_run(sub)
     _add_check(sub)
     _add_report(sub)
     _add_serve(sub)

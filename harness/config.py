@@ -183,6 +183,30 @@ class WorkloadConfig:
 
 
 # --------------------------------------------------------------------------
+# harness/ (the run)
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One `harness run`: which nemesis, how long, where the evidence goes."""
+
+    nemesis: str = "none"
+    seed: int = 0
+    #: Cap on the workload (a scenario ends its workload earlier, once done).
+    time_limit_s: float = 60.0
+    #: Quiet and fault periods of a random mix.
+    interval_s: float = 10.0
+    #: Workload after the last fault, so the report shows recovery.
+    quiet_after_faults_s: float = 10.0
+    #: Bound on the cluster recovering after healing (leaders and full ISRs).
+    recovery_timeout_s: float = 120.0
+    store: Path = Path("store")
+    keep_cluster: bool = False
+    check: bool = True
+
+
+# --------------------------------------------------------------------------
 # checkers/
 # --------------------------------------------------------------------------
 
@@ -192,9 +216,20 @@ class CheckerConfig:
     """How the Spark checker runs."""
 
     spark_master: str = "local[*]"
+    #: Heap of the driver JVM (in local mode it also runs the tasks); fixed, so
+    #: the checker's memory does not grow with the history (Spark spills).
     driver_memory: str = "2g"
+    #: Heap of each executor when --spark-master points at a cluster.
+    executor_memory: str = "1g"
     max_examples: int = 20
     shuffle_partitions: int = 8
+    #: Input split size when reading history.jsonl (more splits, more parallel tasks).
+    max_partition_bytes: int = 64 * 1024 * 1024
+    #: Convert history.jsonl once to Parquet next to it (history.parquet) and reuse it.
+    parquet_cache: bool = True
+    #: Defaults for a history without test.json (HISTORY.md, check docs).
+    default_replication_factor: int = 3
+    default_min_insync_replicas: int = 2
 
 
 # --------------------------------------------------------------------------

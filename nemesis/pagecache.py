@@ -259,3 +259,34 @@ class _Control:
             ["tail", "-n", str(self.config.log_tail_lines), f"{control_dir}/{LOG_NAME}"],
             timeout_s=self.config.exit_timeout_s)
         return result.output.rstrip() if result.output.strip() else "(daemon log is empty)"
+
+
+class PageCacheLayer:
+    """The layer as a cluster's broker storage (cluster.node.StorageLayer).
+
+    Brokers are formatted on the backing dir, then the layer is mounted over
+    their log dirs before Kafka first starts, and again before any restart.
+    """
+
+    def __init__(self, config: PageCacheConfig = DEFAULTS) -> None:
+        self.config = config
+        self.backing_dir = config.backing_dir
+
+    def prepare(self, node: Node) -> None:
+        install(node, self.config.files_dir, self.config)
+        mount(node, self.config.backing_dir, self.config.mountpoint, self.config.control_dir,
+              files_dir=self.config.files_dir, config=self.config)
+
+    def ensure(self, node: Node) -> None:
+        """Mount a fresh layer unless a live one is there (mount() clears a dead one)."""
+        ctl = _Control(node, self.config)
+        pid = ctl.daemon_pid(self.config.control_dir)
+        live = pid is not None and ctl.alive(pid)
+        if not (live and is_mounted(node, self.config.mountpoint, self.config)):
+            mount(node, self.config.backing_dir, self.config.mountpoint,
+                  self.config.control_dir, files_dir=self.config.files_dir, config=self.config)
+
+    def power_loss(self, node: Node) -> dict[str, Any]:
+        """Drop every byte never fsynced (Kafka must be dead); remounts before returning."""
+        return power_loss(node, self.config.mountpoint, self.config.control_dir,
+                          files_dir=self.config.files_dir, config=self.config)

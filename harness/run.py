@@ -1,0 +1,342 @@
+"""`harness run`: the phases of DESIGN.md, in order, whatever goes wrong.
+
+setup -> workload + nemesis -> heal -> final reads -> collect -> check ->
+report -> teardown. Healing, collecting and teardown happen on errors and on
+Ctrl-C too; what was recorded is always closed and kept. The exit code is the
+verdict's: 0 valid, 1 invalid, 2 unknown or a harness error.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import threading
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from cluster.cluster import Cluster, validate_topic
+from cluster.kraft import validate_topology
+from harness.config import (
+    CheckerConfig,
+    ClusterConfig,
+    ReportConfig,
+    RunConfig,
+    TopicConfig,
+    WorkloadConfig,
+)
+from harness.errors import EXIT_UNKNOWN, HarnessError
+from harness.store import new_run_dir, write_json
+from nemesis.registry import NemesisPlan, parse_nemesis
+from workloads.validation import validate as validate_workload
+
+console = Console(highlight=False)
+
+
+@dataclass
+class RunSpec:
+    """Everything one run is made of; test.json records it."""
+
+    cluster: ClusterConfig
+    topics: list[TopicConfig]
+    workload: WorkloadConfig
+    run: RunConfig
+    cli_args: list[str] = field(default_factory=list)
+
+
+def validate(spec: RunSpec) -> NemesisPlan:
+    """Every check that needs no cluster, before anything starts."""
+    plan = parse_nemesis(spec.run.nemesis)
+    validate_topology(spec.cluster)
+    for topic in spec.topics:
+        validate_topic(topic, spec.cluster)
+    validate_workload(spec.workload)
+    if spec.run.time_limit_s <= 0:
+        raise HarnessError("--time-limit must be positive")
+    if plan.faults and spec.run.interval_s <= 0:
+        raise HarnessError("--interval must be positive")
+    if plan.scenario and (spec.cluster.brokers < 3 or
+                          any(t.replication_factor < 3 for t in spec.topics)):
+        raise HarnessError(f"{plan.scenario} needs 3 brokers and replication factor 3 "
+                           "(a leader and two followers)")
+    return plan
+
+
+class Phases:
+    """The phase the run is in, for the progress line."""
+
+    def __init__(self) -> None:
+        self.name = "setup"
+        self.started = time.monotonic()
+
+    def enter(self, name: str) -> None:
+        self.name = name
+        console.print(f"[bold]── {name}[/bold]  [dim]{self.elapsed():.0f} s[/dim]")
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+
+def run_test(spec: RunSpec) -> int:
+    """Run one test end to end; returns the exit code of its verdict."""
+    plan = validate(spec)
+    from nemesis.pagecache import PageCacheLayer
+    from workloads.recorder import HistoryRecorder
+
+    run_dir = new_run_dir(spec.run.store, plan.test_name)
+    console.print(f"run directory: {run_dir}")
+    phases = Phases()
+    started_at = datetime.now(UTC)
+    test = _test_json(spec, plan, started_at)
+    write_json(run_dir / "test.json", test)
+    layer = PageCacheLayer() if plan.needs_page_cache_layer else None
+    cluster = Cluster(spec.cluster, log=lambda m: console.print(f"[dim]·[/dim] {m}"),
+                      broker_storage=layer)
+    recorder = HistoryRecorder(run_dir / "history.jsonl",
+                               flush_interval_s=spec.workload.recorder_flush_interval_s)
+    outcome: dict[str, Any] = {"phases": {}}
+    interrupted = False
+    try:
+        interrupted = _run_phases(spec, plan, cluster, recorder, layer, phases, outcome, test,
+                                  run_dir)
+    except KeyboardInterrupt:
+        interrupted = True
+        console.print("[yellow]interrupted: recording what was done, tearing down[/yellow]")
+    except HarnessError as err:
+        outcome["error"] = err.message
+        console.print(f"[red]harness error:[/red] {err.message}")
+    except Exception as err:  # noqa: BLE001 - any crash still keeps the evidence
+        outcome["error"] = f"{type(err).__name__}: {err}"
+        console.print(f"[red]harness error:[/red] {outcome['error']}")
+        traceback.print_exc(file=sys.stderr)
+    finally:
+        recorder.close()
+        if not spec.run.keep_cluster:
+            phases.enter("teardown")
+            try:
+                cluster.down()
+            except Exception as err:  # noqa: BLE001
+                console.print(f"[red]teardown failed: {err}[/red]")
+        ended_at = datetime.now(UTC)
+        test.update({"ended_at": ended_at.isoformat(timespec="seconds"),
+                     "duration_s": round((ended_at - started_at).total_seconds(), 1),
+                     "interrupted": interrupted, **outcome})
+        write_json(run_dir / "test.json", test)
+    if interrupted or "error" in outcome or not spec.run.check:
+        if "error" in outcome or interrupted:
+            console.print(f"evidence kept in {run_dir}; `harness check {run_dir}` re-checks it")
+        return EXIT_UNKNOWN
+    return check_and_report(run_dir, test, spec.run)
+
+
+def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, layer,
+                phases: Phases, outcome: dict[str, Any], test: dict[str, Any],
+                run_dir: Path) -> bool:
+    from nemesis.faults import FaultInjector
+    from workloads.final_reads import final_reads
+    from workloads.observer import ObserverLoop
+    from workloads.workload import Workload
+
+    phases.enter("setup")
+    cluster.up()
+    test["kafka_version"] = cluster.distribution.version if cluster.distribution else None
+    test["kafka_dist"] = cluster.distribution.source if cluster.distribution else None
+    test["nodes"] = {s.name: {"role": s.role.value, "id": s.node_id, "address": s.address}
+                     for s in cluster.specs}
+    write_json(run_dir / "test.json", test)
+    for topic in spec.topics:
+        cluster.create_topic(topic)
+    outcome["phases"]["setup_s"] = round(phases.elapsed(), 1)
+
+    source = cluster.observer(spec.workload.observe_timeout_s)
+    observer = ObserverLoop(source, [t.name for t in spec.topics], recorder,
+                            spec.workload.observe_interval_s)
+    observer.start()
+    injector = FaultInjector(cluster, recorder, layer)
+    workload = Workload()
+    stop_nemesis = threading.Event()
+    nemesis_result: dict[str, Any] = {}
+    try:
+        phases.enter("workload + nemesis")
+        workload.start(cluster.bootstrap, spec.topics, recorder, spec.workload,
+                       observer=observer)
+        nemesis_thread = threading.Thread(
+            target=_run_nemesis, name="nemesis",
+            args=(plan, spec, injector, observer, stop_nemesis, nemesis_result),
+            daemon=True)
+        nemesis_thread.start()
+        _progress(phases, workload, nemesis_thread, spec, plan)
+        stop_nemesis.set()
+        nemesis_thread.join(60)
+        workload.stop()
+    except KeyboardInterrupt:
+        stop_nemesis.set()
+        workload.stop()
+        _heal_and_finish(cluster, injector, observer, phases, spec, outcome, run_dir,
+                         final=None, recorder=recorder)
+        return True
+    outcome["nemesis"] = nemesis_result
+    outcome["phases"]["workload_s"] = round(phases.elapsed(), 1)
+
+    def do_final_reads() -> dict[str, Any]:
+        summary = final_reads(cluster.bootstrap, spec.topics, recorder, spec.workload)
+        return {"complete": summary.complete,
+                "incomplete": [f"{t}-{p}" for t, p in summary.incomplete],
+                "end_offsets": summary.end_offsets()}
+
+    _heal_and_finish(cluster, injector, observer, phases, spec, outcome, run_dir,
+                     final=do_final_reads, recorder=recorder)
+    return False
+
+
+def _run_nemesis(plan: NemesisPlan, spec: RunSpec, injector, observer,
+                 stop: threading.Event, result: dict[str, Any]) -> None:
+    """The nemesis thread: a scenario or a random mix; never raises."""
+    from nemesis.mix import RandomMix
+    from nemesis.scenario import UncleanLastReplica
+
+    def log(message: str) -> None:
+        console.print(f"[magenta]nemesis[/magenta] {message}")
+
+    try:
+        if plan.scenario == "unclean-last-replica":
+            scenario = UncleanLastReplica(injector, observer, spec.topics[0].name, 0,
+                                          elr=spec.cluster.elr, stop=stop, log=log)
+            steps = scenario.run()
+            result["steps"] = [asdict(s) for s in steps]
+            stop.wait(spec.run.quiet_after_faults_s)
+        elif plan.faults:
+            mix = RandomMix(injector, observer, plan.faults, spec.run.seed, spec.run.interval_s,
+                            min(t.replication_factor for t in spec.topics), stop=stop, log=log)
+            result["injected"] = mix.run(time.monotonic() + spec.run.time_limit_s)
+    except Exception as err:  # noqa: BLE001 - recorded; the run heals and goes on
+        result["error"] = f"{type(err).__name__}: {err}"
+        log(f"[red]error: {result['error']}[/red]")
+    finally:
+        result["latencies_s"] = injector.latencies
+        result["done"] = True
+
+
+def _progress(phases: Phases, workload, nemesis_thread: threading.Thread, spec: RunSpec,
+              plan: NemesisPlan) -> None:
+    """Show phase, elapsed, ops/s and outcomes until the workload (or scenario) ends."""
+    deadline = time.monotonic() + spec.run.time_limit_s
+    last_line = 0.0
+    with console.status("") as status:
+        while time.monotonic() < deadline:
+            if plan.scenario and not nemesis_thread.is_alive():
+                break
+            stats = workload.stats()
+            sends = stats.sends_by_acks
+            line = (f"{phases.name}  {phases.elapsed():4.0f} s  {stats.ops_per_s:6.0f} ops/s  "
+                    + "  ".join(f"acks={a}: {c.get('ok', 0)} ok {c.get('fail', 0)} fail "
+                                f"{c.get('info', 0)} info" for a, c in sorted(sends.items())))
+            if stats.last_errors:
+                line += f"  last error: {stats.last_errors[-1].error}"
+            status.update(line)
+            if not console.is_terminal and time.monotonic() - last_line > 10:
+                console.print(line)
+                last_line = time.monotonic()
+            if workload.wait(0.5):
+                break
+
+
+def _heal_and_finish(cluster: Cluster, injector, observer, phases: Phases, spec: RunSpec,
+                     outcome: dict[str, Any], run_dir: Path, final, recorder) -> None:
+    """Heal everything, wait for recovery, final reads, collect. Always runs."""
+    phases.enter("heal")
+    try:
+        injector.heal_all()
+    except Exception as err:  # noqa: BLE001
+        outcome.setdefault("errors", []).append(f"heal: {err}")
+        console.print(f"[red]healing failed: {err}[/red]")
+    recovered = _wait_recovered(observer, spec)
+    outcome["recovered"] = recovered
+    if final is not None:
+        phases.enter("final reads")
+        outcome["final_reads"] = final()
+    observer.stop()
+    phases.enter("collect")
+    _collect(cluster, run_dir, outcome)
+
+
+def _wait_recovered(observer, spec: RunSpec) -> bool:
+    expected = {(t.name, p): t.replication_factor for t in spec.topics
+                for p in range(t.partitions)}
+
+    def recovered(states: list[Any]) -> bool:
+        seen = {(s.topic, s.partition): s for s in states}
+        return all(key in seen and seen[key].leader >= 0 and len(seen[key].isr) >= rf
+                   for key, rf in expected.items())
+
+    ok = observer.wait_for(recovered, spec.run.recovery_timeout_s) is not None
+    console.print("cluster recovered" if ok else
+                  "[yellow]cluster did not fully recover; final reads go ahead[/yellow]")
+    return ok
+
+
+def _collect(cluster: Cluster, run_dir: Path, outcome: dict[str, Any]) -> None:
+    from cluster.metadata_log import decode_metadata_log
+
+    nodes_dir = run_dir / "nodes"
+    cluster.collect_logs(nodes_dir)
+    for node in cluster.controllers:
+        try:
+            records = decode_metadata_log(node, cluster.config.metadata_log_dir)
+        except Exception as err:  # noqa: BLE001 - the rest of the run still counts
+            outcome.setdefault("errors", []).append(f"metadata log of {node.spec.name}: {err}")
+            continue
+        target = nodes_dir / node.spec.name
+        target.mkdir(parents=True, exist_ok=True)
+        (target / "metadata-log.json").write_text(json.dumps(records))
+
+
+def check_and_report(run_dir: Path, test: dict[str, Any], run: RunConfig,
+                     checker: CheckerConfig | None = None) -> int:
+    """Spark checker -> results.json, then report.html, then the terminal summary."""
+    from checkers.check import _stop_spark, check_history, exit_code, write_results
+    from reports.build import build_report
+    from reports.summary import print_summary
+
+    console.print("[bold]── check[/bold]")
+    try:
+        results = check_history(run_dir / "history.jsonl", test, checker or CheckerConfig())
+    finally:
+        _stop_spark()
+    write_results(results, run_dir)
+    report = build_report(run_dir, ReportConfig())
+    print_summary(results, report)
+    return exit_code(results)
+
+
+def _test_json(spec: RunSpec, plan: NemesisPlan, started_at: datetime) -> dict[str, Any]:
+    return {
+        "test": plan.test_name,
+        "nemesis": spec.run.nemesis,
+        "seed": spec.run.seed,
+        "kafka_version": spec.cluster.kafka_version,
+        "kafka_dist": str(spec.cluster.kafka_dist) if spec.cluster.kafka_dist else None,
+        "elr_enabled": spec.cluster.elr,
+        "idempotent_producers": spec.workload.idempotent,
+        "topics": {t.name: {"partitions": t.partitions,
+                            "replication_factor": t.replication_factor,
+                            "min_insync_replicas": t.min_insync_replicas,
+                            "unclean_leader_election": t.unclean_leader_election}
+                   for t in spec.topics},
+        "nodes": {},
+        "workload": {"producers": spec.workload.producers, "acks": list(spec.workload.acks),
+                     "consumers": spec.workload.consumers, "rate": spec.workload.rate,
+                     "time_limit_s": spec.run.time_limit_s},
+        "command": "harness " + " ".join(shlex.quote(a) for a in spec.cli_args),
+        "cli_args": spec.cli_args,
+        "started_at": started_at.isoformat(timespec="seconds"),
+        "config": json.loads(json.dumps({
+            "cluster": asdict(spec.cluster), "topics": [asdict(t) for t in spec.topics],
+            "workload": asdict(spec.workload), "run": asdict(spec.run)}, default=str)),
+    }

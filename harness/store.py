@@ -1,0 +1,46 @@
+"""The store: one directory per run, never overwritten, and store/latest.
+
+    store/<test>/<YYYYmmddTHHMMSS>/   test.json, history.jsonl, results.json,
+                                      report.html, nodes/<node>/...
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+
+def new_run_dir(store: Path, test_name: str) -> Path:
+    """A fresh directory for a run; a second run in the same second gets a suffix."""
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    parent = store / test_name
+    parent.mkdir(parents=True, exist_ok=True)
+    for suffix in ["", *(f"-{i}" for i in range(1, 100))]:
+        candidate = parent / f"{stamp}{suffix}"
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        _point_latest(store, candidate)
+        return candidate
+    raise FileExistsError(f"no free run directory under {parent}")
+
+
+def _point_latest(store: Path, run_dir: Path) -> None:
+    """store/latest -> the newest run, replaced atomically."""
+    link = store / "latest"
+    tmp = store / f".latest-{os.getpid()}"
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
+    tmp.symlink_to(run_dir.relative_to(store))
+    os.replace(tmp, link)
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write JSON whole or not at all (temp file + rename), so a reader never sees half."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    os.replace(tmp, path)

@@ -1,0 +1,201 @@
+"""The faults themselves, each recorded in the history as it happens.
+
+Every fault writes an `invoke` when the nemesis decides on it and an `ok`
+once it is in force (an `info` if it failed half-way), with `f: "fault"`,
+the fault kind, the nodes and a `detail` saying what it did (the grudge, the
+bytes dropped per file). The injector also remembers what is in force so that
+`heal_all` can always end every fault before the final reads.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from cluster.cluster import Cluster
+from cluster.docker_backend import DockerNode
+from harness.errors import HarnessError
+from nemesis.grudges import Grudge
+from nemesis.pagecache import PageCacheLayer
+
+NEMESIS_PROCESS = -1
+
+
+class Recorder(Protocol):
+    def record(self, **fields: Any) -> dict[str, Any]: ...
+
+
+class FaultInjector:
+    """Applies faults to a cluster's nodes and records each one."""
+
+    def __init__(self, cluster: Cluster, recorder: Recorder,
+                 page_cache: PageCacheLayer | None = None) -> None:
+        self.cluster = cluster
+        self.recorder = recorder
+        self.page_cache = page_cache
+        self._lock = threading.Lock()
+        self.partitioned = False
+        self.down: set[str] = set()
+        self.paused: set[str] = set()
+        #: Seconds from the decision to the fault in force, per fault kind.
+        self.latencies: dict[str, list[float]] = {}
+
+    # -- recording -------------------------------------------------------------
+
+    def _fault(self, kind: str, nodes: list[str], detail: dict[str, Any] | None,
+               action: Callable[[], dict[str, Any] | None]) -> dict[str, Any]:
+        """Record invoke, run the action, record ok (or info on failure)."""
+        base = {"process": NEMESIS_PROCESS, "f": "fault", "fault": kind, "nodes": nodes}
+        with self._lock:
+            self.recorder.record(type="invoke", **base, detail=detail or {})
+            started = time.monotonic()
+            try:
+                result = action() or {}
+            except Exception as err:
+                self.recorder.record(type="info", **base,
+                                     detail={**(detail or {}), "error": str(err)[:500]})
+                raise
+            self.latencies.setdefault(kind, []).append(time.monotonic() - started)
+            done = {**(detail or {}), **result}
+            self.recorder.record(type="ok", **base, detail=done)
+            return done
+
+    def _node(self, name: str) -> DockerNode:
+        try:
+            return self.cluster.nodes[name]
+        except KeyError:
+            raise HarnessError(f"no node named {name}") from None
+
+    # -- network -----------------------------------------------------------------
+
+    def partition(self, grudge: Grudge, step: str | None = None) -> dict[str, Any]:
+        """Drop traffic, both directions, between each node and the peers it holds a
+        grudge against (iptables in the nodes' own network namespaces)."""
+        nodes = sorted(grudge)
+        detail = {"grudge": grudge, **({"step": step} if step else {})}
+
+        def apply() -> None:
+            for name, peers in grudge.items():
+                node = self._node(name)
+                rules = []
+                for peer in peers:
+                    address = self._node(peer).spec.address
+                    rules.append(f"iptables -A INPUT -s {address} -j DROP")
+                    rules.append(f"iptables -A OUTPUT -d {address} -j DROP")
+                result = node.exec(" && ".join(rules), timeout_s=30)
+                if not result.ok:
+                    raise HarnessError(f"iptables on {name} failed: {result.output[-300:]}")
+            self.partitioned = True
+
+        return self._fault("partition", nodes, detail, apply)
+
+    def heal(self, step: str | None = None) -> dict[str, Any]:
+        """Remove every rule on every node."""
+        names = sorted(self.cluster.nodes)
+
+        def apply() -> None:
+            for name in names:
+                result = self._node(name).exec("iptables -F INPUT && iptables -F OUTPUT",
+                                               timeout_s=30)
+                if not result.ok:
+                    raise HarnessError(f"iptables -F on {name} failed: {result.output[-300:]}")
+            self.partitioned = False
+
+        return self._fault("heal", names, {"step": step} if step else None, apply)
+
+    # -- processes -----------------------------------------------------------------
+
+    def kill(self, name: str, step: str | None = None) -> dict[str, Any]:
+        """SIGKILL the Kafka process: no clean shutdown, the page cache survives."""
+        return self._signal_down("kill", "KILL", name, step)
+
+    def stop(self, name: str, step: str | None = None) -> dict[str, Any]:
+        """SIGTERM: Kafka's own clean (controlled) shutdown."""
+        return self._signal_down("stop", "TERM", name, step)
+
+    def _signal_down(self, kind: str, signal_name: str, name: str,
+                     step: str | None) -> dict[str, Any]:
+        node = self._node(name)
+
+        def apply() -> dict[str, Any]:
+            if name in self.paused:
+                node.signal_kafka("CONT")
+                self.paused.discard(name)
+            pid = node.kafka_pid()
+            node.signal_kafka(signal_name)
+            if not node.wait_kafka_gone(60 if signal_name == "TERM" else 15):
+                raise HarnessError(f"Kafka on {name} still runs after SIG{signal_name}")
+            self.down.add(name)
+            return {"pid": pid}
+
+        return self._fault(kind, [name], {"step": step} if step else None, apply)
+
+    def start(self, name: str, step: str | None = None) -> dict[str, Any]:
+        node = self._node(name)
+
+        def apply() -> dict[str, Any]:
+            self.cluster.restart_kafka(node)
+            deadline = time.monotonic() + 30
+            while node.kafka_pid() is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if node.kafka_pid() is None:
+                raise HarnessError(f"Kafka on {name} did not start: {node.log_tail(10)}")
+            self.down.discard(name)
+            return {"pid": node.kafka_pid()}
+
+        return self._fault("start", [name], {"step": step} if step else None, apply)
+
+    def pause(self, name: str, step: str | None = None) -> dict[str, Any]:
+        node = self._node(name)
+
+        def apply() -> None:
+            if not node.signal_kafka("STOP"):
+                raise HarnessError(f"no Kafka process to pause on {name}")
+            self.paused.add(name)
+
+        return self._fault("pause", [name], {"step": step} if step else None, apply)
+
+    def resume(self, name: str, step: str | None = None) -> dict[str, Any]:
+        node = self._node(name)
+
+        def apply() -> None:
+            node.signal_kafka("CONT")
+            self.paused.discard(name)
+
+        return self._fault("resume", [name], {"step": step} if step else None, apply)
+
+    def page_cache_loss(self, name: str, step: str | None = None) -> dict[str, Any]:
+        """Power loss: kill -9 Kafka, then throw away every byte it never fsynced.
+        Kafka stays down (start it later); it will find no clean-shutdown marker."""
+        if self.page_cache is None:
+            raise HarnessError("page-cache-loss needs the page-cache layer under the brokers")
+        node = self._node(name)
+        layer = self.page_cache
+
+        def apply() -> dict[str, Any]:
+            if name in self.paused:
+                node.signal_kafka("CONT")
+                self.paused.discard(name)
+            node.signal_kafka("KILL")
+            if not node.wait_kafka_gone(15):
+                raise HarnessError(f"Kafka on {name} survived SIGKILL")
+            self.down.add(name)
+            report = layer.power_loss(node)
+            return {"bytes_dropped": report.get("bytes_dropped", {}),
+                    "total_bytes_dropped": report.get("total_bytes", 0)}
+
+        return self._fault("page-cache-loss", [name], {"step": step} if step else None, apply)
+
+    # -- the end of every fault ------------------------------------------------------
+
+    def heal_all(self) -> None:
+        """End every fault: heal the network, resume paused, start what is down."""
+        self.heal(step="final-heal")
+        for name in sorted(self.paused):
+            self.resume(name, step="final-heal")
+        for name in sorted(self.cluster.nodes):
+            node = self._node(name)
+            if name in self.down or node.kafka_pid() is None:
+                self.start(name, step="final-heal")

@@ -1,0 +1,174 @@
+"""KIP-966's "last replica standing" case, step by step (shared/SCENARIOS.md).
+
+L is the partition's leader, A and B its followers, all found from the
+observed state. Each step is a fault recorded with `detail.step`, and each
+waits (bounded) on the observed partition state rather than on a sleep:
+
+    T0  partition A away from every node        -> ISR = {L, B}
+    T1  partition B away too                    -> ISR = {L}; ELR on: ELR = {B}
+    T2  power loss on L (kill -9, drop unsynced) -> ELR on: ISR = {}, leader -1
+    T3  heal the partitions                      -> A and B unfenced
+    T4  restart L (no clean-shutdown marker)    -> ELR on: B leads; off: L leads
+
+A wait that runs out is recorded (detail.timed_out) and the scenario goes on:
+the checker judges the history, not the scenario's expectations.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from nemesis import grudges
+from nemesis.faults import FaultInjector
+
+
+class ObservedPartition(Protocol):
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def leader(self) -> int: ...
+    @property
+    def isr(self) -> tuple[int, ...]: ...
+    @property
+    def elr(self) -> tuple[int, ...] | None: ...
+
+
+class Observer(Protocol):
+    def latest(self) -> Sequence[ObservedPartition]: ...
+    def wait_for(self, predicate: Callable[[list[Any]], bool],
+                 timeout_s: float) -> list[Any] | None: ...
+
+
+@dataclass(frozen=True)
+class ScenarioTimings:
+    """Bounds on each step's wait for the observed state it expects."""
+
+    step_timeout_s: float = 60.0
+    #: Quiet time before T0, so acks=all writes are acknowledged by all replicas.
+    warmup_s: float = 8.0
+    #: Time in T1 so that acks=1 writes land on L alone (and acks=all ones fail).
+    hold_t1_s: float = 5.0
+
+
+@dataclass
+class StepOutcome:
+    step: str
+    reached: bool
+    observed: dict[str, Any]
+
+
+class UncleanLastReplica:
+    """Runs T0..T4 on one partition; every other partition goes along."""
+
+    name = "unclean-last-replica"
+
+    def __init__(self, injector: FaultInjector, observer: Observer, topic: str,
+                 partition: int = 0, elr: bool = True,
+                 timings: ScenarioTimings = ScenarioTimings(),
+                 stop: threading.Event | None = None,
+                 log: Callable[[str], None] = print) -> None:
+        self.injector = injector
+        self.observer = observer
+        self.topic = topic
+        self.partition = partition
+        self.elr = elr
+        self.timings = timings
+        self.stop_event = stop or threading.Event()
+        self.log = log
+        self.outcomes: list[StepOutcome] = []
+
+    # -- observed state ----------------------------------------------------------
+
+    def _state(self, states: Sequence[ObservedPartition]) -> ObservedPartition | None:
+        for s in states:
+            if s.topic == self.topic and s.partition == self.partition:
+                return s
+        return None
+
+    def _wait(self, step: str, predicate: Callable[[ObservedPartition], bool],
+              timeout_s: float | None = None) -> StepOutcome:
+        def check(states: list[Any]) -> bool:
+            s = self._state(states)
+            return s is not None and predicate(s)
+
+        sample = self.observer.wait_for(check, timeout_s or self.timings.step_timeout_s)
+        state = self._state(sample if sample is not None else self.observer.latest())
+        observed = {} if state is None else {
+            "leader": state.leader, "isr": list(state.isr),
+            "elr": None if state.elr is None else list(state.elr)}
+        outcome = StepOutcome(step, sample is not None, observed)
+        self.outcomes.append(outcome)
+        self.log(f"{step}: {'reached' if outcome.reached else 'TIMED OUT'} {observed}")
+        return outcome
+
+    def _broker_name(self, broker_id: int) -> str:
+        return self.injector.cluster.broker_by_id(broker_id).spec.name
+
+    def _sleep(self, seconds: float) -> None:
+        self.stop_event.wait(seconds)
+
+    # -- the steps -----------------------------------------------------------------
+
+    def run(self) -> list[StepOutcome]:
+        self._sleep(self.timings.warmup_s)
+        start = self._wait("setup", lambda s: s.leader >= 0 and len(s.isr) >= 3)
+        if not start.reached:
+            raise RuntimeError(f"partition {self.topic}-{self.partition} never had a full "
+                               f"ISR: {start.observed}")
+        leader = start.observed["leader"]
+        followers = [b for b in start.observed["isr"] if b != leader]
+        a_id, b_id = followers[0], followers[1]
+        l_name, a_name, b_name = (self._broker_name(i) for i in (leader, a_id, b_id))
+        nodes = sorted(self.injector.cluster.nodes)
+        self.log(f"roles: L={l_name} ({leader}) A={a_name} ({a_id}) B={b_name} ({b_id})")
+
+        steps: list[tuple[str, Callable[[], None]]] = [
+            ("T0", lambda: self.injector.partition(grudges.isolate(a_name, nodes), step="T0")),
+            ("T0-wait", lambda: self._wait(
+                "T0", lambda s: sorted(s.isr) == sorted([leader, b_id]))),
+            ("T1", lambda: self.injector.partition(
+                grudges.isolate_all([a_name, b_name], nodes), step="T1")),
+            ("T1-wait", lambda: self._wait(
+                "T1", lambda s: list(s.isr) == [leader]
+                and (not self.elr or list(s.elr or []) == [b_id]))),
+            ("T1-hold", lambda: self._sleep(self.timings.hold_t1_s)),
+            ("T2", lambda: self.injector.page_cache_loss(l_name, step="T2")),
+            ("T2-wait", lambda: self._wait("T2", lambda s: s.leader == -1)),
+            ("T3", lambda: self.injector.heal(step="T3")),
+            ("T3-wait", lambda: self._wait_unfenced("T3", [a_id, b_id])),
+            ("T4", lambda: self.injector.start(l_name, step="T4")),
+            ("T4-wait", lambda: self._wait(
+                "T4", lambda s: s.leader == (b_id if self.elr else leader))),
+        ]
+        for _label, action in steps:
+            if self.stop_event.is_set():
+                break
+            action()
+        return self.outcomes
+
+    def _wait_unfenced(self, step: str, broker_ids: list[int]) -> StepOutcome:
+        """Healed brokers are back when the controller reports them registered."""
+        cluster = self.injector.cluster
+        admin = cluster.admin()
+        deadline_s = self.timings.step_timeout_s
+        waited = 0.0
+        seen: set[int] = set()
+        while waited < deadline_s and not self.stop_event.is_set():
+            try:
+                seen = {n.id for n in admin.describe_cluster(request_timeout=3)
+                        .result(timeout=5).nodes}
+            except Exception:  # noqa: BLE001 - the cluster is in flux; ask again
+                seen = set()
+            if set(broker_ids) <= seen:
+                break
+            self._sleep(0.5)
+            waited += 0.5
+        outcome = StepOutcome(step, set(broker_ids) <= seen, {"unfenced": sorted(seen)})
+        self.outcomes.append(outcome)
+        self.log(f"{step}: {'reached' if outcome.reached else 'TIMED OUT'} {outcome.observed}")
+        return outcome
