@@ -50,6 +50,7 @@ SERIES_COLOURS = {
 }
 TYPE_MARKERS = {"ok": ".", "fail": "x", "info": "^"}
 ACKS_COLOURS = {"all": "#d62728", "1": "#ff7f0e", "0": "#7f7f7f"}
+ACKS_STYLES = {"all": "-", "1": "--", "0": ":"}
 LANE_COLOURS = {
     "leader": "#1f77b4",
     "ISR": "#2ca02c",
@@ -73,23 +74,26 @@ def to_data_uri(fig: Figure, dpi: int) -> str:
 
 def downsample(x: Sequence[float], y: Sequence[float], max_points: int
                ) -> tuple[np.ndarray, np.ndarray]:
-    """At most max_points points: each bucket of consecutive points keeps its min and max."""
+    """At most max_points points, in order: half evenly spread (the body of the
+    distribution), half the min and max of consecutive buckets (spikes survive)."""
     xs = np.asarray(x, dtype=float)
     ys = np.asarray(y, dtype=float)
     n = len(xs)
     if n <= max_points:
         return xs, ys
-    buckets = max(1, max_points // 2)
+    buckets = max(1, max_points // 4)
     size = -(-n // buckets)
-    padded = np.full(buckets * size, np.nan)
-    padded[:n] = ys
-    grid = padded.reshape(buckets, size)
     rows = np.arange(buckets) * size
     used = rows < n
-    lo = (rows + np.nanargmin(np.where(np.isnan(grid), np.inf, grid), axis=1))[used]
-    hi = (rows + np.nanargmax(np.where(np.isnan(grid), -np.inf, grid), axis=1))[used]
-    keep = np.unique(np.concatenate([lo, hi]))
-    keep = keep[keep < n]
+    grid_low = np.full(buckets * size, np.inf)
+    grid_low[:n] = ys
+    grid_high = np.full(buckets * size, -np.inf)
+    grid_high[:n] = ys
+    lo = (rows + np.argmin(grid_low.reshape(buckets, size), axis=1))[used]
+    hi = (rows + np.argmax(grid_high.reshape(buckets, size), axis=1))[used]
+    extremes = np.unique(np.concatenate([lo, hi]))
+    spread = np.linspace(0, n - 1, max(0, max_points - len(extremes))).astype(int)
+    keep = np.unique(np.concatenate([extremes, spread]))
     return xs[keep], ys[keep]
 
 
@@ -156,7 +160,7 @@ def latency_plot(scan: HistoryScan, bands: list[FaultBand], max_points: int,
                                       key=lambda kv: (order.get(kv[0][0], 99), kv[0])):
         x, y = downsample(series.x, series.y, max_points)
         y = np.maximum(y, 1e-3)
-        ax.scatter(x, y, s=5 if typ == "ok" else 14, marker=TYPE_MARKERS.get(typ, "o"),
+        ax.scatter(x, y, s=5 if typ == "ok" else 9, marker=TYPE_MARKERS.get(typ, "o"),
                    color=SERIES_COLOURS.get(name, "#333333"), alpha=0.6, linewidths=0.8,
                    label=plain(f"{name} {typ} ({len(series.x)})"))
     ax.set_yscale("log")
@@ -284,12 +288,14 @@ def lost_writes_plot(lost: LostWrites, bands: list[FaultBand], end_s: float, max
         return None
     fig = Figure(figsize=(11, 3.4))
     ax = fig.subplots()
-    for acks in ACKS_LEVELS:
+    # acks=all last and thickest: its losses are the ones KIP-966 is about.
+    for acks in reversed(ACKS_LEVELS):
         times = lost.times_by_acks.get(acks)
         if times is None or not len(times):
             continue
         x, y = downsample(times, np.arange(1, len(times) + 1), max_points)
-        ax.plot(x, y, drawstyle="steps-post", color=ACKS_COLOURS[acks], lw=1.4,
+        ax.plot(x, y, drawstyle="steps-post", color=ACKS_COLOURS[acks],
+                lw=2.2 if acks == "all" else 1.3, ls=ACKS_STYLES[acks],
                 label=f"acks={acks} ({len(times)})")
     ax.set_ylabel("lost writes (cumulative)")
     ax.set_title("Lost writes by acks level (send completion time)")

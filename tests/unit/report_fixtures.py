@@ -89,10 +89,11 @@ def _partition0_state(t: float, steps: dict[str, float], elr: bool) -> tuple:
     Each step's effect shows a little after its fault, as the controller needs time.
     """
     t -= 0.6
+    none = [] if elr else None  # without ELR the cluster cannot say
     if t < steps["T0"]:
-        return 1, 0, [1, 2, 3], [], []
+        return 1, 0, [1, 2, 3], none, none
     if t < steps["T1"]:
-        return 1, 1, [1, 3], [], []
+        return 1, 1, [1, 3], none, none
     if t < steps["T2"]:
         return 1, 2, [1], [3] if elr else None, [] if elr else None
     if t < steps["T4"]:

@@ -71,7 +71,8 @@ def test_valid_banner_names_the_run_and_how_to_reproduce_it(valid: tuple[Path, s
 
 def test_report_is_self_contained(valid: tuple[Path, str]) -> None:
     _run_dir, page = valid
-    assert "<script" not in page and "<link" not in page
+    assert "<script" not in page
+    assert re.findall(r"<link[^>]*>", page) == ['<link rel="icon" href="data:,">']
     assert not re.search(r'(src|href)="(https?:)?//', page)
     sources = re.findall(r'<img class="plot" src="([^"]+)"', page)
     # latency, throughput, lost writes, HWM and one timeline per partition
@@ -219,3 +220,18 @@ def test_bad_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["report", str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err
     assert "does not exist" in err and "Traceback" not in err
+
+
+def test_corrupt_pieces_are_reported_not_fatal(tmp_path: Path) -> None:
+    run_dir = make_run(tmp_path, RunSpec(ops=120, run_name="20261121T170000"))
+    history = run_dir / "history.jsonl"
+    lines = history.read_text().splitlines(keepends=True)
+    lines.insert(7, "{garbage\n")
+    history.write_text("".join(lines))
+    (run_dir / "nodes" / "controller-1" / "metadata-log.json").write_text("[{")
+    (run_dir / "results.json").write_text("[]")
+    page = build_report(run_dir, CONFIG).read_text()
+    assert "1 malformed line(s) that are not the last one (lines 8)" in page
+    assert "metadata-log.json cannot be read" in _section(page, "metadata")
+    assert "results.json is not a JSON object" in _section(page, "anomalies")
+    assert '<div class="banner unchecked" id="verdict">' in page
