@@ -133,6 +133,8 @@ class ProducerClient:
         self._producer = producer_factory(dict(self._conf))
         self._fatal: str | None = None
         self.slots = [SendSlot(recorder.new_process()) for _ in range(slots)]
+        #: Slots with nothing in flight, ready for their next send.
+        self._idle: list[SendSlot] = list(reversed(self.slots))
         #: An unexpected exception that ended the thread (a harness bug), if any.
         self.crashed: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=f"producer-{name}", daemon=True)
@@ -164,13 +166,13 @@ class ProducerClient:
             if now >= self._deadline:
                 return
             wait = min(_MAX_POLL_S, self._deadline - now)
-            for slot in self.slots:
-                if slot.pending is None:
-                    delay = self._limiter.try_acquire()
-                    if delay > 0:
-                        wait = min(wait, delay)
-                        break
-                    self._send(slot)
+            while self._idle:
+                delay = self._limiter.try_acquire()
+                if delay > 0:
+                    wait = min(wait, delay)
+                    break
+                if not self._send(self._idle.pop()):
+                    break  # the client refuses sends right now: let poll() back off
             self._producer.poll(wait)
             if self._fatal is not None:
                 self._replace_client()
@@ -188,7 +190,8 @@ class ProducerClient:
 
     # -- sends -----------------------------------------------------------------
 
-    def _send(self, slot: SendSlot) -> None:
+    def _send(self, slot: SendSlot) -> bool:
+        """Issue the slot's next send; False if produce() refused it outright."""
         topic, partition = self._chooser.next()
         value = next(self._values)
         op = PendingSend(slot.process, topic, partition, value)
@@ -201,9 +204,12 @@ class ProducerClient:
                                    on_delivery=functools.partial(self._delivered, slot, op))
         except BufferError:
             self._complete(slot, op, "fail", error="_QUEUE_FULL")
+            return False
         except KafkaException as err:
             # produce() refused it: the message never entered the client.
             self._complete(slot, op, "fail", error=error_name(err))
+            return False
+        return True
 
     def _delivered(self, slot: SendSlot, op: PendingSend, err: KafkaError | None,
                    msg: Any) -> None:
@@ -235,6 +241,7 @@ class ProducerClient:
         self._stats.completed("send", op_type, op.process, acks=self.acks, error=error)
         if slot.pending is op:
             slot.pending = None
+            self._idle.append(slot)
         if op_type == "info":
             slot.process = self._recorder.new_process()
 
