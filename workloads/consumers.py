@@ -28,6 +28,7 @@ from harness.config import WorkloadConfig
 from harness.errors import HistoryError
 from workloads.classify import error_name, needs_reposition
 from workloads.client_conf import consumer_conf
+from workloads.client_thread import ClientThread
 from workloads.recorder import HistoryRecorder
 from workloads.stats import StatsCollector
 
@@ -157,7 +158,7 @@ def query_watermarks(consumer: Any, topic: str, partition: int,
 ConsumerFactory = Callable[[dict[str, Any]], Any]
 
 
-class ConsumerProcess:
+class ConsumerProcess(ClientThread):
     """One consumer process reading every given partition of one topic."""
 
     def __init__(self, *, name: str, bootstrap: Sequence[str], topic: str,
@@ -165,7 +166,7 @@ class ConsumerProcess:
                  stats: StatsCollector, config: WorkloadConfig, stop: threading.Event,
                  deadline: float, consumer_factory: ConsumerFactory = Consumer,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.name = name
+        super().__init__(f"consumer-{name}")
         self.topic = topic
         self.partitions = tuple(partitions)
         self._recorder = recorder
@@ -182,15 +183,6 @@ class ConsumerProcess:
         self._assigned: set[int] = set()
         self._consumer: Any = None
         self._open_invoke = False
-        self.crashed: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name=f"consumer-{name}", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def join(self, timeout_s: float | None = None) -> bool:
-        self._thread.join(timeout_s)
-        return not self._thread.is_alive()
 
     def _running(self) -> bool:
         return not self._stop.is_set() and self._clock() < self._deadline
@@ -209,7 +201,7 @@ class ConsumerProcess:
                 self.poll_once()
         except BaseException as err:  # a harness bug: keep the history consistent
             self.crashed = err
-            log.exception("consumer %s crashed", self.name)
+            log.exception("%s crashed", self.name)
             if self._open_invoke:
                 try:
                     self._complete("info", {"error": f"HARNESS_ERROR:{type(err).__name__}"})
@@ -292,7 +284,7 @@ class ConsumerProcess:
         try:
             self._consumer.close()
         except (KafkaException, RuntimeError) as err:
-            log.debug("consumer %s: close failed: %s", self.name, err)
+            log.debug("%s: close failed: %s", self.name, err)
         self._consumer = None
 
     def _client_error(self, err: KafkaError) -> None:

@@ -29,6 +29,7 @@ from harness.config import WorkloadConfig
 from harness.errors import HistoryError
 from workloads.classify import classify_send_error, error_name
 from workloads.client_conf import producer_conf
+from workloads.client_thread import ClientThread
 from workloads.recorder import HistoryRecorder
 from workloads.stats import StatsCollector
 
@@ -106,7 +107,7 @@ class SendSlot:
 ProducerFactory = Callable[[dict[str, Any]], Any]
 
 
-class ProducerClient:
+class ProducerClient(ClientThread):
     """One librdkafka Producer and the worker thread that drives its slots."""
 
     def __init__(self, *, name: str, bootstrap: Sequence[str], acks: str, slots: int,
@@ -115,7 +116,7 @@ class ProducerClient:
                  config: WorkloadConfig, stop: threading.Event, deadline: float,
                  producer_factory: ProducerFactory = Producer,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.name = name
+        super().__init__(f"producer-{name}")
         self.acks = acks
         self._config = config
         self._conf = producer_conf(bootstrap, acks, config)
@@ -135,18 +136,8 @@ class ProducerClient:
         self.slots = [SendSlot(recorder.new_process()) for _ in range(slots)]
         #: Slots with nothing in flight, ready for their next send.
         self._idle: list[SendSlot] = list(reversed(self.slots))
-        #: An unexpected exception that ended the thread (a harness bug), if any.
-        self.crashed: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name=f"producer-{name}", daemon=True)
 
     # -- lifecycle -------------------------------------------------------------
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def join(self, timeout_s: float | None = None) -> bool:
-        self._thread.join(timeout_s)
-        return not self._thread.is_alive()
 
     def _run(self) -> None:
         try:
@@ -154,7 +145,7 @@ class ProducerClient:
             self._drain()
         except BaseException as err:  # recorded for stop(); the history stays valid
             self.crashed = err
-            log.exception("producer %s crashed", self.name)
+            log.exception("%s crashed", self.name)
             try:
                 self._close_open_sends(f"HARNESS_ERROR:{type(err).__name__}")
             except HistoryError:
@@ -260,7 +251,7 @@ class ProducerClient:
 
     def _replace_client(self) -> None:
         """A fatal client error: open sends can no longer resolve; start a new client."""
-        log.warning("producer %s: fatal client error %s, replacing the client",
+        log.warning("%s: fatal client error %s, replacing the client",
                     self.name, self._fatal)
         self._close_open_sends(self._fatal or "_FATAL")
         self._discard_client()
@@ -272,4 +263,4 @@ class ProducerClient:
             self._producer.purge(in_queue=True, in_flight=True, blocking=False)
             self._producer.poll(0)  # serve the purge reports; their ops are closed
         except (KafkaException, RuntimeError) as err:
-            log.debug("producer %s: purge failed: %s", self.name, err)
+            log.debug("%s: purge failed: %s", self.name, err)

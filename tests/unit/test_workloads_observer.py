@@ -6,23 +6,11 @@ from __future__ import annotations
 import json
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
+from cluster.observe import PartitionState as State
 from workloads.observer import ObserverLoop, observe_fields
 from workloads.recorder import HistoryRecorder
-
-
-@dataclass(frozen=True)
-class State:  # the shape of cluster.observe.PartitionState
-    topic: str
-    partition: int
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    elr: tuple[int, ...] | None
-    last_known_elr: tuple[int, ...] | None
-    high_watermark: int | None
 
 
 class FlakySource:
