@@ -326,8 +326,29 @@ class Cluster:
         raise HarnessError(f"topic {topic.name}: partitions lack a leader or a full ISR "
                            f"after {timeout_s:.0f} s")
 
-    def observer(self, timeout_s: float = 2.0) -> PartitionObserver:
-        return PartitionObserver(self.bootstrap, timeout_s)
+    def observer(self, timeout_s: float = 2.0,
+                 avoid: Callable[[], set[str]] | None = None) -> PartitionObserver:
+        """A partition observer; `avoid` names broker addresses whose view may be stale."""
+        addresses = {n.spec.node_id: f"{n.spec.address}:{self.config.broker_port}"
+                     for n in self.brokers}
+        return PartitionObserver(self.bootstrap, timeout_s, avoid=avoid, addresses=addresses)
+
+    def controller_view(self, topic: str) -> list[PartitionState]:
+        """The partitions of `topic` as the active controller's metadata log has them.
+
+        Brokers cut off from the controllers answer from a stale cache; when no
+        broker has a fresh view (the scenario's T2), this is the cluster's word.
+        """
+        from cluster.metadata_log import decode_metadata_log, partition_states
+
+        leader = self.quorum_leader()
+        nodes = [n for n in self.controllers if n.spec.node_id == leader] or self.controllers
+        records = decode_metadata_log(nodes[0], self.config.metadata_log_dir)
+        return [PartitionState(topic=t, partition=p, leader=s["leader"],
+                               leader_epoch=s["leader_epoch"], isr=tuple(s["isr"]),
+                               elr=tuple(s["elr"]), last_known_elr=tuple(s["last_known_elr"]),
+                               high_watermark=None)
+                for (t, p), s in sorted(partition_states(records).items()) if t == topic]
 
     def describe_all(self) -> list[PartitionState]:
         """Every user topic's partitions (internal topics left out)."""

@@ -71,3 +71,36 @@ def decode_metadata_log(node: Node, metadata_dir: str, timeout_s: float = 120.0)
     if not result.ok:
         raise HarnessError(f"{node.spec.name}: DumpLogSegments failed: {result.output[-500:]}")
     return parse_dump(result.output, node.spec.name)
+
+
+def partition_states(records: list[dict]) -> dict[tuple[str, int], dict]:
+    """Each partition's state as the controller's log says it is now.
+
+    Folds TOPIC_RECORD (name <-> id), PARTITION_RECORD (full state) and
+    PARTITION_CHANGE_RECORD (only the fields that changed) in log order;
+    returns (topic, partition) -> {leader, leader_epoch, isr, elr, last_known_elr}.
+    """
+    names: dict[str, str] = {}
+    states: dict[tuple[str, int], dict] = {}
+    for record in records:
+        data = record.get("data", {})
+        kind = record.get("type")
+        if kind == "TOPIC_RECORD":
+            names[data.get("topicId")] = data.get("name")
+        elif kind in ("PARTITION_RECORD", "PARTITION_CHANGE_RECORD"):
+            topic = names.get(data.get("topicId"))
+            if topic is None:
+                continue
+            key = (topic, data.get("partitionId"))
+            state = states.setdefault(key, {"leader": -1, "leader_epoch": 0, "isr": [],
+                                            "elr": [], "last_known_elr": []})
+            if kind == "PARTITION_RECORD":
+                state["leader_epoch"] = data.get("leaderEpoch", 0)
+            elif "leader" in data:
+                state["leader_epoch"] += 1
+            for field, name in (("leader", "leader"), ("isr", "isr"),
+                                ("eligibleLeaderReplicas", "elr"),
+                                ("lastKnownElr", "last_known_elr")):
+                if field in data and data[field] is not None:
+                    state[name] = data[field]
+    return states

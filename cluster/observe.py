@@ -8,7 +8,7 @@ the checker judges Kafka by exactly what Kafka said.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from confluent_kafka import TopicPartition
@@ -51,7 +51,14 @@ class PartitionObserver:
     """Describes partitions through whichever broker answers first."""
 
     def __init__(self, bootstrap: list[str], timeout_s: float = 2.0,
-                 with_high_watermark: bool = True) -> None:
+                 with_high_watermark: bool = True,
+                 avoid: Callable[[], set[str]] | None = None,
+                 addresses: dict[int, str] | None = None) -> None:
+        """`avoid()` names broker addresses (host:port) not to ask right now: a broker
+        cut off from the controllers still answers, from a stale metadata cache.
+        `addresses` maps broker ids to those addresses."""
+        self._avoid = avoid or (lambda: set())
+        self._addresses = addresses or {}
         self._connections = [WireConnection(address, timeout_s) for address in bootstrap]
         self._timeout_s = timeout_s
         self._admin = (AdminClient({"bootstrap.servers": ",".join(bootstrap),
@@ -60,9 +67,13 @@ class PartitionObserver:
                        if with_high_watermark else None)
 
     def describe(self, topics: Sequence[str]) -> list[PartitionState]:
-        described = self._describe_any(topics)
+        avoid = self._avoid()
+        described = self._describe_any(topics, avoid)
         partitions = [p for t in described for p in t.partitions]
-        hwms = self._high_watermarks([(p.topic, p.partition) for p in partitions if p.leader >= 0])
+        # A leader with a stale view may report an old high watermark: not asked.
+        hwms = self._high_watermarks([
+            (p.topic, p.partition) for p in partitions
+            if p.leader >= 0 and self._addresses.get(p.leader) not in avoid])
         return [
             PartitionState(
                 topic=p.topic, partition=p.partition, leader=p.leader,
@@ -74,11 +85,15 @@ class PartitionObserver:
             for p in sorted(partitions, key=lambda p: (p.topic, p.partition))
         ]
 
-    def _describe_any(self, topics: Sequence[str]):
+    def _describe_any(self, topics: Sequence[str], avoid: set[str]):
         errors = []
         # Try brokers in turn, starting with the one that answered last time.
         for _ in range(len(self._connections)):
             connection = self._connections[0]
+            if f"{connection.host}:{connection.port}" in avoid:
+                self._connections.append(self._connections.pop(0))
+                errors.append(f"{connection.host}: view may be stale (cut off or down)")
+                continue
             try:
                 topics_found = connection.describe_topic_partitions(topics)
                 if any(t.error_code == 0 for t in topics_found):

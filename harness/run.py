@@ -91,6 +91,7 @@ def run_test(spec: RunSpec) -> int:
 
     run_dir = new_run_dir(spec.run.store, plan.test_name)
     console.print(f"run directory: {run_dir}")
+    _log_to(run_dir / "harness.log")
     phases = Phases()
     started_at = datetime.now(UTC)
     test = _test_json(spec, plan, started_at)
@@ -135,6 +136,18 @@ def run_test(spec: RunSpec) -> int:
     return check_and_report(run_dir, test, spec.run)
 
 
+def _log_to(path: Path) -> None:
+    """Client and harness logs (librdkafka's included) go to the run's harness.log,
+    not the terminal, where the progress line is."""
+    import logging
+
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(logging.INFO)
+
+
 def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, layer,
                 phases: Phases, outcome: dict[str, Any], test: dict[str, Any],
                 run_dir: Path) -> bool:
@@ -154,11 +167,13 @@ def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, la
         cluster.create_topic(topic)
     outcome["phases"]["setup_s"] = round(phases.elapsed(), 1)
 
-    source = cluster.observer(spec.workload.observe_timeout_s)
+    injector = FaultInjector(cluster, recorder, layer)
+    # The observer skips brokers the nemesis cut off from the controllers (or
+    # stopped): they would answer from a stale metadata cache.
+    source = cluster.observer(spec.workload.observe_timeout_s, avoid=injector.stale_brokers)
     observer = ObserverLoop(source, [t.name for t in spec.topics], recorder,
                             spec.workload.observe_interval_s)
     observer.start()
-    injector = FaultInjector(cluster, recorder, layer)
     workload = Workload()
     stop_nemesis = threading.Event()
     nemesis_result: dict[str, Any] = {}

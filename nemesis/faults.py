@@ -37,6 +37,8 @@ class FaultInjector:
         self.page_cache = page_cache
         self._lock = threading.Lock()
         self.partitioned = False
+        #: The grudge in force (node -> peers it cannot hear), empty when healed.
+        self.grudge: dict[str, list[str]] = {}
         self.down: set[str] = set()
         self.paused: set[str] = set()
         #: Seconds from the decision to the fault in force, per fault kind.
@@ -87,6 +89,8 @@ class FaultInjector:
                 result = node.exec(" && ".join(rules), timeout_s=30)
                 if not result.ok:
                     raise HarnessError(f"iptables on {name} failed: {result.output[-300:]}")
+                self.grudge.setdefault(name, [])
+                self.grudge[name] = sorted(set(self.grudge[name]) | set(peers))
             self.partitioned = True
 
         return self._fault("partition", nodes, detail, apply)
@@ -102,8 +106,22 @@ class FaultInjector:
                 if not result.ok:
                     raise HarnessError(f"iptables -F on {name} failed: {result.output[-300:]}")
             self.partitioned = False
+            self.grudge = {}
 
         return self._fault("heal", names, {"step": step} if step else None, apply)
+
+    def stale_brokers(self) -> set[str]:
+        """Broker addresses whose metadata may be stale: down, paused, or cut off
+        from a controller (such a broker still answers, from an old cache)."""
+        controllers = {n.spec.name for n in self.cluster.controllers}
+        port = self.cluster.config.broker_port
+        stale = set()
+        for node in self.cluster.brokers:
+            name = node.spec.name
+            cut = set(self.grudge.get(name, [])) & controllers
+            if cut or name in self.down or name in self.paused:
+                stale.add(f"{node.spec.address}:{port}")
+        return stale
 
     # -- processes -----------------------------------------------------------------
 

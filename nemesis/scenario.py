@@ -17,6 +17,7 @@ the checker judges the history, not the scenario's expectations.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -138,7 +139,7 @@ class UncleanLastReplica:
                 and (not self.elr or list(s.elr or []) == [b_id]))),
             ("T1-hold", lambda: self._sleep(self.timings.hold_t1_s)),
             ("T2", lambda: self.injector.page_cache_loss(l_name, step="T2")),
-            ("T2-wait", lambda: self._wait("T2", lambda s: s.leader == -1)),
+            ("T2-wait", lambda: self._wait_controller("T2", lambda s: s.leader == -1)),
             ("T3", lambda: self.injector.heal(step="T3")),
             ("T3-wait", lambda: self._wait_unfenced("T3", [a_id, b_id])),
             ("T4", lambda: self.injector.start(l_name, step="T4")),
@@ -151,14 +152,52 @@ class UncleanLastReplica:
             action()
         return self.outcomes
 
+    def _wait_controller(self, step: str,
+                         predicate: Callable[[ObservedPartition], bool]) -> StepOutcome:
+        """Wait on the active controller's own metadata log.
+
+        In T2 no broker has a fresh view (L is dead, A and B are cut off and
+        answer from stale caches), so the state is read where KIP-966 keeps it.
+        Each reading is recorded as an `observe` line with source "controller".
+        """
+        cluster = self.injector.cluster
+        waited, state = 0.0, None
+        started = time.monotonic()
+        while time.monotonic() - started < self.timings.step_timeout_s:
+            if self.stop_event.is_set():
+                break
+            try:
+                views = cluster.controller_view(self.topic)
+            except Exception as err:  # noqa: BLE001 - the controller may be busy; ask again
+                self.log(f"{step}: controller view unavailable: {err}")
+                views = []
+            for view in views:
+                self.injector.recorder.record(process=-2, type="ok", f="observe",
+                                              source="controller", **view.as_observation())
+            state = self._state(views)
+            if state is not None and predicate(state):
+                break
+            self._sleep(1.0)
+        waited = time.monotonic() - started
+        reached = state is not None and predicate(state)
+        observed = {} if state is None else {
+            "leader": state.leader, "isr": list(state.isr),
+            "elr": None if state.elr is None else list(state.elr),
+            "last_known_elr": list(state.last_known_elr or []), "source": "controller"}
+        outcome = StepOutcome(step, reached, observed)
+        self.outcomes.append(outcome)
+        self.log(f"{step}: {'reached' if reached else 'TIMED OUT'} after {waited:.0f} s "
+                 f"{observed}")
+        return outcome
+
     def _wait_unfenced(self, step: str, broker_ids: list[int]) -> StepOutcome:
         """Healed brokers are back when the controller reports them registered."""
-        cluster = self.injector.cluster
-        admin = cluster.admin()
-        deadline_s = self.timings.step_timeout_s
-        waited = 0.0
+        admin = self.injector.cluster.admin()
+        started = time.monotonic()
         seen: set[int] = set()
-        while waited < deadline_s and not self.stop_event.is_set():
+        while time.monotonic() - started < self.timings.step_timeout_s:
+            if self.stop_event.is_set():
+                break
             try:
                 seen = {n.id for n in admin.describe_cluster(request_timeout=3)
                         .result(timeout=5).nodes}
@@ -167,7 +206,6 @@ class UncleanLastReplica:
             if set(broker_ids) <= seen:
                 break
             self._sleep(0.5)
-            waited += 0.5
         outcome = StepOutcome(step, set(broker_ids) <= seen, {"unfenced": sorted(seen)})
         self.outcomes.append(outcome)
         self.log(f"{step}: {'reached' if outcome.reached else 'TIMED OUT'} {outcome.observed}")
