@@ -21,8 +21,11 @@ import threading
 import time
 from collections.abc import Sequence
 
+from confluent_kafka import KafkaException
+
 from harness.config import TopicConfig, WorkloadConfig
 from harness.errors import HarnessError
+from workloads.classify import error_name
 from workloads.consumers import ConsumerFactory, ConsumerProcess
 from workloads.observer import ObserverLoop, PartitionStateSource
 from workloads.producers import (
@@ -83,8 +86,9 @@ class Workload:
 
         `observer`: an observer loop the caller started and owns (to observe
         beyond the workload, e.g. through heal and final reads). Otherwise, if
-        config.observe, the workload runs its own from `state_source`, or from
-        the cluster's PartitionObserver on `bootstrap`.
+        config.observe, the workload runs its own loop (stopped by stop()) from
+        `state_source` (left open: the caller made it), or from a cluster
+        PartitionObserver on `bootstrap` it creates and closes itself.
         """
         if self._started:
             raise HarnessError("a Workload runs once; make a new one")
@@ -94,7 +98,18 @@ class Workload:
         self._config = config
         self._stats = StatsCollector(config.last_errors_kept)
         deadline = time.monotonic() + config.time_limit_s
+        try:
+            self._build_clients(bootstrap, topics, recorder, config, deadline, self._stats)
+        except KafkaException as err:  # librdkafka refused a client configuration
+            raise HarnessError(f"cannot create a Kafka client: {error_name(err)} "
+                               f"({err})") from err
         self._start_observer(bootstrap, topics, recorder, config, observer, state_source)
+        for client in [*self._producers, *self._consumers]:
+            client.start()
+
+    def _build_clients(self, bootstrap: Sequence[str], topics: Sequence[TopicConfig],
+                       recorder: HistoryRecorder, config: WorkloadConfig,
+                       deadline: float, stats: StatsCollector) -> None:
         values = itertools.count()
         limiter = RateLimiter(config.rate)
         targets = [(t.name, p) for t in topics for p in range(t.partitions)]
@@ -106,7 +121,7 @@ class Workload:
                                        start=number)
             self._producers.append(ProducerClient(
                 name=f"{number}-acks{acks}", bootstrap=bootstrap, acks=acks, slots=slots,
-                chooser=chooser, values=values, recorder=recorder, stats=self._stats,
+                chooser=chooser, values=values, recorder=recorder, stats=stats,
                 limiter=limiter, config=config, stop=self._stop, deadline=deadline, **extra))
         extra = {} if self._consumer_factory is None else {
             "consumer_factory": self._consumer_factory}
@@ -114,10 +129,8 @@ class Workload:
             topic = topics[number % len(topics)]
             self._consumers.append(ConsumerProcess(
                 name=f"{number}", bootstrap=bootstrap, topic=topic.name,
-                partitions=range(topic.partitions), recorder=recorder, stats=self._stats,
+                partitions=range(topic.partitions), recorder=recorder, stats=stats,
                 config=config, stop=self._stop, deadline=deadline, **extra))
-        for client in [*self._producers, *self._consumers]:
-            client.start()
 
     def _start_observer(self, bootstrap: Sequence[str], topics: Sequence[TopicConfig],
                         recorder: HistoryRecorder, config: WorkloadConfig,
