@@ -85,7 +85,7 @@ class PartitionChooser:
         return self._targets[next(self._turn) % len(self._targets)]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class PendingSend:
     """The one send a process has in flight."""
 
@@ -96,7 +96,7 @@ class PendingSend:
     done: bool = False
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class SendSlot:
     """One logical producer process."""
 
