@@ -113,9 +113,12 @@ class PartitionObserver:
         result = {}
         for tp, future in futures.items():
             try:
-                result[(tp.topic, tp.partition)] = future.result(timeout=self._timeout_s).offset
+                offset = future.result(timeout=self._timeout_s).offset
             except Exception:  # noqa: BLE001 - a partition without a reachable leader: unknown
                 continue
+            # librdkafka reports "no offset" as a negative sentinel (-1001): unknown.
+            if offset >= 0:
+                result[(tp.topic, tp.partition)] = offset
         return result
 
     def close(self) -> None:
