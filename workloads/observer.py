@@ -62,7 +62,9 @@ def observe_fields(state: ObservedPartition) -> dict[str, Any]:
         "elr": None if state.elr is None else list(state.elr),
         "last_known_elr": None if state.last_known_elr is None else list(state.last_known_elr),
     }
-    if state.high_watermark is not None:
+    # A negative value is a client's "unknown" sentinel (librdkafka's -1001),
+    # never a watermark: recording it would read as a regression.
+    if state.high_watermark is not None and state.high_watermark >= 0:
         fields["high_watermark"] = state.high_watermark
     return fields
 

@@ -39,6 +39,8 @@ def test_observe_lines_follow_the_contract() -> None:
     unknown = observe_fields(State("t", 0, -1, 0, (), None, None, None))
     assert unknown["elr"] is None and unknown["last_known_elr"] is None
     assert "high_watermark" not in unknown  # optional in HISTORY.md
+    sentinel = observe_fields(State("t", 0, 1, 0, (1,), (), (), -1001))
+    assert "high_watermark" not in sentinel  # librdkafka's "no offset" is not a watermark
 
 
 def test_loop_records_samples_and_survives_failing_describes(tmp_path: Path) -> None:
