@@ -19,7 +19,7 @@ from pathlib import Path
 
 import docker
 import docker.errors
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from cluster import docker_backend, kraft
@@ -299,12 +299,19 @@ class Cluster:
                        config={"min.insync.replicas": str(topic.min_insync_replicas),
                                "unclean.leader.election.enable":
                                    str(topic.unclean_leader_election).lower()})
-        admin = self.admin()  # must outlive the future
-        futures = admin.create_topics([new], request_timeout=30)
-        try:
-            futures[topic.name].result(timeout=40)
-        except KafkaException as err:
-            raise HarnessError(f"creating topic {topic.name} failed: {err}") from err
+        admin = self.admin()  # must outlive the futures
+        for attempt in range(1, 4):
+            try:
+                admin.create_topics([new], request_timeout=30)[topic.name].result(timeout=40)
+                break
+            except KafkaException as err:
+                error = err.args[0]
+                if attempt > 1 and error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                    break  # an earlier attempt went through
+                if attempt == 3 or not (error.retriable() or error.code() in (
+                        KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT)):
+                    raise HarnessError(f"creating topic {topic.name} failed: {err}") from err
+                time.sleep(2)
         self.wait_partitions_full(topic, timeout_s)
 
     def wait_partitions_full(self, topic: TopicConfig, timeout_s: float = 60.0) -> None:

@@ -101,18 +101,13 @@ class DockerNode:
         return False
 
     def read_file(self, path: str) -> bytes:
-        try:
-            stream, _ = self.container.get_archive(path)
-        except docker.errors.NotFound as err:
-            raise FileNotFoundError(f"{self.spec.name}:{path}") from err
-        buffer = io.BytesIO(b"".join(stream))
-        with tarfile.open(fileobj=buffer) as tar:
-            member = tar.next()
-            if member is None or not member.isfile():
-                raise FileNotFoundError(f"{self.spec.name}:{path} is not a regular file")
-            extracted = tar.extractfile(member)
-            assert extracted is not None
-            return extracted.read()
+        """The file's bytes, read inside the node (so FUSE mounts are seen too)."""
+        result = self.container.exec_run(["cat", "--", path], demux=True)
+        stdout, stderr = result.output if result.output else (None, None)
+        if result.exit_code != 0:
+            raise FileNotFoundError(
+                f"{self.spec.name}:{path}: {(stderr or b'').decode(errors='replace').strip()}")
+        return stdout or b""
 
     def write_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
         target = PurePosixPath(path)
