@@ -192,12 +192,14 @@ class UncleanLastReplica:
 
     def _wait_unfenced(self, step: str, broker_ids: list[int]) -> StepOutcome:
         """Healed brokers are back when the controller reports them registered."""
-        admin = self.injector.cluster.admin()
         started = time.monotonic()
         seen: set[int] = set()
         while time.monotonic() - started < self.timings.step_timeout_s:
             if self.stop_event.is_set():
                 break
+            # A fresh client each time: one that held connections to cut-off brokers
+            # can stay wedged on them long after the heal.
+            admin = self.injector.cluster.admin()
             try:
                 seen = {n.id for n in admin.describe_cluster(request_timeout=3)
                         .result(timeout=5).nodes}
