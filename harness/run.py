@@ -196,7 +196,7 @@ def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, la
         _heal_and_finish(cluster, injector, observer, phases, spec, outcome, run_dir,
                          final=None, recorder=recorder)
         return True
-    outcome["nemesis"] = nemesis_result
+    outcome["nemesis_result"] = nemesis_result
     outcome["phases"]["workload_s"] = round(phases.elapsed(), 1)
 
     def do_final_reads() -> dict[str, Any]:

@@ -77,7 +77,7 @@ def test_unclean_last_replica(tmp_path, elr):
     run_dir = (tmp_path / "latest").resolve()
     results = json.loads((run_dir / "results.json").read_text())
     lost = results["anomalies"].get("lost-write", {}).get("by_acks", {}).get("all", 0)
-    steps = json.loads((run_dir / "test.json").read_text())["nemesis"]["steps"]
+    steps = json.loads((run_dir / "test.json").read_text())["nemesis_result"]["steps"]
     assert [s["step"] for s in steps] == ["setup", "T0", "T1", "T2", "T3", "T4"]
     assert all(s["reached"] for s in steps), steps
     history = _history(run_dir)
