@@ -70,10 +70,18 @@ def _cmd_up(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_status(args: argparse.Namespace) -> int:
-    cluster = _cluster(args.name)
+def _running_cluster(name: str):
+    """The cluster called `name`, or None (and a message) when it is not up."""
+    cluster = _cluster(name)
     if not cluster.is_up():
-        console.print(f"cluster '{args.name}' is not up")
+        console.print(f"cluster '{name}' is not up")
+        return None
+    return cluster
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    cluster = _running_cluster(args.name)
+    if cluster is None:
         return 1
     _print_status(cluster)
     return 0
@@ -85,9 +93,8 @@ def _cmd_down(args: argparse.Namespace) -> int:
 
 
 def _cmd_logs(args: argparse.Namespace) -> int:
-    cluster = _cluster(args.name)
-    if not cluster.is_up():
-        console.print(f"cluster '{args.name}' is not up")
+    cluster = _running_cluster(args.name)
+    if cluster is None:
         return 1
     if args.node and args.node not in cluster.nodes:
         raise BadInput(f"no node '{args.node}'; nodes: {', '.join(cluster.nodes)}")

@@ -22,21 +22,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from cluster.observe import PartitionState
 from nemesis import grudges
 from nemesis.faults import FaultInjector
 
-
-class ObservedPartition(Protocol):
-    @property
-    def topic(self) -> str: ...
-    @property
-    def partition(self) -> int: ...
-    @property
-    def leader(self) -> int: ...
-    @property
-    def isr(self) -> tuple[int, ...]: ...
-    @property
-    def elr(self) -> tuple[int, ...] | None: ...
+#: What the observer hands out: the cluster's own reading of a partition.
+ObservedPartition = PartitionState
 
 
 class Observer(Protocol):
