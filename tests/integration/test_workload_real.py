@@ -1,17 +1,14 @@
 """The workload against a real KRaft cluster (no faults): producers with acks
 all, 1 and 0, a consumer and the observer for ~15 s, then final reads.
 
-Needs a running cluster: the one `harness cluster status` reports (start it
-with `harness cluster up`), or ELR_HARNESS_BOOTSTRAP=host:port,... Each run
-creates its own topic and leaves the cluster running.
+Runs against ELR_HARNESS_BOOTSTRAP=host:port,... when set, else against a
+3+3 cluster of its own. Each test creates its own topic.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
-import subprocess
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -32,25 +29,24 @@ pytestmark = pytest.mark.integration
 PARTITIONS = 3
 
 
-def cluster_bootstrap() -> list[str]:
-    """Broker addresses of the running cluster, or skip when none is up."""
+@pytest.fixture(scope="module")
+def bootstrap(docker_client):
+    """ELR_HARNESS_BOOTSTRAP=host:port,... when given; else a cluster of its own,
+    started for this module and removed after it (never a skip: CI must run it)."""
     given = os.environ.get("ELR_HARNESS_BOOTSTRAP")
     if given:
-        return given.split(",")
+        yield given.split(",")
+        return
+    from cluster.cluster import Cluster
+    from harness.config import ClusterConfig
+
+    cluster = Cluster(ClusterConfig(name="it-workload", subnet="10.213.81.0/24"),
+                      client=docker_client)
     try:
-        status = subprocess.run(["harness", "cluster", "status"], capture_output=True,
-                                text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        pytest.skip(f"`harness cluster status` did not answer: {err}")
-    found = re.search(r"bootstrap:\s*(\S+)", status.stdout)
-    if not found:
-        pytest.skip("no cluster is up: run `harness cluster up` first")
-    return found.group(1).split(",")
-
-
-@pytest.fixture(scope="module")
-def bootstrap() -> list[str]:
-    return cluster_bootstrap()
+        cluster.up()
+        yield cluster.bootstrap
+    finally:
+        cluster.down()
 
 
 @pytest.fixture()
