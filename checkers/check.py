@@ -1,0 +1,307 @@
+"""`harness check`: run every check of shared/HISTORY.md on a history with Spark.
+
+check_history() returns the results dict (the run orchestration and tests call
+it); check_path() also writes results.json beside the history, prints the
+summary and returns the exit code (0 valid, 1 invalid, 2 unknown).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections import Counter
+from functools import reduce
+from pathlib import Path
+
+from harness.config import CheckerConfig
+from harness.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput, HarnessError
+
+HISTORY_NAME = "history.jsonl"
+_log = logging.getLogger(__name__)
+
+
+class _Phases:
+    """Debug log of how long each phase took (ELR_CHECKER_PROFILE=1 prints it,
+    with the CPU seconds the JVM used, from /proc)."""
+
+    def __init__(self) -> None:
+        self.verbose = bool(os.environ.get("ELR_CHECKER_PROFILE"))
+        self.last = time.monotonic()
+        self.last_cpu = _children_cpu() if self.verbose else 0.0
+
+    def done(self, phase: str) -> None:
+        now = time.monotonic()
+        if self.verbose:
+            cpu = _children_cpu()
+            print(f"[checker] {phase}: {now - self.last:.2f}s wall, "
+                  f"{cpu - self.last_cpu:.2f}s JVM CPU", flush=True)
+            self.last_cpu = cpu
+        _log.debug("%s took %.2fs", phase, now - self.last)
+        self.last = now
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's direct children (the JVM in local mode)."""
+    total = 0.0
+    try:
+        kids = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()
+        for pid in kids:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        pass
+    return total
+
+
+def resolve_history(path: Path) -> Path:
+    """A run directory or a history file -> the history file (a clear error if absent)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / HISTORY_NAME
+    if not path.is_file():
+        raise BadInput(f"no history at {path} (give a run directory or a history.jsonl)")
+    return path
+
+
+def check_history(history_path: Path, test: dict | None, config: CheckerConfig) -> dict:
+    """Check one history (test is test.json's dict, or None for the defaults)."""
+    from checkers.spark import get_spark
+    from checkers.testinfo import test_info
+
+    started = time.monotonic()
+    history_path = resolve_history(history_path)
+    info = test_info(test, config)
+    spark = get_spark(config)
+    try:
+        return _run_checks(spark, history_path, info, config, started)
+    except HarnessError:
+        raise
+    except Exception as err:
+        if type(err).__module__.startswith(("pyspark", "py4j")):
+            raise HarnessError(f"the Spark job failed: {str(err).splitlines()[0]}") from err
+        raise
+
+
+def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started: float) -> dict:
+    from pyspark import StorageLevel
+
+    from checkers import durability, observations, polls
+    from checkers.budget import page_cache_losses
+    from checkers.frames import poll_records
+    from checkers.load import load_history
+    from checkers.results import Findings, assemble
+
+    phases = _Phases()
+    spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(history_path, config)))
+    loaded = load_history(spark, history_path, config)
+    phases.done("load")
+    findings = Findings(counts=Counter(), examples={}, partitions={},
+                        history_lines=loaded.history_lines,
+                        truncated_lines=loaded.truncated_lines)
+    if loaded.history_lines - loaded.truncated_lines == 0:
+        return assemble(findings, info, time.monotonic() - started)
+    ops = loaded.ops
+    _overview(ops, findings)
+    phases.done("overview")
+    tp_status = _final_read_status(spark, ops, info, findings)
+    phases.done("final-read status")
+
+    cached = []
+
+    def keep(df):
+        cached.append(df.persist(StorageLevel.MEMORY_AND_DISK))
+        return df
+
+    try:
+        records = poll_records(ops)
+        values = durability.values_table(ops, records)
+        obs = keep(observations.observations(ops))
+        violations = keep(polls.order_events(ops, records))
+        parts = [
+            durability.value_anomalies(values, tp_status),
+            polls.nonmonotonic_polls(violations),
+            polls.garbage_reads(records),
+            observations.hwm_regressions(obs),
+            observations.elr_invariant(obs, info),
+        ]
+        # the second passes of these two checks run only when the cheap first found some
+        if violations.filter("jump").limit(1).count():
+            parts.append(polls.poll_skips(violations, records))
+        conflicts = keep(durability.offset_conflicts(ops, records))
+        if conflicts.limit(1).count():
+            parts.append(durability.inconsistent_offsets(ops, records, conflicts))
+        phases.done("poll order")
+        anomalies = keep(reduce(lambda a, b: a.unionByName(b), parts))
+        counts = anomalies.groupBy("name", "acks", "topic", "partition").count().collect()
+        findings.counts = Counter({(r["name"], r["acks"], r["topic"], r["partition"]): r["count"]
+                                   for r in counts})
+        phases.done("anomalies")
+        findings.examples = _examples(spark, anomalies, records, findings, config)
+        phases.done("examples")
+        losses = page_cache_losses(spark, ops, obs, tp_status, info)
+        for key, facts in findings.partitions.items():
+            facts.page_cache_losses = losses.get(key, 0)
+        phases.done("fault budget")
+    finally:
+        for df in cached:
+            df.unpersist()
+    return assemble(findings, info, time.monotonic() - started)
+
+
+def shuffle_partitions(history_path: Path, config: CheckerConfig) -> int:
+    """About one shuffle partition per 128 MB of history, at least 2, at most the config's."""
+    size = history_path.stat().st_size
+    return max(2, min(config.shuffle_partitions, -(-size // (128 << 20))))
+
+
+def _overview(ops, findings) -> None:
+    """Counts by f/type/acks and fault kinds, and the partitions sends went to."""
+    from pyspark.sql import functions as F
+
+    rows = (ops.groupBy("f", "type", "acks", "fault", "final",
+                        F.when(F.col("f") == "send", F.col("topic")).alias("topic"),
+                        F.when(F.col("f") == "send", F.col("partition")).alias("partition"))
+            .count().collect())
+    stats: dict = {}
+    faults: Counter = Counter()
+    for r in rows:
+        acks = r["acks"] if r["f"] == "send" and r["acks"] is not None else "-"
+        by_type = stats.setdefault(r["f"], {}).setdefault(r["type"], {})
+        by_type[acks] = by_type.get(acks, 0) + r["count"]
+        if r["f"] == "fault" and r["type"] in ("ok", "info") and r["fault"]:
+            faults[r["fault"]] += r["count"]
+        if r["f"] == "poll" and r["final"]:
+            findings.any_final_reads = True
+        if r["topic"] is not None and r["partition"] is not None:
+            findings.partitions.setdefault((r["topic"], r["partition"]), None)
+    findings.ops = stats
+    findings.faults = dict(sorted(faults.items()))
+
+
+def _final_read_status(spark, ops, info, findings):
+    """Which partitions' final reads completed; a small DataFrame for broadcast joins.
+
+    Complete: at least one final ok poll covers it and no final poll covering it
+    ended fail/info (or never ended: the process's last op is its invoke).
+    """
+    from pyspark.sql import functions as F
+
+    from checkers.frames import local_rows
+    from checkers.results import PartitionFacts
+
+    finals = ops.filter((F.col("f") == "poll") & F.col("final")).select(
+        "topic", "type", "index", F.explode("partitions").alias("partition"))
+    last_ops = (ops.filter(F.col("process") >= 0).groupBy("process")
+                .agg(F.max_by(F.struct("type", "f", "final", "topic", "partitions"), "index")
+                     .alias("last"))
+                .filter((F.col("last.type") == "invoke") & (F.col("last.f") == "poll")
+                        & F.col("last.final"))
+                .select(F.col("last.topic").alias("topic"), F.lit("info").alias("type"),
+                        F.lit(None).cast("bigint").alias("index"),
+                        F.explode("last.partitions").alias("partition")))
+    rows = (finals.unionByName(last_ops).groupBy("topic", "partition").agg(
+        F.sum((F.col("type") == "ok").cast("int")).alias("ok"),
+        F.sum(F.col("type").isin("fail", "info").cast("int")).alias("bad"),
+        F.max(F.when(F.col("type") == "ok", F.col("index"))).alias("last_ok"))
+        .collect())
+    coverage = {(r["topic"], r["partition"]): r for r in rows}
+    keys = set(findings.partitions) | set(coverage)
+    for name, topic in info.topics.items():
+        keys.update((name, p) for p in range(topic.partitions or 0))
+    partitions = {}
+    for key in sorted(keys):
+        r = coverage.get(key)
+        complete = bool(r is not None and r["ok"] and not r["bad"])
+        partitions[key] = PartitionFacts(complete, r["last_ok"] if r is not None else None)
+    findings.partitions = partitions
+    data = [(t, p, f.complete, f.last_final_poll) for (t, p), f in partitions.items()]
+    return local_rows(spark, "topic string, partition int, complete boolean, "
+                      "last_final_poll bigint", data)
+
+
+def _examples(spark, anomalies, records, findings, config: CheckerConfig) -> dict:
+    """Up to max_examples rows per anomaly, with the final poll that should hold each value."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from checkers.frames import local_rows
+
+    order = Window.partitionBy("name").orderBy("ops", "topic", "partition", "offset", "value")
+    rows = (anomalies.withColumn("rn", F.row_number().over(order))
+            .filter(F.col("rn") <= config.max_examples).collect())
+    need = [(i, r["topic"], r["partition"], r["hold_offset"]) for i, r in enumerate(rows)
+            if r["hold"] and r["hold_offset"] is not None]
+    holders: dict[int, int] = {}
+    if need:
+        wanted = local_rows(spark, "id int, topic string, partition int, at bigint", need)
+        tops = (records.filter("final").groupBy("topic", "partition", "index")
+                .agg(F.max("offset").alias("top")))
+        found = (tops.join(F.broadcast(wanted), ["topic", "partition"])
+                 .filter(F.col("top") >= F.col("at"))
+                 .groupBy("id").agg(F.min("index").alias("poll")).collect())
+        holders = {r["id"]: r["poll"] for r in found}
+    out: dict[str, list[dict]] = {}
+    for i, r in enumerate(rows):
+        ops = list(r["ops"])
+        if r["hold"]:
+            facts = findings.partitions.get((r["topic"], r["partition"]))
+            poll = holders.get(i, facts.last_final_poll if facts else None)
+            if poll is not None:
+                ops = sorted(set(ops) | {poll})
+        example = {"topic": r["topic"], "partition": r["partition"], "value": r["value"],
+                   "offset": r["offset"], "acks": r["acks"], "ops": ops,
+                   "description": r["description"]}
+        if r["extra"]:
+            for k, v in json.loads(r["extra"]).items():
+                example.setdefault(k, v)
+        out.setdefault(r["name"], []).append(example)
+    return out
+
+
+def write_results(results: dict, directory: Path) -> Path:
+    """Write results.json atomically (a reader never sees half a file)."""
+    target = directory / "results.json"
+    tmp = directory / f".results.json.tmp-{os.getpid()}"
+    try:
+        tmp.write_text(json.dumps(results, indent=2, sort_keys=False) + "\n")
+        tmp.replace(target)
+    except OSError as err:
+        raise HarnessError(f"cannot write {target}: {err}") from err
+    return target
+
+
+def exit_code(results: dict) -> int:
+    valid = results.get("valid")
+    if valid is True:
+        return EXIT_VALID
+    if valid is False:
+        return EXIT_INVALID
+    return EXIT_UNKNOWN
+
+
+def check_path(path: Path, config: CheckerConfig) -> int:
+    """`harness check RUN_DIR|history.jsonl`: results.json, a summary, the exit code."""
+    from checkers.summary import print_results_summary
+    from checkers.testinfo import read_test_json
+
+    history = resolve_history(Path(path))
+    test = read_test_json(history.parent / "test.json")
+    try:
+        results = check_history(history, test, config)
+    finally:
+        _stop_spark()
+    target = write_results(results, history.parent)
+    print_results_summary(results, target)
+    return exit_code(results)
+
+
+def _stop_spark() -> None:
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:  # pragma: no cover
+        return
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()

@@ -1,0 +1,133 @@
+"""Reading history.jsonl into Spark, with the contract's rules for bad lines.
+
+The JSONL is parsed once by Spark with a fixed schema and written as Parquet
+next to it (history.parquet, never touching history.jsonl); later checks of the
+same unchanged history reuse it. Each row keeps its input split's byte offset
+and its position in the split, so a malformed line's 1-based line number is
+found with small aggregates instead of a Python pass over every line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.config import CheckerConfig, cache_dir
+from harness.errors import HistoryError
+
+#: Bumped whenever the Parquet layout changes, so old caches are rebuilt.
+_CACHE_VERSION = 1
+_MARKER = "_elr_source.json"
+
+_SCHEMA_DDL = ", ".join([
+    "index BIGINT", "time BIGINT", "process BIGINT", "type STRING", "f STRING",
+    "topic STRING", "partition INT", "acks STRING", "value BIGINT", "offset BIGINT",
+    "error STRING", "records ARRAY<ARRAY<BIGINT>>", "final BOOLEAN",
+    "seek MAP<STRING, BIGINT>", "partitions ARRAY<INT>", "fault STRING",
+    "nodes ARRAY<STRING>", "leader BIGINT", "isr ARRAY<BIGINT>", "elr ARRAY<BIGINT>",
+    "last_known_elr ARRAY<BIGINT>",
+    # an object {partition: hwm} on polls, an int on observes: kept as JSON text
+    "high_watermark STRING",
+    "_corrupt STRING",
+])
+
+
+@dataclass
+class LoadedHistory:
+    """The valid rows of a history, and what reading it found."""
+
+    ops: object  # pyspark DataFrame of valid lines
+    history_lines: int
+    truncated_lines: int
+
+
+def _parquet_location(history: Path) -> Path:
+    """history.parquet beside the history, or a cache folder if that is read-only."""
+    if os.access(history.parent, os.W_OK):
+        return history.with_suffix(".parquet")
+    key = hashlib.sha1(str(history.resolve()).encode()).hexdigest()[:16]
+    return cache_dir() / "checker-parquet" / key / "history.parquet"
+
+
+def _source_marker(history: Path) -> dict:
+    st = history.stat()
+    return {"version": _CACHE_VERSION, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+            "source": str(history.resolve())}
+
+
+def _cached(parquet: Path, marker: dict) -> bool:
+    try:
+        return json.loads((parquet / _MARKER).read_text()) == marker
+    except (OSError, ValueError):
+        return False
+
+
+def _convert(spark, history: Path, parquet: Path) -> None:
+    """Parse the JSONL once and write it as Parquet (atomically replaced)."""
+    from pyspark.sql import functions as F
+
+    raw = (spark.read.schema(_SCHEMA_DDL)
+           .option("mode", "PERMISSIVE")
+           .option("columnNameOfCorruptRecord", "_corrupt")
+           .json(str(history)))
+    bad_record = F.exists(F.coalesce("records", F.array()),
+                          lambda r: r.isNull() | (F.size(r) != 3))
+    bad = (F.col("_corrupt").isNotNull() | F.col("index").isNull() | F.col("time").isNull()
+           | F.col("process").isNull() | F.col("f").isNull()
+           | ~F.col("type").isin("invoke", "ok", "fail", "info") | F.col("type").isNull()
+           | bad_record)
+    table = raw.select(
+        "index", "time", "process", "type", "f", "topic", "partition", "acks", "value",
+        "offset", "error", "records", F.coalesce("final", F.lit(False)).alias("final"),
+        "seek", "partitions", "fault", "nodes", "leader", "isr", "elr", "last_known_elr",
+        F.when(F.col("f") == "observe", F.col("high_watermark").try_cast("long"))
+        .alias("hwm"),
+        F.coalesce(bad, F.lit(True)).alias("_bad"),
+        F.input_file_block_start().alias("_blk"),
+        F.monotonically_increasing_id().alias("_row"),
+    )
+    tmp = parquet.with_name(parquet.name + f".tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    table.write.mode("overwrite").parquet(str(tmp))
+    shutil.rmtree(parquet, ignore_errors=True)
+    tmp.replace(parquet)
+
+
+def load_history(spark, history: Path, config: CheckerConfig) -> LoadedHistory:
+    """Parse history (Parquet-cached) and apply the malformed/cut-short-line rules."""
+    from pyspark.sql import functions as F
+
+    parquet = _parquet_location(history)
+    marker = _source_marker(history)
+    if not (config.parquet_cache and _cached(parquet, marker)):
+        parquet.parent.mkdir(parents=True, exist_ok=True)
+        _convert(spark, history, parquet)
+        (parquet / _MARKER).write_text(json.dumps(marker))
+    table = spark.read.parquet(str(parquet))
+
+    blocks = (table.groupBy("_blk")
+              .agg(F.count(F.lit(1)).alias("n"), F.min("_row").alias("first"),
+                   F.sum(F.col("_bad").cast("long")).alias("bad"))
+              .collect())
+    total = sum(b["n"] for b in blocks)
+    truncated = 0
+    if any(b["bad"] for b in blocks):
+        before, first_row, running = {}, {}, 0
+        for b in sorted(blocks, key=lambda b: b["_blk"]):
+            before[b["_blk"]], first_row[b["_blk"]] = running, b["first"]
+            running += b["n"]
+        bad_rows = (table.filter("_bad").select("_blk", "_row")
+                    .orderBy("_blk", "_row").limit(2).collect())
+        lines = [before[r["_blk"]] + (r["_row"] - first_row[r["_blk"]]) + 1 for r in bad_rows]
+        if lines[0] != total:
+            raise HistoryError(
+                f"{history}: line {lines[0]} is not a valid history line (malformed JSON, "
+                f"or index/time/process/type/f missing or of the wrong type); only a "
+                f"cut-short last line may be skipped")
+        truncated = 1
+    return LoadedHistory(ops=table.filter(~F.col("_bad")), history_lines=total,
+                         truncated_lines=truncated)

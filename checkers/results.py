@@ -1,0 +1,175 @@
+"""From anomaly counts and examples to results.json's verdict, reason and sections.
+
+Pure Python over small inputs (counts per anomaly/acks/partition, <= 20
+examples per anomaly, per-partition facts), so the verdict rules of
+shared/HISTORY.md are tested without Spark.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from checkers.testinfo import TestInfo
+
+ACKS = ("all", "1", "0")
+#: Anomalies that are bad whenever found (lost-write and duplicate have conditions).
+ALWAYS_BAD = ("lost-committed-read", "inconsistent-offset", "aborted-read", "realtime-order",
+              "nonmonotonic-poll", "poll-skip", "garbage-read", "hwm-regression",
+              "elr-invariant")
+BY_ACKS = ("lost-write", "unseen")
+
+
+@dataclass
+class PartitionFacts:
+    """What the checks found per topic-partition."""
+
+    complete: bool
+    last_final_poll: int | None
+    page_cache_losses: int = 0
+
+
+@dataclass
+class Findings:
+    """Everything the verdict needs, all small."""
+
+    counts: Counter  # (name, acks, topic, partition) -> n
+    examples: dict[str, list[dict]]
+    partitions: dict[tuple[str, int], PartitionFacts]
+    ops: dict = field(default_factory=dict)
+    faults: dict = field(default_factory=dict)
+    history_lines: int = 0
+    truncated_lines: int = 0
+    any_final_reads: bool = False
+
+
+def tp_key(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def guarantee(findings: Findings, info: TestInfo) -> dict[str, dict]:
+    """Per partition: did it stay within KIP-966's fault budget, and what was lost."""
+    lost_all = Counter()
+    for (name, acks, topic, part), n in findings.counts.items():
+        if name == "lost-write" and acks == "all":
+            lost_all[(topic, part)] += n
+    out = {}
+    for (topic, part), facts in sorted(findings.partitions.items()):
+        budget = info.topic(topic).min_insync_replicas - 1
+        losses = facts.page_cache_losses
+        within = losses <= budget
+        lost = lost_all[(topic, part)]
+        if within:
+            reason = (f"{losses} page-cache loss(es) on its replicas between full ISRs, within "
+                      f"the budget of {budget}: acks=all data must survive"
+                      + (f"; {lost} acks=all write(s) lost" if lost else ""))
+        else:
+            reason = (f"{losses} page-cache losses on its replicas between full ISRs exceed "
+                      f"the budget of {budget}: acks=all losses are expected, not violations"
+                      + (f"; {lost} acks=all write(s) lost" if lost else ""))
+        out[tp_key(topic, part)] = {"within_budget": within, "page_cache_losses": losses,
+                                    "budget": budget, "acks_all_lost": lost, "reason": reason}
+    return out
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def assemble(findings: Findings, info: TestInfo, checker_seconds: float) -> dict:
+    """The results.json dict: verdict, reason, anomalies, stats, guarantee, test."""
+    totals: Counter = Counter()
+    by_acks: dict[str, Counter] = {n: Counter() for n in BY_ACKS}
+    for (name, acks, _topic, _part), n in findings.counts.items():
+        totals[name] += n
+        if name in by_acks:
+            by_acks[name][acks] += n
+    guar = guarantee(findings, info)
+    bad: list[str] = []
+    lost_in_budget = sum(g["acks_all_lost"] for g in guar.values() if g["within_budget"])
+    if lost_in_budget:
+        bad.append("lost-write")
+    if totals["duplicate"] and info.idempotent:
+        bad.append("duplicate")
+    bad += [n for n in ALWAYS_BAD if totals[n]]
+    bad.sort()
+
+    anomalies = {}
+    for name in sorted(n for n in totals if totals[n]):
+        entry: dict = {"count": totals[name]}
+        if name in by_acks:
+            entry["by_acks"] = {a: by_acks[name][a] for a in ACKS}
+        entry["examples"] = findings.examples.get(name, [])
+        anomalies[name] = entry
+
+    incomplete = sorted(tp_key(t, p) for (t, p), f in findings.partitions.items()
+                        if not f.complete)
+    complete = bool(findings.partitions) and not incomplete and findings.any_final_reads
+    sends_ok = {a: findings.ops.get("send", {}).get("ok", {}).get(a, 0) for a in ACKS}
+    loss_rates = {a: (by_acks["lost-write"][a] / sends_ok[a] if sends_ok[a] else 0.0)
+                  for a in ACKS}
+    valid, reason = _verdict(findings, totals, by_acks, bad, guar, incomplete, lost_in_budget)
+    return {
+        "valid": valid,
+        "reason": reason,
+        "anomaly_types": sorted(anomalies),
+        "bad_anomaly_types": bad,
+        "anomalies": anomalies,
+        "stats": {
+            "ops": findings.ops,
+            "loss_rates": loss_rates,
+            "sends_ok": sends_ok,
+            "final_reads_complete": complete,
+            "incomplete_partitions": incomplete,
+            "truncated_lines": findings.truncated_lines,
+            "history_lines": findings.history_lines,
+            "faults": findings.faults,
+            "checker_seconds": round(checker_seconds, 3),
+        },
+        "guarantee": guar,
+        "test": {"elr_enabled": info.elr_enabled, "kafka_version": info.kafka_version,
+                 "seed": info.seed},
+    }
+
+
+def _verdict(findings: Findings, totals: Counter, by_acks: dict[str, Counter], bad: list[str],
+             guar: dict, incomplete: list[str], lost_in_budget: int) -> tuple:
+    """(valid, reason) by HISTORY.md: false if anything bad, else unknown, else true."""
+    if bad:
+        parts = []
+        for name in bad:
+            if name == "lost-write":
+                parts.append(f"{lost_in_budget} acks=all lost-write within the fault budget")
+            else:
+                parts.append(f"{totals[name]} {name}")
+        return False, "invalid: " + ", ".join(parts)
+    if findings.history_lines - findings.truncated_lines <= 0:
+        return "unknown", "the history is empty: nothing was recorded, nothing can be said"
+    unknown = []
+    if not findings.any_final_reads:
+        unknown.append("the history has no final reads")
+    elif incomplete:
+        shown = ", ".join(incomplete[:5]) + (" ..." if len(incomplete) > 5 else "")
+        unknown.append(f"final reads incomplete for {shown}")
+    if by_acks["unseen"]["all"]:
+        unknown.append(f"{_plural(by_acks['unseen']['all'], 'acks=all write')} unseen")
+    if findings.truncated_lines:
+        unknown.append("the history was cut short (last line truncated)")
+    if not findings.partitions and findings.any_final_reads:
+        unknown.append("no partition was written or read")
+    if unknown:
+        return "unknown", "unknown: " + "; ".join(unknown)
+    notes = []
+    expected_loss = sum(g["acks_all_lost"] for g in guar.values() if not g["within_budget"])
+    if expected_loss:
+        notes.append(f"{expected_loss} acks=all lost-write beyond the fault budget")
+    for acks in ("1", "0"):
+        if by_acks["lost-write"][acks]:
+            notes.append(f"{by_acks['lost-write'][acks]} acks={acks} lost-write")
+    if totals["duplicate"]:
+        notes.append(f"{_plural(totals['duplicate'], 'duplicate')} (producers not idempotent)")
+    reason = (f"valid: no bad anomaly, final reads complete for "
+              f"{_plural(len(findings.partitions), 'partition')}")
+    if notes:
+        reason += "; reported, not bad: " + ", ".join(notes)
+    return True, reason

@@ -1,0 +1,105 @@
+"""A quiet SparkSession for the checker: local[*] by default, any master by URL.
+
+The checker starts Spark itself (no user set-up). Spark's own chatter goes to a
+log file rather than the user's terminal: log4j is set to ERROR through a
+properties file and the JVM's stderr (JDK notices, launcher warnings) is sent
+to a file while the JVM starts.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+
+from harness.config import CheckerConfig
+from harness.errors import HarnessError
+
+_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.console.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+logger.parquet.name = org.apache.parquet
+logger.parquet.level = error
+"""
+
+
+def spark_log_path() -> Path:
+    """Where the JVM's own stderr goes while the checker runs."""
+    return Path(tempfile.gettempdir()) / f"elr-harness-spark-{os.getpid()}.log"
+
+
+def _log4j_file() -> Path:
+    path = Path(tempfile.gettempdir()) / "elr-harness-log4j2.properties"
+    if not path.exists() or path.read_text() != _LOG4J:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(_LOG4J)
+        tmp.replace(path)
+    return path
+
+
+@contextmanager
+def _stderr_to(path: Path):
+    """Send fd 2 to path while a child (the JVM) inherits it."""
+    saved = os.dup(2)
+    with open(path, "ab") as log:
+        os.dup2(log.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def get_spark(config: CheckerConfig):
+    """The running SparkSession for config's master, started quietly if needed."""
+    warnings.filterwarnings("ignore", message=".*pandas.*", category=FutureWarning)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON", "python3"))
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as err:  # pragma: no cover - pyspark is a dependency
+        raise HarnessError(f"pyspark is not installed ({err}); pip install pyspark") from err
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        if active.sparkContext.master == config.spark_master:
+            return active
+        active.stop()
+    log4j = _log4j_file()
+    java_opts = f"-Dlog4j2.configurationFile=file:{log4j}"
+    builder = (
+        SparkSession.builder.master(config.spark_master)
+        .appName("elr-harness-checker")
+        .config("spark.driver.memory", config.driver_memory)
+        .config("spark.executor.memory", config.executor_memory)
+        .config("spark.sql.shuffle.partitions", str(config.shuffle_partitions))
+        .config("spark.default.parallelism", str(config.shuffle_partitions))
+        .config("spark.sql.files.maxPartitionBytes", str(config.max_partition_bytes))
+        .config("spark.sql.ansi.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.extraJavaOptions", java_opts)
+        .config("spark.executor.extraJavaOptions", java_opts)
+        .config("spark.sql.autoBroadcastJoinThreshold", str(32 * 1024 * 1024))
+        # fixed, size-chosen shuffle partitions (checks.py) beat re-planning each stage
+        .config("spark.sql.adaptive.enabled", "false")
+    )
+    try:
+        with _stderr_to(spark_log_path()):
+            spark = builder.getOrCreate()
+    except Exception as err:  # Py4J or launcher errors: say where to look
+        raise HarnessError(
+            f"could not start Spark (master {config.spark_master}): {err}; "
+            f"see {spark_log_path()}") from err
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

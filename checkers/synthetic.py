@@ -1,0 +1,651 @@
+"""Synthetic histories that follow shared/HISTORY.md, for tests and benchmarks.
+
+A small simulation of producers, consumers, an observer and a nemesis against
+an in-memory model of each partition's log writes lines straight to a file (no
+list of operations is kept, so 10M lines stream in bounded memory). Clean
+histories contain no anomaly; `Injection`s plant one anomaly each at a known
+place, and the generator returns the op indices the checker must report, using
+the same rules as the checker (see checkers/anomalies.py for the ops of each
+example).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ACKS_LEVELS = ("all", "1", "0")
+_ACK_CODE = {"all": 1, "1": 2, "0": 3}
+INJECTABLE = (
+    "lost-write", "lost-write-beyond-budget", "lost-committed-read", "inconsistent-offset",
+    "duplicate", "aborted-read", "realtime-order", "nonmonotonic-poll", "poll-skip",
+    "garbage-read", "hwm-regression", "elr-invariant", "incomplete-final-read",
+)
+
+
+@dataclass(frozen=True)
+class Injection:
+    """One anomaly planted at a fraction `at` of the run, on one partition."""
+
+    anomaly: str
+    at: float = 0.5
+    partition: int = 0
+    acks: str = "all"
+
+
+@dataclass(frozen=True)
+class SyntheticSpec:
+    """Shape of a generated run; every rate is per operation."""
+
+    lines: int = 2000
+    partitions: int = 3
+    producers: int = 3
+    consumers: int = 2
+    seed: int = 0
+    topic: str = "elr-test"
+    info_rate: float = 0.03
+    fail_rate: float = 0.02
+    seek_rate: float = 0.03
+    retry_rate: float = 0.05
+    consumer_crash_rate: float = 0.005
+    observe_every: int = 150
+    fault_every: int = 700
+    poll_batch: int = 20
+    final_batch: int = 300
+    final_readers: int = 2
+    idempotent: bool = False
+    leave_pending: bool = True
+    injections: tuple[Injection, ...] = ()
+
+
+@dataclass(frozen=True)
+class ExpectedAnomaly:
+    """What the checker must report for one planted anomaly."""
+
+    partition: int
+    ops: tuple[int, ...]
+    value: int | None = None
+    offset: int | None = None
+    acks: str | None = None
+
+
+@dataclass
+class Generated:
+    """What a generated history holds, for assertions."""
+
+    lines: int = 0
+    expected: dict[str, list[ExpectedAnomaly]] = field(default_factory=dict)
+    sends_ok: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ACKS_LEVELS, 0))
+    lost_by_acks: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ACKS_LEVELS, 0))
+    unseen_by_acks: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ACKS_LEVELS, 0))
+    incomplete_partitions: list[str] = field(default_factory=list)
+    beyond_budget: bool = False
+
+
+def test_json(spec: SyntheticSpec) -> dict:
+    """The test.json a real run with this shape would write."""
+    nodes = {f"controller-{i}": {"role": "controller", "id": 1000 + i} for i in (1, 2, 3)}
+    nodes.update({f"broker-{i}": {"role": "broker", "id": i} for i in (1, 2, 3)})
+    return {
+        "test": "synthetic", "nemesis": "synthetic", "seed": spec.seed,
+        "kafka_version": "4.1.1", "elr_enabled": True,
+        "idempotent_producers": spec.idempotent,
+        "topics": {spec.topic: {"partitions": spec.partitions, "replication_factor": 3,
+                                "min_insync_replicas": 2, "unclean_leader_election": False}},
+        "nodes": nodes,
+    }
+
+
+def write_run_dir(run_dir: Path, spec: SyntheticSpec, with_test_json: bool = True) -> Generated:
+    """Write history.jsonl (and test.json) of a synthetic run into run_dir."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if with_test_json:
+        (run_dir / "test.json").write_text(json.dumps(test_json(spec), indent=2))
+    return write_history(run_dir / "history.jsonl", spec)
+
+
+def write_history(path: Path, spec: SyntheticSpec) -> Generated:
+    """Stream a history of about spec.lines lines (plus final reads) to path."""
+    for inj in spec.injections:
+        if inj.anomaly not in INJECTABLE:
+            raise ValueError(f"cannot inject {inj.anomaly!r}; known: {', '.join(INJECTABLE)}")
+    with open(path, "w", encoding="utf-8", buffering=1 << 20) as out:
+        sim = _Simulation(spec, out)
+        sim.run()
+        return sim.result
+
+
+class _Producer:
+    __slots__ = ("pid", "acks", "pending")
+
+    def __init__(self, pid: int, acks: str) -> None:
+        self.pid = pid
+        self.acks = acks
+        self.pending: tuple[int, int, int] | None = None  # value, partition, invoke index
+
+
+class _Consumer:
+    __slots__ = ("pid", "pos", "pending", "last", "need_seek")
+
+    def __init__(self, pid: int, partitions: int) -> None:
+        self.pid = pid
+        self.pos = [0] * partitions
+        self.pending: tuple[int, bool] | None = None  # invoke index, had seek
+        # per partition: (kind, offset, index) of the last event: "r" record or "s" seek
+        self.last: list[tuple[str, int, int] | None] = [None] * partitions
+        self.need_seek = True
+
+
+# fault cycle: (fault, nodes, isr after, elr after); broker ids are 1..3
+_FAULT_CYCLE = (
+    ("partition", ("broker-3",), [1, 2], []),
+    ("heal", ("broker-3",), [1, 2, 3], []),
+    ("kill", ("broker-2",), [1, 3], []),
+    ("start", ("broker-2",), [1, 2, 3], []),
+    ("page-cache-loss", ("broker-3",), [1, 2], []),
+    ("start", ("broker-3",), [1, 2, 3], []),
+    ("partition", ("broker-2", "broker-3"), [1], [2, 3]),
+    ("heal", ("broker-2", "broker-3"), [1, 2, 3], []),
+)
+_FULL = [1, 2, 3]
+
+
+class _Simulation:
+    def __init__(self, spec: SyntheticSpec, out) -> None:
+        self.spec = spec
+        self.out = out
+        self.rng = random.Random(spec.seed)
+        self.topic = spec.topic
+        self.index = 0
+        self.time = 0
+        self.buf: list[str] = []
+        self.result = Generated()
+        self.expected = self.result.expected
+        parts = spec.partitions
+        self.logs = [array("q") for _ in range(parts)]
+        self.codes = [array("b") for _ in range(parts)]  # 0 not an ok send, else _ACK_CODE
+        self.hidden: set[tuple[int, int]] = set()
+        self.next_value = 1
+        self.next_pid = 0
+        self.producers = [_Producer(self._pid(), ACKS_LEVELS[i % 3])
+                          for i in range(spec.producers)]
+        self.consumers = [_Consumer(self._pid(), parts) for _ in range(spec.consumers)]
+        self.reads: dict[tuple[int, int], list[int]] = {}  # watched (p, o) -> read poll indices
+        self.final_seen: dict[tuple[int, int], list[int]] = {}
+        self.final_max: list[list[tuple[int, int]]] = [[] for _ in range(parts)]
+        self.final_polls: list[list[int]] = [[] for _ in range(parts)]
+        self.last_ok: list[tuple[int, int, int] | None] = [None] * parts  # value, offset, index
+        self.isr, self.elr, self.epoch = list(_FULL), [], 1
+        self.last_hwm: list[tuple[int, int] | None] = [None] * parts
+        self.fault_step = 0
+        self.finishers: list = []
+
+    # -- output ---------------------------------------------------------------
+
+    def _pid(self) -> int:
+        self.next_pid += 1
+        return self.next_pid - 1
+
+    def emit(self, body: str) -> int:
+        idx = self.index
+        self.time += 1000 + int(self.rng.random() * 50_000)
+        self.buf.append(f'{{"index":{idx},"time":{self.time},{body}}}\n')
+        self.index += 1
+        if len(self.buf) >= 4096:
+            self.out.write("".join(self.buf))
+            self.buf.clear()
+        return idx
+
+    def flush(self) -> None:
+        self.out.write("".join(self.buf))
+        self.buf.clear()
+
+    def expect(self, name: str, partition: int, ops, value=None, offset=None, acks=None) -> None:
+        ops = tuple(sorted({o for o in ops if o is not None}))
+        self.expected.setdefault(name, []).append(
+            ExpectedAnomaly(partition, ops, value, offset, acks))
+
+    # -- the model ------------------------------------------------------------
+
+    def append(self, p: int, value: int, code: int) -> int:
+        self.logs[p].append(value)
+        self.codes[p].append(code)
+        return len(self.logs[p]) - 1
+
+    def send_invoke(self, pid: int, p: int, acks: str, value: int) -> int:
+        return self.emit(f'"process":{pid},"type":"invoke","f":"send","topic":"{self.topic}",'
+                         f'"partition":{p},"acks":"{acks}","value":{value}')
+
+    def send_done(self, pid: int, p: int, acks: str, value: int, kind: str,
+                  offset: int | None = None, error: str | None = None, extra: str = "") -> int:
+        head = (f'"process":{pid},"type":"{kind}","f":"send","topic":"{self.topic}",'
+                f'"partition":{p},"acks":"{acks}","value":{value}')
+        if kind == "ok":
+            off = "null" if offset is None else str(offset)
+            return self.emit(f'{head},"offset":{off}{extra}')
+        return self.emit(f'{head},"error":"{error}"{extra}')
+
+    def new_value(self) -> int:
+        self.next_value += 1
+        return self.next_value - 1
+
+    def ok_send(self, p: int, acks: str, value: int, offset: int | None, idx: int) -> None:
+        self.result.sends_ok[acks] += 1
+        if offset is not None and acks != "0":
+            self.last_ok[p] = (value, offset, idx)
+
+    def producer_step(self, prod: _Producer) -> None:
+        if prod.pending is None:
+            value = self.new_value()
+            p = int(self.rng.random() * self.spec.partitions)
+            prod.pending = (value, p, self.send_invoke(prod.pid, p, prod.acks, value))
+            return
+        value, p, _ = prod.pending
+        prod.pending = None
+        r = self.rng.random()
+        if r < self.spec.fail_rate:
+            err = "NOT_ENOUGH_REPLICAS" if prod.acks == "all" else "NETWORK_EXCEPTION"
+            self.send_done(prod.pid, p, prod.acks, value, "fail", error=err)
+        elif r < self.spec.fail_rate + self.spec.info_rate:
+            if self.rng.random() < 0.5:  # the record made it although the client timed out
+                self.append(p, value, 0)
+            self.send_done(prod.pid, p, prod.acks, value, "info", error="REQUEST_TIMED_OUT")
+            prod.pid = self._pid()  # Jepsen: after info the process takes a new id
+        else:
+            offset = self.append(p, value, _ACK_CODE[prod.acks])
+            extra = ',"retries":1' if self.rng.random() < self.spec.retry_rate else ""
+            shown = None if prod.acks == "0" else offset
+            idx = self.send_done(prod.pid, p, prod.acks, value, "ok", shown, extra=extra)
+            self.ok_send(p, prod.acks, value, shown, idx)
+
+    def one_send(self, p: int, acks: str, kind: str = "ok", shown_offset=False, hide=False,
+                 append: bool = True, error: str = "REQUEST_TIMED_OUT"):
+        """A whole send by a fresh process; returns (value, offset, invoke, completion)."""
+        pid, value = self._pid(), self.new_value()
+        inv = self.send_invoke(pid, p, acks, value)
+        offset = None
+        if append:
+            code = _ACK_CODE[acks] if kind == "ok" else 0
+            offset = self.append(p, value, code)
+            if hide:
+                self.hidden.add((p, offset))
+        if kind == "ok":
+            shown = offset if shown_offset is False else shown_offset
+            shown = None if acks == "0" else shown
+            comp = self.send_done(pid, p, acks, value, "ok", shown)
+            self.ok_send(p, acks, value, None if hide else shown, comp)
+        else:
+            comp = self.send_done(pid, p, acks, value, kind, error=error)
+        return value, offset, inv, comp
+
+    def consumer_invoke(self, con: _Consumer, seek: dict[int, int] | None = None) -> int:
+        body = f'"process":{con.pid},"type":"invoke","f":"poll","topic":"{self.topic}"'
+        if seek is None and con.need_seek:
+            seek = {p: con.pos[p] for p in range(self.spec.partitions)}
+        elif seek is None and self.rng.random() < self.spec.seek_rate:
+            p = int(self.rng.random() * self.spec.partitions)
+            seek = {p: max(0, con.pos[p] - 1 - int(self.rng.random() * 10))}
+        if seek:
+            body += ',"seek":{' + ",".join(f'"{p}":{o}' for p, o in seek.items()) + "}"
+        idx = self.emit(body)
+        con.need_seek = False
+        for p, o in (seek or {}).items():
+            con.pos[p] = o
+            con.last[p] = ("s", o, idx)
+        con.pending = (idx, bool(seek))
+        return idx
+
+    def consumer_complete(self, con: _Consumer, records: list[tuple[int, int, int | None]]
+                          | None = None) -> int:
+        """Complete con's poll: normal reading unless records are given."""
+        con.pending = None
+        if records is None:
+            records = self.read_records(con.pos, self.spec.poll_batch)
+        idx = self.index
+        for p, o, _ in records:
+            if (p, o) in self.reads:
+                self.reads[(p, o)].append(idx)
+            con.pos[p] = max(con.pos[p], o + 1)
+            con.last[p] = ("r", o, idx)
+        recs = ",".join(f"[{p},{o},{'null' if v is None else v}]" for p, o, v in records)
+        hwm = ",".join(f'"{p}":{len(self.logs[p])}' for p in range(self.spec.partitions))
+        return self.emit(f'"process":{con.pid},"type":"ok","f":"poll","topic":"{self.topic}",'
+                         f'"records":[{recs}],"high_watermark":{{{hwm}}}')
+
+    def read_records(self, pos: list[int], batch: int, parts=None) -> list:
+        out = []
+        for p in parts if parts is not None else range(self.spec.partitions):
+            log, o, end = self.logs[p], pos[p], len(self.logs[p])
+            taken = 0
+            while o < end and taken < batch:
+                if (p, o) not in self.hidden:
+                    out.append((p, o, log[o]))
+                    taken += 1
+                o += 1
+        return out
+
+    def consumer_step(self, con: _Consumer) -> None:
+        if con.pending is None:
+            self.consumer_invoke(con)
+            return
+        r = self.rng.random()
+        if r < self.spec.consumer_crash_rate:
+            con.pending = None
+            self.emit(f'"process":{con.pid},"type":"info","f":"poll","topic":"{self.topic}",'
+                      f'"error":"REQUEST_TIMED_OUT"')
+            con.pid, con.need_seek = self._pid(), True
+            con.last = [None] * self.spec.partitions
+        elif r < 2 * self.spec.consumer_crash_rate:
+            con.pending = None
+            self.emit(f'"process":{con.pid},"type":"fail","f":"poll","topic":"{self.topic}",'
+                      f'"error":"NOT_COORDINATOR"')
+        else:
+            self.consumer_complete(con)
+
+    def observe_round(self, hwm_override: dict[int, int] | None = None,
+                      isr=None, elr=None) -> None:
+        isr = self.isr if isr is None else isr
+        elr = self.elr if elr is None else elr
+        for p in range(self.spec.partitions):
+            hwm = len(self.logs[p])
+            if hwm_override and p in hwm_override:
+                hwm = hwm_override[p]
+            elif self.rng.random() < 0.05:
+                hwm = None  # observations may omit the high watermark
+            body = (f'"process":-2,"type":"ok","f":"observe","topic":"{self.topic}",'
+                    f'"partition":{p},"leader":{isr[0] if isr else -1},'
+                    f'"leader_epoch":{self.epoch},"isr":{isr},"elr":{elr},'
+                    f'"last_known_elr":[]')
+            if hwm is not None:
+                body += f',"high_watermark":{hwm}'
+            idx = self.emit(body)
+            if hwm is not None:
+                self.last_hwm[p] = (hwm, idx)
+
+    def fault(self, kind: str, nodes, detail: str = "") -> None:
+        names = ",".join(f'"{n}"' for n in nodes)
+        for t in ("invoke", "ok"):
+            self.emit(f'"process":-1,"type":"{t}","f":"fault","fault":"{kind}",'
+                      f'"nodes":[{names}]{detail}')
+
+    def fault_cycle_step(self) -> None:
+        kind, nodes, isr, elr = _FAULT_CYCLE[self.fault_step % len(_FAULT_CYCLE)]
+        self.fault_step += 1
+        detail = ""
+        if kind == "page-cache-loss":
+            detail = ',"detail":{"bytes_dropped":{"/data/kafka/elr-test-0/0.log":4096}}'
+        self.fault(kind, nodes, detail)
+        self.isr, self.elr = list(isr), list(elr)
+        self.epoch += 1
+        self.observe_round()
+
+    # -- the run ----------------------------------------------------------------
+
+    def run(self) -> None:
+        spec = self.spec
+        triggers = sorted(spec.injections, key=lambda i: i.at)
+        next_observe, next_fault = spec.observe_every, spec.fault_every
+        rng = self.rng
+        prod_share = 0.6 if self.consumers else 1.0
+        while self.index < spec.lines:
+            while triggers and self.index >= triggers[0].at * spec.lines:
+                self.inject(triggers.pop(0))
+            if self.index >= next_observe:
+                self.observe_round()
+                next_observe = self.index + spec.observe_every
+            if self.index >= next_fault:
+                self.fault_cycle_step()
+                next_fault = self.index + spec.fault_every
+            if rng.random() < prod_share:
+                self.producer_step(self.producers[int(rng.random() * len(self.producers))])
+            else:
+                self.consumer_step(self.consumers[int(rng.random() * len(self.consumers))])
+        for inj in triggers:
+            self.inject(inj)
+        self.wind_down()
+        self.final_reads()
+        for finish in self.finishers:
+            finish()
+        self.flush()
+        self.result.lines = self.index
+
+    def wind_down(self) -> None:
+        """Complete what is in flight (one send may stay pending: it counts as info)."""
+        for i, prod in enumerate(self.producers):
+            if prod.pending is not None and not (self.spec.leave_pending and i == 0):
+                self.producer_step(prod)
+        for con in self.consumers:
+            if con.pending is not None:
+                self.consumer_complete(con)
+        if self.isr != _FULL:
+            self.fault("heal", ("broker-1", "broker-2", "broker-3"))
+            self.isr, self.elr = list(_FULL), []
+        self.observe_round()
+
+    def final_reads(self) -> None:
+        parts = list(range(self.spec.partitions))
+        readers = max(1, min(self.spec.final_readers, len(parts)))
+        groups = [parts[i::readers] for i in range(readers)]
+        incomplete = {i.partition for i in self.spec.injections
+                      if i.anomaly == "incomplete-final-read"}
+        for group in groups:
+            self.final_read(sorted(group), cut=bool(incomplete & set(group)))
+
+    def final_read(self, group: list[int], cut: bool) -> None:
+        """Read group from offset 0 to the end; a cut read ends with an info poll."""
+        pid = self._pid()
+        pos = [0] * self.spec.partitions
+        plist = ",".join(str(p) for p in group)
+        stop_after = sum(len(self.logs[p]) for p in group) // 2 if cut else None
+        done, first, batch = 0, True, self.spec.final_batch
+        while True:
+            body = (f'"process":{pid},"type":"invoke","f":"poll","topic":"{self.topic}",'
+                    f'"final":true,"partitions":[{plist}]')
+            if first:
+                body += ',"seek":{' + ",".join(f'"{p}":0' for p in group) + "}"
+            self.emit(body)
+            if stop_after is not None and done >= stop_after:
+                self.emit(f'"process":{pid},"type":"info","f":"poll","topic":"{self.topic}",'
+                          f'"final":true,"partitions":[{plist}],"error":"FINAL_READ_INCOMPLETE"')
+                self.account_unseen(group, pos)
+                return
+            records = self.read_records(pos, batch, group)
+            idx = self.index
+            maxes: dict[int, int] = {}
+            counts = dict.fromkeys(group, 0)
+            for p, o, _ in records:
+                if (p, o) in self.final_seen:
+                    self.final_seen[(p, o)].append(idx)
+                pos[p] = o + 1
+                maxes[p] = o
+                counts[p] += 1
+            for p in group:
+                self.final_polls[p].append(idx)
+                if p in maxes:
+                    self.final_max[p].append((idx, maxes[p]))
+            recs = ",".join(f"[{p},{o},{v}]" for p, o, v in records)
+            self.emit(f'"process":{pid},"type":"ok","f":"poll","topic":"{self.topic}",'
+                      f'"final":true,"partitions":[{plist}],"records":[{recs}]')
+            done += len(records)
+            first = False
+            if all(n < batch for n in counts.values()) and stop_after is None:
+                return
+
+    def account_unseen(self, group: list[int], pos: list[int]) -> None:
+        names = {v: k for k, v in _ACK_CODE.items()}
+        for p in group:
+            self.result.incomplete_partitions.append(f"{self.topic}-{p}")
+            codes = self.codes[p]
+            for o in range(len(codes)):
+                if codes[o] and (o >= pos[p] or (p, o) in self.hidden):
+                    self.result.unseen_by_acks[names[codes[o]]] += 1
+
+    def should_hold(self, p: int, offset: int | None) -> int | None:
+        """The final poll that should hold an offset (same rule as the checker)."""
+        if offset is not None:
+            for idx, top in self.final_max[p]:
+                if top >= offset:
+                    return idx
+        return self.final_polls[p][-1] if self.final_polls[p] else None
+
+    # -- injections -------------------------------------------------------------
+
+    def free_consumer(self) -> _Consumer:
+        con = self.consumers[0]
+        if con.pending is not None:
+            self.consumer_complete(con)
+        return con
+
+    def inject(self, inj: Injection) -> None:
+        getattr(self, "inject_" + inj.anomaly.replace("-", "_"))(inj)
+
+    def inject_lost_write(self, inj: Injection, name: str = "lost-write") -> None:
+        p = inj.partition
+        value, offset, inv, comp = self.one_send(p, inj.acks, hide=True)
+        self.result.lost_by_acks[inj.acks] += 1
+        shown = None if inj.acks == "0" else offset
+        self.finishers.append(lambda: self.expect(
+            name, p, (inv, comp, self.should_hold(p, shown)), value, shown, inj.acks))
+
+    def inject_lost_write_beyond_budget(self, inj: Injection) -> None:
+        self.observe_round(isr=_FULL, elr=[])
+        self.fault("page-cache-loss", ("broker-2",))
+        self.observe_round(isr=[1, 3], elr=[])
+        self.fault("page-cache-loss", ("broker-3",))
+        self.observe_round(isr=[1], elr=[])
+        self.fault("start", ("broker-2", "broker-3"))
+        self.observe_round(isr=_FULL, elr=[])
+        self.result.beyond_budget = True
+        self.inject_lost_write(Injection("lost-write", inj.at, inj.partition, "all"))
+
+    def inject_lost_committed_read(self, inj: Injection) -> None:
+        p = inj.partition
+        value, offset, inv, comp = self.one_send(p, "1", kind="info")
+        self.reads[(p, offset)] = []
+        con = self.free_consumer()
+        while con.pos[p] <= offset:
+            self.consumer_invoke(con, seek={})
+            self.consumer_complete(con)
+        self.hidden.add((p, offset))  # truncated away after it was read
+        seen = self.reads.pop((p, offset))
+        self.finishers.append(lambda: self.expect(
+            "lost-committed-read", p, (inv, comp, seen[0], seen[-1],
+                                       self.should_hold(p, offset)), value, offset, None))
+
+    def inject_inconsistent_offset(self, inj: Injection) -> None:
+        p = inj.partition
+        if self.last_ok[p] is None:
+            self.one_send(p, "all")
+        _, old_offset, old_idx = self.last_ok[p]
+        value, _, _, comp = self.one_send(p, "all", shown_offset=old_offset)
+        self.expect("inconsistent-offset", p, (old_idx, comp), None, old_offset)
+
+    def inject_duplicate(self, inj: Injection) -> None:
+        p = inj.partition
+        value, offset, inv, comp = self.one_send(p, "1")
+        self.append(p, value, 0)  # the producer's retry wrote it again
+        self.final_seen[(p, offset)] = []
+        self.final_seen[(p, offset + 1)] = []
+
+        def finish() -> None:
+            held = self.final_seen[(p, offset)] + self.final_seen[(p, offset + 1)]
+            self.expect("duplicate", p, (inv, comp, min(held), max(held)), value, offset, "1")
+        self.finishers.append(finish)
+
+    def inject_aborted_read(self, inj: Injection) -> None:
+        p = inj.partition
+        value, offset, inv, comp = self.one_send(p, "all", kind="fail",
+                                                 error="NOT_ENOUGH_REPLICAS")
+        self.reads[(p, offset)] = []
+        self.final_seen[(p, offset)] = []
+
+        def finish() -> None:
+            seen = self.reads[(p, offset)]
+            ops = (inv, comp, min(seen, default=None), max(seen, default=None),
+                   min(self.final_seen[(p, offset)]))
+            self.expect("aborted-read", p, ops, value, offset, "all")
+        self.finishers.append(finish)
+
+    def inject_realtime_order(self, inj: Injection) -> None:
+        p = inj.partition
+        end = len(self.logs[p])
+        pa, pb = self._pid(), self._pid()
+        va, vb = self.new_value(), self.new_value()
+        a_inv = self.send_invoke(pa, p, "all", va)
+        a_ok = self.send_done(pa, p, "all", va, "ok", end + 1)
+        b_inv = self.send_invoke(pb, p, "all", vb)
+        b_ok = self.send_done(pb, p, "all", vb, "ok", end)
+        self.append(p, vb, _ACK_CODE["all"])
+        self.append(p, va, _ACK_CODE["all"])
+        self.ok_send(p, "all", va, end + 1, a_ok)
+        self.ok_send(p, "all", vb, end, b_ok)
+        self.expect("realtime-order", p, (a_inv, a_ok, b_inv, b_ok), vb, end, "all")
+
+    def _consumer_at_record(self, p: int) -> _Consumer:
+        """A consumer whose last event on p is a record at the log's end."""
+        con = self.free_consumer()
+        for _ in range(3):
+            self.one_send(p, "all")
+        while True:
+            self.consumer_invoke(con, seek={})
+            records = self.read_records(con.pos, self.spec.poll_batch)
+            self.consumer_complete(con, records)
+            if sum(1 for r in records if r[0] == p) < self.spec.poll_batch:
+                return con
+
+    def inject_nonmonotonic_poll(self, inj: Injection) -> None:
+        p = inj.partition
+        con = self._consumer_at_record(p)
+        _, last_offset, last_idx = con.last[p]
+        self.consumer_invoke(con, seek={})
+        records = [(p, last_offset, self.logs[p][last_offset])]
+        records += self.read_records(con.pos, self.spec.poll_batch)
+        idx = self.consumer_complete(con, records)
+        self.expect("nonmonotonic-poll", p, (last_idx, idx), None, last_offset)
+
+    def inject_poll_skip(self, inj: Injection) -> None:
+        p = inj.partition
+        con = self._consumer_at_record(p)
+        _, last_offset, last_idx = con.last[p]
+        for _ in range(3):
+            self.one_send(p, "all")
+        self.consumer_invoke(con, seek={})
+        con.pos[p] = last_offset + 2  # jumps over last_offset + 1
+        idx = self.consumer_complete(con)
+        self.expect("poll-skip", p, (last_idx, idx), None, last_offset + 2)
+
+    def inject_garbage_read(self, inj: Injection) -> None:
+        p = inj.partition
+        con = self.free_consumer()
+        for _ in range(2):
+            self.one_send(p, "all")
+        self.consumer_invoke(con, seek={p: len(self.logs[p]) - 2})
+        records = self.read_records(con.pos, self.spec.poll_batch)
+        at = next(i for i, r in enumerate(records) if r[0] == p)
+        records[at] = (p, records[at][1], None)
+        idx = self.consumer_complete(con, records)
+        self.expect("garbage-read", p, (idx,), None, records[at][1])
+
+    def inject_hwm_regression(self, inj: Injection) -> None:
+        p = inj.partition
+        for _ in range(2):
+            self.one_send(p, "all")
+        self.observe_round(hwm_override={q: len(self.logs[q]) for q in
+                                         range(self.spec.partitions)})
+        _, prev_idx = self.last_hwm[p]
+        self.observe_round(hwm_override={p: len(self.logs[p]) - 1})
+        _, idx = self.last_hwm[p]
+        self.expect("hwm-regression", p, (prev_idx, idx), None, None)
+
+    def inject_elr_invariant(self, inj: Injection) -> None:
+        p = inj.partition
+        idx = self.emit(f'"process":-2,"type":"ok","f":"observe","topic":"{self.topic}",'
+                        f'"partition":{p},"leader":1,"leader_epoch":{self.epoch},'
+                        f'"isr":[1,2,3],"elr":[3],"last_known_elr":[]')
+        self.expect("elr-invariant", p, (idx,))
+
+    def inject_incomplete_final_read(self, inj: Injection) -> None:
+        """Nothing to do now: final_reads() cuts the read of this partition short."""

@@ -1,0 +1,91 @@
+"""What the checker needs from test.json, with the documented defaults.
+
+Without test.json every topic is taken as replication factor 3 / min ISR 2
+(CheckerConfig), ELR on, producers not idempotent, and a node named
+"broker-N" is broker id N.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.config import CheckerConfig
+from harness.errors import BadInput
+
+_BROKER_NAME = re.compile(r"broker-(\d+)$")
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    partitions: int | None
+    replication_factor: int
+    min_insync_replicas: int
+
+
+@dataclass(frozen=True)
+class TestInfo:
+    """The parts of test.json the checks use."""
+
+    topics: dict[str, TopicInfo] = field(default_factory=dict)
+    default_topic: TopicInfo = TopicInfo(None, 3, 2)
+    elr_enabled: bool = True
+    idempotent: bool = False
+    node_ids: dict[str, int] = field(default_factory=dict)
+    kafka_version: str | None = None
+    seed: int | None = None
+
+    def topic(self, name: str) -> TopicInfo:
+        return self.topics.get(name, self.default_topic)
+
+    def broker_id(self, node: str) -> int | None:
+        """Broker id of a node name: test.json's nodes, else parsed from "broker-N"."""
+        if node in self.node_ids:
+            return self.node_ids[node]
+        match = _BROKER_NAME.search(node)
+        return int(match.group(1)) if match else None
+
+
+def read_test_json(path: Path) -> dict | None:
+    """test.json as a dict, None when absent; a clear error when unreadable."""
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise BadInput(f"{path} is not readable JSON: {err}") from err
+    if not isinstance(data, dict):
+        raise BadInput(f"{path} must hold a JSON object")
+    return data
+
+
+def test_info(test: dict | None, config: CheckerConfig) -> TestInfo:
+    """Interpret a test.json dict (or None) with the contract's defaults."""
+    default = TopicInfo(None, config.default_replication_factor,
+                        config.default_min_insync_replicas)
+    if test is None:
+        return TestInfo(default_topic=default)
+    try:
+        topics = {
+            str(name): TopicInfo(
+                int(t["partitions"]) if t.get("partitions") is not None else None,
+                int(t.get("replication_factor", default.replication_factor)),
+                int(t.get("min_insync_replicas", default.min_insync_replicas)))
+            for name, t in (test.get("topics") or {}).items()
+        }
+        node_ids = {str(name): int(n["id"]) for name, n in (test.get("nodes") or {}).items()
+                    if isinstance(n, dict) and n.get("id") is not None
+                    and n.get("role", "broker") == "broker"}
+        seed = test.get("seed")
+        return TestInfo(
+            topics=topics, default_topic=default,
+            elr_enabled=bool(test.get("elr_enabled", True)),
+            idempotent=bool(test.get("idempotent_producers", False)),
+            node_ids=node_ids,
+            kafka_version=test.get("kafka_version"),
+            seed=int(seed) if seed is not None else None)
+    except (AttributeError, KeyError, TypeError, ValueError) as err:
+        raise BadInput(f"test.json has an unexpected shape ({err!r}); see docs/FORMATS.md") \
+            from err
