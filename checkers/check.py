@@ -103,7 +103,7 @@ def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started:
     if loaded.history_lines - loaded.truncated_lines == 0:
         return assemble(findings, info, time.monotonic() - started)
     ops = loaded.ops
-    _overview(ops, findings)
+    _overview(loaded.overview, findings)
     phases.done("overview")
     tp_status = _final_read_status(spark, ops, info, findings)
     phases.done("final-read status")
@@ -116,22 +116,21 @@ def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started:
 
     try:
         records = poll_records(ops)
-        values = durability.values_table(ops, records)
+        claims = keep(durability.claims_table(ops, records))
+        values = durability.values_table(claims)
         obs = keep(observations.observations(ops))
         violations = keep(polls.order_events(ops, records))
         parts = [
             durability.value_anomalies(values, tp_status),
+            durability.inconsistent_offsets(claims),
             polls.nonmonotonic_polls(violations),
-            polls.garbage_reads(records),
+            polls.garbage_reads(violations),
             observations.hwm_regressions(obs),
             observations.elr_invariant(obs, info),
         ]
-        # the second passes of these two checks run only when the cheap first found some
+        # the second pass of poll-skip runs only when the first found jumps
         if violations.filter("jump").limit(1).count():
             parts.append(polls.poll_skips(violations, records))
-        conflicts = keep(durability.offset_conflicts(ops, records))
-        if conflicts.limit(1).count():
-            parts.append(durability.inconsistent_offsets(ops, records, conflicts))
         phases.done("poll order")
         anomalies = keep(reduce(lambda a, b: a.unionByName(b), parts))
         counts = anomalies.groupBy("name", "acks", "topic", "partition").count().collect()
@@ -156,14 +155,8 @@ def shuffle_partitions(history_path: Path, config: CheckerConfig) -> int:
     return max(2, min(config.shuffle_partitions, -(-size // (128 << 20))))
 
 
-def _overview(ops, findings) -> None:
+def _overview(rows: list[dict], findings) -> None:
     """Counts by f/type/acks and fault kinds, and the partitions sends went to."""
-    from pyspark.sql import functions as F
-
-    rows = (ops.groupBy("f", "type", "acks", "fault", "final",
-                        F.when(F.col("f") == "send", F.col("topic")).alias("topic"),
-                        F.when(F.col("f") == "send", F.col("partition")).alias("partition"))
-            .count().collect())
     stats: dict = {}
     faults: Counter = Counter()
     for r in rows:
@@ -176,7 +169,8 @@ def _overview(ops, findings) -> None:
             findings.any_final_reads = True
         if r["topic"] is not None and r["partition"] is not None:
             findings.partitions.setdefault((r["topic"], r["partition"]), None)
-    findings.ops = stats
+    findings.ops = {f: {t: dict(sorted(a.items())) for t, a in sorted(types.items())}
+                    for f, types in sorted(stats.items())}
     findings.faults = dict(sorted(faults.items()))
 
 
@@ -193,14 +187,15 @@ def _final_read_status(spark, ops, info, findings):
 
     finals = ops.filter((F.col("f") == "poll") & F.col("final")).select(
         "topic", "type", "index", F.explode("partitions").alias("partition"))
-    last_ops = (ops.filter(F.col("process") >= 0).groupBy("process")
-                .agg(F.max_by(F.struct("type", "f", "final", "topic", "partitions"), "index")
-                     .alias("last"))
-                .filter((F.col("last.type") == "invoke") & (F.col("last.f") == "poll")
-                        & F.col("last.final"))
-                .select(F.col("last.topic").alias("topic"), F.lit("info").alias("type"),
+    # a final poll whose invoke is its process's last op never ended: info
+    last = ops.filter(F.col("process") >= 0).groupBy("process") \
+        .agg(F.max("index").alias("index"))
+    last_ops = (ops.filter((F.col("f") == "poll") & F.col("final")
+                           & (F.col("type") == "invoke"))
+                .join(last, ["process", "index"], "left_semi")
+                .select("topic", F.lit("info").alias("type"),
                         F.lit(None).cast("bigint").alias("index"),
-                        F.explode("last.partitions").alias("partition")))
+                        F.explode("partitions").alias("partition")))
     rows = (finals.unionByName(last_ops).groupBy("topic", "partition").agg(
         F.sum((F.col("type") == "ok").cast("int")).alias("ok"),
         F.sum(F.col("type").isin("fail", "info").cast("int")).alias("bad"),
@@ -288,13 +283,23 @@ def check_path(path: Path, config: CheckerConfig) -> int:
 
     history = resolve_history(Path(path))
     test = read_test_json(history.parent / "test.json")
+    was_running = _spark_running()
     try:
         results = check_history(history, test, config)
     finally:
-        _stop_spark()
+        if not was_running:  # a session someone else started stays theirs
+            _stop_spark()
     target = write_results(results, history.parent)
     print_results_summary(results, target)
     return exit_code(results)
+
+
+def _spark_running() -> bool:
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:  # pragma: no cover
+        return False
+    return SparkSession.getActiveSession() is not None
 
 
 def _stop_spark() -> None:

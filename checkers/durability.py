@@ -8,50 +8,91 @@ it. inconsistent-offset needs the other key, (topic, partition, offset).
 
 from __future__ import annotations
 
+from functools import reduce
+
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from checkers.frames import anomaly, op_list, text, tp_name
 
-_COMPLETIONS = ("ok", "fail", "info")
+_KIND_CODES = {"invoke": 0, "ok": 1, "fail": 2, "info": 3}
+_FINAL, _READ = 4, 5
 
 
-def values_table(ops: DataFrame, records: DataFrame) -> DataFrame:
-    """One row per (topic, partition, value): its send, its reads, its final-log copies."""
+def claims_table(ops: DataFrame, records: DataFrame) -> DataFrame:
+    """One row per (topic, partition, value, offset) seen in sends and polls.
+
+    The one big shuffle of the durability checks: per value (values_table) and
+    per offset (offset_conflicts) are then small regroupings of this table.
+    Numeric codes keep every aggregation buffer fixed-width (a hash aggregate).
+    """
+    send_kind = F.lit(None).cast("int")
+    for name, code in _KIND_CODES.items():
+        send_kind = F.when(F.col("type") == name, F.lit(code)).otherwise(send_kind)
+    acks_code = (F.when(F.col("acks") == "all", F.lit(3)).when(F.col("acks") == "1", F.lit(2))
+                 .when(F.col("acks") == "0", F.lit(1)))
     sends = ops.filter(F.col("f") == "send").select(
-        "topic", "partition", "value", "acks", F.col("type").alias("kind"), "index", "time",
-        "offset")
+        "topic", "partition", "value", acks_code.alias("acks"), send_kind.alias("kind"),
+        "index", "time",
+        # only an ok send claims an offset; invoke/fail/info rows group under null
+        F.when(send_kind == 1, F.col("offset")).alias("offset"))
     recs = records.filter(F.col("value").isNotNull()).select(
-        "topic", "partition", "value", F.lit(None).cast("string").alias("acks"),
-        F.when(F.col("final"), F.lit("final")).otherwise(F.lit("read")).alias("kind"),
+        "topic", "partition", "value", F.lit(None).cast("int").alias("acks"),
+        F.when(F.col("final"), F.lit(_FINAL)).otherwise(F.lit(_READ)).alias("kind"),
         "index", F.lit(None).cast("bigint").alias("time"), "offset")
     kind = F.col("kind")
-    is_comp = kind.isin(*_COMPLETIONS)
+    is_comp = kind.between(1, 3)
 
     def when(cond, c):
         return F.when(cond, F.col(c))
 
-    agg = sends.unionByName(recs).groupBy("topic", "partition", "value").agg(
+    return sends.unionByName(recs).groupBy("topic", "partition", "value", "offset").agg(
         F.max("acks").alias("acks"),
-        F.min(when(kind == "invoke", "index")).alias("inv_index"),
-        F.min(when(kind == "invoke", "time")).alias("inv_time"),
+        F.min(when(kind == 0, "index")).alias("inv_index"),
+        F.min(when(kind == 0, "time")).alias("inv_time"),
         F.min(when(is_comp, "index")).alias("comp_index"),
         F.min(when(is_comp, "time")).alias("comp_time"),
-        F.max(when(is_comp, "kind")).alias("status"),
-        F.max(when(kind == "ok", "offset")).alias("send_offset"),
-        F.min(when(kind == "final", "offset")).alias("f_off_min"),
-        F.max(when(kind == "final", "offset")).alias("f_off_max"),
-        F.min(when(kind == "final", "index")).alias("f_poll_min"),
-        F.max(when(kind == "final", "index")).alias("f_poll_max"),
-        F.min(when(kind == "read", "offset")).alias("r_off_min"),
-        F.max(when(kind == "read", "offset")).alias("r_off_max"),
-        F.min(when(kind == "read", "index")).alias("r_poll_min"),
-        F.max(when(kind == "read", "index")).alias("r_poll_max"),
+        F.max(when(is_comp, "kind")).alias("status_code"),
+        F.max((kind == 1).cast("int")).alias("sent"),
+        F.min(when(kind == _FINAL, "index")).alias("f_poll_min"),
+        F.max(when(kind == _FINAL, "index")).alias("f_poll_max"),
+        F.min(when(kind == _READ, "index")).alias("r_poll_min"),
+        F.max(when(kind == _READ, "index")).alias("r_poll_max"),
+        F.min(when(kind.isin(1, _FINAL, _READ), "index")).alias("first_index"),
+    )
+
+
+def values_table(claims: DataFrame) -> DataFrame:
+    """One row per (topic, partition, value): its send, its reads, its final-log copies."""
+    def when(cond, c):
+        return F.when(cond, F.col(c))
+
+    final, read = F.col("f_poll_min").isNotNull(), F.col("r_poll_min").isNotNull()
+    agg = claims.groupBy("topic", "partition", "value").agg(
+        F.max("acks").alias("acks"),
+        F.min("inv_index").alias("inv_index"),
+        F.min("inv_time").alias("inv_time"),
+        F.min("comp_index").alias("comp_index"),
+        F.min("comp_time").alias("comp_time"),
+        F.max("status_code").alias("status_code"),
+        F.max(when(F.col("sent") == 1, "offset")).alias("send_offset"),
+        F.min(when(final, "offset")).alias("f_off_min"),
+        F.max(when(final, "offset")).alias("f_off_max"),
+        F.min("f_poll_min").alias("f_poll_min"),
+        F.max("f_poll_max").alias("f_poll_max"),
+        F.min(when(read, "offset")).alias("r_off_min"),
+        F.max(when(read, "offset")).alias("r_off_max"),
+        F.min("r_poll_min").alias("r_poll_min"),
+        F.max("r_poll_max").alias("r_poll_max"),
     )
     # an invoke with no completion by the end of the history counts as info
-    status = F.when(F.col("inv_index").isNotNull() & F.col("status").isNull(), F.lit("info")) \
-        .otherwise(F.col("status"))
-    return agg.withColumn("status", status)
+    code = F.col("status_code")
+    status = (F.when(code == 1, F.lit("ok")).when(code == 2, F.lit("fail"))
+              .when(code == 3, F.lit("info"))
+              .when(F.col("inv_index").isNotNull(), F.lit("info")))
+    acks = (F.when(F.col("acks") == 3, F.lit("all")).when(F.col("acks") == 2, F.lit("1"))
+            .when(F.col("acks") == 1, F.lit("0")))
+    return agg.withColumn("status", status).withColumn("acks", acks).drop("status_code")
 
 
 def value_anomalies(values: DataFrame, tp_status: DataFrame) -> DataFrame:
@@ -121,10 +162,11 @@ def value_anomalies(values: DataFrame, tp_status: DataFrame) -> DataFrame:
                extra=F.to_json(F.struct(F.col("a.value").alias("other_value"),
                                         F.col("a.f_off_min").alias("other_offset")))),
     ]
-    found = v.select("topic", "partition", "value", "acks",
-                     F.filter(F.array(*checks), lambda x: x.isNotNull()).alias("found"))
-    return (found.filter(F.size("found") > 0)
-            .select("topic", "partition", "value", "acks", F.explode("found").alias("x"))
+    # the cheap boolean test first: only anomalous rows build descriptions and arrays
+    flagged = v.filter(reduce(lambda a, b: a | b, [c.isNotNull() for c in checks]))
+    found = flagged.select("topic", "partition", "value", "acks",
+                           F.explode(F.array(*checks)).alias("x"))
+    return (found.filter(F.col("x").isNotNull())
             .select(F.col("x.name").alias("name"), "topic", "partition", "value",
                     F.col("x.offset").alias("offset"), "acks", F.col("x.ops").alias("ops"),
                     F.col("x.description").alias("description"), F.col("x.hold").alias("hold"),
@@ -149,38 +191,19 @@ def _found(name: str, condition, offset, ops, description, hold=None, hold_offse
         (F.lit(None) if extra is None else extra).cast("string").alias("extra")))
 
 
-def _claims(ops: DataFrame, records: DataFrame) -> DataFrame:
-    """(topic, partition, offset, value, index) of acked sends with offsets and polled records."""
-    sends = ops.filter((F.col("f") == "send") & (F.col("type") == "ok")
-                       & F.col("offset").isNotNull() & F.col("value").isNotNull()) \
-        .select("topic", "partition", "offset", "value", "index")
-    recs = records.filter(F.col("value").isNotNull()) \
-        .select("topic", "partition", "offset", "value", "index")
-    return sends.unionByName(recs)
-
-
-def offset_conflicts(ops: DataFrame, records: DataFrame) -> DataFrame:
-    """Offsets that hold two values (plain min/max per offset: cheap on big histories)."""
-    return (_claims(ops, records).groupBy("topic", "partition", "offset")
-            .agg(F.min("value").alias("lo"), F.max("value").alias("hi"))
-            .filter(F.col("lo") != F.col("hi")))
-
-
-def inconsistent_offsets(ops: DataFrame, records: DataFrame, conflicts: DataFrame) -> DataFrame:
-    """inconsistent-offset rows, with the first op that carried each of the two values.
-
-    Run only when offset_conflicts found some, so clean histories skip this pass.
-    """
-    keys = ["topic", "partition", "offset"]
-    first = (_claims(ops, records).join(F.broadcast(conflicts), keys)
-             .filter(F.col("value").isin(F.col("lo"), F.col("hi")))
-             .groupBy(*keys, "lo", "hi", "value").agg(F.min("index").alias("first"))
-             .groupBy(*keys, "lo", "hi")
-             .agg(F.min("first").alias("op_a"), F.max("first").alias("op_b")))
+def inconsistent_offsets(claims: DataFrame) -> DataFrame:
+    """One (topic, partition, offset) holding two values across acked sends and polls,
+    with the first op that carried the lowest and the highest of them."""
+    held = claims.filter(F.col("offset").isNotNull() & F.col("first_index").isNotNull())
+    by_offset = held.groupBy("topic", "partition", "offset").agg(
+        F.min("value").alias("lo"), F.max("value").alias("hi"),
+        F.min_by("first_index", "value").alias("op_lo"),
+        F.max_by("first_index", "value").alias("op_hi"))
+    bad = by_offset.filter(F.col("lo") != F.col("hi"))
     return anomaly(
-        first, "inconsistent-offset",
+        bad, "inconsistent-offset",
         offset=F.col("offset"),
-        ops=op_list("op_a", "op_b"),
+        ops=op_list("op_lo", "op_hi"),
         extra=F.to_json(F.struct(F.array("lo", "hi").alias("values"))),
         description=F.format_string("offset %s of %s holds values %s and %s", text("offset"),
                                     tp_name(), text("lo"), text("hi")))

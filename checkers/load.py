@@ -43,6 +43,8 @@ class LoadedHistory:
     ops: object  # pyspark DataFrame of valid lines
     history_lines: int
     truncated_lines: int
+    #: counts of valid lines by f, type, acks, fault, final and a send's topic/partition
+    overview: list[dict]
 
 
 def _parquet_location(history: Path) -> Path:
@@ -74,8 +76,10 @@ def _convert(spark, history: Path, parquet: Path) -> None:
            .option("mode", "PERMISSIVE")
            .option("columnNameOfCorruptRecord", "_corrupt")
            .json(str(history)))
-    bad_record = F.exists(F.coalesce("records", F.array()),
-                          lambda r: r.isNull() | (F.size(r) != 3))
+    # every record is [partition, offset, value]: flatten() is null if one is null
+    records = F.col("records")
+    bad_record = records.isNotNull() & (
+        F.coalesce(F.size(F.flatten(records)), F.lit(-1)) != F.size(records) * 3)
     bad = (F.col("_corrupt").isNotNull() | F.col("index").isNull() | F.col("time").isNull()
            | F.col("process").isNull() | F.col("f").isNull()
            | ~F.col("type").isin("invoke", "ok", "fail", "info") | F.col("type").isNull()
@@ -109,17 +113,27 @@ def load_history(spark, history: Path, config: CheckerConfig) -> LoadedHistory:
         (parquet / _MARKER).write_text(json.dumps(marker))
     table = spark.read.parquet(str(parquet))
 
-    blocks = (table.groupBy("_blk")
-              .agg(F.count(F.lit(1)).alias("n"), F.min("_row").alias("first"),
-                   F.sum(F.col("_bad").cast("long")).alias("bad"))
-              .collect())
-    total = sum(b["n"] for b in blocks)
+    # one small aggregate serves both the line bookkeeping (per input split) and
+    # the overview of ops (counts by f/type/acks, fault kinds, send partitions)
+    is_send = F.col("f") == "send"
+    rows = (table.groupBy("_blk", "_bad", "f", "type", "acks", "fault", "final",
+                          F.when(is_send, F.col("topic")).alias("topic"),
+                          F.when(is_send, F.col("partition")).alias("partition"))
+            .agg(F.count(F.lit(1)).alias("count"), F.min("_row").alias("first"))
+            .collect())
+    blocks: dict[int, dict] = {}
+    for r in rows:
+        b = blocks.setdefault(r["_blk"], {"n": 0, "first": r["first"], "bad": 0})
+        b["n"] += r["count"]
+        b["first"] = min(b["first"], r["first"])
+        b["bad"] += r["count"] if r["_bad"] else 0
+    total = sum(b["n"] for b in blocks.values())
     truncated = 0
-    if any(b["bad"] for b in blocks):
+    if any(b["bad"] for b in blocks.values()):
         before, first_row, running = {}, {}, 0
-        for b in sorted(blocks, key=lambda b: b["_blk"]):
-            before[b["_blk"]], first_row[b["_blk"]] = running, b["first"]
-            running += b["n"]
+        for blk in sorted(blocks):
+            before[blk], first_row[blk] = running, blocks[blk]["first"]
+            running += blocks[blk]["n"]
         bad_rows = (table.filter("_bad").select("_blk", "_row")
                     .orderBy("_blk", "_row").limit(2).collect())
         lines = [before[r["_blk"]] + (r["_row"] - first_row[r["_blk"]]) + 1 for r in bad_rows]
@@ -130,4 +144,5 @@ def load_history(spark, history: Path, config: CheckerConfig) -> LoadedHistory:
                 f"cut-short last line may be skipped")
         truncated = 1
     return LoadedHistory(ops=table.filter(~F.col("_bad")), history_lines=total,
-                         truncated_lines=truncated)
+                         truncated_lines=truncated,
+                         overview=[r.asDict() for r in rows if not r["_bad"]])

@@ -19,14 +19,16 @@ _SEQ = ["process", "topic", "partition"]
 
 
 def order_events(ops: DataFrame, records: DataFrame) -> DataFrame:
-    """Records and seeks with their predecessor; only the rows that break an order rule."""
-    recs = records.select(*_SEQ, "index", "pos", "offset", F.lit(1).alias("kind"))
+    """Records and seeks with their predecessor; only the rows that break an order rule
+    (or carry a garbage value: one pass over the records serves garbage-read too)."""
+    recs = records.select(*_SEQ, "index", "pos", "offset", F.lit(1).alias("kind"),
+                          F.col("value").isNull().alias("garbage"))
     seeks = (ops.filter((F.col("f") == "poll") & (F.col("type") == "invoke")
                         & F.col("seek").isNotNull())
              .select("process", "topic", "index", F.explode("seek").alias("p", "offset"))
              .select("process", "topic", F.col("p").try_cast("int").alias("partition"),
                      "index", F.lit(-1).cast("int").alias("pos"), "offset",
-                     F.lit(0).alias("kind")))
+                     F.lit(0).alias("kind"), F.lit(False).alias("garbage")))
     seq = Window.partitionBy(*_SEQ).orderBy("index", "pos")
     events = recs.unionByName(seeks).select(
         "*",
@@ -37,9 +39,10 @@ def order_events(ops: DataFrame, records: DataFrame) -> DataFrame:
     nonmono = is_record & (F.col("prev_kind") == 1) & (F.col("offset") <= F.col("prev_offset"))
     expected = F.col("prev_offset") + F.col("prev_kind")
     jump = is_record & (F.col("offset") > expected)
-    return events.filter(nonmono | jump).select(
-        *_SEQ, "index", "offset", "prev_index", "prev_offset",
-        nonmono.alias("nonmono"), jump.alias("jump"), expected.alias("expected"))
+    return events.filter(nonmono | jump | F.col("garbage")).select(
+        *_SEQ, "index", "offset", "prev_index", "prev_offset", "garbage",
+        F.coalesce(nonmono, F.lit(False)).alias("nonmono"),
+        F.coalesce(jump, F.lit(False)).alias("jump"), expected.alias("expected"))
 
 
 def nonmonotonic_polls(violations: DataFrame) -> DataFrame:
@@ -89,10 +92,10 @@ def poll_skips(violations: DataFrame, records: DataFrame) -> DataFrame:
             text("process"), text("expected"), text("offset"), tp_name(), text("next_fl")))
 
 
-def garbage_reads(records: DataFrame) -> DataFrame:
+def garbage_reads(violations: DataFrame) -> DataFrame:
     """Polled records whose value is not an int this run wrote."""
     return anomaly(
-        records.filter(F.col("value").isNull()), "garbage-read", offset=F.col("offset"),
+        violations.filter("garbage"), "garbage-read", offset=F.col("offset"),
         ops=op_list("index"),
         extra=F.to_json(F.struct("process")),
         description=F.format_string("process %s read a record at offset %s of %s whose value "

@@ -452,6 +452,8 @@ class _Simulation:
                           f'"final":true,"partitions":[{plist}],"error":"FINAL_READ_INCOMPLETE"')
                 self.account_unseen(group, pos)
                 return
+            if stop_after is not None:  # a cut read stops about half way
+                batch = max(1, min(self.spec.final_batch, stop_after - done))
             records = self.read_records(pos, batch, group)
             idx = self.index
             maxes: dict[int, int] = {}

@@ -1,0 +1,50 @@
+"""Shared pieces of the checker tests: one SparkSession per test session, and a
+helper that writes a synthetic run and checks it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from checkers.check import check_history
+from checkers.synthetic import Generated, SyntheticSpec, write_run_dir
+from harness.config import CheckerConfig
+
+#: Small shuffles: the test histories are tiny and the machine has 2 cores.
+TEST_CONFIG = CheckerConfig(shuffle_partitions=2)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from checkers.spark import get_spark
+
+    session = get_spark(TEST_CONFIG)
+    yield session
+    session.stop()
+
+
+def check_synthetic(run_dir: Path, spec: SyntheticSpec,
+                    with_test_json: bool = True) -> tuple[dict, Generated]:
+    """Write a synthetic run into run_dir, check it, return (results, what was planted)."""
+    generated = write_run_dir(run_dir, spec, with_test_json=with_test_json)
+    test = json.loads((run_dir / "test.json").read_text()) if with_test_json else None
+    return check_history(run_dir / "history.jsonl", test, TEST_CONFIG), generated
+
+
+def assert_found_exactly(results: dict, generated: Generated, name: str) -> None:
+    """The anomaly is reported with the planted count and exactly the planted op indices."""
+    expected = generated.expected[name]
+    entry = results["anomalies"].get(name)
+    assert entry is not None, f"{name} not reported; found {results['anomaly_types']}"
+    assert entry["count"] == len(expected), (name, entry["count"], expected)
+    got = sorted(tuple(e["ops"]) for e in entry["examples"])
+    assert got == sorted(e.ops for e in expected), (name, got, expected)
+    for example, planted in zip(sorted(entry["examples"], key=lambda e: e["ops"]),
+                                sorted(expected, key=lambda e: e.ops), strict=True):
+        assert example["partition"] == planted.partition
+        if planted.value is not None:
+            assert example["value"] == planted.value
+        if planted.offset is not None:
+            assert example["offset"] == planted.offset
