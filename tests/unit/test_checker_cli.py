@@ -1,0 +1,144 @@
+"""`harness check` on awkward input: exit codes, messages, results.json, and the
+history left byte-for-byte as it was."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from checker_fixtures import spark  # noqa: F401
+
+from checkers.synthetic import Injection, SyntheticSpec, write_run_dir
+from harness.cli import main
+
+pytestmark = pytest.mark.usefixtures("spark")
+
+
+def _check(target: Path) -> tuple[int, dict | None]:
+    code = main(["check", str(target)])
+    results_path = (target if target.is_dir() else target.parent) / "results.json"
+    results = json.loads(results_path.read_text()) if results_path.exists() else None
+    return code, results
+
+
+def _lines(*ops: dict) -> str:
+    return "".join(json.dumps({"index": i, "time": 1000 * (i + 1), **op}) + "\n"
+                   for i, op in enumerate(ops))
+
+
+def test_valid_and_invalid_runs_exit_0_and_1(tmp_path, capsys):
+    write_run_dir(tmp_path / "ok", SyntheticSpec(lines=600, seed=1))
+    assert _check(tmp_path / "ok")[0] == 0
+    out = capsys.readouterr().out
+    assert "results" in out and str(tmp_path / "ok" / "results.json") in out
+    write_run_dir(tmp_path / "bad", SyntheticSpec(lines=600, seed=1, injections=(
+        Injection("aborted-read", at=0.5),)))
+    code, results = _check(tmp_path / "bad" / "history.jsonl")
+    assert code == 1 and results["bad_anomaly_types"] == ["aborted-read"]
+    assert "aborted-read" in capsys.readouterr().out
+
+
+def test_cut_short_last_line_is_ignored_counted_and_unknown(tmp_path):
+    generated = write_run_dir(tmp_path, SyntheticSpec(lines=600, seed=2))
+    history = tmp_path / "history.jsonl"
+    with history.open("a") as f:
+        f.write('{"index": ' + str(generated.lines) + ', "time": 99999999, "process": 3, "ty')
+    before = history.read_bytes()
+    code, results = _check(tmp_path)
+    assert code == 2
+    assert results["valid"] == "unknown" and "cut short" in results["reason"]
+    assert results["stats"]["truncated_lines"] == 1
+    assert results["stats"]["history_lines"] == generated.lines + 1
+    assert results["anomalies"] == {}
+    assert history.read_bytes() == before  # evidence is never rewritten
+
+
+def test_malformed_line_in_the_middle_names_its_line_number(tmp_path, capsys):
+    write_run_dir(tmp_path, SyntheticSpec(lines=600, seed=3))
+    history = tmp_path / "history.jsonl"
+    lines = history.read_text().splitlines(keepends=True)
+    lines[416] = '{"index": 416, "time": oops}\n'
+    history.write_text("".join(lines))
+    assert main(["check", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "line 417" in err and "Traceback" not in err
+    assert not (tmp_path / "results.json").exists()
+
+
+def test_a_line_missing_required_fields_is_malformed(tmp_path, capsys):
+    history = tmp_path / "history.jsonl"
+    history.write_text(_lines({"process": 0, "type": "invoke", "f": "send"},
+                              {"process": 0, "f": "send"},
+                              {"process": 0, "type": "ok", "f": "send"}))
+    assert main(["check", str(history)]) == 2
+    assert "line 2" in capsys.readouterr().err
+
+
+def test_empty_history_is_unknown_with_a_reason(tmp_path):
+    (tmp_path / "history.jsonl").write_text("")
+    code, results = _check(tmp_path)
+    assert code == 2 and results["valid"] == "unknown"
+    assert "empty" in results["reason"]
+
+
+def test_missing_history_and_bad_test_json_are_clear_errors(tmp_path, capsys):
+    assert main(["check", str(tmp_path / "nowhere")]) == 2
+    assert "no history" in capsys.readouterr().err
+    write_run_dir(tmp_path, SyntheticSpec(lines=100, seed=4))
+    (tmp_path / "test.json").write_text("{not json")
+    assert main(["check", str(tmp_path)]) == 2
+    assert "test.json" in capsys.readouterr().err
+
+
+def test_hand_written_edge_cases_are_not_anomalies(tmp_path):
+    """An info send that shows up, one that never does, an acks=0 ok without an
+    offset, a poll after a backwards seek, unknown extra fields, no test.json."""
+    t = {"topic": "t", "partition": 0}
+    history = tmp_path / "history.jsonl"
+    history.write_text(_lines(
+        {"process": 0, "type": "invoke", "f": "send", **t, "acks": "all", "value": 1},
+        {"process": 0, "type": "ok", "f": "send", **t, "acks": "all", "value": 1, "offset": 0,
+         "client": {"retries": 2}},
+        {"process": 1, "type": "invoke", "f": "send", **t, "acks": "1", "value": 2},
+        {"process": 1, "type": "info", "f": "send", **t, "acks": "1", "value": 2,
+         "error": "REQUEST_TIMED_OUT"},
+        {"process": 2, "type": "invoke", "f": "send", **t, "acks": "1", "value": 3},
+        {"process": 2, "type": "info", "f": "send", **t, "acks": "1", "value": 3,
+         "error": "NOT_ENOUGH_REPLICAS_AFTER_APPEND"},
+        {"process": 4, "type": "invoke", "f": "send", **t, "acks": "0", "value": 4},
+        {"process": 4, "type": "ok", "f": "send", **t, "acks": "0", "value": 4,
+         "offset": None},
+        {"process": 5, "type": "invoke", "f": "poll", "topic": "t"},
+        {"process": 5, "type": "ok", "f": "poll", "topic": "t",
+         "records": [[0, 0, 1], [0, 1, 2], [0, 2, 4]], "high_watermark": {"0": 3}},
+        {"process": 5, "type": "invoke", "f": "poll", "topic": "t", "seek": {"0": 1}},
+        {"process": 5, "type": "ok", "f": "poll", "topic": "t", "records": [[0, 1, 2]]},
+        {"process": -2, "type": "ok", "f": "observe", **t, "leader": 1, "leader_epoch": 3,
+         "isr": [1], "elr": [2, 3], "last_known_elr": [], "high_watermark": 3},
+        {"process": -2, "type": "ok", "f": "observe", **t, "leader": 1, "leader_epoch": 3,
+         "isr": [1, 2, 3], "elr": None, "last_known_elr": None},
+        {"process": 6, "type": "invoke", "f": "poll", "topic": "t", "final": True,
+         "partitions": [0], "seek": {"0": 0}},
+        {"process": 6, "type": "ok", "f": "poll", "topic": "t", "final": True,
+         "partitions": [0], "records": [[0, 0, 1], [0, 1, 2], [0, 2, 4]]},
+        {"process": 7, "type": "invoke", "f": "send", **t, "acks": "all", "value": 5},
+    ))
+    code, results = _check(tmp_path)
+    assert results["anomalies"] == {}, results["anomalies"]
+    assert code == 0 and results["valid"] is True
+    assert results["stats"]["sends_ok"] == {"all": 1, "1": 0, "0": 1}
+    assert results["stats"]["ops"]["send"]["invoke"] == {"0": 1, "1": 2, "all": 2}
+
+
+def test_history_without_final_reads_is_unknown(tmp_path):
+    history = tmp_path / "history.jsonl"
+    history.write_text(_lines(
+        {"process": 0, "type": "invoke", "f": "send", "topic": "t", "partition": 0,
+         "acks": "all", "value": 1},
+        {"process": 0, "type": "ok", "f": "send", "topic": "t", "partition": 0,
+         "acks": "all", "value": 1, "offset": 0}))
+    code, results = _check(tmp_path)
+    assert code == 2 and results["valid"] == "unknown"
+    assert "no final reads" in results["reason"]
+    assert results["anomalies"]["unseen"]["by_acks"] == {"all": 1, "1": 0, "0": 0}
