@@ -15,11 +15,11 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from checkers.observations import per_topic
-from checkers.testinfo import TestInfo
+from checkers.testinfo import RunInfo
 
 
 def page_cache_losses(spark, ops: DataFrame, obs: DataFrame, partitions: DataFrame,
-                      info: TestInfo) -> dict[tuple[str, int], int]:
+                      info: RunInfo) -> dict[tuple[str, int], int]:
     """(topic, partition) -> most page-cache losses on its replicas in one full-ISR window."""
     faults = (ops.filter((F.col("f") == "fault") & (F.col("fault") == "page-cache-loss")
                          & F.col("type").isin("ok", "info"))

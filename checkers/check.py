@@ -68,11 +68,11 @@ def resolve_history(path: Path) -> Path:
 def check_history(history_path: Path, test: dict | None, config: CheckerConfig) -> dict:
     """Check one history (test is test.json's dict, or None for the defaults)."""
     from checkers.spark import get_spark
-    from checkers.testinfo import test_info
+    from checkers.testinfo import parse_test_info
 
     started = time.monotonic()
     history_path = resolve_history(history_path)
-    info = test_info(test, config)
+    info = parse_test_info(test, config)
     spark = get_spark(config)
     try:
         return _run_checks(spark, history_path, info, config, started)

@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from checkers.frames import anomaly, op_list, text, tp_name
-from checkers.testinfo import TestInfo
+from checkers.testinfo import RunInfo
 
 
 def observations(ops: DataFrame) -> DataFrame:
@@ -20,7 +20,7 @@ def observations(ops: DataFrame) -> DataFrame:
         "index", "topic", "partition", "leader", "isr", "elr", "last_known_elr", "hwm")
 
 
-def per_topic(info: TestInfo, pick) -> F.Column:
+def per_topic(info: RunInfo, pick) -> F.Column:
     """A per-topic setting from test.json as a column expression, the default elsewhere."""
     value = F.lit(pick(info.default_topic))
     for name, topic in info.topics.items():
@@ -42,7 +42,7 @@ def hwm_regressions(obs: DataFrame) -> DataFrame:
                                     tp_name(), text("prev_hwm"), text("hwm")))
 
 
-def elr_invariant(obs: DataFrame, info: TestInfo) -> DataFrame:
+def elr_invariant(obs: DataFrame, info: RunInfo) -> DataFrame:
     min_isr = per_topic(info, lambda t: t.min_insync_replicas)
     isr = F.coalesce(F.col("isr"), F.array().cast("array<bigint>"))
     overlap = F.arrays_overlap(F.col("elr"), isr)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from checkers.testinfo import TestInfo
+from checkers.testinfo import RunInfo
 
 ACKS = ("all", "1", "0")
 #: Anomalies that are bad whenever found (lost-write and duplicate have conditions).
@@ -47,7 +47,7 @@ def tp_key(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
 
 
-def guarantee(findings: Findings, info: TestInfo) -> dict[str, dict]:
+def guarantee(findings: Findings, info: RunInfo) -> dict[str, dict]:
     """Per partition: did it stay within KIP-966's fault budget, and what was lost."""
     lost_all = Counter()
     for (name, acks, topic, part), n in findings.counts.items():
@@ -76,7 +76,7 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def assemble(findings: Findings, info: TestInfo, checker_seconds: float) -> dict:
+def assemble(findings: Findings, info: RunInfo, checker_seconds: float) -> dict:
     """The results.json dict: verdict, reason, anomalies, stats, guarantee, test."""
     totals: Counter = Counter()
     by_acks: dict[str, Counter] = {n: Counter() for n in BY_ACKS}

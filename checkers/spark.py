@@ -73,7 +73,8 @@ def get_spark(config: CheckerConfig):
             return active
         active.stop()
     log4j = _log4j_file()
-    java_opts = f"-Dlog4j2.configurationFile=file:{log4j}"
+    extra = os.environ.get("ELR_CHECKER_JVM_OPTIONS", config.jvm_options)
+    java_opts = f"-Dlog4j2.configurationFile=file:{log4j} {extra}".strip()
     builder = (
         SparkSession.builder.master(config.spark_master)
         .appName("elr-harness-checker")
@@ -94,6 +95,11 @@ def get_spark(config: CheckerConfig):
         # fixed, size-chosen shuffle partitions (checks.py) beat re-planning each stage
         .config("spark.sql.adaptive.enabled", "false")
     )
+    extra_conf = os.environ.get("ELR_CHECKER_SPARK_CONF", "")
+    settings = list(config.spark_conf) + [tuple(kv.split("=", 1)) for kv in
+                                          extra_conf.split(",") if "=" in kv]
+    for key, value in settings:
+        builder = builder.config(key, value)
     try:
         with _stderr_to(spark_log_path()):
             spark = builder.getOrCreate()

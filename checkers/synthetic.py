@@ -85,7 +85,7 @@ class Generated:
     beyond_budget: bool = False
 
 
-def test_json(spec: SyntheticSpec) -> dict:
+def synthetic_test_json(spec: SyntheticSpec) -> dict:
     """The test.json a real run with this shape would write."""
     nodes = {f"controller-{i}": {"role": "controller", "id": 1000 + i} for i in (1, 2, 3)}
     nodes.update({f"broker-{i}": {"role": "broker", "id": i} for i in (1, 2, 3)})
@@ -103,7 +103,7 @@ def write_run_dir(run_dir: Path, spec: SyntheticSpec, with_test_json: bool = Tru
     """Write history.jsonl (and test.json) of a synthetic run into run_dir."""
     run_dir.mkdir(parents=True, exist_ok=True)
     if with_test_json:
-        (run_dir / "test.json").write_text(json.dumps(test_json(spec), indent=2))
+        (run_dir / "test.json").write_text(json.dumps(synthetic_test_json(spec), indent=2))
     return write_history(run_dir / "history.jsonl", spec)
 
 

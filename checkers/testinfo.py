@@ -26,7 +26,7 @@ class TopicInfo:
 
 
 @dataclass(frozen=True)
-class TestInfo:
+class RunInfo:
     """The parts of test.json the checks use."""
 
     topics: dict[str, TopicInfo] = field(default_factory=dict)
@@ -61,12 +61,12 @@ def read_test_json(path: Path) -> dict | None:
     return data
 
 
-def test_info(test: dict | None, config: CheckerConfig) -> TestInfo:
+def parse_test_info(test: dict | None, config: CheckerConfig) -> RunInfo:
     """Interpret a test.json dict (or None) with the contract's defaults."""
     default = TopicInfo(None, config.default_replication_factor,
                         config.default_min_insync_replicas)
     if test is None:
-        return TestInfo(default_topic=default)
+        return RunInfo(default_topic=default)
     try:
         topics = {
             str(name): TopicInfo(
@@ -79,7 +79,7 @@ def test_info(test: dict | None, config: CheckerConfig) -> TestInfo:
                     if isinstance(n, dict) and n.get("id") is not None
                     and n.get("role", "broker") == "broker"}
         seed = test.get("seed")
-        return TestInfo(
+        return RunInfo(
             topics=topics, default_topic=default,
             elr_enabled=bool(test.get("elr_enabled", True)),
             idempotent=bool(test.get("idempotent_producers", False)),

@@ -16,7 +16,7 @@ import pytest
 from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
 
 from checkers.check import check_history
-from checkers.synthetic import Injection, SyntheticSpec, test_json, write_run_dir
+from checkers.synthetic import Injection, SyntheticSpec, synthetic_test_json, write_run_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -102,7 +102,7 @@ def test_standalone_cluster_gives_the_same_results_as_local(tmp_path, standalone
     remote_results = json.loads((tmp_path / "cluster" / "results.json").read_text())
     # the same history checked by the test session's local[*] Spark
     write_run_dir(tmp_path / "local", spec)
-    local_results = check_history(tmp_path / "local" / "history.jsonl", test_json(spec),
+    local_results = check_history(tmp_path / "local" / "history.jsonl", synthetic_test_json(spec),
                                   TEST_CONFIG)
     assert _without_timing(local_results) == _without_timing(remote_results)
     assert set(local_results["anomaly_types"]) == {"lost-write", "poll-skip", "duplicate"}

@@ -1,0 +1,133 @@
+"""Benchmark of `harness check`: end to end (Spark start-up included) on
+synthetic histories of 1M and 10M lines and one with anomalies.
+
+    python benchmarks/checker.py [--sizes 1000000,10000000] [--dir DIR] [--recheck]
+
+Histories are generated once into DIR (default: the harness cache) and reused.
+Each check runs as a subprocess; its peak RSS is the sum over the process and
+all its descendants (python driver + JVM), sampled from /proc every 0.1 s.
+The Parquet cache is deleted before each first check, so the JSON parsing is
+timed; --recheck also times a second check that reuses it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from checkers.synthetic import Injection, SyntheticSpec, write_run_dir  # noqa: E402
+from harness.config import cache_dir  # noqa: E402
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _tree_rss(root: int) -> int:
+    """Resident bytes of root and all its descendants."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()
+            pid = int(entry.name)
+            children.setdefault(int(stat[1]), []).append(pid)
+            rss[pid] = int(stat[21]) * PAGE
+        except (OSError, ValueError, IndexError):
+            continue
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo.extend(children.get(pid, []))
+    return total
+
+
+def timed_check(run_dir: Path) -> dict:
+    """Run `harness check run_dir`; wall seconds, peak tree RSS, exit code."""
+    started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "check", str(run_dir)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env={**os.environ, "ELR_CHECKER_PROFILE": "1"})
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, _tree_rss(proc.pid))
+        time.sleep(0.1)
+    wall = time.monotonic() - started
+    output = proc.stdout.read().decode(errors="replace")
+    return {"wall_s": wall, "peak_rss_mb": peak / 2**20, "exit": proc.returncode,
+            "output": output}
+
+
+def ensure_history(base: Path, name: str, spec: SyntheticSpec) -> Path:
+    """Generate a run directory once (a marker records the spec it was made from)."""
+    run_dir = base / name
+    marker = run_dir / "spec.txt"
+    if not (marker.exists() and marker.read_text() == repr(spec)):
+        shutil.rmtree(run_dir, ignore_errors=True)
+        t = time.monotonic()
+        write_run_dir(run_dir, spec)
+        marker.write_text(repr(spec))
+        print(f"generated {name}: {spec.lines:,} lines in {time.monotonic() - t:.1f}s",
+              flush=True)
+    return run_dir
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000000,10000000")
+    parser.add_argument("--anomalies-size", type=int, default=1_000_000)
+    parser.add_argument("--dir", type=Path, default=cache_dir() / "checker-bench")
+    parser.add_argument("--recheck", action="store_true")
+    args = parser.parse_args()
+    args.dir.mkdir(parents=True, exist_ok=True)
+    runs = [(f"clean-{int(n):,}".replace(",", "_"), SyntheticSpec(lines=int(n), seed=1))
+            for n in args.sizes.split(",") if n]
+    names = ["lost-write", "lost-committed-read", "inconsistent-offset", "duplicate",
+             "aborted-read", "realtime-order", "nonmonotonic-poll", "poll-skip",
+             "garbage-read", "hwm-regression", "elr-invariant"]
+    runs.append((f"anomalies-{args.anomalies_size:,}".replace(",", "_"), SyntheticSpec(
+        lines=args.anomalies_size, seed=2,
+        injections=tuple(Injection(n, at=0.05 + 0.08 * i, partition=i % 3)
+                         for i, n in enumerate(names)))))
+    rows = []
+    for name, spec in runs:
+        run_dir = ensure_history(args.dir, name, spec)
+        lines = sum(1 for _ in open(run_dir / "history.jsonl", "rb"))
+        size_mb = (run_dir / "history.jsonl").stat().st_size / 2**20
+        shutil.rmtree(run_dir / "history.parquet", ignore_errors=True)
+        attempts = [("first", timed_check(run_dir))]
+        if args.recheck:
+            attempts.append(("recheck", timed_check(run_dir)))
+        for label, r in attempts:
+            results = json.loads((run_dir / "results.json").read_text())
+            row = {"history": name, "run": label, "lines": lines, "size_mb": round(size_mb),
+                   "wall_s": round(r["wall_s"], 1),
+                   "lines_per_s": round(lines / r["wall_s"]),
+                   "peak_rss_mb": round(r["peak_rss_mb"]), "exit": r["exit"],
+                   "valid": results["valid"],
+                   "anomalies": {k: v["count"] for k, v in results["anomalies"].items()}}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            phases = [ln for ln in r["output"].splitlines() if ln.startswith("[checker]")]
+            print("\n".join("    " + p for p in phases), flush=True)
+    print()
+    print(f"{'history':<22}{'run':<9}{'lines':>12}{'MB':>7}{'wall s':>8}{'lines/s':>10}"
+          f"{'peak RSS MB':>13}  verdict")
+    for r in rows:
+        print(f"{r['history']:<22}{r['run']:<9}{r['lines']:>12,}{r['size_mb']:>7}"
+              f"{r['wall_s']:>8}{r['lines_per_s']:>10,}{r['peak_rss_mb']:>13}  {r['valid']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

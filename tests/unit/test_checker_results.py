@@ -1,0 +1,96 @@
+"""The verdict rules of shared/HISTORY.md on small inputs (no Spark)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from checkers.results import Findings, PartitionFacts, assemble
+from checkers.summary import plain_summary
+from checkers.testinfo import parse_test_info
+from harness.config import CheckerConfig
+
+INFO = parse_test_info(None, CheckerConfig())
+
+
+def _findings(counts: dict, partitions: dict | None = None, **kw) -> Findings:
+    parts = partitions if partitions is not None else {
+        ("t", 0): PartitionFacts(True, 10), ("t", 1): PartitionFacts(True, 11)}
+    defaults = {"history_lines": 100, "any_final_reads": True,
+                "ops": {"send": {"ok": {"all": 10, "1": 5, "0": 4}}}}
+    defaults.update(kw)
+    return Findings(counts=Counter(counts), examples={}, partitions=parts, **defaults)
+
+
+def test_clean_is_valid():
+    results = assemble(_findings({}), INFO, 1.0)
+    assert results["valid"] is True and results["anomaly_types"] == []
+    assert results["stats"]["loss_rates"] == {"all": 0.0, "1": 0.0, "0": 0.0}
+    assert results["guarantee"]["t-0"]["within_budget"] is True
+
+
+def test_acks_all_loss_within_budget_is_bad_and_acks_1_loss_is_not():
+    results = assemble(_findings({("lost-write", "all", "t", 0): 2,
+                                  ("lost-write", "1", "t", 1): 1}), INFO, 1.0)
+    assert results["valid"] is False and results["bad_anomaly_types"] == ["lost-write"]
+    assert results["anomalies"]["lost-write"]["by_acks"] == {"all": 2, "1": 1, "0": 0}
+    assert results["stats"]["loss_rates"] == {"all": 0.2, "1": 0.2, "0": 0.0}
+    assert results["guarantee"]["t-0"]["acks_all_lost"] == 2
+
+
+def test_acks_all_loss_beyond_budget_is_expected():
+    parts = {("t", 0): PartitionFacts(True, 10, page_cache_losses=2),
+             ("t", 1): PartitionFacts(True, 11, page_cache_losses=1)}
+    results = assemble(_findings({("lost-write", "all", "t", 0): 3}, parts), INFO, 1.0)
+    assert results["valid"] is True and results["bad_anomaly_types"] == []
+    assert results["guarantee"]["t-0"]["within_budget"] is False
+    assert results["guarantee"]["t-1"]["within_budget"] is True
+    # the same loss on the partition still within its budget is a violation
+    results = assemble(_findings({("lost-write", "all", "t", 1): 1}, parts), INFO, 1.0)
+    assert results["valid"] is False
+
+
+def test_duplicates_are_bad_only_with_idempotent_producers():
+    counts = {("duplicate", "1", "t", 0): 1}
+    assert assemble(_findings(counts), INFO, 1.0)["valid"] is True
+    idempotent = parse_test_info({"idempotent_producers": True}, CheckerConfig())
+    results = assemble(_findings(counts), idempotent, 1.0)
+    assert results["valid"] is False and results["bad_anomaly_types"] == ["duplicate"]
+
+
+def test_unknown_cases():
+    incomplete = {("t", 0): PartitionFacts(False, None), ("t", 1): PartitionFacts(True, 3)}
+    results = assemble(_findings({("unseen", "all", "t", 0): 4}, incomplete), INFO, 1.0)
+    assert results["valid"] == "unknown" and results["bad_anomaly_types"] == []
+    assert results["stats"]["incomplete_partitions"] == ["t-0"]
+    assert "unseen" not in results["bad_anomaly_types"]
+    assert assemble(_findings({}, truncated_lines=1), INFO, 1.0)["valid"] == "unknown"
+    assert assemble(_findings({}, any_final_reads=False), INFO, 1.0)["valid"] == "unknown"
+    empty = assemble(_findings({}, {}, history_lines=0), INFO, 1.0)
+    assert empty["valid"] == "unknown" and "empty" in empty["reason"]
+
+
+def test_bad_beats_unknown():
+    incomplete = {("t", 0): PartitionFacts(False, None)}
+    results = assemble(_findings({("garbage-read", None, "t", 0): 1}, incomplete,
+                                 truncated_lines=1), INFO, 1.0)
+    assert results["valid"] is False and results["bad_anomaly_types"] == ["garbage-read"]
+
+
+def test_test_json_sets_budget_and_broker_ids():
+    info = parse_test_info({"topics": {"t": {"partitions": 2, "replication_factor": 5,
+                                       "min_insync_replicas": 3}},
+                      "nodes": {"broker-a": {"role": "broker", "id": 7},
+                                "controller-1": {"role": "controller", "id": 1001}},
+                      "seed": 9, "kafka_version": "4.1.1", "elr_enabled": False}, CheckerConfig())
+    assert info.broker_id("broker-a") == 7 and info.broker_id("broker-2") == 2
+    assert info.broker_id("controller-1") is None
+    results = assemble(_findings({}), info, 1.0)
+    assert results["guarantee"]["t-0"]["budget"] == 2
+    assert results["test"] == {"elr_enabled": False, "kafka_version": "4.1.1", "seed": 9}
+
+
+def test_plain_summary_names_verdict_anomalies_and_results_path(tmp_path):
+    results = assemble(_findings({("poll-skip", None, "t", 1): 2}), INFO, 1.0)
+    text = plain_summary(results, tmp_path / "results.json")
+    assert "INVALID" in text and "poll-skip" in text and "2 (bad)" in text
+    assert str(tmp_path / "results.json") in text
