@@ -230,6 +230,11 @@ class CheckerConfig:
     #: Defaults for a history without test.json (HISTORY.md, check docs).
     default_replication_factor: int = 3
     default_min_insync_replicas: int = 2
+    #: Extra JVM options of the driver (and executors); the checker is a short
+    #: batch job, so a throughput collector without G1's concurrent work.
+    jvm_options: str = "-XX:+UseParallelGC -XX:TieredStopAtLevel=1"
+    #: Further Spark settings, as (key, value) pairs, applied last.
+    spark_conf: tuple[tuple[str, str], ...] = ()
 
 
 # --------------------------------------------------------------------------
