@@ -94,6 +94,11 @@ def get_spark(config: CheckerConfig):
         .config("spark.sql.autoBroadcastJoinThreshold", str(32 * 1024 * 1024))
         # fixed, size-chosen shuffle partitions (checks.py) beat re-planning each stage
         .config("spark.sql.adaptive.enabled", "false")
+        # the per-partition windows hold a whole topic-partition: keep it in memory
+        # longer before the disk-backed buffer takes over
+        .config("spark.sql.windowExec.buffer.in.memory.threshold", str(1 << 20))
+        # lz4 writes the Parquet cache with less CPU than snappy
+        .config("spark.sql.parquet.compression.codec", "lz4")
     )
     extra_conf = os.environ.get("ELR_CHECKER_SPARK_CONF", "")
     settings = list(config.spark_conf) + [tuple(kv.split("=", 1)) for kv in

@@ -28,11 +28,11 @@ def _lines(*ops: dict) -> str:
 
 
 def test_valid_and_invalid_runs_exit_0_and_1(tmp_path, capsys):
-    write_run_dir(tmp_path / "ok", SyntheticSpec(lines=600, seed=1))
+    write_run_dir(tmp_path / "ok", SyntheticSpec(lines=400, seed=1))
     assert _check(tmp_path / "ok")[0] == 0
     out = capsys.readouterr().out
     assert "results" in out and str(tmp_path / "ok" / "results.json") in out
-    write_run_dir(tmp_path / "bad", SyntheticSpec(lines=600, seed=1, injections=(
+    write_run_dir(tmp_path / "bad", SyntheticSpec(lines=400, seed=1, injections=(
         Injection("aborted-read", at=0.5),)))
     code, results = _check(tmp_path / "bad" / "history.jsonl")
     assert code == 1 and results["bad_anomaly_types"] == ["aborted-read"]
@@ -40,7 +40,7 @@ def test_valid_and_invalid_runs_exit_0_and_1(tmp_path, capsys):
 
 
 def test_cut_short_last_line_is_ignored_counted_and_unknown(tmp_path):
-    generated = write_run_dir(tmp_path, SyntheticSpec(lines=600, seed=2))
+    generated = write_run_dir(tmp_path, SyntheticSpec(lines=400, seed=2))
     history = tmp_path / "history.jsonl"
     with history.open("a") as f:
         f.write('{"index": ' + str(generated.lines) + ', "time": 99999999, "process": 3, "ty')
@@ -55,14 +55,15 @@ def test_cut_short_last_line_is_ignored_counted_and_unknown(tmp_path):
 
 
 def test_malformed_line_in_the_middle_names_its_line_number(tmp_path, capsys):
-    write_run_dir(tmp_path, SyntheticSpec(lines=600, seed=3))
+    write_run_dir(tmp_path, SyntheticSpec(lines=400, seed=3))
     history = tmp_path / "history.jsonl"
     lines = history.read_text().splitlines(keepends=True)
-    lines[416] = '{"index": 416, "time": oops}\n'
+    middle = len(lines) // 2
+    lines[middle] = '{"index": ' + str(middle) + ', "time": oops}\n'
     history.write_text("".join(lines))
     assert main(["check", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "line 417" in err and "Traceback" not in err
+    assert f"line {middle + 1} " in err and "Traceback" not in err
     assert not (tmp_path / "results.json").exists()
 
 

@@ -28,7 +28,7 @@ SLOW = settings(max_examples=3, deadline=None,
        info_rate=st.sampled_from([0.03, 0.3]), fail_rate=st.sampled_from([0.02, 0.2]))
 def test_clean_histories_have_no_anomaly(seed, partitions, producers, consumers,
                                          info_rate, fail_rate):
-    spec = SyntheticSpec(lines=1200, seed=seed, partitions=partitions, producers=producers,
+    spec = SyntheticSpec(lines=700, seed=seed, partitions=partitions, producers=producers,
                          consumers=consumers, info_rate=info_rate, fail_rate=fail_rate,
                          retry_rate=0.3, seek_rate=0.1)
     with tempfile.TemporaryDirectory() as tmp:
@@ -41,11 +41,11 @@ def test_clean_histories_have_no_anomaly(seed, partitions, producers, consumers,
     assert all(g["within_budget"] for g in results["guarantee"].values())
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=4, deadline=None)
 @given(name=st.sampled_from(BAD_WHEN_FOUND + ["lost-write", "duplicate"]),
        partition=st.integers(0, 2), at=st.floats(0.2, 0.8), seed=st.integers(0, 1000))
 def test_one_planted_anomaly_is_found_exactly(name, partition, at, seed):
-    spec = SyntheticSpec(lines=1200, seed=seed,
+    spec = SyntheticSpec(lines=700, seed=seed,
                          injections=(Injection(name, at=at, partition=partition),))
     with tempfile.TemporaryDirectory() as tmp:
         results, generated = check_synthetic(Path(tmp), spec)
