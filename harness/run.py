@@ -86,6 +86,12 @@ class Phases:
 def run_test(spec: RunSpec) -> int:
     """Run one test end to end; returns the exit code of its verdict."""
     plan = validate(spec)
+    # A Kafka version that does not resolve is bad input: refuse it before a run
+    # directory exists (the jars are cached, so up() finds them again at once).
+    from cluster.distribution import resolve_distribution
+
+    resolve_distribution(spec.cluster.kafka_version, spec.cluster.kafka_dist,
+                         lambda m: console.print(f"[dim]·[/dim] {m}"))
     from nemesis.pagecache import PageCacheLayer
     from workloads.recorder import HistoryRecorder
 

@@ -1,0 +1,45 @@
+"""Bad input gets one clear message and exit 2, and starts nothing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def _harness(*args: str, store: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args],
+                          capture_output=True, text=True, timeout=300, cwd=store,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "--nemesis", "bogus"], "unknown nemesis 'bogus'; valid: none, unclean-last-replica"),
+    (["run", "--acks", "all,2"], "unknown acks level '2'"),
+    (["run", "--producers", "0"], "--producers must be at least 1"),
+    (["run", "--replication-factor", "4"], "replication factor 4 is more than the 3 brokers"),
+    (["run", "--min-insync-replicas", "4"], "min.insync.replicas 4 must be between 1"),
+    (["run", "--controllers", "0"], "at least 1 controller"),
+    (["run", "--nemesis", "unclean-last-replica", "--brokers", "2",
+      "--replication-factor", "2"], "needs 3 brokers and replication factor 3"),
+    (["run", "--kafka-version", "9.9.9"], "Kafka 9.9.9 does not resolve from Maven Central"),
+    (["run", "--kafka-version", "3.9.0"], "Kafka 3.9.0 is not supported"),
+    (["cluster", "up", "--topic", "t", "--replication-factor", "5"], "more than the 3 brokers"),
+])
+def test_bad_input_is_refused_before_anything_starts(tmp_path, args, message):
+    proc = _harness(*args, store=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in " ".join(proc.stderr.split()), proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "store").exists(), "no run directory for refused input"
+
+
+def test_no_docker_engine_says_how_to_start_one(tmp_path):
+    proc = _harness("cluster", "status", store=tmp_path,
+                    env={"DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"})
+    assert proc.returncode == 2
+    assert "no Docker engine answers" in proc.stderr and "scripts/setup.sh" in proc.stderr
+    assert "Traceback" not in proc.stderr
