@@ -288,7 +288,7 @@ def check_path(path: Path, config: CheckerConfig) -> int:
         results = check_history(history, test, config)
     finally:
         if not was_running:  # a session someone else started stays theirs
-            _stop_spark()
+            stop_spark()
     target = write_results(results, history.parent)
     print_results_summary(results, target)
     return exit_code(results)
@@ -302,7 +302,7 @@ def _spark_running() -> bool:
     return SparkSession.getActiveSession() is not None
 
 
-def _stop_spark() -> None:
+def stop_spark() -> None:
     try:
         from pyspark.sql import SparkSession
     except ImportError:  # pragma: no cover

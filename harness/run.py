@@ -321,7 +321,7 @@ def _collect(cluster: Cluster, run_dir: Path, outcome: dict[str, Any]) -> None:
 def check_and_report(run_dir: Path, test: dict[str, Any], run: RunConfig,
                      checker: CheckerConfig | None = None) -> int:
     """Spark checker -> results.json, then report.html, then the terminal summary."""
-    from checkers.check import _stop_spark, check_history, exit_code, write_results
+    from checkers.check import check_history, exit_code, stop_spark, write_results
     from reports.build import build_report
     from reports.summary import print_summary
 
@@ -329,7 +329,7 @@ def check_and_report(run_dir: Path, test: dict[str, Any], run: RunConfig,
     try:
         results = check_history(run_dir / "history.jsonl", test, checker or CheckerConfig())
     finally:
-        _stop_spark()
+        stop_spark()
     write_results(results, run_dir)
     report = build_report(run_dir, ReportConfig())
     print_summary(results, report)

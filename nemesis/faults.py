@@ -36,7 +36,6 @@ class FaultInjector:
         self.recorder = recorder
         self.page_cache = page_cache
         self._lock = threading.Lock()
-        self.partitioned = False
         #: The grudge in force (node -> peers it cannot hear), empty when healed.
         self.grudge: dict[str, list[str]] = {}
         self.down: set[str] = set()
@@ -91,7 +90,6 @@ class FaultInjector:
                     raise HarnessError(f"iptables on {name} failed: {result.output[-300:]}")
                 self.grudge.setdefault(name, [])
                 self.grudge[name] = sorted(set(self.grudge[name]) | set(peers))
-            self.partitioned = True
 
         return self._fault("partition", nodes, detail, apply)
 
@@ -105,7 +103,6 @@ class FaultInjector:
                                                timeout_s=30)
                 if not result.ok:
                     raise HarnessError(f"iptables -F on {name} failed: {result.output[-300:]}")
-            self.partitioned = False
             self.grudge = {}
 
         return self._fault("heal", names, {"step": step} if step else None, apply)
@@ -138,17 +135,23 @@ class FaultInjector:
         node = self._node(name)
 
         def apply() -> dict[str, Any]:
-            if name in self.paused:
-                node.signal_kafka("CONT")
-                self.paused.discard(name)
-            pid = node.kafka_pid()
-            node.signal_kafka(signal_name)
-            if not node.wait_kafka_gone(60 if signal_name == "TERM" else 15):
-                raise HarnessError(f"Kafka on {name} still runs after SIG{signal_name}")
-            self.down.add(name)
-            return {"pid": pid}
+            return {"pid": self._take_down(node, signal_name)}
 
         return self._fault(kind, [name], {"step": step} if step else None, apply)
+
+    def _take_down(self, node: DockerNode, signal_name: str) -> int | None:
+        """Signal Kafka (a paused one is thawed first, or it could not act on TERM)
+        and wait until it is gone; returns the pid it had."""
+        name = node.spec.name
+        if name in self.paused:
+            node.signal_kafka("CONT")
+            self.paused.discard(name)
+        pid = node.kafka_pid()
+        node.signal_kafka(signal_name)
+        if not node.wait_kafka_gone(60 if signal_name == "TERM" else 15):
+            raise HarnessError(f"Kafka on {name} still runs after SIG{signal_name}")
+        self.down.add(name)
+        return pid
 
     def start(self, name: str, step: str | None = None) -> dict[str, Any]:
         node = self._node(name)
@@ -193,13 +196,7 @@ class FaultInjector:
         layer = self.page_cache
 
         def apply() -> dict[str, Any]:
-            if name in self.paused:
-                node.signal_kafka("CONT")
-                self.paused.discard(name)
-            node.signal_kafka("KILL")
-            if not node.wait_kafka_gone(15):
-                raise HarnessError(f"Kafka on {name} survived SIGKILL")
-            self.down.add(name)
+            self._take_down(node, "KILL")
             report = layer.power_loss(node)
             return {"bytes_dropped": report.get("bytes_dropped", {}),
                     "total_bytes_dropped": report.get("total_bytes", 0)}

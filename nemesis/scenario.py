@@ -54,6 +54,14 @@ class StepOutcome:
     observed: dict[str, Any]
 
 
+def _summary(state: ObservedPartition | None) -> dict[str, Any]:
+    """What a step records of the partition it waited on."""
+    if state is None:
+        return {}
+    return {"leader": state.leader, "isr": list(state.isr),
+            "elr": None if state.elr is None else list(state.elr)}
+
+
 class UncleanLastReplica:
     """Runs T0..T4 on one partition; every other partition goes along."""
 
@@ -90,12 +98,14 @@ class UncleanLastReplica:
 
         sample = self.observer.wait_for(check, timeout_s or self.timings.step_timeout_s)
         state = self._state(sample if sample is not None else self.observer.latest())
-        observed = {} if state is None else {
-            "leader": state.leader, "isr": list(state.isr),
-            "elr": None if state.elr is None else list(state.elr)}
-        outcome = StepOutcome(step, sample is not None, observed)
+        return self._finish(step, sample is not None, _summary(state))
+
+    def _finish(self, step: str, reached: bool, observed: dict[str, Any],
+                note: str = "") -> StepOutcome:
+        """Keep and show how a step's wait ended."""
+        outcome = StepOutcome(step, reached, observed)
         self.outcomes.append(outcome)
-        self.log(f"{step}: {'reached' if outcome.reached else 'TIMED OUT'} {observed}")
+        self.log(f"{step}: {'reached' if reached else 'TIMED OUT'}{note} {observed}")
         return outcome
 
     def _broker_name(self, broker_id: int) -> str:
@@ -152,7 +162,7 @@ class UncleanLastReplica:
         Each reading is recorded as an `observe` line with source "controller".
         """
         cluster = self.injector.cluster
-        waited, state = 0.0, None
+        state = None
         started = time.monotonic()
         while time.monotonic() - started < self.timings.step_timeout_s:
             if self.stop_event.is_set():
@@ -169,17 +179,11 @@ class UncleanLastReplica:
             if state is not None and predicate(state):
                 break
             self._sleep(1.0)
-        waited = time.monotonic() - started
-        reached = state is not None and predicate(state)
-        observed = {} if state is None else {
-            "leader": state.leader, "isr": list(state.isr),
-            "elr": None if state.elr is None else list(state.elr),
-            "last_known_elr": list(state.last_known_elr or []), "source": "controller"}
-        outcome = StepOutcome(step, reached, observed)
-        self.outcomes.append(outcome)
-        self.log(f"{step}: {'reached' if reached else 'TIMED OUT'} after {waited:.0f} s "
-                 f"{observed}")
-        return outcome
+        observed = _summary(state)
+        if state is not None:
+            observed.update(last_known_elr=list(state.last_known_elr or []), source="controller")
+        return self._finish(step, state is not None and predicate(state), observed,
+                            f" after {time.monotonic() - started:.0f} s")
 
     def _wait_unfenced(self, step: str, broker_ids: list[int]) -> StepOutcome:
         """Healed brokers are back when the controller reports them registered."""
@@ -199,7 +203,4 @@ class UncleanLastReplica:
             if set(broker_ids) <= seen:
                 break
             self._sleep(0.5)
-        outcome = StepOutcome(step, set(broker_ids) <= seen, {"unfenced": sorted(seen)})
-        self.outcomes.append(outcome)
-        self.log(f"{step}: {'reached' if outcome.reached else 'TIMED OUT'} {outcome.observed}")
-        return outcome
+        return self._finish(step, set(broker_ids) <= seen, {"unfenced": sorted(seen)})
