@@ -146,19 +146,25 @@ class Cluster:
                 pass
         for network in self.client.networks.list(
                 filters={"label": [f"{LABEL}.cluster={self.config.name}"]}):
-            try:
-                network.remove()
-            except docker.errors.APIError:
-                pass
+            _remove_network(network)
         self.nodes.clear()
         if not quiet:
             self.log(f"removed {removed} containers of cluster '{self.config.name}'")
         return removed
 
     def sweep_leftovers(self) -> None:
-        """A crashed run may have left containers behind: remove them first."""
+        """A crashed run may have left containers behind: remove them first, and
+        any harness network without containers on this cluster's subnet (one left
+        by a cluster of another name would make this one's network overlap)."""
         if self.down(quiet=True):
             self.log("removed leftovers of an earlier run")
+        for network in self.client.networks.list(filters={"label": [LABEL]}):
+            network.reload()
+            pools = network.attrs.get("IPAM", {}).get("Config") or []
+            if (any(p.get("Subnet") == self.config.subnet for p in pools)
+                    and not network.attrs.get("Containers")):
+                _remove_network(network)
+                self.log(f"removed leftover network {network.name}")
 
     def _create_network(self) -> None:
         ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(
@@ -402,6 +408,21 @@ class Cluster:
                     (target / name).write_bytes(node.read_file(path))
                 except (FileNotFoundError, HarnessError, docker.errors.APIError):
                     continue
+
+
+def _remove_network(network, attempts: int = 10) -> None:
+    """Remove a network; its endpoints can take a moment to go after a forced
+    container removal, so it is retried (bounded) rather than left behind."""
+    for attempt in range(attempts):
+        try:
+            network.remove()
+            return
+        except docker.errors.NotFound:
+            return
+        except docker.errors.APIError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.5)
 
 
 def _kafka_uuid() -> str:

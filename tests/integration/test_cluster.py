@@ -149,3 +149,26 @@ def test_node_operations(docker_client):
         cluster.wait_ready(60)
     finally:
         cluster.down()
+
+
+def test_leftover_network_of_another_cluster_on_the_subnet_is_swept(docker_client):
+    """A crashed run's network (any cluster name) must not block the next `up`."""
+    import docker
+
+    subnet = "10.213.82.0/24"
+    ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(subnet=subnet)])
+    docker_client.networks.create("elr-harness-it-stale", driver="bridge", ipam=ipam,
+                                          labels={"elr-harness": "1",
+                                                  "elr-harness.cluster": "it-stale"})
+    cluster = Cluster(ClusterConfig(name="it-sweep", subnet=subnet), client=docker_client)
+    try:
+        cluster.sweep_leftovers()
+        assert not docker_client.networks.list(names=["elr-harness-it-stale"])
+        cluster._create_network()  # the subnet is free again
+        assert cluster.down(quiet=True) == 0
+        assert not docker_client.networks.list(
+            filters={"label": ["elr-harness.cluster=it-sweep"]}), "down removes the network"
+    finally:
+        for name in ("elr-harness-it-stale", "elr-harness-it-sweep"):
+            for network in docker_client.networks.list(names=[name]):
+                network.remove()
