@@ -44,6 +44,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--concurrency", type=int, default=w.processes_per_client,
                    help="logical processes one producer client serves")
     g.add_argument("--idempotent", action="store_true", help="idempotent producers")
+    g.add_argument("--client-debug", default=w.client_debug, metavar="CONTEXTS",
+                   help="librdkafka debug contexts for the clients, e.g. msg,protocol "
+                        "(logged to the run's harness.log)")
     add_cluster_flags(p)
     add_topic_flags(p, topic_default="elr-test")
     p.set_defaults(func=_cmd_run)
@@ -66,7 +69,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         WorkloadConfig(), producers=args.producers,
         acks=tuple(a.strip() for a in args.acks.split(",") if a.strip()),
         consumers=args.consumers, rate=args.rate, processes_per_client=args.concurrency,
-        idempotent=args.idempotent, time_limit_s=time_limit, seed=args.seed)
+        idempotent=args.idempotent, client_debug=args.client_debug, time_limit_s=time_limit,
+        seed=args.seed)
     topic = topic_config(args)
     assert topic is not None
     spec = RunSpec(cluster=cluster_config(args), topics=[topic], workload=workload, run=run,

@@ -145,6 +145,9 @@ class WorkloadConfig:
     time_limit_s: float = 60.0
     #: Idempotent producers (enable.idempotence); needs acks "all" only.
     idempotent: bool = False
+    #: librdkafka debug contexts for every client (e.g. "msg,protocol"), logged to
+    #: the run's harness.log: the client's side of an anomaly's evidence.
+    client_debug: str = ""
     #: How a send picks its partition: "round-robin" or "random" (seeded).
     partition_choice: str = "round-robin"
     seed: int = 0

@@ -34,13 +34,21 @@ def producer_conf(bootstrap: Sequence[str], acks: str, config: WorkloadConfig) -
     if not config.idempotent:
         # One send = one attempt: its final error then says what happened to it.
         conf["retries"] = 0
+    return _with_debug(conf, config)
+
+
+def _with_debug(conf: dict[str, Any], config: WorkloadConfig) -> dict[str, Any]:
+    """librdkafka's debug contexts, when asked for, at DEBUG level in the run's log."""
+    if config.client_debug:
+        conf["debug"] = config.client_debug
+        CLIENT_LOGGER.setLevel(logging.DEBUG)
     return conf
 
 
 def consumer_conf(bootstrap: Sequence[str], config: WorkloadConfig,
                   client_name: str) -> dict[str, Any]:
     """One consumer client: manual assignment, no commits, no silent jumps."""
-    return {
+    return _with_debug({
         "bootstrap.servers": ",".join(bootstrap),
         # librdkafka's consumer wants a group id; with assign() it never joins it.
         "group.id": f"elr-harness-{os.getpid()}-{client_name}",
@@ -56,4 +64,4 @@ def consumer_conf(bootstrap: Sequence[str], config: WorkloadConfig,
         "socket.timeout.ms": config.socket_timeout_ms,
         "topic.metadata.refresh.interval.ms": config.metadata_refresh_interval_ms,
         "logger": CLIENT_LOGGER,
-    }
+    }, config)

@@ -75,9 +75,12 @@ def test_unclean_last_replica(tmp_path, elr):
     proc = _harness("run", "--nemesis", "unclean-last-replica", "--elr", elr, "--seed", "1",
                     "--name", f"it-ulr-{elr}", store=tmp_path)
     run_dir = (tmp_path / "latest").resolve()
+    test = json.loads((run_dir / "test.json").read_text())
+    assert (run_dir / "results.json").exists(), (
+        f"no verdict; error: {test.get('error')}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     results = json.loads((run_dir / "results.json").read_text())
     lost = results["anomalies"].get("lost-write", {}).get("by_acks", {}).get("all", 0)
-    steps = json.loads((run_dir / "test.json").read_text())["nemesis_result"]["steps"]
+    steps = test["nemesis_result"]["steps"]
     assert [s["step"] for s in steps] == ["setup", "T0", "T1", "T2", "T3", "T4"]
     assert all(s["reached"] for s in steps), steps
     history = _history(run_dir)
