@@ -9,7 +9,9 @@ NOT_ENOUGH_REPLICAS_AFTER_APPEND) may have appended. This holds for one
 attempt per send, so non-idempotent producers run with retries=0 (librdkafka
 still re-sends after refusals it marks not persisted, such as
 NOT_LEADER_FOR_PARTITION, without counting a retry: no earlier attempt of such
-a send can have been appended). Idempotent producers retry internally, so any
+a send can have been appended; the one exception, a request on the wire when
+librdkafka drops its broker handle, is caught by client_conf.ResendWatch and
+such sends are `info` whatever their report says). Idempotent producers retry internally, so any
 error they end with may follow an appended attempt: always `info`. Anything
 not in the definite list is `info`: when in doubt, the history says unknown.
 """

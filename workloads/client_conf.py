@@ -18,7 +18,43 @@ from harness.config import WorkloadConfig
 CLIENT_LOGGER = logging.getLogger("workloads.librdkafka")
 
 
-def producer_conf(bootstrap: Sequence[str], acks: str, config: WorkloadConfig) -> dict[str, Any]:
+#: librdkafka debug context a producer always runs with: its "broker" lines
+#: (REQERR) are how ResendWatch learns that the client may re-send a request.
+PRODUCER_DEBUG = "broker"
+
+
+class ResendWatch:
+    """A producer's librdkafka log sink that spots silent re-sends.
+
+    librdkafka (seen with 2.16.0) fails a produce request that is already on
+    the wire with a *local* error it marks "not persisted" when it drops that
+    broker's handle, e.g. after a metadata response stops listing a fenced
+    broker ("Broker handle destroyed without termination"). It then puts the
+    messages back in the queue and sends them again to the new leader, without
+    counting a retry, so even with retries=0 a message goes out twice: the
+    first copy may already sit in the old leader's log, and the delivery
+    report only tells how the second attempt ended. Every send this client has
+    open when such a line is served must therefore be recorded as `info`.
+    Log lines are served by poll() in order with delivery reports, so the
+    sends open at that moment include every one the dropped request carried.
+    """
+
+    #: A REQERR line of librdkafka's "broker" debug context for such a request.
+    _MARKERS = ("ProduceRequest failed: Local:", "MsgNotPersisted")
+
+    def __init__(self, on_resend) -> None:
+        self._on_resend = on_resend
+
+    def log(self, level: int, msg: str, *args: Any) -> None:
+        """confluent-kafka's logger interface: logger.log(level, fmt, *args)."""
+        text = msg % args if args else msg
+        if all(marker in text for marker in self._MARKERS):
+            self._on_resend(text)
+        CLIENT_LOGGER.log(level, "%s", text)
+
+
+def producer_conf(bootstrap: Sequence[str], acks: str, config: WorkloadConfig,
+                  watch: ResendWatch | None = None) -> dict[str, Any]:
     """One producer client: one attempt per send unless idempotent."""
     conf: dict[str, Any] = {
         "bootstrap.servers": ",".join(bootstrap),
@@ -34,13 +70,20 @@ def producer_conf(bootstrap: Sequence[str], acks: str, config: WorkloadConfig) -
     if not config.idempotent:
         # One send = one attempt: its final error then says what happened to it.
         conf["retries"] = 0
+    if watch is not None:
+        conf["logger"] = watch
+        return _with_debug(conf, config, always=PRODUCER_DEBUG)
     return _with_debug(conf, config)
 
 
-def _with_debug(conf: dict[str, Any], config: WorkloadConfig) -> dict[str, Any]:
-    """librdkafka's debug contexts, when asked for, at DEBUG level in the run's log."""
+def _with_debug(conf: dict[str, Any], config: WorkloadConfig,
+                always: str = "") -> dict[str, Any]:
+    """librdkafka's debug contexts: those a client needs, plus the user's, which are
+    then logged at DEBUG level to the run's log."""
+    contexts = [c for c in f"{always},{config.client_debug}".split(",") if c.strip()]
+    if contexts:
+        conf["debug"] = ",".join(dict.fromkeys(c.strip() for c in contexts))
     if config.client_debug:
-        conf["debug"] = config.client_debug
         CLIENT_LOGGER.setLevel(logging.DEBUG)
     return conf
 

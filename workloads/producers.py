@@ -28,7 +28,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from harness.config import WorkloadConfig
 from harness.errors import HistoryError
 from workloads.classify import classify_send_error, error_name
-from workloads.client_conf import producer_conf
+from workloads.client_conf import ResendWatch, producer_conf
 from workloads.client_thread import ClientThread
 from workloads.recorder import HistoryRecorder
 from workloads.stats import StatsCollector
@@ -38,6 +38,10 @@ log = logging.getLogger(__name__)
 #: Error recorded for a send whose delivery report had not come when the stop
 #: deadline passed: it may still land, so it is `info`.
 STOPPED_IN_FLIGHT = "STOPPED_IN_FLIGHT"
+
+#: Error recorded for a send librdkafka may have transmitted twice (see
+#: client_conf.ResendWatch); `last_attempt` says how its last attempt ended.
+CLIENT_RESENT = "CLIENT_RESENT"
 
 #: Longest a worker blocks in poll() before it looks at the clock again.
 _MAX_POLL_S = 0.1
@@ -94,6 +98,8 @@ class PendingSend:
     partition: int
     value: int
     done: bool = False
+    #: librdkafka may have sent it twice: its delivery report covers one attempt.
+    resent: bool = False
 
 
 @dataclass(eq=False, slots=True)
@@ -119,7 +125,7 @@ class ProducerClient(ClientThread):
         super().__init__(f"producer-{name}")
         self.acks = acks
         self._config = config
-        self._conf = producer_conf(bootstrap, acks, config)
+        self._conf = producer_conf(bootstrap, acks, config, ResendWatch(self._resending))
         self._conf["error_cb"] = self._client_error
         self._factory = producer_factory
         self._chooser = chooser
@@ -209,17 +215,28 @@ class ProducerClient(ClientThread):
             return
         if err is None:
             offset = None if self.acks == "0" else msg.offset()
-            self._complete(slot, op, "ok", offset=offset if offset is None or offset >= 0
-                           else None)
+            offset = offset if offset is None or offset >= 0 else None
+            if op.resent:
+                self._complete(slot, op, "info", error=CLIENT_RESENT,
+                               last_attempt={"type": "ok", "offset": offset})
+            else:
+                self._complete(slot, op, "ok", offset=offset)
             return
         name = err.name()
+        if op.resent:
+            self._complete(slot, op, "info", error=CLIENT_RESENT,
+                           last_attempt={"type": "error", "error": name})
+            if err.fatal():
+                self._fatal = name
+            return
         self._complete(slot, op, classify_send_error(name, idempotent=self._idempotent),
                        error=name)
         if err.fatal():
             self._fatal = name
 
     def _complete(self, slot: SendSlot, op: PendingSend, op_type: str, *,
-                  offset: int | None = None, error: str | None = None) -> None:
+                  offset: int | None = None, error: str | None = None,
+                  last_attempt: dict[str, Any] | None = None) -> None:
         op.done = True
         fields: dict[str, Any] = {"process": op.process, "type": op_type, "f": "send",
                                   "topic": op.topic, "partition": op.partition,
@@ -228,6 +245,8 @@ class ProducerClient(ClientThread):
             fields["offset"] = offset
         else:
             fields["error"] = error
+        if last_attempt is not None:
+            fields["last_attempt"] = last_attempt
         self._recorder.record(**fields)
         self._stats.completed("send", op_type, op.process, acks=self.acks, error=error)
         if slot.pending is op:
@@ -243,6 +262,14 @@ class ProducerClient(ClientThread):
                 self._complete(slot, op, "info", error=error)
 
     # -- the librdkafka client -------------------------------------------------
+
+    def _resending(self, line: str) -> None:
+        """librdkafka will re-send requests it had on the wire (ResendWatch): every
+        open send may now be appended twice, and its report covers one attempt."""
+        log.info("%s: librdkafka re-sends in-flight sends: %s", self.name, line)
+        for slot in self.slots:
+            if slot.pending is not None and not slot.pending.done:
+                slot.pending.resent = True
 
     def _client_error(self, err: KafkaError) -> None:
         self._stats.client_error("send", -1, err.name())

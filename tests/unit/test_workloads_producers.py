@@ -21,6 +21,7 @@ from confluent_kafka import Consumer, KafkaError, Producer
 from harness.config import WorkloadConfig
 from workloads.client_conf import consumer_conf, producer_conf
 from workloads.producers import (
+    CLIENT_RESENT,
     STOPPED_IN_FLIGHT,
     PartitionChooser,
     ProducerClient,
@@ -68,6 +69,12 @@ class ScriptedProducer:
             return 0
         on_delivery, outcome, value = self._reports.pop(0)
         self.in_flight_values.discard(value)
+        if outcome.startswith("resent:"):
+            # librdkafka's own words when it drops a broker handle mid-request
+            self.conf["logger"].log(7, "%s", "REQERR [rdkafka#producer-1] [thrd:b/1]: b/1: "
+                                    "ProduceRequest failed: Local: Broker handle destroyed "
+                                    "without termination: actions Refresh,MsgNotPersisted")
+            outcome = outcome.removeprefix("resent:")
         if outcome == "ok":
             self.next_offset += 1
             on_delivery(None, _Delivered(self.next_offset - 1))
@@ -163,6 +170,22 @@ def test_idempotent_producer_errors_are_info(tmp_path: Path) -> None:
                            run_s=0.05, config=config)
     assert {op["type"] for op in ops if op["type"] != "invoke"} == {"info"}
     assert fake.conf["enable.idempotence"] is True and "retries" not in fake.conf
+
+
+def test_sends_librdkafka_may_have_sent_twice_are_info(tmp_path: Path) -> None:
+    """A definite error or an ok after librdkafka dropped a broker handle with the
+    request on the wire covers the re-send only: the first copy may be in a log."""
+    script = iter(["resent:NOT_ENOUGH_REPLICAS", "resent:ok", "NOT_ENOUGH_REPLICAS", "ok"]
+                  + ["hang"] * 100)
+    ops, fake = run_client(tmp_path, script, slots=1, run_s=0.2)
+    check_process_discipline(ops)
+    done = [op for op in ops if op["type"] != "invoke"][:4]
+    assert [(op["type"], op.get("error")) for op in done] == [
+        ("info", CLIENT_RESENT), ("info", CLIENT_RESENT), ("fail", "NOT_ENOUGH_REPLICAS"),
+        ("ok", None)]
+    assert done[0]["last_attempt"] == {"type": "error", "error": "NOT_ENOUGH_REPLICAS"}
+    assert done[1]["last_attempt"] == {"type": "ok", "offset": 0}
+    assert "broker" in fake.conf["debug"].split(",")
 
 
 def test_rate_limiter_paces_sends() -> None:
