@@ -166,16 +166,38 @@ class Cluster:
                 _remove_network(network)
                 self.log(f"removed leftover network {network.name}")
 
-    def _create_network(self) -> None:
+    def _create_network(self, attempts: int = 10) -> None:
+        """Create the cluster's network. The engine may still hold the pool of a
+        network removed a moment ago ("Pool overlaps"): sweep and retry, bounded."""
         ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(
             subnet=self.config.subnet, gateway=kraft.gateway(self.config))])
-        try:
-            self.client.networks.create(
-                docker_backend.network_name(self.config), driver="bridge", ipam=ipam,
-                labels=docker_backend.labels(self.config.name))
-        except docker.errors.APIError as err:
-            raise ClusterStartError(
-                f"cannot create network {self.config.subnet}: {err.explanation}") from err
+        for attempt in range(attempts):
+            try:
+                self.client.networks.create(
+                    docker_backend.network_name(self.config), driver="bridge", ipam=ipam,
+                    labels=docker_backend.labels(self.config.name))
+                return
+            except docker.errors.APIError as err:
+                overlap = "overlap" in str(err.explanation).lower()
+                if not overlap or attempt == attempts - 1:
+                    users = self._subnet_users()
+                    raise ClusterStartError(
+                        f"cannot create network {self.config.subnet}: {err.explanation}"
+                        + (f" (in use by network {', '.join(users)}; `harness cluster "
+                           f"down --name NAME` or another --subnet)" if users else "")) from err
+                self.log(f"subnet {self.config.subnet} still taken; retrying")
+                time.sleep(1.0)
+                self.sweep_leftovers()
+
+    def _subnet_users(self) -> list[str]:
+        """Networks (any, not only ours) whose pool is this cluster's subnet."""
+        users = []
+        for network in self.client.networks.list():
+            network.reload()
+            pools = network.attrs.get("IPAM", {}).get("Config") or []
+            if any(p.get("Subnet") == self.config.subnet for p in pools):
+                users.append(network.name)
+        return users
 
     def _create_nodes(self, image: str) -> None:
         assert self.distribution is not None

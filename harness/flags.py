@@ -7,6 +7,7 @@ from there, so the help text and the code never disagree.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,6 +20,15 @@ def _on_off(value: str) -> bool:
     if value.lower() in ("off", "false", "no", "0"):
         return False
     raise argparse.ArgumentTypeError(f"expected on or off, got '{value}'")
+
+
+def _subnet(value: str) -> str:
+    try:
+        network = ipaddress.IPv4Network(value, strict=True)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"not an IPv4 subnet like 10.213.77.0/24: {err}") \
+            from err
+    return str(network)
 
 
 def add_cluster_flags(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +45,9 @@ def add_cluster_flags(parser: argparse.ArgumentParser) -> None:
                    help=f"Kafka release resolved from Maven Central (default {d.kafka_version})")
     g.add_argument("--kafka-dist", type=Path, default=None,
                    help="a Kafka tarball, unpacked distribution or built source tree instead")
+    g.add_argument("--subnet", type=_subnet, default=d.subnet,
+                   help=f"the cluster's private network (default {d.subnet}); two clusters "
+                        f"at once need two subnets")
     g.add_argument("--base-image", default=None,
                    help="start the node image from this registry image instead of debootstrap")
 
@@ -59,6 +72,7 @@ def cluster_config(args: argparse.Namespace) -> ClusterConfig:
     return ClusterConfig(
         name=args.name, controllers=args.controllers, brokers=args.brokers, elr=args.elr,
         kafka_version=args.kafka_version, kafka_dist=args.kafka_dist, image=image,
+        subnet=args.subnet,
     )
 
 

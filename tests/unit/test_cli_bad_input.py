@@ -28,6 +28,8 @@ def _harness(*args: str, store: Path, env: dict | None = None) -> subprocess.Com
     (["run", "--kafka-version", "9.9.9"], "Kafka 9.9.9 does not resolve from Maven Central"),
     (["run", "--kafka-version", "3.9.0"], "Kafka 3.9.0 is not supported"),
     (["cluster", "up", "--topic", "t", "--replication-factor", "5"], "more than the 3 brokers"),
+    (["run", "--subnet", "10.213.77.5/24"], "not an IPv4 subnet like 10.213.77.0/24"),
+    (["run", "--subnet", "10.213.77.0/30"], "subnet 10.213.77.0/30 is too small"),
 ])
 def test_bad_input_is_refused_before_anything_starts(tmp_path, args, message):
     proc = _harness(*args, store=tmp_path)
