@@ -1,0 +1,115 @@
+"""The KIP-966 headline, seed by seed: unclean-last-replica with ELR off and on.
+
+    python benchmarks/scenario_verdicts.py --seeds 1-10 [--elr off,on] [--store DIR]
+    python benchmarks/scenario_verdicts.py --summarize RUN_DIR...
+
+Runs `harness run --nemesis unclean-last-replica` once per seed and ELR
+setting (about 1.5 minutes each), then prints one row per run from its
+test.json and results.json: the verdict, acks=all lost writes, lost committed
+reads, who was in the ELR after T1, who led after T4 (B is the ELR member, L
+the last ISR member), and the sends recorded as CLIENT_RESENT. The expectation
+of issue 5: ELR off is invalid with acks=all lost-write > 0, ELR on is valid
+with no acks=all lost-write and no lost-committed-read, B leads after T4 with
+ELR on and L with ELR off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _seeds(text: str) -> list[int]:
+    seeds: list[int] = []
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        seeds.extend(range(int(low), int(high or low) + 1))
+    return seeds
+
+
+def run_one(elr: str, seed: int, store: Path) -> Path:
+    """One scenario run; its run directory (the store's latest)."""
+    subprocess.run([sys.executable, "-m", "harness.cli", "run", "--nemesis",
+                    "unclean-last-replica", "--elr", elr, "--seed", str(seed),
+                    "--name", f"verdict-{elr}", "--store", str(store)],
+                   cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=1800)
+    return (store / "latest").resolve()
+
+
+def summarize(run_dir: Path) -> dict:
+    """The facts issue 5 asks for, read from one run directory."""
+    test = json.loads((run_dir / "test.json").read_text())
+    row = {"dir": str(run_dir), "elr": "on" if test["elr_enabled"] else "off",
+           "seed": test["seed"], "error": test.get("error")}
+    results_path = run_dir / "results.json"
+    if not results_path.exists():
+        return {**row, "verdict": "no verdict"}
+    results = json.loads(results_path.read_text())
+    anomalies = results["anomalies"]
+    steps = {s["step"]: s for s in test.get("nemesis_result", {}).get("steps", [])}
+    observed = {k: s.get("observed") or {} for k, s in steps.items()}
+    resent = 0
+    with open(run_dir / "history.jsonl", "rb") as history:
+        for line in history:
+            if b'"CLIENT_RESENT"' in line:
+                resent += 1
+    verdict = {True: "valid", False: "invalid"}.get(results["valid"], str(results["valid"]))
+    return {**row, "verdict": verdict,
+            "lost_all": anomalies.get("lost-write", {}).get("by_acks", {}).get("all", 0),
+            "lost_committed_read": anomalies.get("lost-committed-read", {}).get("count", 0),
+            "bad": results["bad_anomaly_types"],
+            "L": observed.get("setup", {}).get("leader"),
+            "elr_after_T1": observed.get("T1", {}).get("elr"),
+            "leader_after_T4": observed.get("T4", {}).get("leader"),
+            "client_resent": resent}
+
+
+def expected(row: dict) -> bool:
+    """Issue 5's expectation for one run."""
+    if row.get("verdict") in (None, "no verdict"):
+        return False
+    if row["elr"] == "off":
+        return (row["verdict"] == "invalid" and row["lost_all"] > 0
+                and row["leader_after_T4"] == row["L"])
+    b = (row["elr_after_T1"] or [None])[0]
+    return (row["verdict"] == "valid" and row["lost_all"] == 0
+            and row["lost_committed_read"] == 0 and b is not None
+            and row["leader_after_T4"] == b)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", default="1-10")
+    parser.add_argument("--elr", default="off,on")
+    parser.add_argument("--store", type=Path, default=ROOT / "store" / "verdicts")
+    parser.add_argument("--summarize", nargs="*", type=Path, metavar="RUN_DIR")
+    args = parser.parse_args()
+    if args.summarize is not None:
+        dirs = args.summarize
+    else:
+        dirs = [run_one(elr, seed, args.store) for elr in args.elr.split(",")
+                for seed in _seeds(args.seeds)]
+    rows = [summarize(d) for d in dirs]
+    print(f"{'elr':<4}{'seed':>5}  {'verdict':<10}{'acks=all lost':>14}{'lost-c-read':>12}"
+          f"{'L':>3}{'ELR@T1':>8}{'leader@T4':>10}{'resent':>8}  as expected")
+    for r in rows:
+        print(f"{r['elr']:<4}{r['seed']:>5}  {r['verdict']:<10}{r.get('lost_all', '-'):>14}"
+              f"{r.get('lost_committed_read', '-'):>12}{str(r.get('L', '-')):>3}"
+              f"{str(r.get('elr_after_T1', '-')):>8}{str(r.get('leader_after_T4', '-')):>10}"
+              f"{r.get('client_resent', '-'):>8}  {'yes' if expected(r) else 'NO'}"
+              + (f"  bad: {','.join(r['bad'])}" if r.get("bad") else "")
+              + (f"  error: {r['error']}" if r.get("error") else ""))
+    for elr in ("off", "on"):
+        mine = [r for r in rows if r["elr"] == elr]
+        if mine:
+            print(f"ELR {elr}: {sum(expected(r) for r in mine)} of {len(mine)} as expected")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
