@@ -1,10 +1,17 @@
-"""Just enough of Kafka's wire protocol to call DescribeTopicPartitions (key 75).
+"""Just enough of Kafka's wire protocol for the observer: DescribeTopicPartitions
+(key 75) and ListOffsets (key 2).
 
-The ELR fields (EligibleLeaderReplicas, LastKnownElr) are only exposed by this
-API (KIP-966); librdkafka does not surface them, and starting a JVM tool every
-250 ms is too slow. The schema is Kafka's own
+The ELR fields (EligibleLeaderReplicas, LastKnownElr) are only exposed by
+DescribeTopicPartitions (KIP-966); librdkafka does not surface them, and
+starting a JVM tool every 250 ms is too slow. The schema is Kafka's own
 clients/src/main/resources/common/message/DescribeTopicPartitions*.json, v0,
 a "flexible" version: compact arrays/strings and tagged fields.
+
+High watermarks come from ListOffsets v2 (LATEST, READ_UNCOMMITTED), a plain
+non-flexible version, asked of each partition's leader. librdkafka's admin
+client did this before, but under faults it once aborted the whole harness
+process (an assertion in rd_kafka_admin_response_parse); a socket error here
+is only an unknown high watermark.
 """
 
 from __future__ import annotations
@@ -16,6 +23,10 @@ from dataclasses import dataclass
 
 DESCRIBE_TOPIC_PARTITIONS_KEY = 75
 DESCRIBE_TOPIC_PARTITIONS_VERSION = 0
+LIST_OFFSETS_KEY = 2
+LIST_OFFSETS_VERSION = 2
+#: ListOffsets' timestamp for "the latest offset" (the high watermark).
+LATEST_TIMESTAMP = -1
 
 
 class WireError(Exception):
@@ -81,6 +92,29 @@ def encode_describe_request(correlation_id: int, client_id: str, topics: Sequenc
         body += struct.pack(">b", 1) + _compact_string(cursor[0]) + struct.pack(">i", cursor[1])
         body += b"\x00"
     body += b"\x00"  # request tagged fields
+    message = header + body
+    return struct.pack(">i", len(message)) + message
+
+
+def _string(value: str) -> bytes:
+    raw = value.encode()
+    return struct.pack(">h", len(raw)) + raw
+
+
+def encode_list_offsets_request(correlation_id: int, client_id: str,
+                                partitions: Sequence[tuple[str, int]]) -> bytes:
+    """A size-prefixed ListOffsets v2 request (request header v1) for the latest
+    offset, read-uncommitted, of each (topic, partition)."""
+    header = struct.pack(">hhi", LIST_OFFSETS_KEY, LIST_OFFSETS_VERSION, correlation_id)
+    header += _string(client_id)
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(partition)
+    body = struct.pack(">ibi", -1, 0, len(by_topic))  # replica id, isolation, topics
+    for topic, numbers in by_topic.items():
+        body += _string(topic) + struct.pack(">i", len(numbers))
+        for number in numbers:
+            body += struct.pack(">iq", number, LATEST_TIMESTAMP)
     message = header + body
     return struct.pack(">i", len(message)) + message
 
@@ -173,6 +207,22 @@ def decode_describe_response(payload: bytes) -> tuple[int, list[DescribedTopic],
     return correlation_id, topics, cursor
 
 
+def decode_list_offsets_response(payload: bytes) -> tuple[int, dict[tuple[str, int],
+                                                                    tuple[int, int]]]:
+    """(correlation id, {(topic, partition): (error code, offset)}) of a v2 response."""
+    r = _Reader(payload)
+    correlation_id = r.int32()
+    r.int32()  # throttle time
+    result: dict[tuple[str, int], tuple[int, int]] = {}
+    for _ in range(r.int32()):
+        topic = r.take(r.int16()).decode()
+        for _ in range(r.int32()):
+            partition, error_code = r.int32(), r.int16()
+            r.take(8)  # timestamp
+            result[(topic, partition)] = (error_code, struct.unpack(">q", r.take(8))[0])
+    return correlation_id, result
+
+
 class WireConnection:
     """One blocking connection to a broker, reopened after any error."""
 
@@ -199,6 +249,17 @@ class WireConnection:
             result.extend(page)
             if cursor is None:
                 return _merge_topics(result)
+
+    def latest_offsets(self, partitions: Sequence[tuple[str, int]]
+                       ) -> dict[tuple[str, int], tuple[int, int]]:
+        """(error code, latest offset) of each partition this broker was asked for."""
+        self._correlation += 1
+        request = encode_list_offsets_request(self._correlation, self.client_id, partitions)
+        correlation, result = decode_list_offsets_response(self._roundtrip(request))
+        if correlation != self._correlation:
+            self.close()
+            raise WireError("response out of order")
+        return result
 
     def _roundtrip(self, request: bytes) -> bytes:
         try:

@@ -2,17 +2,15 @@
 
 Leader, epoch, ISR, ELR and LastKnownELR come from DescribeTopicPartitions
 (the only API that exposes the ELR fields); the high watermark comes from
-ListOffsets(latest) through librdkafka's admin client. Nothing is derived:
-the checker judges Kafka by exactly what Kafka said.
+ListOffsets(latest) answered by the partition's leader. Both go over the
+harness's own small wire client (cluster.kafka_wire). Nothing is derived: the
+checker judges Kafka by exactly what Kafka said.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-from confluent_kafka import TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from cluster.kafka_wire import WireConnection, WireError
 
@@ -61,19 +59,16 @@ class PartitionObserver:
         self._addresses = addresses or {}
         self._connections = [WireConnection(address, timeout_s) for address in bootstrap]
         self._timeout_s = timeout_s
-        self._admin = (AdminClient({"bootstrap.servers": ",".join(bootstrap),
-                                    "socket.timeout.ms": int(timeout_s * 1000),
-                                    "log_level": 0})
-                       if with_high_watermark else None)
+        self._with_high_watermark = with_high_watermark
 
     def describe(self, topics: Sequence[str]) -> list[PartitionState]:
         avoid = self._avoid()
         described = self._describe_any(topics, avoid)
         partitions = [p for t in described for p in t.partitions]
         # A leader with a stale view may report an old high watermark: not asked.
-        hwms = self._high_watermarks([
-            (p.topic, p.partition) for p in partitions
-            if p.leader >= 0 and self._addresses.get(p.leader) not in avoid])
+        hwms = self._high_watermarks({
+            (p.topic, p.partition): p.leader for p in partitions
+            if p.leader >= 0 and self._addresses.get(p.leader) not in avoid}, avoid)
         return [
             PartitionState(
                 topic=p.topic, partition=p.partition, leader=p.leader,
@@ -105,20 +100,34 @@ class PartitionObserver:
             self._connections.append(self._connections.pop(0))
         raise ObservationError("; ".join(errors) or "no broker to ask")
 
-    def _high_watermarks(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        if self._admin is None or not partitions:
+    def _high_watermarks(self, leaders: dict[tuple[str, int], int],
+                         avoid: set[str]) -> dict[tuple[str, int], int]:
+        """Each partition's latest offset as its leader reports it; unknown (left
+        out) where no broker that may answer did. Every broker is asked (only the
+        leader answers without an error); where broker addresses are known, only
+        the described leader's answer counts."""
+        if not self._with_high_watermark or not leaders:
             return {}
-        request = {TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}
-        futures = self._admin.list_offsets(request, request_timeout=self._timeout_s)
-        result = {}
-        for tp, future in futures.items():
-            try:
-                offset = future.result(timeout=self._timeout_s).offset
-            except Exception:  # noqa: BLE001 - a partition without a reachable leader: unknown
+        partitions = sorted(leaders)
+        answers: dict[tuple[str, int], dict[str, int]] = {}
+        for connection in self._connections:
+            address = f"{connection.host}:{connection.port}"
+            if address in avoid:
                 continue
-            # librdkafka reports "no offset" as a negative sentinel (-1001): unknown.
-            if offset >= 0:
-                result[(tp.topic, tp.partition)] = offset
+            try:
+                offsets = connection.latest_offsets(partitions)
+            except (WireError, UnicodeDecodeError):
+                continue
+            for key, (error_code, offset) in offsets.items():
+                if error_code == 0 and offset >= 0 and key in leaders:
+                    answers.setdefault(key, {})[address] = offset
+        result = {}
+        for key, by_address in answers.items():
+            leader_address = self._addresses.get(leaders[key])
+            if leader_address is None:
+                result[key] = next(iter(by_address.values()))
+            elif leader_address in by_address:
+                result[key] = by_address[leader_address]
         return result
 
     def close(self) -> None:

@@ -1,0 +1,52 @@
+"""The observer's wire codec for ListOffsets v2, byte for byte against Kafka's
+ListOffsetsRequest.json / ListOffsetsResponse.json (non-flexible v2)."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from cluster.kafka_wire import (
+    WireError,
+    decode_list_offsets_response,
+    encode_list_offsets_request,
+)
+
+
+def test_list_offsets_request_layout() -> None:
+    raw = encode_list_offsets_request(7, "ab", [("t", 0), ("t", 2), ("u", 1)])
+    size, = struct.unpack(">i", raw[:4])
+    assert size == len(raw) - 4
+    body = raw[4:]
+    # header v1: api key 2, version 2, correlation id, client id as int16 string
+    assert struct.unpack(">hhih", body[:10]) == (2, 2, 7, 2) and body[10:12] == b"ab"
+    rest = body[12:]
+    # replica id -1, READ_UNCOMMITTED, 2 topics
+    assert struct.unpack(">ibi", rest[:9]) == (-1, 0, 2)
+    rest = rest[9:]
+    assert struct.unpack(">h", rest[:2]) == (1,) and rest[2:3] == b"t"
+    assert struct.unpack(">iiqiq", rest[3:3 + 28]) == (2, 0, -1, 2, -1)
+    rest = rest[31:]
+    assert rest[:3] == b"\x00\x01u" and struct.unpack(">iiq", rest[3:]) == (1, 1, -1)
+
+
+def _response(correlation: int, topics: dict[str, list[tuple[int, int, int]]]) -> bytes:
+    out = struct.pack(">iii", correlation, 0, len(topics))
+    for name, partitions in topics.items():
+        out += struct.pack(">h", len(name)) + name.encode() + struct.pack(">i", len(partitions))
+        for partition, error, offset in partitions:
+            out += struct.pack(">ihqq", partition, error, -1, offset)
+    return out
+
+
+def test_list_offsets_response_decodes_errors_and_offsets() -> None:
+    payload = _response(9, {"t": [(0, 0, 1234), (1, 6, -1)], "u": [(2, 0, 0)]})
+    assert decode_list_offsets_response(payload) == (
+        9, {("t", 0): (0, 1234), ("t", 1): (6, -1), ("u", 2): (0, 0)})
+
+
+def test_a_cut_short_response_is_a_wire_error() -> None:
+    payload = _response(9, {"t": [(0, 0, 1234)]})
+    with pytest.raises(WireError):
+        decode_list_offsets_response(payload[:-3])
