@@ -167,6 +167,9 @@ class WorkloadConfig:
     #: How long one consumer poll waits for records.
     poll_timeout_s: float = 0.5
     fetch_wait_max_ms: int = 100
+    #: How often a consumer's librdkafka statistics (its fetch high watermarks,
+    #: recorded on polls) are refreshed.
+    fetch_stats_interval_ms: int = 250
     #: Where consumers start: "earliest" (low watermark) or "latest" (high watermark).
     consumer_start: str = "earliest"
     #: Bound on one watermark query (a consumer's start or repositioning).
@@ -234,8 +237,12 @@ class CheckerConfig:
     default_replication_factor: int = 3
     default_min_insync_replicas: int = 2
     #: Extra JVM options of the driver (and executors); the checker is a short
-    #: batch job, so a throughput collector without G1's concurrent work.
+    #: batch job, so a throughput collector without G1's concurrent work. Small
+    #: histories finish before C2 pays off, so they run with C1 only...
     jvm_options: str = "-XX:+UseParallelGC -XX:TieredStopAtLevel=1"
+    #: ...and histories of at least large_history_bytes with the full JIT.
+    jvm_options_large: str = "-XX:+UseParallelGC"
+    large_history_bytes: int = 64 * 1024 * 1024
     #: Further Spark settings, as (key, value) pairs, applied last.
     spark_conf: tuple[tuple[str, str], ...] = ()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from harness.config import WorkloadConfig
@@ -88,10 +88,11 @@ def _with_debug(conf: dict[str, Any], config: WorkloadConfig,
     return conf
 
 
-def consumer_conf(bootstrap: Sequence[str], config: WorkloadConfig,
-                  client_name: str) -> dict[str, Any]:
-    """One consumer client: manual assignment, no commits, no silent jumps."""
-    return _with_debug({
+def consumer_conf(bootstrap: Sequence[str], config: WorkloadConfig, client_name: str,
+                  on_stats: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """One consumer client: manual assignment, no commits, no silent jumps;
+    `on_stats` gets librdkafka's statistics JSON (the fetch high watermarks)."""
+    conf = _with_debug({
         "bootstrap.servers": ",".join(bootstrap),
         # librdkafka's consumer wants a group id; with assign() it never joins it.
         "group.id": f"elr-harness-{os.getpid()}-{client_name}",
@@ -108,3 +109,7 @@ def consumer_conf(bootstrap: Sequence[str], config: WorkloadConfig,
         "topic.metadata.refresh.interval.ms": config.metadata_refresh_interval_ms,
         "logger": CLIENT_LOGGER,
     }, config)
+    if on_stats is not None:
+        conf["stats_cb"] = on_stats
+        conf["statistics.interval.ms"] = config.fetch_stats_interval_ms
+    return conf

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from harness.config import WorkloadConfig
@@ -127,19 +128,34 @@ def collect(messages: Iterable[Any], book: PositionBook) -> PollOutcome:
     return outcome
 
 
-def cached_high_watermarks(consumer: Any, topic: str,
-                           partitions: Iterable[int]) -> dict[int, int]:
-    """{partition: hwm} from the client's last fetch responses (no request)."""
-    marks = {}
-    for partition in partitions:
+class FetchWatermarks:
+    """The high watermarks a consumer's fetch responses carried, from librdkafka's
+    statistics (stats_cb, served inside consume() in the consumer's own thread).
+
+    Not get_watermark_offsets(cached=True): in librdkafka 2.16 that call waits
+    for the topic's write lock while holding Python's GIL, and in an ELR-on
+    verdict run it deadlocked with librdkafka's own thread handling an
+    OffsetForLeaderEpoch response after a leader change, freezing the harness.
+    """
+
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+        self._marks: dict[int, int] = {}
+
+    def on_stats(self, text: str) -> None:
         try:
-            _low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
-                                                        cached=True)
-        except KafkaException:
-            continue
-        if high is not None and high >= 0:
-            marks[partition] = high
-    return marks
+            stats = orjson.loads(text)
+            partitions = stats["topics"][self.topic]["partitions"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            return
+        for key, partition in partitions.items():
+            high = partition.get("hi_offset") if isinstance(partition, dict) else None
+            if key.isdigit() and isinstance(high, int) and high >= 0:
+                self._marks[int(key)] = high
+
+    def latest(self, partitions: Iterable[int]) -> dict[int, int]:
+        """{partition: hwm} as last reported, for the partitions that have one."""
+        return {p: self._marks[p] for p in partitions if p in self._marks}
 
 
 def query_watermarks(consumer: Any, topic: str, partition: int,
@@ -176,7 +192,8 @@ class ConsumerProcess(ClientThread):
         self._deadline = deadline
         self._clock = clock
         self._factory = consumer_factory
-        self._conf = consumer_conf(bootstrap, config, name)
+        self._watermarks = FetchWatermarks(topic)
+        self._conf = consumer_conf(bootstrap, config, name, on_stats=self._watermarks.on_stats)
         self._conf["error_cb"] = self._client_error
         self.process = recorder.new_process()
         self.book = PositionBook()
@@ -229,8 +246,7 @@ class ConsumerProcess(ClientThread):
         outcome = collect(messages, self.book)
         op_type, fields = outcome.completion()
         if op_type == "ok":
-            fields["high_watermark"] = cached_high_watermarks(self._consumer, self.topic,
-                                                              sorted(self._assigned))
+            fields["high_watermark"] = self._watermarks.latest(sorted(self._assigned))
         self._complete(op_type, fields)
 
     def _complete(self, op_type: str, fields: dict[str, Any]) -> None:

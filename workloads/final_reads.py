@@ -25,8 +25,8 @@ from workloads.classify import error_name
 from workloads.client_conf import consumer_conf
 from workloads.consumers import (
     ConsumerFactory,
+    FetchWatermarks,
     PositionBook,
-    cached_high_watermarks,
     collect,
     query_watermarks,
     reposition_target,
@@ -106,7 +106,9 @@ class _PartitionReader:
         process = self._recorder.new_process()
         common = {"process": process, "f": "poll", "topic": topic, "final": True,
                   "partitions": [partition]}
-        conf = consumer_conf(self._bootstrap, self._config, f"final-{topic}-{partition}")
+        watermarks = FetchWatermarks(topic)
+        conf = consumer_conf(self._bootstrap, self._config, f"final-{topic}-{partition}",
+                             on_stats=watermarks.on_stats)
         consumer = self._factory(conf)
         book = PositionBook()
         start: int | None = None
@@ -149,8 +151,7 @@ class _PartitionReader:
                 op_type, fields = outcome.completion()
                 if op_type == "ok":
                     records += len(outcome.records)
-                    fields["high_watermark"] = cached_high_watermarks(consumer, topic,
-                                                                      [partition])
+                    fields["high_watermark"] = watermarks.latest([partition])
                 self._recorder.record(**common, type=op_type, **fields)
                 position = book.position(partition)
                 if partition not in book.lost and position is not None and position >= end:

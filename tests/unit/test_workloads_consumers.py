@@ -19,6 +19,7 @@ from confluent_kafka import KafkaError, KafkaException
 from harness.config import WorkloadConfig
 from workloads.consumers import (
     ConsumerProcess,
+    FetchWatermarks,
     PollOutcome,
     PositionBook,
     collect,
@@ -75,7 +76,15 @@ class ScriptedConsumer:
     def incremental_unassign(self, tps: list[Any]) -> None:
         self.calls.append(("unassign", [tp.partition for tp in tps]))
 
+    def _serve_stats(self) -> None:
+        """librdkafka serves its statistics callback inside consume()."""
+        if "stats_cb" in self.conf:
+            self.conf["stats_cb"](json.dumps({"topics": {"t": {"partitions": {
+                **{str(p): {"hi_offset": high} for p, (_low, high) in self.watermarks.items()},
+                "-1": {"hi_offset": -1001}}}}}))
+
     def consume(self, num_messages: int, timeout: float) -> list[Any]:
+        self._serve_stats()
         if not self.batches:
             time.sleep(0.005)
             return []
@@ -119,6 +128,17 @@ def polls(ops: list[dict]) -> list[tuple[dict, dict]]:
         assert invoke["topic"] == done["topic"] == "t"
         pairs.append((invoke, done))
     return pairs
+
+
+def test_fetch_watermarks_come_from_librdkafka_statistics() -> None:
+    marks = FetchWatermarks("t")
+    marks.on_stats(json.dumps({"topics": {
+        "t": {"partitions": {"0": {"hi_offset": 12}, "1": {"hi_offset": -1001},
+                             "-1": {"hi_offset": -1}}},
+        "other": {"partitions": {"2": {"hi_offset": 99}}}}}))
+    marks.on_stats("{not json")  # ignored, the last good figures stay
+    marks.on_stats(json.dumps({"topics": {}}))
+    assert marks.latest([0, 1, 2]) == {0: 12}
 
 
 def test_offset_reset_is_a_failed_poll_then_an_explicit_recorded_seek(tmp_path: Path) -> None:
