@@ -47,7 +47,10 @@ class ResendWatch:
 
     def log(self, level: int, msg: str, *args: Any) -> None:
         """confluent-kafka's logger interface: logger.log(level, fmt, *args)."""
-        text = msg % args if args else msg
+        try:
+            text = msg % args if args else str(msg)
+        except (TypeError, ValueError):  # never let a log line break poll()
+            text = " ".join(str(a) for a in (msg, *args))
         if all(marker in text for marker in self._MARKERS):
             self._on_resend(text)
         CLIENT_LOGGER.log(level, "%s", text)
