@@ -26,6 +26,7 @@ from cluster import docker_backend, kraft
 from cluster.distribution import KafkaDistribution, resolve_distribution
 from cluster.docker_backend import DockerNode
 from cluster.image import ensure_image
+from cluster.kafka_wire import WireConnection, WireError
 from cluster.node import NodeSpec, Role, StorageLayer
 from cluster.observe import ObservationError, PartitionObserver, PartitionState
 from harness.config import LABEL, ClusterConfig, TopicConfig
@@ -260,17 +261,12 @@ class Cluster:
         timeout_s = timeout_s or self.config.ready_timeout_s
         deadline = time.monotonic() + timeout_s
         expected = {n.spec.node_id for n in self.brokers}
-        admin = self.admin()
         seen: set[int] = set()
         while time.monotonic() < deadline:
             self._fail_if_a_node_died()
-            try:
-                described = admin.describe_cluster(request_timeout=3).result(timeout=5)
-                seen = {n.id for n in described.nodes}
-                if expected <= seen:
-                    break
-            except KafkaException:
-                pass
+            seen = self.unfenced_brokers()
+            if expected <= seen:
+                break
             time.sleep(0.5)
         else:
             missing = sorted(expected - seen)
@@ -281,6 +277,23 @@ class Cluster:
             raise ClusterStartError("the controller quorum has no leader")
         self.log(f"cluster ready: {len(self.controllers)} controllers (leader {leader}), "
                  f"{len(expected)} brokers unfenced")
+
+    def unfenced_brokers(self, avoid: set[str] | None = None,
+                         timeout_s: float = 3.0) -> set[int]:
+        """Broker ids the first broker that answers lists as registered and unfenced
+        (empty if none answers). Over the harness's own wire client: librdkafka's
+        DescribeCluster aborted the process while brokers were being fenced."""
+        for address in self.bootstrap:
+            if avoid and address in avoid:
+                continue
+            connection = WireConnection(address, timeout_s)
+            try:
+                return set(connection.broker_ids())
+            except (WireError, UnicodeDecodeError):
+                continue
+            finally:
+                connection.close()
+        return set()
 
     def _fail_if_a_node_died(self) -> None:
         for node in self.nodes.values():

@@ -1,5 +1,5 @@
-"""Just enough of Kafka's wire protocol for the observer: DescribeTopicPartitions
-(key 75) and ListOffsets (key 2).
+"""Just enough of Kafka's wire protocol for the observer and the nemesis:
+DescribeTopicPartitions (key 75), ListOffsets (key 2) and Metadata (key 3).
 
 The ELR fields (EligibleLeaderReplicas, LastKnownElr) are only exposed by
 DescribeTopicPartitions (KIP-966); librdkafka does not surface them, and
@@ -11,7 +11,10 @@ High watermarks come from ListOffsets v2 (LATEST, READ_UNCOMMITTED), a plain
 non-flexible version, asked of each partition's leader. librdkafka's admin
 client did this before, but under faults it once aborted the whole harness
 process (an assertion in rd_kafka_admin_response_parse); a socket error here
-is only an unknown high watermark.
+is only an unknown high watermark. For the same reason the registered,
+unfenced brokers come from a Metadata v8 request with no topics (a KRaft
+broker lists only unfenced brokers), not from librdkafka's DescribeCluster,
+which hit the same assertion while brokers were being fenced.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ LIST_OFFSETS_KEY = 2
 LIST_OFFSETS_VERSION = 2
 #: ListOffsets' timestamp for "the latest offset" (the high watermark).
 LATEST_TIMESTAMP = -1
+METADATA_KEY = 3
+METADATA_VERSION = 8
 
 
 class WireError(Exception):
@@ -115,6 +120,16 @@ def encode_list_offsets_request(correlation_id: int, client_id: str,
         body += _string(topic) + struct.pack(">i", len(numbers))
         for number in numbers:
             body += struct.pack(">iq", number, LATEST_TIMESTAMP)
+    message = header + body
+    return struct.pack(">i", len(message)) + message
+
+
+def encode_metadata_request(correlation_id: int, client_id: str) -> bytes:
+    """A size-prefixed Metadata v8 request for no topics: only the brokers."""
+    header = struct.pack(">hhi", METADATA_KEY, METADATA_VERSION, correlation_id)
+    header += _string(client_id)
+    # no topics (an empty array, not null = all), no auto-creation, no ACL details
+    body = struct.pack(">i???", 0, False, False, False)
     message = header + body
     return struct.pack(">i", len(message)) + message
 
@@ -223,6 +238,22 @@ def decode_list_offsets_response(payload: bytes) -> tuple[int, dict[tuple[str, i
     return correlation_id, result
 
 
+def decode_metadata_brokers(payload: bytes) -> tuple[int, list[int]]:
+    """(correlation id, broker ids) of a Metadata v8 response; topics are not read."""
+    r = _Reader(payload)
+    correlation_id = r.int32()
+    r.int32()  # throttle time
+    brokers = []
+    for _ in range(r.int32()):
+        brokers.append(r.int32())
+        r.take(r.int16())  # host
+        r.int32()  # port
+        rack = r.int16()
+        if rack > 0:
+            r.take(rack)
+    return correlation_id, brokers
+
+
 class WireConnection:
     """One blocking connection to a broker, reopened after any error."""
 
@@ -260,6 +291,16 @@ class WireConnection:
             self.close()
             raise WireError("response out of order")
         return result
+
+    def broker_ids(self) -> list[int]:
+        """The brokers this broker's metadata lists: registered and unfenced."""
+        self._correlation += 1
+        request = encode_metadata_request(self._correlation, self.client_id)
+        correlation, brokers = decode_metadata_brokers(self._roundtrip(request))
+        if correlation != self._correlation:
+            self.close()
+            raise WireError("response out of order")
+        return brokers
 
     def _roundtrip(self, request: bytes) -> bytes:
         try:

@@ -192,14 +192,7 @@ class UncleanLastReplica:
         while time.monotonic() - started < self.timings.step_timeout_s:
             if self.stop_event.is_set():
                 break
-            # A fresh client each time: one that held connections to cut-off brokers
-            # can stay wedged on them long after the heal.
-            admin = self.injector.cluster.admin()
-            try:
-                seen = {n.id for n in admin.describe_cluster(request_timeout=3)
-                        .result(timeout=5).nodes}
-            except Exception:  # noqa: BLE001 - the cluster is in flux; ask again
-                seen = set()
+            seen = self.injector.cluster.unfenced_brokers()
             if set(broker_ids) <= seen:
                 break
             self._sleep(0.5)

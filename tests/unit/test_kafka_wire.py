@@ -10,7 +10,9 @@ import pytest
 from cluster.kafka_wire import (
     WireError,
     decode_list_offsets_response,
+    decode_metadata_brokers,
     encode_list_offsets_request,
+    encode_metadata_request,
 )
 
 
@@ -50,3 +52,23 @@ def test_a_cut_short_response_is_a_wire_error() -> None:
     payload = _response(9, {"t": [(0, 0, 1234)]})
     with pytest.raises(WireError):
         decode_list_offsets_response(payload[:-3])
+
+
+def test_metadata_request_asks_for_no_topics() -> None:
+    raw = encode_metadata_request(5, "ab")
+    body = raw[4:]
+    assert struct.unpack(">i", raw[:4])[0] == len(body)
+    assert struct.unpack(">hhih", body[:10]) == (3, 8, 5, 2) and body[10:12] == b"ab"
+    # an empty topic array (null would mean every topic), then three false flags
+    assert body[12:] == struct.pack(">i???", 0, False, False, False)
+
+
+def test_metadata_response_lists_broker_ids() -> None:
+    def broker(node: int, host: str, rack: str | None) -> bytes:
+        out = struct.pack(">ih", node, len(host)) + host.encode() + struct.pack(">i", 9092)
+        return out + (struct.pack(">h", -1) if rack is None
+                      else struct.pack(">h", len(rack)) + rack.encode())
+
+    payload = struct.pack(">iii", 4, 0, 2) + broker(1, "10.0.0.14", None) \
+        + broker(3, "10.0.0.16", "r1") + struct.pack(">h", -1) + struct.pack(">ii", 1001, 0)
+    assert decode_metadata_brokers(payload) == (4, [1, 3])
