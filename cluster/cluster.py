@@ -227,7 +227,7 @@ class Cluster:
         }
 
     def _format_and_start(self) -> None:
-        cluster_id = _kafka_uuid()
+        cluster_id = kafka_uuid()
         self.log(f"formatting {len(self.nodes)} nodes (cluster id {cluster_id}, "
                  f"ELR {'on' if self.config.elr else 'off'})")
         for node in self.nodes.values():
@@ -460,11 +460,16 @@ def _remove_network(network, attempts: int = 10) -> None:
             time.sleep(0.5)
 
 
-def _kafka_uuid() -> str:
-    """A random Kafka cluster id: a UUID in Kafka's URL-safe base64 form."""
+def kafka_uuid() -> str:
+    """A random Kafka cluster id: a UUID in Kafka's URL-safe base64 form. Like
+    Kafka's Uuid.randomUuid(), never one starting with "-": kafka-storage's
+    argument parser takes `--cluster-id -Ml4...` for a missing value (seen)."""
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def _tail(text: str, lines: int = 20) -> str:
