@@ -7,8 +7,10 @@ starting a JVM tool every 250 ms is too slow. The schema is Kafka's own
 clients/src/main/resources/common/message/DescribeTopicPartitions*.json, v0,
 a "flexible" version: compact arrays/strings and tagged fields.
 
-High watermarks come from ListOffsets v2 (LATEST, READ_UNCOMMITTED), a plain
-non-flexible version, asked of each partition's leader. librdkafka's admin
+High watermarks come from ListOffsets v4 (LATEST, READ_UNCOMMITTED), a plain
+non-flexible version, asked of each partition's leader with the leader epoch
+the observer just saw: a broker with another epoch (a stale leader) answers
+FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH instead of its own high watermark. librdkafka's admin
 client did this before, but under faults it once aborted the whole harness
 process (an assertion in rd_kafka_admin_response_parse); a socket error here
 is only an unknown high watermark. For the same reason the registered,
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 DESCRIBE_TOPIC_PARTITIONS_KEY = 75
 DESCRIBE_TOPIC_PARTITIONS_VERSION = 0
 LIST_OFFSETS_KEY = 2
-LIST_OFFSETS_VERSION = 2
+LIST_OFFSETS_VERSION = 4
 #: ListOffsets' timestamp for "the latest offset" (the high watermark).
 LATEST_TIMESTAMP = -1
 METADATA_KEY = 3
@@ -107,19 +109,19 @@ def _string(value: str) -> bytes:
 
 
 def encode_list_offsets_request(correlation_id: int, client_id: str,
-                                partitions: Sequence[tuple[str, int]]) -> bytes:
-    """A size-prefixed ListOffsets v2 request (request header v1) for the latest
-    offset, read-uncommitted, of each (topic, partition)."""
+                                partitions: dict[tuple[str, int], int]) -> bytes:
+    """A size-prefixed ListOffsets v4 request (request header v1) for the latest
+    offset, read-uncommitted, of each (topic, partition) -> current leader epoch."""
     header = struct.pack(">hhi", LIST_OFFSETS_KEY, LIST_OFFSETS_VERSION, correlation_id)
     header += _string(client_id)
-    by_topic: dict[str, list[int]] = {}
-    for topic, partition in partitions:
-        by_topic.setdefault(topic, []).append(partition)
+    by_topic: dict[str, list[tuple[int, int]]] = {}
+    for (topic, partition), epoch in partitions.items():
+        by_topic.setdefault(topic, []).append((partition, epoch))
     body = struct.pack(">ibi", -1, 0, len(by_topic))  # replica id, isolation, topics
     for topic, numbers in by_topic.items():
         body += _string(topic) + struct.pack(">i", len(numbers))
-        for number in numbers:
-            body += struct.pack(">iq", number, LATEST_TIMESTAMP)
+        for number, epoch in numbers:
+            body += struct.pack(">iiq", number, epoch, LATEST_TIMESTAMP)
     message = header + body
     return struct.pack(">i", len(message)) + message
 
@@ -224,7 +226,7 @@ def decode_describe_response(payload: bytes) -> tuple[int, list[DescribedTopic],
 
 def decode_list_offsets_response(payload: bytes) -> tuple[int, dict[tuple[str, int],
                                                                     tuple[int, int]]]:
-    """(correlation id, {(topic, partition): (error code, offset)}) of a v2 response."""
+    """(correlation id, {(topic, partition): (error code, offset)}) of a v4 response."""
     r = _Reader(payload)
     correlation_id = r.int32()
     r.int32()  # throttle time
@@ -234,7 +236,9 @@ def decode_list_offsets_response(payload: bytes) -> tuple[int, dict[tuple[str, i
         for _ in range(r.int32()):
             partition, error_code = r.int32(), r.int16()
             r.take(8)  # timestamp
-            result[(topic, partition)] = (error_code, struct.unpack(">q", r.take(8))[0])
+            offset = struct.unpack(">q", r.take(8))[0]
+            r.int32()  # the leader epoch of that offset
+            result[(topic, partition)] = (error_code, offset)
     return correlation_id, result
 
 
@@ -281,9 +285,9 @@ class WireConnection:
             if cursor is None:
                 return _merge_topics(result)
 
-    def latest_offsets(self, partitions: Sequence[tuple[str, int]]
+    def latest_offsets(self, partitions: dict[tuple[str, int], int]
                        ) -> dict[tuple[str, int], tuple[int, int]]:
-        """(error code, latest offset) of each partition this broker was asked for."""
+        """(error code, latest offset) of each (topic, partition) -> leader epoch asked."""
         self._correlation += 1
         request = encode_list_offsets_request(self._correlation, self.client_id, partitions)
         correlation, result = decode_list_offsets_response(self._roundtrip(request))

@@ -60,6 +60,8 @@ class PartitionObserver:
         self._connections = [WireConnection(address, timeout_s) for address in bootstrap]
         self._timeout_s = timeout_s
         self._with_high_watermark = with_high_watermark
+        #: The highest leader epoch seen per partition.
+        self._epochs: dict[tuple[str, int], int] = {}
 
     def describe(self, topics: Sequence[str]) -> list[PartitionState]:
         avoid = self._avoid()
@@ -67,7 +69,7 @@ class PartitionObserver:
         partitions = [p for t in described for p in t.partitions]
         # A leader with a stale view may report an old high watermark: not asked.
         hwms = self._high_watermarks({
-            (p.topic, p.partition): p.leader for p in partitions
+            (p.topic, p.partition): (p.leader, p.leader_epoch) for p in partitions
             if p.leader >= 0 and self._addresses.get(p.leader) not in avoid}, avoid)
         return [
             PartitionState(
@@ -91,16 +93,31 @@ class PartitionObserver:
                 continue
             try:
                 topics_found = connection.describe_topic_partitions(topics)
-                if any(t.error_code == 0 for t in topics_found):
-                    return [t for t in topics_found if t.error_code == 0]
-                errors.append(f"{connection.host}: topic error "
-                              f"{[t.error_code for t in topics_found]}")
+                found = [t for t in topics_found if t.error_code == 0]
+                if found and self._went_back(found):
+                    # a broker that missed metadata updates (cut off until a moment
+                    # ago) describes an older leader epoch: not the cluster's state
+                    errors.append(f"{connection.host}: stale view (leader epoch went back)")
+                elif found:
+                    for topic in found:
+                        for p in topic.partitions:
+                            key = (p.topic, p.partition)
+                            self._epochs[key] = max(self._epochs.get(key, -1), p.leader_epoch)
+                    return found
+                else:
+                    errors.append(f"{connection.host}: topic error "
+                                  f"{[t.error_code for t in topics_found]}")
             except WireError as err:
                 errors.append(str(err))
             self._connections.append(self._connections.pop(0))
         raise ObservationError("; ".join(errors) or "no broker to ask")
 
-    def _high_watermarks(self, leaders: dict[tuple[str, int], int],
+    def _went_back(self, topics) -> bool:
+        """Leader epochs never go down: a lower one than seen is a stale view."""
+        return any(p.leader_epoch < self._epochs.get((p.topic, p.partition), -1)
+                   for t in topics for p in t.partitions)
+
+    def _high_watermarks(self, leaders: dict[tuple[str, int], tuple[int, int]],
                          avoid: set[str]) -> dict[tuple[str, int], int]:
         """Each partition's latest offset as its leader reports it; unknown (left
         out) where no broker that may answer did. Every broker is asked (only the
@@ -108,14 +125,14 @@ class PartitionObserver:
         the described leader's answer counts."""
         if not self._with_high_watermark or not leaders:
             return {}
-        partitions = sorted(leaders)
+        epochs = {key: epoch for key, (_leader, epoch) in sorted(leaders.items())}
         answers: dict[tuple[str, int], dict[str, int]] = {}
         for connection in self._connections:
             address = f"{connection.host}:{connection.port}"
             if address in avoid:
                 continue
             try:
-                offsets = connection.latest_offsets(partitions)
+                offsets = connection.latest_offsets(epochs)
             except (WireError, UnicodeDecodeError):
                 continue
             for key, (error_code, offset) in offsets.items():
@@ -123,7 +140,7 @@ class PartitionObserver:
                     answers.setdefault(key, {})[address] = offset
         result = {}
         for key, by_address in answers.items():
-            leader_address = self._addresses.get(leaders[key])
+            leader_address = self._addresses.get(leaders[key][0])
             if leader_address is None:
                 result[key] = next(iter(by_address.values()))
             elif leader_address in by_address:

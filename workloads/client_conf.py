@@ -39,8 +39,11 @@ class ResendWatch:
     sends open at that moment include every one the dropped request carried.
     """
 
-    #: A REQERR line of librdkafka's "broker" debug context for such a request.
-    _MARKERS = ("ProduceRequest failed: Local:", "MsgNotPersisted")
+    #: A REQERR line of librdkafka's "broker" debug context for a produce request
+    #: that failed inside the client (seen: "Local: Broker handle destroyed
+    #: without termination: actions Refresh,MsgNotPersisted"). Any local failure
+    #: counts, whatever status librdkafka gives it: the request may have left.
+    _MARKERS = ("ProduceRequest failed: Local:",)
 
     def __init__(self, on_resend) -> None:
         self._on_resend = on_resend

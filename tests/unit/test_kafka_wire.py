@@ -17,20 +17,21 @@ from cluster.kafka_wire import (
 
 
 def test_list_offsets_request_layout() -> None:
-    raw = encode_list_offsets_request(7, "ab", [("t", 0), ("t", 2), ("u", 1)])
+    raw = encode_list_offsets_request(7, "ab", {("t", 0): 3, ("t", 2): 5, ("u", 1): 0})
     size, = struct.unpack(">i", raw[:4])
     assert size == len(raw) - 4
     body = raw[4:]
-    # header v1: api key 2, version 2, correlation id, client id as int16 string
-    assert struct.unpack(">hhih", body[:10]) == (2, 2, 7, 2) and body[10:12] == b"ab"
+    # header v1: api key 2, version 4, correlation id, client id as int16 string
+    assert struct.unpack(">hhih", body[:10]) == (2, 4, 7, 2) and body[10:12] == b"ab"
     rest = body[12:]
     # replica id -1, READ_UNCOMMITTED, 2 topics
     assert struct.unpack(">ibi", rest[:9]) == (-1, 0, 2)
     rest = rest[9:]
     assert struct.unpack(">h", rest[:2]) == (1,) and rest[2:3] == b"t"
-    assert struct.unpack(">iiqiq", rest[3:3 + 28]) == (2, 0, -1, 2, -1)
-    rest = rest[31:]
-    assert rest[:3] == b"\x00\x01u" and struct.unpack(">iiq", rest[3:]) == (1, 1, -1)
+    # partition, current leader epoch, timestamp LATEST
+    assert struct.unpack(">iiiqiiq", rest[3:3 + 36]) == (2, 0, 3, -1, 2, 5, -1)
+    rest = rest[39:]
+    assert rest[:3] == b"\x00\x01u" and struct.unpack(">iiiq", rest[3:]) == (1, 1, 0, -1)
 
 
 def _response(correlation: int, topics: dict[str, list[tuple[int, int, int]]]) -> bytes:
@@ -38,7 +39,7 @@ def _response(correlation: int, topics: dict[str, list[tuple[int, int, int]]]) -
     for name, partitions in topics.items():
         out += struct.pack(">h", len(name)) + name.encode() + struct.pack(">i", len(partitions))
         for partition, error, offset in partitions:
-            out += struct.pack(">ihqq", partition, error, -1, offset)
+            out += struct.pack(">ihqqi", partition, error, -1, offset, 4)
     return out
 
 
