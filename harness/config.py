@@ -237,12 +237,8 @@ class CheckerConfig:
     default_replication_factor: int = 3
     default_min_insync_replicas: int = 2
     #: Extra JVM options of the driver (and executors); the checker is a short
-    #: batch job, so a throughput collector without G1's concurrent work. Small
-    #: histories finish before C2 pays off, so they run with C1 only...
+    #: batch job, so a throughput collector without G1's concurrent work.
     jvm_options: str = "-XX:+UseParallelGC -XX:TieredStopAtLevel=1"
-    #: ...and histories of at least large_history_bytes with the full JIT.
-    jvm_options_large: str = "-XX:+UseParallelGC"
-    large_history_bytes: int = 64 * 1024 * 1024
     #: Further Spark settings, as (key, value) pairs, applied last.
     spark_conf: tuple[tuple[str, str], ...] = ()
 
