@@ -26,10 +26,10 @@ PRODUCER_DEBUG = "broker"
 class ResendWatch:
     """A producer's librdkafka log sink that spots silent re-sends.
 
-    librdkafka (seen with 2.16.0) fails a produce request that is already on
-    the wire with a *local* error it marks "not persisted" when it drops that
-    broker's handle, e.g. after a metadata response stops listing a fenced
-    broker ("Broker handle destroyed without termination"). It then puts the
+    librdkafka (seen with 2.16.0) can fail a produce request that is already
+    on the wire with a *local* error it marks "not persisted", e.g. when it
+    drops that broker's handle after a metadata response stops listing a
+    fenced broker ("Broker handle destroyed without termination"). It then puts the
     messages back in the queue and sends them again to the new leader, without
     counting a retry, so even with retries=0 a message goes out twice: the
     first copy may already sit in the old leader's log, and the delivery
@@ -45,7 +45,7 @@ class ResendWatch:
     #: counts, whatever status librdkafka gives it: the request may have left.
     _MARKERS = ("ProduceRequest failed: Local:",)
 
-    def __init__(self, on_resend) -> None:
+    def __init__(self, on_resend: Callable[[str], None]) -> None:
         self._on_resend = on_resend
 
     def log(self, level: int, msg: str, *args: Any) -> None:
