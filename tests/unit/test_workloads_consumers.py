@@ -57,6 +57,7 @@ class ScriptedConsumer:
         self.watermarks = dict(watermarks)
         self.calls: list[tuple[str, Any]] = []
         self.clients = 0
+        self.conf: dict[str, Any] = {}  # set when used as the factory
 
     def __call__(self, conf: dict) -> ScriptedConsumer:  # the factory
         self.clients += 1

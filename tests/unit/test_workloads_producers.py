@@ -49,6 +49,7 @@ class ScriptedProducer:
         self.in_flight_values: set[int] = set()
         self.max_in_flight = 0
         self.next_offset = 0
+        self.conf: dict[str, Any] = {}  # set when used as the factory
 
     def __call__(self, conf: dict) -> ScriptedProducer:  # the factory
         self.conf = conf
