@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import socket
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 DESCRIBE_TOPIC_PARTITIONS_KEY = 75
@@ -81,14 +81,27 @@ def _compact_string(value: str) -> bytes:
     return _uvarint(len(raw) + 1) + raw
 
 
+def _string(value: str) -> bytes:
+    raw = value.encode()
+    return struct.pack(">h", len(raw)) + raw
+
+
+def _header_v1(api_key: int, version: int, correlation_id: int, client_id: str) -> bytes:
+    """Request header v1; v2 (flexible versions) is this plus empty tagged fields."""
+    return struct.pack(">hhi", api_key, version, correlation_id) + _string(client_id)
+
+
+def _framed(header: bytes, body: bytes) -> bytes:
+    """A request with Kafka's int32 size prefix."""
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
 def encode_describe_request(correlation_id: int, client_id: str, topics: Sequence[str],
                             partition_limit: int = 2000,
                             cursor: tuple[str, int] | None = None) -> bytes:
     """A size-prefixed DescribeTopicPartitions v0 request (request header v2)."""
-    client = client_id.encode()
-    header = struct.pack(">hhih", DESCRIBE_TOPIC_PARTITIONS_KEY,
-                         DESCRIBE_TOPIC_PARTITIONS_VERSION, correlation_id, len(client))
-    header += client + b"\x00"  # no tagged fields
+    header = _header_v1(DESCRIBE_TOPIC_PARTITIONS_KEY, DESCRIBE_TOPIC_PARTITIONS_VERSION,
+                        correlation_id, client_id) + b"\x00"  # no tagged fields
     body = _uvarint(len(topics) + 1)
     for name in topics:
         body += _compact_string(name) + b"\x00"
@@ -99,21 +112,14 @@ def encode_describe_request(correlation_id: int, client_id: str, topics: Sequenc
         body += struct.pack(">b", 1) + _compact_string(cursor[0]) + struct.pack(">i", cursor[1])
         body += b"\x00"
     body += b"\x00"  # request tagged fields
-    message = header + body
-    return struct.pack(">i", len(message)) + message
-
-
-def _string(value: str) -> bytes:
-    raw = value.encode()
-    return struct.pack(">h", len(raw)) + raw
+    return _framed(header, body)
 
 
 def encode_list_offsets_request(correlation_id: int, client_id: str,
                                 partitions: dict[tuple[str, int], int]) -> bytes:
     """A size-prefixed ListOffsets v4 request (request header v1) for the latest
     offset, read-uncommitted, of each (topic, partition) -> current leader epoch."""
-    header = struct.pack(">hhi", LIST_OFFSETS_KEY, LIST_OFFSETS_VERSION, correlation_id)
-    header += _string(client_id)
+    header = _header_v1(LIST_OFFSETS_KEY, LIST_OFFSETS_VERSION, correlation_id, client_id)
     by_topic: dict[str, list[tuple[int, int]]] = {}
     for (topic, partition), epoch in partitions.items():
         by_topic.setdefault(topic, []).append((partition, epoch))
@@ -122,18 +128,14 @@ def encode_list_offsets_request(correlation_id: int, client_id: str,
         body += _string(topic) + struct.pack(">i", len(numbers))
         for number, epoch in numbers:
             body += struct.pack(">iiq", number, epoch, LATEST_TIMESTAMP)
-    message = header + body
-    return struct.pack(">i", len(message)) + message
+    return _framed(header, body)
 
 
 def encode_metadata_request(correlation_id: int, client_id: str) -> bytes:
     """A size-prefixed Metadata v8 request for no topics: only the brokers."""
-    header = struct.pack(">hhi", METADATA_KEY, METADATA_VERSION, correlation_id)
-    header += _string(client_id)
+    header = _header_v1(METADATA_KEY, METADATA_VERSION, correlation_id, client_id)
     # no topics (an empty array, not null = all), no auto-creation, no ACL details
-    body = struct.pack(">i???", 0, False, False, False)
-    message = header + body
-    return struct.pack(">i", len(message)) + message
+    return _framed(header, struct.pack(">i???", 0, False, False, False))
 
 
 # -- decoding -----------------------------------------------------------------
@@ -274,13 +276,9 @@ class WireConnection:
         result: list[DescribedTopic] = []
         cursor: tuple[str, int] | None = None
         while True:
-            self._correlation += 1
-            request = encode_describe_request(self._correlation, self.client_id, topics,
-                                              cursor=cursor)
-            correlation, page, cursor = decode_describe_response(self._roundtrip(request))
-            if correlation != self._correlation:
-                self.close()
-                raise WireError("response out of order")
+            _, page, cursor = decode_describe_response(self._exchange(
+                lambda c, at=cursor: encode_describe_request(c, self.client_id, topics,
+                                                             cursor=at)))
             result.extend(page)
             if cursor is None:
                 return _merge_topics(result)
@@ -288,23 +286,25 @@ class WireConnection:
     def latest_offsets(self, partitions: dict[tuple[str, int], int]
                        ) -> dict[tuple[str, int], tuple[int, int]]:
         """(error code, latest offset) of each (topic, partition) -> leader epoch asked."""
-        self._correlation += 1
-        request = encode_list_offsets_request(self._correlation, self.client_id, partitions)
-        correlation, result = decode_list_offsets_response(self._roundtrip(request))
-        if correlation != self._correlation:
-            self.close()
-            raise WireError("response out of order")
+        _, result = decode_list_offsets_response(self._exchange(
+            lambda c: encode_list_offsets_request(c, self.client_id, partitions)))
         return result
 
     def broker_ids(self) -> list[int]:
         """The brokers this broker's metadata lists: registered and unfenced."""
+        _, brokers = decode_metadata_brokers(self._exchange(
+            lambda c: encode_metadata_request(c, self.client_id)))
+        return brokers
+
+    def _exchange(self, build: Callable[[int], bytes]) -> bytes:
+        """Send build(correlation id) and return the response for exactly that id
+        (every response header starts with it); anything else closes the socket."""
         self._correlation += 1
-        request = encode_metadata_request(self._correlation, self.client_id)
-        correlation, brokers = decode_metadata_brokers(self._roundtrip(request))
-        if correlation != self._correlation:
+        payload = self._roundtrip(build(self._correlation))
+        if payload[:4] != struct.pack(">i", self._correlation):
             self.close()
             raise WireError("response out of order")
-        return brokers
+        return payload
 
     def _roundtrip(self, request: bytes) -> bytes:
         try:
