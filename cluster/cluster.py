@@ -159,11 +159,8 @@ class Cluster:
         by a cluster of another name would make this one's network overlap)."""
         if self.down(quiet=True):
             self.log("removed leftovers of an earlier run")
-        for network in self.client.networks.list(filters={"label": [LABEL]}):
-            network.reload()
-            pools = network.attrs.get("IPAM", {}).get("Config") or []
-            if (any(p.get("Subnet") == self.config.subnet for p in pools)
-                    and not network.attrs.get("Containers")):
+        for network in self._networks_on_subnet({"label": [LABEL]}):
+            if not network.attrs.get("Containers"):
                 _remove_network(network)
                 self.log(f"removed leftover network {network.name}")
 
@@ -192,13 +189,18 @@ class Cluster:
 
     def _subnet_users(self) -> list[str]:
         """Networks (any, not only ours) whose pool is this cluster's subnet."""
-        users = []
-        for network in self.client.networks.list():
+        return [network.name for network in self._networks_on_subnet()]
+
+    def _networks_on_subnet(self, filters: dict | None = None) -> list:
+        """Docker networks (matching filters) whose pool is this cluster's subnet,
+        reloaded so their containers are listed too."""
+        found = []
+        for network in self.client.networks.list(filters=filters or {}):
             network.reload()
             pools = network.attrs.get("IPAM", {}).get("Config") or []
             if any(p.get("Subnet") == self.config.subnet for p in pools):
-                users.append(network.name)
-        return users
+                found.append(network)
+        return found
 
     def _create_nodes(self, image: str) -> None:
         assert self.distribution is not None
