@@ -120,31 +120,27 @@ class PartitionObserver:
     def _high_watermarks(self, leaders: dict[tuple[str, int], tuple[int, int]],
                          avoid: set[str]) -> dict[tuple[str, int], int]:
         """Each partition's latest offset as its leader reports it; unknown (left
-        out) where no broker that may answer did. Every broker is asked (only the
-        leader answers without an error); where broker addresses are known, only
-        the described leader's answer counts."""
+        out) where it did not answer. Where broker addresses are known only the
+        described leader is asked; otherwise every broker that may answer is
+        (only the leader answers without an error), and the first answer counts."""
         if not self._with_high_watermark or not leaders:
             return {}
-        epochs = {key: epoch for key, (_leader, epoch) in sorted(leaders.items())}
-        answers: dict[tuple[str, int], dict[str, int]] = {}
-        for connection in self._connections:
-            address = f"{connection.host}:{connection.port}"
-            if address in avoid:
-                continue
+        connections = {f"{c.host}:{c.port}": c for c in self._connections}
+        asks: dict[str, dict[tuple[str, int], int]] = {}
+        for key, (leader, epoch) in sorted(leaders.items()):
+            address = self._addresses.get(leader)
+            for target in [address] if address is not None else connections:
+                if target in connections and target not in avoid:
+                    asks.setdefault(target, {})[key] = epoch
+        result: dict[tuple[str, int], int] = {}
+        for address, epochs in asks.items():
             try:
-                offsets = connection.latest_offsets(epochs)
+                offsets = connections[address].latest_offsets(epochs)
             except (WireError, UnicodeDecodeError):
                 continue
             for key, (error_code, offset) in offsets.items():
-                if error_code == 0 and offset >= 0 and key in leaders:
-                    answers.setdefault(key, {})[address] = offset
-        result = {}
-        for key, by_address in answers.items():
-            leader_address = self._addresses.get(leaders[key][0])
-            if leader_address is None:
-                result[key] = next(iter(by_address.values()))
-            elif leader_address in by_address:
-                result[key] = by_address[leader_address]
+                if error_code == 0 and offset >= 0 and key in epochs:
+                    result.setdefault(key, offset)
         return result
 
     def close(self) -> None:
