@@ -9,6 +9,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from cluster.cluster import Cluster
+from cluster.kafka_wire import WireConnection
 from cluster.metadata_log import decode_metadata_log
 from harness.config import ClusterConfig, TopicConfig
 
@@ -81,6 +82,22 @@ def _isr_shrinks_to_leader(cluster: Cluster):
     return state.leader, followers, state
 
 
+def _high_watermark_is_the_leaders(cluster: Cluster, acked: int) -> None:
+    """The observer's high watermark is what the leader says over ListOffsets, and a
+    request carrying another leader epoch (a stale leader's view) gets no number."""
+    state, = cluster.observer(2.0).describe([TOPIC.name])
+    assert state.high_watermark == acked, state
+    leader = cluster.broker_by_id(state.leader)
+    connection = WireConnection(f"{leader.spec.address}:{cluster.config.broker_port}", 2.0)
+    try:
+        stale = connection.latest_offsets({(TOPIC.name, 0): state.leader_epoch + 1})
+        current = connection.latest_offsets({(TOPIC.name, 0): state.leader_epoch})
+    finally:
+        connection.close()
+    assert stale[(TOPIC.name, 0)][0] != 0 and current[(TOPIC.name, 0)] == (0, acked)
+    assert cluster.unfenced_brokers() == {1, 2, 3}
+
+
 @pytest.mark.parametrize("elr", [True, False], ids=["elr-on", "elr-off"])
 def test_cluster_elr(docker_client, elr, tmp_path):
     cluster = _cluster(docker_client, elr)
@@ -94,6 +111,7 @@ def test_cluster_elr(docker_client, elr, tmp_path):
         cluster.create_topic(TOPIC)
         values = list(range(1, 201))
         assert sorted(_produce_and_read_back(cluster, values)) == values
+        _high_watermark_is_the_leaders(cluster, len(values))
 
         leader, (first, last), state = _isr_shrinks_to_leader(cluster)
         if elr:

@@ -1,0 +1,55 @@
+"""The observer's guards against stale views: leader epochs never go down, and
+only the described leader's high watermark counts."""
+
+from __future__ import annotations
+
+import pytest
+
+from cluster.kafka_wire import DescribedPartition, DescribedTopic
+from cluster.observe import ObservationError, PartitionObserver
+
+
+class FakeBroker:
+    """Answers describe and ListOffsets as one broker would, from fixed views."""
+
+    def __init__(self, address: str, leader: int, epoch: int, hwm: int) -> None:
+        self.host, port = address.split(":")
+        self.port = int(port)
+        self.view = (leader, epoch)
+        self.hwm = hwm
+        self.asked: list[dict] = []
+
+    def describe_topic_partitions(self, topics):
+        leader, epoch = self.view
+        return [DescribedTopic("t", 0, (DescribedPartition(
+            "t", 0, 0, leader, epoch, (1, 2), (1, 2), (), (), ()),))]
+
+    def latest_offsets(self, epochs):
+        self.asked.append(dict(epochs))
+        return {key: (0 if epoch == self.view[1] else 75, self.hwm if epoch == self.view[1]
+                      else -1) for key, epoch in epochs.items()}
+
+    def close(self) -> None:
+        pass
+
+
+def _observer(brokers: list[FakeBroker]) -> PartitionObserver:
+    observer = PartitionObserver([f"{b.host}:{b.port}" for b in brokers],
+                                 addresses={1: "a:1", 2: "b:2"})
+    observer._connections = list(brokers)
+    return observer
+
+
+def test_a_view_whose_leader_epoch_went_back_is_skipped() -> None:
+    fresh = FakeBroker("a:1", leader=1, epoch=3, hwm=40)
+    stale = FakeBroker("b:2", leader=2, epoch=0, hwm=35)
+    observer = _observer([fresh, stale])
+    state, = observer.describe(["t"])
+    assert (state.leader, state.leader_epoch, state.high_watermark) == (1, 3, 40)
+    assert stale.asked == [], "only the described leader is asked for its high watermark"
+    observer._connections = [stale, fresh]
+    state, = observer.describe(["t"])
+    assert (state.leader, state.leader_epoch) == (1, 3), "the stale epoch-0 view is skipped"
+    observer._connections = [stale]
+    with pytest.raises(ObservationError, match="stale view"):
+        observer.describe(["t"])
