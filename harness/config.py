@@ -233,6 +233,13 @@ class CheckerConfig:
     max_partition_bytes: int = 64 * 1024 * 1024
     #: Convert history.jsonl once to Parquet next to it (history.parquet) and reuse it.
     parquet_cache: bool = True
+    #: Convert with DuckDB's parallel JSON reader when the history is well formed
+    #: (checkers/load.py); Spark's reader handles the rest and finds bad lines.
+    convert_with_duckdb: bool = True
+    #: Threads (0: one per core) and memory cap of that conversion; it streams,
+    #: so its memory stays flat whatever the history's size.
+    convert_threads: int = 0
+    convert_memory: str = "1GB"
     #: Defaults for a history without test.json (HISTORY.md, check docs).
     default_replication_factor: int = 3
     default_min_insync_replicas: int = 2

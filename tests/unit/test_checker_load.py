@@ -1,0 +1,78 @@
+"""The two JSONL -> Parquet converters of checkers/load.py write the same table,
+and the fast one gives way to Spark's reader on every line Spark would not take
+as it is (so a corrupt history is still reported by its line number)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from checker_fixtures import spark  # noqa: F401
+
+from checkers.load import _convert, _convert_with_duckdb
+from checkers.synthetic import Injection, SyntheticSpec, write_run_dir
+from harness.config import CheckerConfig
+
+pytestmark = pytest.mark.usefixtures("spark")
+
+_COLUMNS = ["index", "time", "process", "type", "f", "topic", "partition", "acks", "value",
+            "offset", "error", "records", "final", "seek", "partitions", "fault", "nodes",
+            "leader", "isr", "elr", "last_known_elr", "hwm", "_bad"]
+
+
+def _table(session, history: Path, parquet: Path, duckdb: bool) -> list[tuple]:
+    config = replace(CheckerConfig(), convert_with_duckdb=duckdb)
+    _convert(session, history, parquet, config)
+    rows = session.read.parquet(str(parquet)).select(*_COLUMNS).collect()
+    return sorted(tuple(json.dumps(v, sort_keys=True, default=str) for v in r.asDict().values())
+                  for r in rows)
+
+
+def test_both_converters_write_the_same_rows(spark, tmp_path):  # noqa: F811
+    spec = SyntheticSpec(lines=3000, seed=5, injections=(
+        Injection("garbage-read", at=0.3), Injection("hwm-regression", at=0.5),
+        Injection("elr-invariant", at=0.7)))
+    generated = write_run_dir(tmp_path, spec)
+    history = tmp_path / "history.jsonl"
+    with history.open("a") as f:  # fields the synthetic generator does not write
+        f.write(json.dumps({"index": 99999, "time": 1, "process": -1, "type": "info",
+                            "f": "fault", "fault": "partition", "nodes": ["b1", "c2"],
+                            "extra": {"ignored": [1.5, "x"]}}) + "\n")
+    assert _convert_with_duckdb(history, tmp_path / "probe.parquet", CheckerConfig())
+    fast = _table(spark, history, tmp_path / "fast.parquet", duckdb=True)
+    careful = _table(spark, history, tmp_path / "careful.parquet", duckdb=False)
+    assert len(fast) == generated.lines + 1
+    assert fast == careful
+
+
+@pytest.mark.parametrize("line", [
+    '{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "send", "partition": "1"}',
+    '{"index": 1, "time": 2.5, "process": 0, "type": "ok", "f": "send"}',
+    '{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "poll", "records": [[1, 2, "5"]]}',
+    '{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "poll", "records": [[1, 2]]}',
+    '{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "poll", "records": [null]}',
+    '{"index": 1, "time": 2, "process": 0, "type": "invoke", "f": "poll", "seek": {"0": "5"}}',
+    '{"index": 1, "time": 2, "process": -2, "type": "ok", "f": "observe", "isr": [1.0, 2]}',
+    '{"index": 1, "time": 2, "process": 0, "type": "done", "f": "send"}',
+    '{"index": 1, "time": 2, "process": 0, "type": "ok"}',
+    '{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "send"',
+])
+def test_the_fast_converter_gives_way_on_lines_spark_would_reject(tmp_path, line):
+    history = tmp_path / "history.jsonl"
+    history.write_text('{"index": 0, "time": 1, "process": 0, "type": "invoke", "f": "send"}\n'
+                       + line + "\n")
+    tmp = tmp_path / "out.parquet"
+    assert _convert_with_duckdb(history, tmp, CheckerConfig()) is False
+    assert not tmp.exists()  # nothing half-written is left for the Spark path to trip on
+
+
+def test_the_fast_converter_takes_nulls_and_garbage_values(tmp_path):
+    history = tmp_path / "history.jsonl"
+    history.write_text(
+        '{"index": 0, "time": 1, "process": 0, "type": "ok", "f": "send", "offset": null,'
+        ' "acks": "0", "value": 7}\n'
+        '{"index": 1, "time": 2, "process": 3, "type": "ok", "f": "poll",'
+        ' "records": [[0, 4, null]], "high_watermark": {"0": 5}}\n')
+    assert _convert_with_duckdb(history, tmp_path / "out.parquet", CheckerConfig()) is True
