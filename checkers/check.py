@@ -73,7 +73,7 @@ def check_history(history_path: Path, test: dict | None, config: CheckerConfig) 
     started = time.monotonic()
     history_path = resolve_history(history_path)
     info = parse_test_info(test, config)
-    spark = get_spark(config)
+    spark = get_spark(config, history_path.stat().st_size)
     try:
         return _run_checks(spark, history_path, info, config, started)
     except HarnessError:

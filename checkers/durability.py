@@ -23,7 +23,7 @@ def claims_table(ops: DataFrame, records: DataFrame) -> DataFrame:
     """One row per (topic, partition, value, offset) seen in sends and polls.
 
     The one big shuffle of the durability checks: per value (values_table) and
-    per offset (offset_conflicts) are then small regroupings of this table.
+    per offset (inconsistent_offsets) are then smaller regroupings of this table.
     Numeric codes keep every aggregation buffer fixed-width (a hash aggregate).
     """
     send_kind = F.lit(None).cast("int")
@@ -46,7 +46,10 @@ def claims_table(ops: DataFrame, records: DataFrame) -> DataFrame:
     def when(cond, c):
         return F.when(cond, F.col(c))
 
-    return sends.unionByName(recs).groupBy("topic", "partition", "value", "offset").agg(
+    # partitioned by value: values_table and inconsistent_offsets regroup this
+    # table by value without another shuffle
+    by_value = sends.unionByName(recs).repartition("topic", "partition", "value")
+    return by_value.groupBy("topic", "partition", "value", "offset").agg(
         F.max("acks").alias("acks"),
         F.min(when(kind == 0, "index")).alias("inv_index"),
         F.min(when(kind == 0, "time")).alias("inv_time"),
@@ -199,17 +202,18 @@ def inconsistent_offsets(claims: DataFrame) -> DataFrame:
     a reported loss (lost-write, not bad by itself); the leader that lost it
     hands its offset to a later record. Such a claim is left out here, so one
     reported loss is not counted again as a bad anomaly. acks=all sends and
-    every polled record still count.
+    every polled record still count. Whether a value is in the final log is
+    read from its own claims; claims_table partitions them by value, so that
+    aggregate and the join back need no shuffle, only the regrouping by offset.
     """
-    final_values = claims.filter(F.col("f_poll_min").isNotNull()) \
-        .select("topic", "partition", "value").distinct()
+    key = ["topic", "partition", "value"]
+    in_final = claims.groupBy(*key).agg(
+        F.max(F.col("f_poll_min").isNotNull().cast("int")).alias("in_final"))
     weak_unread = ((F.col("sent") == 1) & (F.col("acks") < 3)
                    & F.col("r_poll_min").isNull() & F.col("f_poll_min").isNull())
-    reported_losses = claims.filter(weak_unread) \
-        .join(final_values, ["topic", "partition", "value"], "left_anti") \
-        .select("topic", "partition", "value", "offset")
-    held = claims.filter(F.col("offset").isNotNull() & F.col("first_index").isNotNull()) \
-        .join(reported_losses, ["topic", "partition", "value", "offset"], "left_anti")
+    held = (claims.filter(F.col("offset").isNotNull() & F.col("first_index").isNotNull())
+            .join(in_final, key)
+            .filter(~(weak_unread & (F.col("in_final") == 0))))
     by_offset = held.groupBy("topic", "partition", "offset").agg(
         F.min("value").alias("lo"), F.max("value").alias("hi"),
         F.min_by("first_index", "value").alias("op_lo"),

@@ -57,8 +57,17 @@ def _stderr_to(path: Path):
         os.close(saved)
 
 
-def get_spark(config: CheckerConfig):
-    """The running SparkSession for config's master, started quietly if needed."""
+def jvm_options(config: CheckerConfig, history_bytes: int | None = None) -> str:
+    """The JVM options for a history of this size (ELR_CHECKER_JVM_OPTIONS overrides)."""
+    if "ELR_CHECKER_JVM_OPTIONS" in os.environ:
+        return os.environ["ELR_CHECKER_JVM_OPTIONS"]
+    quick = history_bytes is None or history_bytes < config.quick_jit_below_bytes
+    return f"{config.jvm_options} -XX:TieredStopAtLevel=1" if quick else config.jvm_options
+
+
+def get_spark(config: CheckerConfig, history_bytes: int | None = None):
+    """The running SparkSession for config's master, started quietly if needed
+    (with the JIT chosen for a history of history_bytes, see jvm_options)."""
     warnings.filterwarnings("ignore", message=".*pandas.*", category=FutureWarning)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON", "python3"))
@@ -73,8 +82,7 @@ def get_spark(config: CheckerConfig):
             return active
         active.stop()
     log4j = _log4j_file()
-    extra = os.environ.get("ELR_CHECKER_JVM_OPTIONS", config.jvm_options)
-    java_opts = f"-Dlog4j2.configurationFile=file:{log4j} {extra}".strip()
+    java_opts = f"-Dlog4j2.configurationFile=file:{log4j} {jvm_options(config, history_bytes)}"
     builder = (
         SparkSession.builder.master(config.spark_master)
         .appName("elr-harness-checker")

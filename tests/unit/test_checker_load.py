@@ -76,3 +76,16 @@ def test_the_fast_converter_takes_nulls_and_garbage_values(tmp_path):
         '{"index": 1, "time": 2, "process": 3, "type": "ok", "f": "poll",'
         ' "records": [[0, 4, null]], "high_watermark": {"0": 5}}\n')
     assert _convert_with_duckdb(history, tmp_path / "out.parquet", CheckerConfig()) is True
+
+
+def test_the_jit_stops_at_c1_only_for_small_histories(monkeypatch):
+    from checkers.spark import jvm_options
+
+    monkeypatch.delenv("ELR_CHECKER_JVM_OPTIONS", raising=False)
+    config = CheckerConfig()
+    small = jvm_options(config, config.quick_jit_below_bytes - 1)
+    large = jvm_options(config, config.quick_jit_below_bytes)
+    assert "-XX:TieredStopAtLevel=1" in small and config.jvm_options in small
+    assert "TieredStopAtLevel" not in large and large == config.jvm_options
+    monkeypatch.setenv("ELR_CHECKER_JVM_OPTIONS", "-Xint")
+    assert jvm_options(config, 1) == "-Xint"
