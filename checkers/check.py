@@ -12,6 +12,7 @@ import logging
 import os
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from functools import reduce
 from pathlib import Path
 
@@ -67,15 +68,20 @@ def resolve_history(path: Path) -> Path:
 
 def check_history(history_path: Path, test: dict | None, config: CheckerConfig) -> dict:
     """Check one history (test is test.json's dict, or None for the defaults)."""
+    from checkers.load import convert_without_spark
     from checkers.spark import get_spark
     from checkers.testinfo import parse_test_info
 
     started = time.monotonic()
     history_path = resolve_history(history_path)
     info = parse_test_info(test, config)
-    spark = get_spark(config, history_path.stat().st_size)
+    # DuckDB converts the history while the JVM starts (both take seconds)
+    with ThreadPoolExecutor(1, thread_name_prefix="spark-start") as pool:
+        starting = pool.submit(get_spark, config, history_path.stat().st_size)
+        converted = convert_without_spark(history_path, config)
+        spark = starting.result()
     try:
-        return _run_checks(spark, history_path, info, config, started)
+        return _run_checks(spark, history_path, info, config, started, converted)
     except HarnessError:
         raise
     except Exception as err:
@@ -84,7 +90,8 @@ def check_history(history_path: Path, test: dict | None, config: CheckerConfig) 
         raise
 
 
-def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started: float) -> dict:
+def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started: float,
+                converted: bool) -> dict:
     from pyspark import StorageLevel
 
     from checkers import durability, observations, polls
@@ -95,7 +102,7 @@ def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started:
 
     phases = _Phases()
     spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(history_path, config)))
-    loaded = load_history(spark, history_path, config)
+    loaded = load_history(spark, history_path, config, converted)
     phases.done("load")
     findings = Findings(counts=Counter(), examples={}, partitions={},
                         history_lines=loaded.history_lines,

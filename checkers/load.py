@@ -153,8 +153,40 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
     return True
 
 
-def _convert(spark, history: Path, parquet: Path, config: CheckerConfig) -> None:
-    """Parse the JSONL once and write it as Parquet (atomically replaced)."""
+def _temporary(parquet: Path) -> Path:
+    tmp = parquet.with_name(parquet.name + f".tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    return tmp
+
+
+def _install(tmp: Path, parquet: Path, marker: dict) -> None:
+    """Put a finished conversion in place (a reader never sees half a table)."""
+    (tmp / _MARKER).write_text(json.dumps(marker))
+    shutil.rmtree(parquet, ignore_errors=True)
+    tmp.replace(parquet)
+
+
+def convert_without_spark(history: Path, config: CheckerConfig) -> bool:
+    """Make the Parquet copy with DuckDB if it is not current; True when it is ready.
+
+    Needs no Spark session, so check_history runs it while the JVM starts.
+    False leaves the conversion to load_history's Spark reader.
+    """
+    parquet, marker = _parquet_location(history), _source_marker(history)
+    if config.parquet_cache and _cached(parquet, marker):
+        return True
+    if not config.convert_with_duckdb:
+        return False
+    parquet.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temporary(parquet)
+    if not _convert_with_duckdb(history, tmp, config):
+        return False
+    _install(tmp, parquet, marker)
+    return True
+
+
+def _convert_with_spark(spark, history: Path, parquet: Path, marker: dict) -> None:
+    """Spark's PERMISSIVE reader, for any history (and the only one for a corrupt one)."""
     from pyspark.sql import functions as F
 
     raw = (spark.read.schema(_SCHEMA_DDL)
@@ -179,24 +211,23 @@ def _convert(spark, history: Path, parquet: Path, config: CheckerConfig) -> None
         F.input_file_block_start().alias("_blk"),
         F.monotonically_increasing_id().alias("_row"),
     )
-    tmp = parquet.with_name(parquet.name + f".tmp-{os.getpid()}")
-    if not (config.convert_with_duckdb and _convert_with_duckdb(history, tmp, config)):
-        shutil.rmtree(tmp, ignore_errors=True)
-        table.write.mode("overwrite").parquet(str(tmp))
-    shutil.rmtree(parquet, ignore_errors=True)
-    tmp.replace(parquet)
+    parquet.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temporary(parquet)
+    table.write.mode("overwrite").parquet(str(tmp))
+    _install(tmp, parquet, marker)
 
 
-def load_history(spark, history: Path, config: CheckerConfig) -> LoadedHistory:
-    """Parse history (Parquet-cached) and apply the malformed/cut-short-line rules."""
+def load_history(spark, history: Path, config: CheckerConfig,
+                 converted: bool | None = None) -> LoadedHistory:
+    """Parse history (Parquet-cached) and apply the malformed/cut-short-line rules;
+    converted is what convert_without_spark returned, if it was already called."""
     from pyspark.sql import functions as F
 
     parquet = _parquet_location(history)
-    marker = _source_marker(history)
-    if not (config.parquet_cache and _cached(parquet, marker)):
-        parquet.parent.mkdir(parents=True, exist_ok=True)
-        _convert(spark, history, parquet, config)
-        (parquet / _MARKER).write_text(json.dumps(marker))
+    if converted is None:
+        converted = convert_without_spark(history, config)
+    if not converted:
+        _convert_with_spark(spark, history, parquet, _source_marker(history))
     table = spark.read.parquet(str(parquet))
 
     # one small aggregate serves both the line bookkeeping (per input split) and

@@ -5,13 +5,12 @@ as it is (so a corrupt history is still reported by its line number)."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from checker_fixtures import spark  # noqa: F401
 
-from checkers.load import _convert, _convert_with_duckdb
+from checkers.load import _convert_with_duckdb, _convert_with_spark
 from checkers.synthetic import Injection, SyntheticSpec, write_run_dir
 from harness.config import CheckerConfig
 
@@ -23,8 +22,10 @@ _COLUMNS = ["index", "time", "process", "type", "f", "topic", "partition", "acks
 
 
 def _table(session, history: Path, parquet: Path, duckdb: bool) -> list[tuple]:
-    config = replace(CheckerConfig(), convert_with_duckdb=duckdb)
-    _convert(session, history, parquet, config)
+    if duckdb:
+        assert _convert_with_duckdb(history, parquet, CheckerConfig())
+    else:
+        _convert_with_spark(session, history, parquet, {})
     rows = session.read.parquet(str(parquet)).select(*_COLUMNS).collect()
     return sorted(tuple(json.dumps(v, sort_keys=True, default=str) for v in r.asDict().values())
                   for r in rows)
@@ -40,7 +41,6 @@ def test_both_converters_write_the_same_rows(spark, tmp_path):  # noqa: F811
         f.write(json.dumps({"index": 99999, "time": 1, "process": -1, "type": "info",
                             "f": "fault", "fault": "partition", "nodes": ["b1", "c2"],
                             "extra": {"ignored": [1.5, "x"]}}) + "\n")
-    assert _convert_with_duckdb(history, tmp_path / "probe.parquet", CheckerConfig())
     fast = _table(spark, history, tmp_path / "fast.parquet", duckdb=True)
     careful = _table(spark, history, tmp_path / "careful.parquet", duckdb=False)
     assert len(fast) == generated.lines + 1
