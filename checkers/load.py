@@ -121,7 +121,9 @@ def _duckdb_select() -> str:
     return (f"SELECT {', '.join(columns)},"
             " CASE WHEN f = 'observe' THEN TRY_CAST(high_watermark AS BIGINT) END AS hwm,"
             f" ({' OR '.join(wrong)} OR {required}) AS _bad,"
-            " 0::BIGINT AS _blk, (row_number() OVER () - 1) AS _row"
+            # line numbers are only ever computed for bad rows, which this path never
+            # keeps; a row number would cost DuckDB a blocking window over the table
+            " 0::BIGINT AS _blk, 0::BIGINT AS _row"
             f" FROM read_json(?, format = 'newline_delimited', columns = {{{struct}}})")
 
 
@@ -139,7 +141,8 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
         settings["threads"] = config.convert_threads
     con = duckdb.connect(config=settings)
     try:
-        con.execute(f"COPY ({_duckdb_select()}) TO '{target}' "
+        quoted = str(target).replace("'", "''")
+        con.execute(f"COPY ({_duckdb_select()}) TO '{quoted}' "
                     "(FORMAT parquet, COMPRESSION lz4)", [str(history)])
         bad = con.execute("SELECT count(*) FROM read_parquet(?) WHERE _bad",
                           [str(target)]).fetchone()[0]
