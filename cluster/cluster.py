@@ -297,9 +297,17 @@ class Cluster:
                 connection.close()
         return set()
 
-    def _fail_if_a_node_died(self) -> None:
+    def _fail_if_a_node_died(self, looks: int = 3, spacing_s: float = 0.5) -> None:
+        """Raise if a node's Kafka process is gone. One empty `pgrep` is not proof:
+        a setup once ended on a single miss while a broker was starting, with no
+        crash in the JVM's stdout, so a node must look dead `looks` times in a row."""
         for node in self.nodes.values():
-            if node.kafka_pid() is None:
+            for look in range(looks):
+                if node.kafka_pid() is not None:
+                    break
+                if look < looks - 1:
+                    time.sleep(spacing_s)
+            else:
                 raise ClusterStartError(f"{node.spec.name} stopped while starting; its last "
                                         f"log lines:\n{_tail(node.log_tail(), 25)}")
 
