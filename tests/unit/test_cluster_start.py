@@ -35,6 +35,7 @@ def test_one_empty_pgrep_is_not_a_dead_node() -> None:
 
 def test_a_node_that_looks_dead_every_time_fails_the_start_with_its_log() -> None:
     dead = _Node("broker-3", [None, None, None])
-    with pytest.raises(ClusterStartError, match="(?s)broker-3 stopped while starting.*last line of the server log"):
+    with pytest.raises(ClusterStartError,
+                       match="(?s)broker-3 stopped while starting.*last line of the server log"):
         _cluster(dead)._fail_if_a_node_died(spacing_s=0)
     assert dead.looks == 3
