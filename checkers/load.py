@@ -157,9 +157,8 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
 
 
 def _temporary(parquet: Path) -> Path:
-    tmp = parquet.with_name(parquet.name + f".tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    return tmp
+    """Where a conversion is written before _install (each converter clears it)."""
+    return parquet.with_name(parquet.name + f".tmp-{os.getpid()}")
 
 
 def _install(tmp: Path, parquet: Path, marker: dict) -> None:

@@ -226,11 +226,9 @@ class ProducerClient(ClientThread):
         if op.resent:
             self._complete(slot, op, "info", error=CLIENT_RESENT,
                            last_attempt={"type": "error", "error": name})
-            if err.fatal():
-                self._fatal = name
-            return
-        self._complete(slot, op, classify_send_error(name, idempotent=self._idempotent),
-                       error=name)
+        else:
+            self._complete(slot, op, classify_send_error(name, idempotent=self._idempotent),
+                           error=name)
         if err.fatal():
             self._fatal = name
 
