@@ -94,6 +94,8 @@ class PartitionObserver:
             try:
                 topics_found = connection.describe_topic_partitions(topics)
                 found = [t for t in topics_found if t.error_code == 0]
+                if not topics and not topics_found:
+                    return []  # asked for every topic: the cluster has none yet
                 if found and self._went_back(found):
                     # a broker that missed metadata updates (cut off until a moment
                     # ago) describes an older leader epoch: not the cluster's state

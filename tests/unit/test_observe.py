@@ -53,3 +53,17 @@ def test_a_view_whose_leader_epoch_went_back_is_skipped() -> None:
     observer._connections = [stale]
     with pytest.raises(ObservationError, match="stale view"):
         observer.describe(["t"])
+
+
+class EmptyBroker(FakeBroker):
+    """A broker of a cluster with no topics yet."""
+
+    def describe_topic_partitions(self, topics):
+        return []
+
+
+def test_a_cluster_with_no_topics_describes_as_empty() -> None:
+    observer = _observer([EmptyBroker("a:1", leader=1, epoch=0, hwm=0)])
+    assert observer.describe([]) == [], "asked for every topic, none is an answer"
+    with pytest.raises(ObservationError, match="topic error"):
+        observer.describe(["t"])
