@@ -81,8 +81,12 @@ def get_spark(config: CheckerConfig, history_bytes: int | None = None):
         if active.sparkContext.master == config.spark_master:
             return active
         active.stop()
+    from checkers.jvm_archive import startup_options
+
     log4j = _log4j_file()
     java_opts = f"-Dlog4j2.configurationFile=file:{log4j} {jvm_options(config, history_bytes)}"
+    # the archive holds the driver's class path: executors elsewhere start without it
+    driver_opts = f"{java_opts} {startup_options(config)}".rstrip()
     builder = (
         SparkSession.builder.master(config.spark_master)
         .appName("elr-harness-checker")
@@ -97,7 +101,7 @@ def get_spark(config: CheckerConfig, history_bytes: int | None = None):
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.extraJavaOptions", java_opts)
+        .config("spark.driver.extraJavaOptions", driver_opts)
         .config("spark.executor.extraJavaOptions", java_opts)
         .config("spark.sql.autoBroadcastJoinThreshold", str(32 * 1024 * 1024))
         # fixed, size-chosen shuffle partitions (checks.py) beat re-planning each stage

@@ -1,0 +1,158 @@
+"""A class-data-sharing archive of the checker's JVM (JDK CDS, JEP 350).
+
+Every check starts a JVM that loads, parses and verifies thousands of Spark's
+classes from some 280 jars: about 4 s of a 1M-line check on 2 cores. A dynamic
+CDS archive holds those classes already parsed and verified, and a JVM started
+with it maps them from one file. The archive is built once per machine
+(scripts/setup.sh runs `python -m checkers.jvm_archive`) by a training check of
+a small synthetic history, and its name is a hash of the Java runtime and of
+Spark's jars, so upgrading either one leads to a new archive. A JVM that cannot
+use an archive (a damaged file, a changed class path) starts without it:
+slower, never wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from harness.config import CheckerConfig, cache_dir
+from harness.errors import HarnessError
+
+#: Bumped when the training changes, so old archives are left behind.
+_VERSION = 1
+#: JVM messages (an archive it cannot map, classes it skips while dumping)
+#: go to stderr, which get_spark sends to the Spark log, not to stdout.
+QUIET = "-Xlog:disable -Xlog:all=warning:stderr"
+
+
+def _java_binary() -> Path | None:
+    """The java Spark's launcher runs: $JAVA_HOME/bin/java, else the one on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    return Path(found).resolve() if found and Path(found).exists() else None
+
+
+def _spark_jars() -> Path:
+    from pyspark.find_spark_home import _find_spark_home
+
+    return Path(_find_spark_home()) / "jars"
+
+
+def archive_path() -> Path | None:
+    """Where the archive for this Java runtime and these Spark jars lives (None: no java)."""
+    java = _java_binary()
+    if java is None:
+        return None
+    digest = hashlib.sha256(f"{_VERSION}\0{java}".encode())
+    for runtime_file in (java, java.parent.parent / "lib" / "server" / "libjvm.so"):
+        if runtime_file.exists():
+            st = runtime_file.stat()
+            digest.update(f"\0{st.st_size}\0{st.st_mtime_ns}".encode())
+    for jar in sorted(_spark_jars().glob("*.jar")):
+        digest.update(f"\0{jar.name}".encode())
+    return cache_dir() / "spark-cds" / f"{digest.hexdigest()[:16]}.jsa"
+
+
+def startup_options(config: CheckerConfig) -> str:
+    """Driver JVM options that map the archive, when one was built ("" otherwise)."""
+    if not config.class_archive:
+        return ""
+    path = archive_path()
+    return f"-XX:SharedArchiveFile={path} {QUIET}" if path and path.is_file() else ""
+
+
+def build(config: CheckerConfig, *, force: bool = False) -> Path:
+    """Make the archive (once): a training check in a child process whose JVM dumps
+    the classes it loaded when it exits; the file is put in place only when the
+    JVM exited cleanly, so a reader never maps half an archive."""
+    target = archive_path()
+    if target is None:
+        raise HarnessError("no java runtime found (set JAVA_HOME or put java on PATH)")
+    if target.is_file() and not force:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
+    env = {k: v for k, v in os.environ.items() if k != "ELR_CHECKER_JVM_OPTIONS"}
+    try:
+        with tempfile.TemporaryDirectory(prefix="elr-cds-") as tmp:
+            history = _training_history(Path(tmp))
+            proc = subprocess.run(
+                [sys.executable, "-m", "checkers.jvm_archive", "--train", str(history),
+                 str(partial)], env=env, capture_output=True, text=True,
+                timeout=config.class_archive_timeout_s)
+        if proc.returncode != 0 or not partial.is_file() or partial.stat().st_size == 0:
+            detail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise HarnessError(f"the class archive was not built (exit {proc.returncode}): "
+                               f"{detail[0]}")
+        partial.replace(target)
+    except subprocess.TimeoutExpired as err:
+        raise HarnessError(f"the class archive took over {err.timeout:.0f} s; "
+                           "checks run without it") from err
+    finally:
+        partial.unlink(missing_ok=True)
+    return target
+
+
+def _training_history(directory: Path) -> Path:
+    """A small history that runs every check, poll-skip's second pass included."""
+    from checkers.synthetic import Injection, SyntheticSpec, write_run_dir
+
+    names = ("lost-write", "lost-committed-read", "inconsistent-offset", "duplicate",
+             "aborted-read", "realtime-order", "nonmonotonic-poll", "poll-skip",
+             "garbage-read", "hwm-regression", "elr-invariant")
+    spec = SyntheticSpec(lines=20_000, seed=1, injections=tuple(
+        Injection(name, at=0.05 + 0.08 * i, partition=i % 3) for i, name in enumerate(names)))
+    run_dir = directory / "run"
+    write_run_dir(run_dir, spec)
+    return run_dir / "history.jsonl"
+
+
+def _train(history: Path, dump_to: Path, config: CheckerConfig) -> int:
+    """Check history in a JVM that dumps its classes to dump_to at exit; end that
+    JVM (it would otherwise outlive us while it writes) and return its exit code."""
+    from pyspark import SparkContext
+
+    from checkers.check import check_history
+
+    training = dataclasses.replace(
+        config, class_archive=False, jvm_options=f"{config.jvm_options} "
+        f"-XX:ArchiveClassesAtExit={dump_to} {QUIET}")
+    check_history(history, None, training)
+    gateway = SparkContext._gateway
+    if SparkContext._active_spark_context is not None:
+        SparkContext._active_spark_context.stop()
+    proc = gateway.proc
+    gateway.shutdown()
+    proc.stdin.close()  # the gateway JVM exits at the end of its stdin
+    return proc.wait(timeout=config.class_archive_timeout_s)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m checkers.jvm_archive",
+        description="Build the checker JVM's class-data-sharing archive (once per machine).")
+    parser.add_argument("--force", action="store_true", help="rebuild even if it exists")
+    parser.add_argument("--train", nargs=2, metavar=("HISTORY", "DUMP_TO"),
+                        help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    config = CheckerConfig()
+    if args.train:
+        return _train(Path(args.train[0]), Path(args.train[1]), config)
+    try:
+        print(f"class archive: {build(config, force=args.force)}")
+    except HarnessError as err:
+        print(f"class archive: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""The checker JVM's class-data-sharing archive: used when built, harmless when not
+(or when damaged), and really mapped by the driver JVM Spark starts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from checkers.jvm_archive import archive_path, build, startup_options
+from checkers.synthetic import SyntheticSpec, write_run_dir
+from harness.config import CheckerConfig
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_options_name_the_archive_only_when_it_exists(tmp_path, monkeypatch):
+    monkeypatch.setenv("ELR_HARNESS_CACHE", str(tmp_path))
+    assert startup_options(CheckerConfig()) == ""
+    path = archive_path()
+    assert path is not None and path.is_relative_to(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"x")
+    assert startup_options(CheckerConfig()).startswith(f"-XX:SharedArchiveFile={path} ")
+    assert startup_options(CheckerConfig(class_archive=False)) == ""
+
+
+def _python(script: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=REPO,
+                          env={**os.environ, **env}, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_the_driver_jvm_maps_spark_classes_from_the_archive(tmp_path):
+    archive = build(CheckerConfig())  # made by scripts/setup.sh; built here if not
+    loads = tmp_path / "class-load.log"
+    run = _python(f"""
+        from harness.config import CheckerConfig
+        from checkers.jvm_archive import startup_options
+        from checkers.spark import get_spark
+        options = startup_options(CheckerConfig()) + " -Xlog:class+load=info:file={loads}"
+        conf = (("spark.driver.extraJavaOptions", options),)
+        get_spark(CheckerConfig(spark_conf=conf)).range(10).count()
+        """, {})
+    assert run.returncode == 0, run.stderr[-2000:]
+    # lambda proxies are spun at run time (their source is their host class)
+    spark_classes = [line for line in loads.read_text().splitlines()
+                     if " org.apache.spark." in line and "$$Lambda" not in line]
+    shared = [line for line in spark_classes if "shared objects file (top)" in line]
+    assert len(spark_classes) > 1000
+    assert len(shared) > 0.9 * len(spark_classes), f"{archive}: {len(shared)} of " \
+        f"{len(spark_classes)} Spark classes came from the archive"
+
+
+def test_a_damaged_archive_changes_nothing_but_speed(tmp_path):
+    write_run_dir(tmp_path / "run", SyntheticSpec(lines=600, seed=5))
+    cache = tmp_path / "cache"
+    env = {"ELR_HARNESS_CACHE": str(cache)}
+    damaged = Path(_python("from checkers.jvm_archive import archive_path; "
+                           "print(archive_path())", env).stdout.strip())
+    damaged.parent.mkdir(parents=True)
+    damaged.write_bytes(b"not an archive" * 1000)
+    run = subprocess.run([sys.executable, "-m", "harness.cli", "check", str(tmp_path / "run")],
+                         cwd=REPO, env={**os.environ, **env}, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "valid" in run.stdout
+    assert "[warning]" not in run.stdout + run.stderr, "JVM messages stay in the Spark log"
