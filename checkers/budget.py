@@ -44,7 +44,7 @@ def page_cache_losses(spark, ops: DataFrame, obs: DataFrame, partitions: DataFra
                       | F.array_contains("replicas", F.col("broker")))
               .select("topic", "partition", "index", F.lit(0).alias("full"),
                       F.lit(1).alias("loss")))
-    rf = per_topic(info, lambda t: t.replication_factor)
+    rf = F.expr(per_topic(info, lambda t: t.replication_factor))
     full_points = obs.select("topic", "partition", "index",
                              (F.size(F.coalesce("isr", F.array())) >= rf).cast("int")
                              .alias("full"), F.lit(0).alias("loss")).filter("full = 1")

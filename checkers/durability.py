@@ -8,12 +8,10 @@ it. inconsistent-offset needs the other key, (topic, partition, offset).
 
 from __future__ import annotations
 
-from functools import reduce
-
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers.frames import anomaly, op_list, text, tp_name
+from checkers.frames import anomaly, json_of, op_list, sentence, sql_string, text, tp_name
 
 _KIND_CODES = {"invoke": 0, "ok": 1, "fail": 2, "info": 3}
 _FINAL, _READ = 4, 5
@@ -26,76 +24,66 @@ def claims_table(ops: DataFrame, records: DataFrame) -> DataFrame:
     per offset (inconsistent_offsets) are then smaller regroupings of this table.
     Numeric codes keep every aggregation buffer fixed-width (a hash aggregate).
     """
-    send_kind = F.lit(None).cast("int")
-    for name, code in _KIND_CODES.items():
-        send_kind = F.when(F.col("type") == name, F.lit(code)).otherwise(send_kind)
-    acks_code = (F.when(F.col("acks") == "all", F.lit(3)).when(F.col("acks") == "1", F.lit(2))
-                 .when(F.col("acks") == "0", F.lit(1)))
-    sends = ops.filter(F.col("f") == "send").select(
-        "topic", "partition", "value", acks_code.alias("acks"), send_kind.alias("kind"),
-        "index", "time",
+    send_kind = "CASE type " + " ".join(f"WHEN '{name}' THEN {code}"
+                                        for name, code in _KIND_CODES.items()) + " END"
+    sends = ops.filter("f = 'send'").selectExpr(
+        "topic", "partition", "value",
+        "CASE acks WHEN 'all' THEN 3 WHEN '1' THEN 2 WHEN '0' THEN 1 END AS acks",
+        f"{send_kind} AS kind", "index", "time",
         # only an ok send claims an offset; invoke/fail/info rows group under null
-        F.when(send_kind == 1, F.col("offset")).alias("offset"))
-    recs = records.filter(F.col("value").isNotNull()).select(
-        "topic", "partition", "value", F.lit(None).cast("int").alias("acks"),
-        F.when(F.col("final"), F.lit(_FINAL)).otherwise(F.lit(_READ)).alias("kind"),
-        "index", F.lit(None).cast("bigint").alias("time"), "offset")
-    kind = F.col("kind")
-    is_comp = kind.between(1, 3)
-
-    def when(cond, c):
-        return F.when(cond, F.col(c))
-
+        f"CASE WHEN {send_kind} = 1 THEN offset END AS offset")
+    recs = records.filter("value IS NOT NULL").selectExpr(
+        "topic", "partition", "value", "CAST(NULL AS INT) AS acks",
+        f"CASE WHEN final THEN {_FINAL} ELSE {_READ} END AS kind", "index",
+        "CAST(NULL AS BIGINT) AS time", "offset")
+    comp = "kind BETWEEN 1 AND 3"
     # partitioned by value: values_table and inconsistent_offsets regroup this
     # table by value without another shuffle
     by_value = sends.unionByName(recs).repartition("topic", "partition", "value")
-    return by_value.groupBy("topic", "partition", "value", "offset").agg(
-        F.max("acks").alias("acks"),
-        F.min(when(kind == 0, "index")).alias("inv_index"),
-        F.min(when(kind == 0, "time")).alias("inv_time"),
-        F.min(when(is_comp, "index")).alias("comp_index"),
-        F.min(when(is_comp, "time")).alias("comp_time"),
-        F.max(when(is_comp, "kind")).alias("status_code"),
-        F.max((kind == 1).cast("int")).alias("sent"),
-        F.min(when(kind == _FINAL, "index")).alias("f_poll_min"),
-        F.max(when(kind == _FINAL, "index")).alias("f_poll_max"),
-        F.min(when(kind == _READ, "index")).alias("r_poll_min"),
-        F.max(when(kind == _READ, "index")).alias("r_poll_max"),
-        F.min(when(kind.isin(1, _FINAL, _READ), "index")).alias("first_index"),
-    )
+    return by_value.groupBy("topic", "partition", "value", "offset").agg(*_exprs(
+        "max(acks) AS acks",
+        "min(CASE WHEN kind = 0 THEN index END) AS inv_index",
+        "min(CASE WHEN kind = 0 THEN time END) AS inv_time",
+        f"min(CASE WHEN {comp} THEN index END) AS comp_index",
+        f"min(CASE WHEN {comp} THEN time END) AS comp_time",
+        f"max(CASE WHEN {comp} THEN kind END) AS status_code",
+        "max(CAST(kind = 1 AS INT)) AS sent",
+        f"min(CASE WHEN kind = {_FINAL} THEN index END) AS f_poll_min",
+        f"max(CASE WHEN kind = {_FINAL} THEN index END) AS f_poll_max",
+        f"min(CASE WHEN kind = {_READ} THEN index END) AS r_poll_min",
+        f"max(CASE WHEN kind = {_READ} THEN index END) AS r_poll_max",
+        f"min(CASE WHEN kind IN (1, {_FINAL}, {_READ}) THEN index END) AS first_index"))
+
+
+def _exprs(*sql: str) -> list:
+    return [F.expr(e) for e in sql]
 
 
 def values_table(claims: DataFrame) -> DataFrame:
     """One row per (topic, partition, value): its send, its reads, its final-log copies."""
-    def when(cond, c):
-        return F.when(cond, F.col(c))
-
-    final, read = F.col("f_poll_min").isNotNull(), F.col("r_poll_min").isNotNull()
-    agg = claims.groupBy("topic", "partition", "value").agg(
-        F.max("acks").alias("acks"),
-        F.min("inv_index").alias("inv_index"),
-        F.min("inv_time").alias("inv_time"),
-        F.min("comp_index").alias("comp_index"),
-        F.min("comp_time").alias("comp_time"),
-        F.max("status_code").alias("status_code"),
-        F.max(when(F.col("sent") == 1, "offset")).alias("send_offset"),
-        F.min(when(final, "offset")).alias("f_off_min"),
-        F.max(when(final, "offset")).alias("f_off_max"),
-        F.min("f_poll_min").alias("f_poll_min"),
-        F.max("f_poll_max").alias("f_poll_max"),
-        F.min(when(read, "offset")).alias("r_off_min"),
-        F.max(when(read, "offset")).alias("r_off_max"),
-        F.min("r_poll_min").alias("r_poll_min"),
-        F.max("r_poll_max").alias("r_poll_max"),
-    )
+    final, read = "f_poll_min IS NOT NULL", "r_poll_min IS NOT NULL"
+    agg = claims.groupBy("topic", "partition", "value").agg(*_exprs(
+        "max(acks) AS acks",
+        "min(inv_index) AS inv_index",
+        "min(inv_time) AS inv_time",
+        "min(comp_index) AS comp_index",
+        "min(comp_time) AS comp_time",
+        "max(status_code) AS status_code",
+        "max(CASE WHEN sent = 1 THEN offset END) AS send_offset",
+        f"min(CASE WHEN {final} THEN offset END) AS f_off_min",
+        f"max(CASE WHEN {final} THEN offset END) AS f_off_max",
+        "min(f_poll_min) AS f_poll_min",
+        "max(f_poll_max) AS f_poll_max",
+        f"min(CASE WHEN {read} THEN offset END) AS r_off_min",
+        f"max(CASE WHEN {read} THEN offset END) AS r_off_max",
+        "min(r_poll_min) AS r_poll_min",
+        "max(r_poll_max) AS r_poll_max"))
     # an invoke with no completion by the end of the history counts as info
-    code = F.col("status_code")
-    status = (F.when(code == 1, F.lit("ok")).when(code == 2, F.lit("fail"))
-              .when(code == 3, F.lit("info"))
-              .when(F.col("inv_index").isNotNull(), F.lit("info")))
-    acks = (F.when(F.col("acks") == 3, F.lit("all")).when(F.col("acks") == 2, F.lit("1"))
-            .when(F.col("acks") == 1, F.lit("0")))
-    return agg.withColumn("status", status).withColumn("acks", acks).drop("status_code")
+    return agg.selectExpr(
+        *[c for c in agg.columns if c not in ("acks", "status_code")],
+        "CASE status_code WHEN 1 THEN 'ok' WHEN 2 THEN 'fail' WHEN 3 THEN 'info' "
+        "ELSE CASE WHEN inv_index IS NOT NULL THEN 'info' END END AS status",
+        "CASE acks WHEN 3 THEN 'all' WHEN 2 THEN '1' WHEN 1 THEN '0' END AS acks")
 
 
 def value_anomalies(values: DataFrame, tp_status: DataFrame) -> DataFrame:
@@ -108,90 +96,75 @@ def value_anomalies(values: DataFrame, tp_status: DataFrame) -> DataFrame:
     """
     v = values.join(F.broadcast(tp_status.select("topic", "partition", "complete")),
                     ["topic", "partition"], "left")
-    above = (Window.partitionBy("topic", "partition").orderBy(F.desc_nulls_last("f_off_min"))
-             .rowsBetween(Window.unboundedPreceding, -1))
-    candidate = F.when((F.col("status") == "ok") & (F.col("acks") != "0")
-                       & F.col("f_off_min").isNotNull(),
-                       F.struct("comp_time", "comp_index", "inv_index", "value", "f_off_min"))
-    v = v.withColumn("a", F.min(candidate).over(above))
+    v = v.selectExpr(
+        "*", "min(CASE WHEN status = 'ok' AND acks != '0' AND f_off_min IS NOT NULL "
+        "THEN struct(comp_time, comp_index, inv_index, value, f_off_min) END) "
+        "OVER (PARTITION BY topic, partition ORDER BY f_off_min DESC NULLS LAST "
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS a")
 
-    complete = F.coalesce(F.col("complete"), F.lit(False))
-    absent = F.col("f_off_min").isNull()
-    acked = F.col("status") == "ok"
+    complete = "coalesce(complete, false)"
+    absent = "f_off_min IS NULL"
+    acked = "status = 'ok'"
     where = tp_name()
-    sent = F.format_string("acks=%s send of value %s (offset %s)", text("acks"), text("value"),
-                           text("send_offset"))
+    sent = sentence("acks=%s send of value %s (offset %s)", text("acks"), text("value"),
+                    text("send_offset"))
     send_ops = ("inv_index", "comp_index", "r_poll_min", "r_poll_max")
-    finals = F.array("f_off_min", "f_off_max")
-    moved = ~F.array_contains(finals, F.col("r_off_min")) \
-        | ~F.array_contains(finals, F.col("r_off_max"))
+    moved = ("(NOT array_contains(array(f_off_min, f_off_max), r_off_min) "
+             "OR NOT array_contains(array(f_off_min, f_off_max), r_off_max))")
+    read_at = "coalesce(f_off_min, r_off_min)"
     checks = [
-        _found("lost-write", acked & absent & complete, "send_offset", op_list(*send_ops),
-               F.concat(sent, F.lit(" was acknowledged but is not in the final log of "),
-                        where), hold=F.lit(True), hold_offset="send_offset"),
-        _found("unseen", acked & absent & ~complete, "send_offset", op_list(*send_ops),
-               F.concat(sent, F.lit(" is not in what the incomplete final read of "), where,
-                        F.lit(" returned")), hold=F.lit(True), hold_offset="send_offset"),
-        _found("duplicate", F.col("f_off_min") != F.col("f_off_max"), "f_off_min",
-               op_list("inv_index", "comp_index", "f_poll_min", "f_poll_max"),
-               F.format_string("value %s is in the final log of %s at offsets %s and %s",
-                               text("value"), where, text("f_off_min"), text("f_off_max")),
-               extra=F.to_json(F.struct(F.col("f_off_max").alias("other_offset")))),
-        _found("aborted-read", (F.col("status") == "fail")
-               & (F.col("f_off_min").isNotNull() | F.col("r_poll_min").isNotNull()),
-               F.coalesce("f_off_min", "r_off_min"),
-               op_list("inv_index", "comp_index", "r_poll_min", "r_poll_max", "f_poll_min"),
-               F.format_string("value %s of a failed send was read from %s at offset %s",
-                               text("value"), where,
-                               text(F.coalesce("f_off_min", "r_off_min")))),
-        _found("lost-committed-read", F.col("r_poll_min").isNotNull()
-               & ((absent & complete) | (~absent & moved)), "r_off_min",
-               op_list("inv_index", "comp_index", "r_poll_min", "r_poll_max", "f_poll_min"),
-               F.when(absent, F.format_string(
-                   "value %s was read at offset %s of %s but is not in the final log",
-                   text("value"), text("r_off_min"), where))
-               .otherwise(F.format_string(
-                   "value %s was read at offset %s of %s but the final log has it at offset %s",
-                   text("value"), text("r_off_min"), where, text("f_off_min"))),
-               hold=absent, hold_offset="r_off_min",
-               extra=F.to_json(F.struct(F.col("f_off_min").alias("final_offset")))),
-        _found("realtime-order", F.col("f_off_min").isNotNull() & F.col("inv_time").isNotNull()
-               & (F.col("a.comp_time") < F.col("inv_time")), "f_off_min",
-               op_list("a.inv_index", "a.comp_index", "inv_index", "comp_index"),
-               F.format_string(
-                   "value %s was sent after value %s was acknowledged, yet sits below it in "
-                   "the final log of %s (offset %s < %s)", text("value"), text("a.value"),
-                   where, text("f_off_min"), text("a.f_off_min")),
-               extra=F.to_json(F.struct(F.col("a.value").alias("other_value"),
-                                        F.col("a.f_off_min").alias("other_offset")))),
+        ("lost-write", f"{acked} AND {absent} AND {complete}", "send_offset", op_list(*send_ops),
+         f"concat({sent}, ' was acknowledged but is not in the final log of ', {where})",
+         "true", "send_offset", None),
+        ("unseen", f"{acked} AND {absent} AND NOT {complete}", "send_offset",
+         op_list(*send_ops), f"concat({sent}, ' is not in what the incomplete final read "
+                             f"of ', {where}, ' returned')", "true", "send_offset", None),
+        ("duplicate", "f_off_min != f_off_max", "f_off_min",
+         op_list("inv_index", "comp_index", "f_poll_min", "f_poll_max"),
+         sentence("value %s is in the final log of %s at offsets %s and %s", text("value"),
+                  where, text("f_off_min"), text("f_off_max")),
+         None, None, json_of(other_offset="f_off_max")),
+        ("aborted-read", "status = 'fail' AND (f_off_min IS NOT NULL "
+         "OR r_poll_min IS NOT NULL)", read_at,
+         op_list("inv_index", "comp_index", "r_poll_min", "r_poll_max", "f_poll_min"),
+         sentence("value %s of a failed send was read from %s at offset %s", text("value"),
+                  where, text(read_at)), None, None, None),
+        ("lost-committed-read", f"r_poll_min IS NOT NULL AND (({absent} AND {complete}) "
+         f"OR (NOT {absent} AND {moved}))", "r_off_min",
+         op_list("inv_index", "comp_index", "r_poll_min", "r_poll_max", "f_poll_min"),
+         f"CASE WHEN {absent} THEN "
+         + sentence("value %s was read at offset %s of %s but is not in the final log",
+                    text("value"), text("r_off_min"), where)
+         + " ELSE " + sentence("value %s was read at offset %s of %s but the final log has "
+                               "it at offset %s", text("value"), text("r_off_min"), where,
+                               text("f_off_min")) + " END",
+         absent, "r_off_min", json_of(final_offset="f_off_min")),
+        ("realtime-order", "f_off_min IS NOT NULL AND inv_time IS NOT NULL "
+         "AND a.comp_time < inv_time", "f_off_min",
+         op_list("a.inv_index", "a.comp_index", "inv_index", "comp_index"),
+         sentence("value %s was sent after value %s was acknowledged, yet sits below it in "
+                  "the final log of %s (offset %s < %s)", text("value"), text("a.value"),
+                  where, text("f_off_min"), text("a.f_off_min")),
+         None, None, json_of(other_value="a.value", other_offset="a.f_off_min")),
     ]
     # the cheap boolean test first: only anomalous rows build descriptions and arrays
-    flagged = v.filter(reduce(lambda a, b: a | b, [c.isNotNull() for c in checks]))
-    found = flagged.select("topic", "partition", "value", "acks",
-                           F.explode(F.array(*checks)).alias("x"))
-    return (found.filter(F.col("x").isNotNull())
-            .select(F.col("x.name").alias("name"), "topic", "partition", "value",
-                    F.col("x.offset").alias("offset"), "acks", F.col("x.ops").alias("ops"),
-                    F.col("x.description").alias("description"), F.col("x.hold").alias("hold"),
-                    F.col("x.hold_offset").alias("hold_offset"),
-                    F.col("x.extra").alias("extra")))
+    flagged = v.filter(" OR ".join(f"({c[1]})" for c in checks))
+    found = flagged.selectExpr("topic", "partition", "value", "acks",
+                               f"explode(array({', '.join(_found(*c) for c in checks)})) AS x")
+    return found.filter("x IS NOT NULL").selectExpr(
+        "x.name AS name", "topic", "partition", "value", "x.offset AS offset", "acks",
+        "x.ops AS ops", "x.description AS description", "x.hold AS hold",
+        "x.hold_offset AS hold_offset", "x.extra AS extra")
 
 
-def _found(name: str, condition, offset, ops, description, hold=None, hold_offset=None,
-           extra=None):
+def _found(name: str, condition: str, offset: str, ops: str, description: str,
+           hold: str | None, hold_offset: str | None, extra: str | None) -> str:
     """The struct of one anomaly of a values-table row when condition holds, else null."""
-    def col(c):
-        return F.col(c) if isinstance(c, str) else c
-
-    return F.when(condition, F.struct(
-        F.lit(name).alias("name"),
-        col(offset).cast("bigint").alias("offset"),
-        ops.alias("ops"),
-        description.alias("description"),
-        (F.lit(False) if hold is None else hold).alias("hold"),
-        (F.lit(None) if hold_offset is None else col(hold_offset)).cast("bigint")
-        .alias("hold_offset"),
-        (F.lit(None) if extra is None else extra).cast("string").alias("extra")))
+    return (f"CASE WHEN {condition} THEN named_struct('name', {sql_string(name)}, "
+            f"'offset', CAST({offset} AS BIGINT), 'ops', {ops}, 'description', {description}, "
+            f"'hold', {hold or 'false'}, "
+            f"'hold_offset', CAST({hold_offset or 'NULL'} AS BIGINT), "
+            f"'extra', CAST({extra or 'NULL'} AS STRING)) END")
 
 
 def inconsistent_offsets(claims: DataFrame) -> DataFrame:
@@ -208,21 +181,16 @@ def inconsistent_offsets(claims: DataFrame) -> DataFrame:
     """
     key = ["topic", "partition", "value"]
     in_final = claims.groupBy(*key).agg(
-        F.max(F.col("f_poll_min").isNotNull().cast("int")).alias("in_final"))
-    weak_unread = ((F.col("sent") == 1) & (F.col("acks") < 3)
-                   & F.col("r_poll_min").isNull() & F.col("f_poll_min").isNull())
-    held = (claims.filter(F.col("offset").isNotNull() & F.col("first_index").isNotNull())
+        F.expr("max(CAST(f_poll_min IS NOT NULL AS INT)) AS in_final"))
+    weak_unread = ("sent = 1 AND acks < 3 AND r_poll_min IS NULL AND f_poll_min IS NULL")
+    held = (claims.filter("offset IS NOT NULL AND first_index IS NOT NULL")
             .join(in_final, key)
-            .filter(~(weak_unread & (F.col("in_final") == 0))))
-    by_offset = held.groupBy("topic", "partition", "offset").agg(
-        F.min("value").alias("lo"), F.max("value").alias("hi"),
-        F.min_by("first_index", "value").alias("op_lo"),
-        F.max_by("first_index", "value").alias("op_hi"))
-    bad = by_offset.filter(F.col("lo") != F.col("hi"))
+            .filter(f"NOT ({weak_unread} AND in_final = 0)"))
+    by_offset = held.groupBy("topic", "partition", "offset").agg(*_exprs(
+        "min(value) AS lo", "max(value) AS hi",
+        "min_by(first_index, value) AS op_lo", "max_by(first_index, value) AS op_hi"))
     return anomaly(
-        bad, "inconsistent-offset",
-        offset=F.col("offset"),
-        ops=op_list("op_lo", "op_hi"),
-        extra=F.to_json(F.struct(F.array("lo", "hi").alias("values"))),
-        description=F.format_string("offset %s of %s holds values %s and %s", text("offset"),
-                                    tp_name(), text("lo"), text("hi")))
+        by_offset.filter("lo != hi"), "inconsistent-offset", offset="offset",
+        ops=op_list("op_lo", "op_hi"), extra=json_of(values="array(lo, hi)"),
+        description=sentence("offset %s of %s holds values %s and %s", text("offset"),
+                             tp_name(), text("lo"), text("hi")))

@@ -7,7 +7,7 @@ reach the driver.
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 #: name, where, what, the op indices, a sentence; `hold` asks the result stage
@@ -41,43 +41,60 @@ def local_rows(spark, schema: str, rows: list[tuple]) -> DataFrame:
     return spark.range(1).select(F.inline(F.array(*structs)))
 
 
-def op_list(*cols: Column | str) -> Column:
+def sql_string(value: str) -> str:
+    """A SQL string literal."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+# The helpers below build Spark SQL text, not Column objects: every Column
+# operation is a round trip to the JVM (about 0.3 ms here), and the checks'
+# expressions would take thousands of them; one SQL string is parsed in one.
+
+
+def op_list(*exprs: str) -> str:
     """Sorted distinct op indices, nulls dropped."""
-    arr = F.array(*[F.col(c) if isinstance(c, str) else c for c in cols])
-    return F.array_sort(F.array_distinct(F.filter(arr, lambda x: x.isNotNull()))) \
-        .cast("array<bigint>")
+    return (f"CAST(array_sort(array_distinct(filter(array({', '.join(exprs)}), "
+            f"op -> op IS NOT NULL))) AS ARRAY<BIGINT>)")
 
 
-def anomaly(df: DataFrame, name: str, *, ops: Column, description: Column,
-            value: Column | None = None, offset: Column | None = None,
-            acks: Column | None = None, hold: Column | None = None,
-            hold_offset: Column | None = None, extra: Column | None = None) -> DataFrame:
-    """Project df's rows into the common anomaly schema."""
-    def typed(c: Column | None, kind: str) -> Column:
-        return (F.lit(None) if c is None else c).cast(kind)
+def text(expr: str) -> str:
+    """An expression as text for descriptions, "none" for null."""
+    return f"coalesce(CAST({expr} AS STRING), 'none')"
 
-    return df.select(
-        F.lit(name).alias("name"),
-        F.col("topic").cast("string").alias("topic"),
-        F.col("partition").cast("int").alias("partition"),
-        typed(value, "bigint").alias("value"),
-        typed(offset, "bigint").alias("offset"),
-        typed(acks, "string").alias("acks"),
-        ops.alias("ops"),
-        description.alias("description"),
-        (F.lit(False) if hold is None else hold).alias("hold"),
-        typed(hold_offset, "bigint").alias("hold_offset"),
-        typed(extra, "string").alias("extra"),
+
+def tp_name(topic: str = "topic", partition: str = "partition") -> str:
+    return f"concat_ws('-', {topic}, CAST({partition} AS STRING))"
+
+
+def sentence(template: str, *exprs: str) -> str:
+    """format_string(template, exprs...) with the template quoted."""
+    return f"format_string({', '.join([sql_string(template), *exprs])})"
+
+
+def json_of(**fields: str) -> str:
+    """A JSON object text of the named expressions (null fields left out)."""
+    pairs = ", ".join(f"{sql_string(k)}, {v}" for k, v in fields.items())
+    return f"to_json(named_struct({pairs}))"
+
+
+def anomaly(df: DataFrame, name: str, *, ops: str, description: str,
+            value: str | None = None, offset: str | None = None, acks: str | None = None,
+            hold: str | None = None, hold_offset: str | None = None,
+            extra: str | None = None) -> DataFrame:
+    """Project df's rows into the common anomaly schema (arguments are SQL expressions)."""
+    def typed(expr: str | None, kind: str) -> str:
+        return f"CAST({'NULL' if expr is None else expr} AS {kind})"
+
+    return df.selectExpr(
+        f"{sql_string(name)} AS name",
+        "CAST(topic AS STRING) AS topic",
+        "CAST(partition AS INT) AS partition",
+        f"{typed(value, 'BIGINT')} AS value",
+        f"{typed(offset, 'BIGINT')} AS offset",
+        f"{typed(acks, 'STRING')} AS acks",
+        f"{ops} AS ops",
+        f"{description} AS description",
+        f"{hold or 'false'} AS hold",
+        f"{typed(hold_offset, 'BIGINT')} AS hold_offset",
+        f"{typed(extra, 'STRING')} AS extra",
     )
-
-
-def text(c: Column | str) -> Column:
-    """A column as text for descriptions, "none" for null."""
-    col = F.col(c) if isinstance(c, str) else c
-    return F.coalesce(col.cast("string"), F.lit("none"))
-
-
-def tp_name(topic: Column | str = "topic", partition: Column | str = "partition") -> Column:
-    return F.concat_ws("-", F.col(topic) if isinstance(topic, str) else topic,
-                       (F.col(partition) if isinstance(partition, str) else partition)
-                       .cast("string"))

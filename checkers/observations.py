@@ -11,7 +11,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.frames import anomaly, op_list, text, tp_name
+from checkers.frames import anomaly, json_of, op_list, sentence, sql_string, text, tp_name
 from checkers.testinfo import RunInfo
 
 
@@ -20,12 +20,12 @@ def observations(ops: DataFrame) -> DataFrame:
         "index", "topic", "partition", "leader", "isr", "elr", "last_known_elr", "hwm")
 
 
-def per_topic(info: RunInfo, pick) -> F.Column:
-    """A per-topic setting from test.json as a column expression, the default elsewhere."""
-    value = F.lit(pick(info.default_topic))
-    for name, topic in info.topics.items():
-        value = F.when(F.col("topic") == name, F.lit(pick(topic))).otherwise(value)
-    return value
+def per_topic(info: RunInfo, pick) -> str:
+    """A per-topic setting from test.json as SQL text, the default elsewhere."""
+    cases = " ".join(f"WHEN topic = {sql_string(name)} THEN {int(pick(topic))}"
+                     for name, topic in info.topics.items())
+    default = int(pick(info.default_topic))
+    return f"(CASE {cases} ELSE {default} END)" if cases else str(default)
 
 
 def hwm_regressions(obs: DataFrame) -> DataFrame:
@@ -33,29 +33,25 @@ def hwm_regressions(obs: DataFrame) -> DataFrame:
     with_prev = obs.filter(F.col("hwm").isNotNull()).select(
         "topic", "partition", "index", "hwm",
         F.lag("hwm").over(seq).alias("prev_hwm"), F.lag("index").over(seq).alias("prev_index"))
-    bad = with_prev.filter(F.col("hwm") < F.col("prev_hwm"))
     return anomaly(
-        bad, "hwm-regression", offset=F.col("hwm"),
-        ops=op_list("prev_index", "index"),
-        extra=F.to_json(F.struct("prev_hwm")),
-        description=F.format_string("the high watermark of %s went down from %s to %s",
-                                    tp_name(), text("prev_hwm"), text("hwm")))
+        with_prev.filter("hwm < prev_hwm"), "hwm-regression", offset="hwm",
+        ops=op_list("prev_index", "index"), extra=json_of(prev_hwm="prev_hwm"),
+        description=sentence("the high watermark of %s went down from %s to %s",
+                             tp_name(), text("prev_hwm"), text("hwm")))
 
 
 def elr_invariant(obs: DataFrame, info: RunInfo) -> DataFrame:
+    isr = "coalesce(isr, CAST(array() AS ARRAY<BIGINT>))"
+    overlap = f"coalesce(arrays_overlap(elr, {isr}), false)"
     min_isr = per_topic(info, lambda t: t.min_insync_replicas)
-    isr = F.coalesce(F.col("isr"), F.array().cast("array<bigint>"))
-    overlap = F.arrays_overlap(F.col("elr"), isr)
-    elr_with_isr = (F.size("elr") > 0) & (F.size(isr) >= min_isr)
-    bad = obs.filter(F.col("elr").isNotNull() & (F.coalesce(overlap, F.lit(False))
-                                                 | elr_with_isr))
+    elr_with_isr = f"(size(elr) > 0 AND size({isr}) >= {min_isr})"
+    bad = obs.filter(f"elr IS NOT NULL AND ({overlap} OR {elr_with_isr})")
     return anomaly(
-        bad, "elr-invariant",
-        ops=op_list("index"),
-        extra=F.to_json(F.struct("isr", "elr")),
-        description=F.when(F.coalesce(overlap, F.lit(False)), F.format_string(
-            "observed ELR %s overlaps ISR %s of %s", F.to_json("elr"), F.to_json(isr),
-            tp_name())).otherwise(F.format_string(
-                "observed ELR %s is not empty while ISR %s of %s has at least min ISR %s "
-                "members", F.to_json("elr"), F.to_json(isr), tp_name(),
-                min_isr.cast("string"))))
+        bad, "elr-invariant", ops=op_list("index"),
+        extra=json_of(isr="isr", elr="elr"),
+        description=f"CASE WHEN {overlap} THEN "
+        + sentence("observed ELR %s overlaps ISR %s of %s", "to_json(elr)", f"to_json({isr})",
+                   tp_name())
+        + " ELSE " + sentence("observed ELR %s is not empty while ISR %s of %s has at least "
+                              "min ISR %s members", "to_json(elr)", f"to_json({isr})",
+                              tp_name(), f"CAST({min_isr} AS STRING)") + " END")
