@@ -41,14 +41,14 @@ def local_rows(spark, schema: str, rows: list[tuple]) -> DataFrame:
     return spark.range(1).select(F.inline(F.array(*structs)))
 
 
-def sql_string(value: str) -> str:
-    """A SQL string literal."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 # The helpers below build Spark SQL text, not Column objects: every Column
 # operation is a round trip to the JVM (about 0.3 ms here), and the checks'
 # expressions would take thousands of them; one SQL string is parsed in one.
+
+
+def sql_string(value: str) -> str:
+    """A SQL string literal."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def op_list(*exprs: str) -> str:
