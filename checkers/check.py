@@ -302,18 +302,16 @@ def check_path(path: Path, config: CheckerConfig) -> int:
 
 
 def _spark_running() -> bool:
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError:  # pragma: no cover
-        return False
-    return SparkSession.getActiveSession() is not None
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None
 
 
 def stop_spark() -> None:
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError:  # pragma: no cover
-        return
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        active.stop()
+    """Stop the running Spark context, whichever thread started it (check_history
+    starts it in a helper thread, where getActiveSession would find it only)."""
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is not None:
+        context.stop()

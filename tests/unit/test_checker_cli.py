@@ -143,3 +143,23 @@ def test_history_without_final_reads_is_unknown(tmp_path):
     assert code == 2 and results["valid"] == "unknown"
     assert "no final reads" in results["reason"]
     assert results["anomalies"]["unseen"]["by_acks"] == {"all": 1, "1": 0, "0": 0}
+
+
+def test_a_check_stops_the_spark_it_started(tmp_path):
+    """check_path starts Spark in a helper thread; it must still stop it (a run
+    builds its report after the check, without the JVM's heap held)."""
+    import os
+    import subprocess
+    import sys
+
+    write_run_dir(tmp_path / "run", SyntheticSpec(lines=400, seed=3))
+    script = ("from pyspark import SparkContext\n"
+              "from checkers.check import check_path\n"
+              "from harness.config import CheckerConfig\n"
+              f"code = check_path({str(tmp_path / 'run')!r}, CheckerConfig())\n"
+              "print('exit', code, 'spark left running:',"
+              " SparkContext._active_spark_context is not None)\n")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[2], env=dict(os.environ),
+                         timeout=300)
+    assert "exit 0 spark left running: False" in run.stdout, run.stdout + run.stderr
