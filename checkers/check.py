@@ -302,16 +302,15 @@ def check_path(path: Path, config: CheckerConfig) -> int:
 
 
 def _spark_running() -> bool:
-    from pyspark import SparkContext
+    from checkers.spark import running_context
 
-    return SparkContext._active_spark_context is not None
+    return running_context() is not None
 
 
 def stop_spark() -> None:
-    """Stop the running Spark context, whichever thread started it (check_history
-    starts it in a helper thread, where getActiveSession would find it only)."""
-    from pyspark import SparkContext
+    """Stop the running Spark context, whichever thread started it."""
+    from checkers.spark import running_context
 
-    context = SparkContext._active_spark_context
+    context = running_context()
     if context is not None:
         context.stop()

@@ -65,6 +65,14 @@ def jvm_options(config: CheckerConfig, history_bytes: int | None = None) -> str:
     return f"{config.jvm_options} -XX:TieredStopAtLevel=1" if quick else config.jvm_options
 
 
+def running_context():
+    """The SparkContext this process runs, whichever thread started it
+    (getActiveSession is per thread, and check_history starts Spark in a helper)."""
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context
+
+
 def get_spark(config: CheckerConfig, history_bytes: int | None = None):
     """The running SparkSession for config's master, started quietly if needed
     (with the JIT chosen for a history of history_bytes, see jvm_options)."""
@@ -76,11 +84,11 @@ def get_spark(config: CheckerConfig, history_bytes: int | None = None):
     except ImportError as err:  # pragma: no cover - pyspark is a dependency
         raise HarnessError(f"pyspark is not installed ({err}); pip install pyspark") from err
 
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        if active.sparkContext.master == config.spark_master:
-            return active
-        active.stop()
+    running = running_context()
+    if running is not None:
+        if running.master == config.spark_master:
+            return SparkSession.builder.getOrCreate()  # the running session, as it is
+        running.stop()
     from checkers.jvm_archive import startup_options
 
     log4j = _log4j_file()

@@ -163,3 +163,25 @@ def test_a_check_stops_the_spark_it_started(tmp_path):
                          cwd=Path(__file__).resolve().parents[2], env=dict(os.environ),
                          timeout=300)
     assert "exit 0 spark left running: False" in run.stdout, run.stdout + run.stderr
+
+
+def test_a_session_on_another_master_is_replaced_from_any_thread():
+    """get_spark runs in check_history's helper thread: it must still see the
+    running context, reuse it for the same master and replace it for another."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("from concurrent.futures import ThreadPoolExecutor\n"
+              "from checkers.spark import get_spark\n"
+              "from harness.config import CheckerConfig\n"
+              "def master(m):\n"
+              "    with ThreadPoolExecutor(1) as pool:\n"
+              "        session = pool.submit(get_spark, CheckerConfig(spark_master=m)).result()\n"
+              "    return session.sparkContext.master, id(session.sparkContext)\n"
+              "first, again, other = master('local[2]'), master('local[2]'), master('local[1]')\n"
+              "print('same', first == again, 'other', other[0])\n")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[2], env=dict(os.environ),
+                         timeout=300)
+    assert "same True other local[1]" in run.stdout, run.stdout + run.stderr
