@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from checkers.synthetic import Injection, SyntheticSpec, write_run_dir  # noqa: E402
+from checkers.synthetic import SyntheticSpec, every_anomaly, write_run_dir  # noqa: E402
 from harness.config import cache_dir  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -94,13 +94,8 @@ def main() -> int:
     args.dir.mkdir(parents=True, exist_ok=True)
     runs = [(f"clean-{int(n):,}".replace(",", "_"), SyntheticSpec(lines=int(n), seed=1))
             for n in args.sizes.split(",") if n]
-    names = ["lost-write", "lost-committed-read", "inconsistent-offset", "duplicate",
-             "aborted-read", "realtime-order", "nonmonotonic-poll", "poll-skip",
-             "garbage-read", "hwm-regression", "elr-invariant"]
-    runs.append((f"anomalies-{args.anomalies_size:,}".replace(",", "_"), SyntheticSpec(
-        lines=args.anomalies_size, seed=2,
-        injections=tuple(Injection(n, at=0.05 + 0.08 * i, partition=i % 3)
-                         for i, n in enumerate(names)))))
+    runs.append((f"anomalies-{args.anomalies_size:,}".replace(",", "_"),
+                 every_anomaly(lines=args.anomalies_size, seed=2)))
     rows = []
     for name, spec in runs:
         run_dir = ensure_history(args.dir, name, spec)

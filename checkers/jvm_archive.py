@@ -103,15 +103,10 @@ def build(config: CheckerConfig, *, force: bool = False) -> Path:
 
 def _training_history(directory: Path) -> Path:
     """A small history that runs every check, poll-skip's second pass included."""
-    from checkers.synthetic import Injection, SyntheticSpec, write_run_dir
+    from checkers.synthetic import every_anomaly, write_run_dir
 
-    names = ("lost-write", "lost-committed-read", "inconsistent-offset", "duplicate",
-             "aborted-read", "realtime-order", "nonmonotonic-poll", "poll-skip",
-             "garbage-read", "hwm-regression", "elr-invariant")
-    spec = SyntheticSpec(lines=20_000, seed=1, injections=tuple(
-        Injection(name, at=0.05 + 0.08 * i, partition=i % 3) for i, name in enumerate(names)))
     run_dir = directory / "run"
-    write_run_dir(run_dir, spec)
+    write_run_dir(run_dir, every_anomaly(lines=20_000, seed=1))
     return run_dir / "history.jsonl"
 
 

@@ -61,6 +61,20 @@ class SyntheticSpec:
     injections: tuple[Injection, ...] = ()
 
 
+#: The anomalies that one history can carry together, one of each.
+MIXABLE = ("lost-write", "lost-committed-read", "inconsistent-offset", "duplicate",
+           "aborted-read", "realtime-order", "nonmonotonic-poll", "poll-skip",
+           "garbage-read", "hwm-regression", "elr-invariant")
+
+
+def every_anomaly(lines: int, seed: int) -> SyntheticSpec:
+    """A history with each MIXABLE anomaly planted once, spread over the run and
+    over three partitions (the checker benchmark's and the JVM training's)."""
+    return SyntheticSpec(lines=lines, seed=seed, injections=tuple(
+        Injection(name, at=0.05 + 0.08 * i, partition=i % 3)
+        for i, name in enumerate(MIXABLE)))
+
+
 @dataclass(frozen=True)
 class ExpectedAnomaly:
     """What the checker must report for one planted anomaly."""

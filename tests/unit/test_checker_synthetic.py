@@ -7,7 +7,7 @@ import tracemalloc
 
 import pytest
 
-from checkers.synthetic import Injection, SyntheticSpec, write_history
+from checkers.synthetic import MIXABLE, Injection, SyntheticSpec, write_history
 
 
 def test_lines_follow_the_contract(tmp_path):
@@ -51,9 +51,7 @@ def test_unknown_injection_is_refused(tmp_path):
 
 
 def test_every_injection_returns_its_op_indices(tmp_path):
-    names = ["lost-write", "lost-committed-read", "inconsistent-offset", "duplicate",
-             "aborted-read", "realtime-order", "nonmonotonic-poll", "poll-skip",
-             "garbage-read", "hwm-regression", "elr-invariant"]
+    names = MIXABLE
     generated = write_history(tmp_path / "h.jsonl", SyntheticSpec(lines=3000, injections=tuple(
         Injection(n, at=0.05 + 0.08 * i) for i, n in enumerate(names))))
     lines = (tmp_path / "h.jsonl").read_text().splitlines()
