@@ -15,6 +15,20 @@ from checkers.frames import anomaly, json_of, op_list, sentence, sql_string, tex
 
 _KIND_CODES = {"invoke": 0, "ok": 1, "fail": 2, "info": 3}
 _FINAL, _READ = 4, 5
+#: acks levels by strength, so max() picks the strongest claim of a value
+_ACKS_CODES = {"all": 3, "1": 2, "0": 1}
+
+
+def _encode(column: str, codes: dict[str, int]) -> str:
+    """SQL mapping column's text to its code (null for any other text)."""
+    return f"CASE {column} " + " ".join(f"WHEN '{k}' THEN {v}" for k, v in codes.items()) \
+        + " END"
+
+
+def _decode(column: str, codes: dict[str, int]) -> str:
+    """SQL mapping column's code back to its text."""
+    return f"CASE {column} " + " ".join(f"WHEN {v} THEN '{k}'" for k, v in codes.items()) \
+        + " END"
 
 
 def claims_table(ops: DataFrame, records: DataFrame) -> DataFrame:
@@ -24,11 +38,10 @@ def claims_table(ops: DataFrame, records: DataFrame) -> DataFrame:
     per offset (inconsistent_offsets) are then smaller regroupings of this table.
     Numeric codes keep every aggregation buffer fixed-width (a hash aggregate).
     """
-    send_kind = "CASE type " + " ".join(f"WHEN '{name}' THEN {code}"
-                                        for name, code in _KIND_CODES.items()) + " END"
+    send_kind = _encode("type", _KIND_CODES)
     sends = ops.filter("f = 'send'").selectExpr(
         "topic", "partition", "value",
-        "CASE acks WHEN 'all' THEN 3 WHEN '1' THEN 2 WHEN '0' THEN 1 END AS acks",
+        f"{_encode('acks', _ACKS_CODES)} AS acks",
         f"{send_kind} AS kind", "index", "time",
         # only an ok send claims an offset; invoke/fail/info rows group under null
         f"CASE WHEN {send_kind} = 1 THEN offset END AS offset")
@@ -81,9 +94,9 @@ def values_table(claims: DataFrame) -> DataFrame:
     # an invoke with no completion by the end of the history counts as info
     return agg.selectExpr(
         *[c for c in agg.columns if c not in ("acks", "status_code")],
-        "CASE status_code WHEN 1 THEN 'ok' WHEN 2 THEN 'fail' WHEN 3 THEN 'info' "
-        "ELSE CASE WHEN inv_index IS NOT NULL THEN 'info' END END AS status",
-        "CASE acks WHEN 3 THEN 'all' WHEN 2 THEN '1' WHEN 1 THEN '0' END AS acks")
+        f"coalesce({_decode('status_code', _KIND_CODES)}, "
+        "CASE WHEN inv_index IS NOT NULL THEN 'info' END) AS status",
+        f"{_decode('acks', _ACKS_CODES)} AS acks")
 
 
 def value_anomalies(values: DataFrame, tp_status: DataFrame) -> DataFrame:
