@@ -11,7 +11,16 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers.frames import anomaly, json_of, op_list, sentence, sql_string, text, tp_name
+from checkers.frames import (
+    anomaly,
+    anomaly_fields,
+    json_of,
+    op_list,
+    sentence,
+    struct_of,
+    text,
+    tp_name,
+)
 
 _KIND_CODES = {"invoke": 0, "ok": 1, "fail": 2, "info": 3}
 _FINAL, _READ = 4, 5
@@ -162,22 +171,19 @@ def value_anomalies(values: DataFrame, tp_status: DataFrame) -> DataFrame:
     ]
     # the cheap boolean test first: only anomalous rows build descriptions and arrays
     flagged = v.filter(" OR ".join(f"({c[1]})" for c in checks))
-    found = flagged.selectExpr("topic", "partition", "value", "acks",
-                               f"explode(array({', '.join(_found(*c) for c in checks)})) AS x")
-    return found.filter("x IS NOT NULL").selectExpr(
-        "x.name AS name", "topic", "partition", "value", "x.offset AS offset", "acks",
-        "x.ops AS ops", "x.description AS description", "x.hold AS hold",
-        "x.hold_offset AS hold_offset", "x.extra AS extra")
+    found = flagged.selectExpr(
+        f"explode(array({', '.join(_found(*c) for c in checks)})) AS x")
+    return found.filter("x IS NOT NULL").selectExpr("x.*")
 
 
 def _found(name: str, condition: str, offset: str, ops: str, description: str,
            hold: str | None, hold_offset: str | None, extra: str | None) -> str:
-    """The struct of one anomaly of a values-table row when condition holds, else null."""
-    return (f"CASE WHEN {condition} THEN named_struct('name', {sql_string(name)}, "
-            f"'offset', CAST({offset} AS BIGINT), 'ops', {ops}, 'description', {description}, "
-            f"'hold', {hold or 'false'}, "
-            f"'hold_offset', CAST({hold_offset or 'NULL'} AS BIGINT), "
-            f"'extra', CAST({extra or 'NULL'} AS STRING)) END")
+    """One anomaly of a values-table row, in the common schema, when condition holds;
+    else null."""
+    fields = anomaly_fields(name, value="value", acks="acks", offset=offset, ops=ops,
+                            description=description, hold=hold, hold_offset=hold_offset,
+                            extra=extra)
+    return f"CASE WHEN {condition} THEN {struct_of(fields)} END"
 
 
 def inconsistent_offsets(claims: DataFrame) -> DataFrame:

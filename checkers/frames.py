@@ -71,30 +71,43 @@ def sentence(template: str, *exprs: str) -> str:
     return f"format_string({', '.join([sql_string(template), *exprs])})"
 
 
+def struct_of(fields: dict[str, str]) -> str:
+    """A struct of the named expressions."""
+    return f"named_struct({', '.join(f'{sql_string(k)}, {v}' for k, v in fields.items())})"
+
+
 def json_of(**fields: str) -> str:
     """A JSON object text of the named expressions (null fields left out)."""
-    pairs = ", ".join(f"{sql_string(k)}, {v}" for k, v in fields.items())
-    return f"to_json(named_struct({pairs}))"
+    return f"to_json({struct_of(fields)})"
 
 
-def anomaly(df: DataFrame, name: str, *, ops: str, description: str,
-            value: str | None = None, offset: str | None = None, acks: str | None = None,
-            hold: str | None = None, hold_offset: str | None = None,
-            extra: str | None = None) -> DataFrame:
-    """Project df's rows into the common anomaly schema (arguments are SQL expressions)."""
+def anomaly_fields(name: str, *, ops: str, description: str, value: str | None = None,
+                   offset: str | None = None, acks: str | None = None,
+                   hold: str | None = None, hold_offset: str | None = None,
+                   extra: str | None = None) -> dict[str, str]:
+    """The common anomaly schema (ANOMALY_COLUMNS, in order) as SQL expressions over
+    a row with topic and partition; the other arguments are SQL expressions."""
     def typed(expr: str | None, kind: str) -> str:
         return f"CAST({'NULL' if expr is None else expr} AS {kind})"
 
-    return df.selectExpr(
-        f"{sql_string(name)} AS name",
-        "CAST(topic AS STRING) AS topic",
-        "CAST(partition AS INT) AS partition",
-        f"{typed(value, 'BIGINT')} AS value",
-        f"{typed(offset, 'BIGINT')} AS offset",
-        f"{typed(acks, 'STRING')} AS acks",
-        f"{ops} AS ops",
-        f"{description} AS description",
-        f"{hold or 'false'} AS hold",
-        f"{typed(hold_offset, 'BIGINT')} AS hold_offset",
-        f"{typed(extra, 'STRING')} AS extra",
-    )
+    fields = {
+        "name": sql_string(name),
+        "topic": "CAST(topic AS STRING)",
+        "partition": "CAST(partition AS INT)",
+        "value": typed(value, "BIGINT"),
+        "offset": typed(offset, "BIGINT"),
+        "acks": typed(acks, "STRING"),
+        "ops": ops,
+        "description": description,
+        "hold": hold or "false",
+        "hold_offset": typed(hold_offset, "BIGINT"),
+        "extra": typed(extra, "STRING"),
+    }
+    assert tuple(fields) == ANOMALY_COLUMNS
+    return fields
+
+
+def anomaly(df: DataFrame, name: str, **fields: str | None) -> DataFrame:
+    """Project df's rows into the common anomaly schema (see anomaly_fields)."""
+    return df.selectExpr(*[f"{sql} AS {column}"
+                           for column, sql in anomaly_fields(name, **fields).items()])
