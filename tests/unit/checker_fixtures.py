@@ -4,6 +4,10 @@ helper that writes a synthetic run and checks it."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -48,3 +52,11 @@ def assert_found_exactly(results: dict, generated: Generated, name: str) -> None
             assert example["value"] == planted.value
         if planted.offset is not None:
             assert example["offset"] == planted.offset
+
+
+def run_python(script: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run a Python script in a fresh process at the repository root (a Spark of its own)."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)],
+                          cwd=Path(__file__).resolve().parents[2],
+                          env={**os.environ, **(env or {})}, capture_output=True, text=True,
+                          timeout=300)

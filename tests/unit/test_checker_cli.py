@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from checker_fixtures import spark  # noqa: F401
+from checker_fixtures import run_python, spark  # noqa: F401
 
 from checkers.synthetic import Injection, SyntheticSpec, write_run_dir
 from harness.cli import main
@@ -148,40 +148,29 @@ def test_history_without_final_reads_is_unknown(tmp_path):
 def test_a_check_stops_the_spark_it_started(tmp_path):
     """check_path starts Spark in a helper thread; it must still stop it (a run
     builds its report after the check, without the JVM's heap held)."""
-    import os
-    import subprocess
-    import sys
-
     write_run_dir(tmp_path / "run", SyntheticSpec(lines=400, seed=3))
-    script = ("from pyspark import SparkContext\n"
-              "from checkers.check import check_path\n"
-              "from harness.config import CheckerConfig\n"
-              f"code = check_path({str(tmp_path / 'run')!r}, CheckerConfig())\n"
-              "print('exit', code, 'spark left running:',"
-              " SparkContext._active_spark_context is not None)\n")
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         cwd=Path(__file__).resolve().parents[2], env=dict(os.environ),
-                         timeout=300)
+    run = run_python(f"""
+        from pyspark import SparkContext
+        from checkers.check import check_path
+        from harness.config import CheckerConfig
+        code = check_path({str(tmp_path / 'run')!r}, CheckerConfig())
+        print('exit', code, 'spark left running:', SparkContext._active_spark_context is not None)
+        """)
     assert "exit 0 spark left running: False" in run.stdout, run.stdout + run.stderr
 
 
 def test_a_session_on_another_master_is_replaced_from_any_thread():
     """get_spark runs in check_history's helper thread: it must still see the
     running context, reuse it for the same master and replace it for another."""
-    import os
-    import subprocess
-    import sys
-
-    script = ("from concurrent.futures import ThreadPoolExecutor\n"
-              "from checkers.spark import get_spark\n"
-              "from harness.config import CheckerConfig\n"
-              "def master(m):\n"
-              "    with ThreadPoolExecutor(1) as pool:\n"
-              "        session = pool.submit(get_spark, CheckerConfig(spark_master=m)).result()\n"
-              "    return session.sparkContext.master, id(session.sparkContext)\n"
-              "first, again, other = master('local[2]'), master('local[2]'), master('local[1]')\n"
-              "print('same', first == again, 'other', other[0])\n")
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         cwd=Path(__file__).resolve().parents[2], env=dict(os.environ),
-                         timeout=300)
+    run = run_python("""
+        from concurrent.futures import ThreadPoolExecutor
+        from checkers.spark import get_spark
+        from harness.config import CheckerConfig
+        def master(m):
+            with ThreadPoolExecutor(1) as pool:
+                session = pool.submit(get_spark, CheckerConfig(spark_master=m)).result()
+            return session.sparkContext.master, id(session.sparkContext)
+        first, again, other = master('local[2]'), master('local[2]'), master('local[1]')
+        print('same', first == again, 'other', other[0])
+        """)
     assert "same True other local[1]" in run.stdout, run.stdout + run.stderr

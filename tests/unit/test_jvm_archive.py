@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
+
+from checker_fixtures import run_python
 
 from checkers.jvm_archive import archive_path, build, startup_options
 from checkers.synthetic import SyntheticSpec, write_run_dir
@@ -27,16 +28,10 @@ def test_options_name_the_archive_only_when_it_exists(tmp_path, monkeypatch):
     assert startup_options(CheckerConfig(class_archive=False)) == ""
 
 
-def _python(script: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=REPO,
-                          env={**os.environ, **env}, capture_output=True, text=True,
-                          timeout=300)
-
-
 def test_the_driver_jvm_maps_spark_classes_from_the_archive(tmp_path):
     archive = build(CheckerConfig())  # made by scripts/setup.sh; built here if not
     loads = tmp_path / "class-load.log"
-    run = _python(f"""
+    run = run_python(f"""
         from harness.config import CheckerConfig
         from checkers.jvm_archive import startup_options
         from checkers.spark import get_spark
@@ -58,7 +53,7 @@ def test_a_damaged_archive_changes_nothing_but_speed(tmp_path):
     write_run_dir(tmp_path / "run", SyntheticSpec(lines=600, seed=5))
     cache = tmp_path / "cache"
     env = {"ELR_HARNESS_CACHE": str(cache)}
-    damaged = Path(_python("from checkers.jvm_archive import archive_path; "
+    damaged = Path(run_python("from checkers.jvm_archive import archive_path; "
                            "print(archive_path())", env).stdout.strip())
     damaged.parent.mkdir(parents=True)
     damaged.write_bytes(b"not an archive" * 1000)
