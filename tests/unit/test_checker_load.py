@@ -10,15 +10,14 @@ from pathlib import Path
 import pytest
 from checker_fixtures import spark  # noqa: F401
 
-from checkers.load import _convert_with_duckdb, _convert_with_spark
+from checkers.load import _OUTPUT_ORDER, _convert_with_duckdb, _convert_with_spark
 from checkers.synthetic import Injection, SyntheticSpec, write_run_dir
 from harness.config import CheckerConfig
 
 pytestmark = pytest.mark.usefixtures("spark")
 
-_COLUMNS = ["index", "time", "process", "type", "f", "topic", "partition", "acks", "value",
-            "offset", "error", "records", "final", "seek", "partitions", "fault", "nodes",
-            "leader", "isr", "elr", "last_known_elr", "hwm", "_bad"]
+#: every column both converters write, except the line bookkeeping only Spark's fills
+_COLUMNS = [*_OUTPUT_ORDER, "hwm", "_bad"]
 
 
 def _table(session, history: Path, parquet: Path, duckdb: bool) -> list[tuple]:
