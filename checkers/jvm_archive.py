@@ -1,7 +1,7 @@
 """A class-data-sharing archive of the checker's JVM (JDK CDS, JEP 350).
 
 Every check starts a JVM that loads, parses and verifies thousands of Spark's
-classes from some 280 jars: about 4 s of a 1M-line check on 2 cores. A dynamic
+classes from some 280 jars: 5–7 s of a 1M-line check on 2 cores. A dynamic
 CDS archive holds those classes already parsed and verified, and a JVM started
 with it maps them from one file. The archive is built once per machine
 (scripts/setup.sh runs `python -m checkers.jvm_archive`) by a training check of

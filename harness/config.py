@@ -253,7 +253,7 @@ class CheckerConfig:
     quick_jit_below_bytes: int = 512 * 1024 * 1024
     #: Start the driver JVM from the class-data-sharing archive of Spark's
     #: classes when one was built (checkers/jvm_archive.py; scripts/setup.sh
-    #: builds it): about 4 s less per check on 2 cores.
+    #: builds it): 5–7 s less per check on 2 cores (1M lines).
     class_archive: bool = True
     #: Bound on building that archive (a training check, then the JVM's dump).
     class_archive_timeout_s: float = 300.0

@@ -39,7 +39,7 @@ fi
 python3 -m pip install -q --disable-pip-version-check -e '.[test]' 2>&1 | grep -v "Running pip as the 'root'" || true
 command -v harness >/dev/null || { echo "setup: the harness command was not installed" >&2; exit 2; }
 # Spark's classes, parsed and verified once into a JVM class archive: every check
-# starts about 4 s sooner. Built once per Java runtime and Spark; an optimisation,
+# starts 5-7 s sooner. Built once per Java runtime and Spark; an optimisation,
 # so a failure only warns.
 python3 -m checkers.jvm_archive || echo "setup: no class archive; checks will start slower" >&2
 echo "setup: ready (docker $(docker version --format '{{.Server.Version}}'), $(java -version 2>&1 | head -n 1))"
