@@ -18,9 +18,10 @@ from checkers.observations import per_topic
 from checkers.testinfo import RunInfo
 
 
-def page_cache_losses(spark, ops: DataFrame, obs: DataFrame, partitions: DataFrame,
-                      info: RunInfo) -> dict[tuple[str, int], int]:
-    """(topic, partition) -> most page-cache losses on its replicas in one full-ISR window."""
+def page_cache_losses(ops: DataFrame, obs: DataFrame, partitions: DataFrame,
+                      info: RunInfo) -> DataFrame:
+    """Rows (topic, partition, losses): the most page-cache losses on the partition's
+    replicas in one full-ISR window (partitions without any are left out)."""
     faults = (ops.filter((F.col("f") == "fault") & (F.col("fault") == "page-cache-loss")
                          & F.col("type").isin("ok", "info"))
               .select("index", F.explode("nodes").alias("node")))
@@ -50,8 +51,7 @@ def page_cache_losses(spark, ops: DataFrame, obs: DataFrame, partitions: DataFra
                              .alias("full"), F.lit(0).alias("loss")).filter("full = 1")
     running = Window.partitionBy("topic", "partition").orderBy("index", "full") \
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    windows = (losses.unionByName(full_points)
-               .withColumn("window", F.sum("full").over(running))
-               .groupBy("topic", "partition", "window").agg(F.sum("loss").alias("losses"))
-               .groupBy("topic", "partition").agg(F.max("losses").alias("losses")))
-    return {(r["topic"], r["partition"]): int(r["losses"]) for r in windows.collect()}
+    return (losses.unionByName(full_points)
+            .withColumn("window", F.sum("full").over(running))
+            .groupBy("topic", "partition", "window").agg(F.sum("loss").alias("losses"))
+            .groupBy("topic", "partition").agg(F.max("losses").cast("bigint").alias("losses")))

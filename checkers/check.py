@@ -96,14 +96,12 @@ def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started:
 
     from checkers import durability, observations, polls
     from checkers.budget import page_cache_losses
-    from checkers.frames import poll_records
     from checkers.load import load_history
     from checkers.results import Findings, assemble
 
     phases = _Phases()
     spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(history_path, config)))
     loaded = load_history(spark, history_path, config, converted)
-    phases.done("load")
     findings = Findings(counts=Counter(), examples={}, partitions={},
                         history_lines=loaded.history_lines,
                         truncated_lines=loaded.truncated_lines)
@@ -111,9 +109,8 @@ def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started:
         return assemble(findings, info, time.monotonic() - started)
     ops = loaded.ops
     _overview(loaded.overview, findings)
-    phases.done("overview")
-    tp_status = _final_read_status(spark, ops, info, findings)
-    phases.done("final-read status")
+    tp_status = _final_read_status(spark, loaded.overview, info, findings)
+    phases.done("load")
 
     cached = []
 
@@ -121,36 +118,41 @@ def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started:
         cached.append(df.persist(StorageLevel.MEMORY_AND_DISK))
         return df
 
+    # the checks' big aggregations are keyed by value or offset: a map-side partial
+    # aggregation hardly shrinks them and costs more than it saves (the overview's
+    # few groups, before, do need it)
+    spark.conf.set("spark.sql.execution.bypassPartialAggregation", "true")
     try:
-        records = poll_records(ops)
-        claims = keep(durability.claims_table(ops, records))
-        values = durability.values_table(claims)
+        records = loaded.records
+        values = keep(durability.values_table(ops, records))
         obs = keep(observations.observations(ops))
         violations = keep(polls.order_events(ops, records))
         parts = [
             durability.value_anomalies(values, tp_status),
-            durability.inconsistent_offsets(claims),
+            durability.realtime_orders(values),
+            durability.inconsistent_offsets(values, records),
             polls.nonmonotonic_polls(violations),
+            polls.poll_skips(violations, records),
             polls.garbage_reads(violations),
             observations.hwm_regressions(obs),
             observations.elr_invariant(obs, info),
         ]
-        # the second pass of poll-skip runs only when the first found jumps
-        if violations.filter("jump").limit(1).count():
-            parts.append(polls.poll_skips(violations, records))
-        phases.done("poll order")
         anomalies = keep(reduce(lambda a, b: a.unionByName(b), parts))
-        counts = anomalies.groupBy("name", "acks", "topic", "partition").count().collect()
-        findings.counts = Counter({(r["name"], r["acks"], r["topic"], r["partition"]): r["count"]
-                                   for r in counts})
-        phases.done("anomalies")
-        findings.examples = _examples(spark, anomalies, records, findings, config)
+        losses = page_cache_losses(ops, obs, tp_status, info)
+        phases.done("plan")
+        # one job: the counts, the first examples of each anomaly and the fault budget
+        rows = _summary(anomalies, losses, config).collect()
+        phases.done("checks")
+        findings.counts = Counter({(r["name"], r["acks"], r["topic"], r["partition"]): r["n"]
+                                   for r in rows if r["kind"] == "count"})
+        for r in rows:
+            if r["kind"] == "budget" and (r["topic"], r["partition"]) in findings.partitions:
+                findings.partitions[(r["topic"], r["partition"])].page_cache_losses = r["n"]
+        findings.examples = _examples(spark, [r for r in rows if r["kind"] == "example"],
+                                      records, findings)
         phases.done("examples")
-        losses = page_cache_losses(spark, ops, obs, tp_status, info)
-        for key, facts in findings.partitions.items():
-            facts.page_cache_losses = losses.get(key, 0)
-        phases.done("fault budget")
     finally:
+        spark.conf.unset("spark.sql.execution.bypassPartialAggregation")
         for df in cached:
             df.unpersist()
     return assemble(findings, info, time.monotonic() - started)
@@ -181,58 +183,73 @@ def _overview(rows: list[dict], findings) -> None:
     findings.faults = dict(sorted(faults.items()))
 
 
-def _final_read_status(spark, ops, info, findings):
+def _final_read_status(spark, overview: list[dict], info, findings):
     """Which partitions' final reads completed; a small DataFrame for broadcast joins.
 
     Complete: at least one final ok poll covers it and no final poll covering it
-    ended fail/info (or never ended: the process's last op is its invoke).
+    ended fail/info or never ended (a process has more final invokes than
+    completions on that partition list: its last invoke got no answer).
     """
-    from pyspark.sql import functions as F
-
     from checkers.frames import local_rows
     from checkers.results import PartitionFacts
 
-    finals = ops.filter((F.col("f") == "poll") & F.col("final")).select(
-        "topic", "type", "index", F.explode("partitions").alias("partition"))
-    # a final poll whose invoke is its process's last op never ended: info
-    last = ops.filter(F.col("process") >= 0).groupBy("process") \
-        .agg(F.max("index").alias("index"))
-    last_ops = (ops.filter((F.col("f") == "poll") & F.col("final")
-                           & (F.col("type") == "invoke"))
-                .join(last, ["process", "index"], "left_semi")
-                .select("topic", F.lit("info").alias("type"),
-                        F.lit(None).cast("bigint").alias("index"),
-                        F.explode("partitions").alias("partition")))
-    rows = (finals.unionByName(last_ops).groupBy("topic", "partition").agg(
-        F.sum((F.col("type") == "ok").cast("int")).alias("ok"),
-        F.sum(F.col("type").isin("fail", "info").cast("int")).alias("bad"),
-        F.max(F.when(F.col("type") == "ok", F.col("index"))).alias("last_ok"))
-        .collect())
-    coverage = {(r["topic"], r["partition"]): r for r in rows}
+    coverage: dict[tuple[str, int], dict] = {}
+    open_invokes: Counter = Counter()
+    for r in overview:
+        if r["f"] != "poll" or not r["final"]:
+            continue
+        parts = tuple(r["final_partitions"] or ())
+        pending = 1 if r["type"] == "invoke" else -1
+        open_invokes[(r["final_process"], r["topic"], parts)] += pending * r["count"]
+        for p in parts:
+            c = coverage.setdefault((r["topic"], p), {"ok": 0, "bad": 0, "last_ok": None})
+            if r["type"] == "ok":
+                c["ok"] += r["count"]
+                c["last_ok"] = max(c["last_ok"] or -1, r["last_ok"])
+            elif r["type"] in ("fail", "info"):
+                c["bad"] += r["count"]
+    for (_, topic, parts), n in open_invokes.items():
+        for p in parts if n > 0 else ():
+            coverage[(topic, p)]["bad"] += n
     keys = set(findings.partitions) | set(coverage)
     for name, topic in info.topics.items():
         keys.update((name, p) for p in range(topic.partitions or 0))
     partitions = {}
     for key in sorted(keys):
-        r = coverage.get(key)
-        complete = bool(r is not None and r["ok"] and not r["bad"])
-        partitions[key] = PartitionFacts(complete, r["last_ok"] if r is not None else None)
+        c = coverage.get(key)
+        complete = bool(c is not None and c["ok"] and not c["bad"])
+        partitions[key] = PartitionFacts(complete, c["last_ok"] if c is not None else None)
     findings.partitions = partitions
     data = [(t, p, f.complete, f.last_final_poll) for (t, p), f in partitions.items()]
     return local_rows(spark, "topic string, partition int, complete boolean, "
                       "last_final_poll bigint", data)
 
 
-def _examples(spark, anomalies, records, findings, config: CheckerConfig) -> dict:
-    """Up to max_examples rows per anomaly, with the final poll that should hold each value."""
-    from pyspark.sql import Window
+def _summary(anomalies, losses, config: CheckerConfig):
+    """Rows of three kinds: count (per anomaly, acks and partition), example (the
+    first max_examples of each anomaly, in op order) and budget (page-cache losses
+    per partition, in n)."""
+    from pyspark.sql import functions as F
+
+    counts = anomalies.groupBy("name", "acks", "topic", "partition") \
+        .agg(F.count(F.lit(1)).alias("n")).withColumn("kind", F.lit("count"))
+    examples = anomalies.selectExpr(
+        "*", "row_number() OVER (PARTITION BY name ORDER BY ops, topic, partition, offset, "
+        "value) AS rn").filter(f"rn <= {int(config.max_examples)}") \
+        .drop("rn").withColumn("kind", F.lit("example"))
+    budget = losses.selectExpr("'budget' AS kind", "topic", "partition", "losses AS n")
+    return counts.unionByName(examples, allowMissingColumns=True) \
+        .unionByName(budget, allowMissingColumns=True)
+
+
+def _examples(spark, rows: list, records, findings) -> dict:
+    """The example rows as results.json entries, each with the final poll that
+    should hold its value where one applies."""
     from pyspark.sql import functions as F
 
     from checkers.frames import local_rows
 
-    order = Window.partitionBy("name").orderBy("ops", "topic", "partition", "offset", "value")
-    rows = (anomalies.withColumn("rn", F.row_number().over(order))
-            .filter(F.col("rn") <= config.max_examples).collect())
+    rows = sorted(rows, key=_example_order)
     need = [(i, r["topic"], r["partition"], r["hold_offset"]) for i, r in enumerate(rows)
             if r["hold"] and r["hold_offset"] is not None]
     holders: dict[int, int] = {}
@@ -260,6 +277,13 @@ def _examples(spark, anomalies, records, findings, config: CheckerConfig) -> dic
                 example.setdefault(k, v)
         out.setdefault(r["name"], []).append(example)
     return out
+
+
+def _example_order(r) -> tuple:
+    """The examples' order in results.json: by op indices, then place (as in Spark)."""
+    return (list(r["ops"]), r["topic"] or "", r["partition"] if r["partition"] is not None
+            else -1, r["offset"] if r["offset"] is not None else -1,
+            r["value"] if r["value"] is not None else -1)
 
 
 def write_results(results: dict, directory: Path) -> Path:

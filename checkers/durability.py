@@ -2,8 +2,9 @@
 
 One aggregation per (topic, partition, value) joins each send with the polls
 that saw its value and the final log's copies of it; lost-write, unseen,
-duplicate, aborted-read, lost-committed-read and realtime-order are read off
-it. inconsistent-offset needs the other key, (topic, partition, offset).
+duplicate, aborted-read and lost-committed-read are read off it without a
+shuffle, realtime-order with a window over each partition's final log.
+inconsistent-offset needs the other key, (topic, partition, offset).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pyspark.sql import functions as F
 from checkers.frames import (
     anomaly,
     anomaly_fields,
+    exprs,
     json_of,
     op_list,
     sentence,
@@ -40,66 +42,42 @@ def _decode(column: str, codes: dict[str, int]) -> str:
         + " END"
 
 
-def claims_table(ops: DataFrame, records: DataFrame) -> DataFrame:
-    """One row per (topic, partition, value, offset) seen in sends and polls.
+def values_table(ops: DataFrame, records: DataFrame) -> DataFrame:
+    """One row per (topic, partition, value): its send, its reads, its final-log copies.
 
-    The one big shuffle of the durability checks: per value (values_table) and
-    per offset (inconsistent_offsets) are then smaller regroupings of this table.
-    Numeric codes keep every aggregation buffer fixed-width (a hash aggregate).
+    The one big aggregation of the durability checks, over the raw send and
+    record rows (combined map-side, so a send's invoke and ok, or the reads of
+    one value, meet before the shuffle); inconsistent_offsets reuses its rows
+    for the sends' offset claims.
     """
     send_kind = _encode("type", _KIND_CODES)
     sends = ops.filter("f = 'send'").selectExpr(
         "topic", "partition", "value",
         f"{_encode('acks', _ACKS_CODES)} AS acks",
-        f"{send_kind} AS kind", "index", "time",
-        # only an ok send claims an offset; invoke/fail/info rows group under null
-        f"CASE WHEN {send_kind} = 1 THEN offset END AS offset")
+        f"{send_kind} AS kind", "index", "time", "offset")
     recs = records.filter("value IS NOT NULL").selectExpr(
         "topic", "partition", "value", "CAST(NULL AS INT) AS acks",
         f"CASE WHEN final THEN {_FINAL} ELSE {_READ} END AS kind", "index",
         "CAST(NULL AS BIGINT) AS time", "offset")
     comp = "kind BETWEEN 1 AND 3"
-    # partitioned by value: values_table and inconsistent_offsets regroup this
-    # table by value without another shuffle
-    by_value = sends.unionByName(recs).repartition("topic", "partition", "value")
-    return by_value.groupBy("topic", "partition", "value", "offset").agg(*_exprs(
+    final, read = f"kind = {_FINAL}", f"kind = {_READ}"
+    agg = sends.unionByName(recs).groupBy("topic", "partition", "value").agg(*exprs(
         "max(acks) AS acks",
         "min(CASE WHEN kind = 0 THEN index END) AS inv_index",
         "min(CASE WHEN kind = 0 THEN time END) AS inv_time",
         f"min(CASE WHEN {comp} THEN index END) AS comp_index",
         f"min(CASE WHEN {comp} THEN time END) AS comp_time",
         f"max(CASE WHEN {comp} THEN kind END) AS status_code",
-        "max(CAST(kind = 1 AS INT)) AS sent",
-        f"min(CASE WHEN kind = {_FINAL} THEN index END) AS f_poll_min",
-        f"max(CASE WHEN kind = {_FINAL} THEN index END) AS f_poll_max",
-        f"min(CASE WHEN kind = {_READ} THEN index END) AS r_poll_min",
-        f"max(CASE WHEN kind = {_READ} THEN index END) AS r_poll_max",
-        f"min(CASE WHEN kind IN (1, {_FINAL}, {_READ}) THEN index END) AS first_index"))
-
-
-def _exprs(*sql: str) -> list:
-    return [F.expr(e) for e in sql]
-
-
-def values_table(claims: DataFrame) -> DataFrame:
-    """One row per (topic, partition, value): its send, its reads, its final-log copies."""
-    final, read = "f_poll_min IS NOT NULL", "r_poll_min IS NOT NULL"
-    agg = claims.groupBy("topic", "partition", "value").agg(*_exprs(
-        "max(acks) AS acks",
-        "min(inv_index) AS inv_index",
-        "min(inv_time) AS inv_time",
-        "min(comp_index) AS comp_index",
-        "min(comp_time) AS comp_time",
-        "max(status_code) AS status_code",
-        "max(CASE WHEN sent = 1 THEN offset END) AS send_offset",
+        # only an ok send claims an offset
+        "max(CASE WHEN kind = 1 THEN offset END) AS send_offset",
         f"min(CASE WHEN {final} THEN offset END) AS f_off_min",
         f"max(CASE WHEN {final} THEN offset END) AS f_off_max",
-        "min(f_poll_min) AS f_poll_min",
-        "max(f_poll_max) AS f_poll_max",
+        f"min(CASE WHEN {final} THEN index END) AS f_poll_min",
+        f"max(CASE WHEN {final} THEN index END) AS f_poll_max",
         f"min(CASE WHEN {read} THEN offset END) AS r_off_min",
         f"max(CASE WHEN {read} THEN offset END) AS r_off_max",
-        "min(r_poll_min) AS r_poll_min",
-        "max(r_poll_max) AS r_poll_max"))
+        f"min(CASE WHEN {read} THEN index END) AS r_poll_min",
+        f"max(CASE WHEN {read} THEN index END) AS r_poll_max"))
     # an invoke with no completion by the end of the history counts as info
     return agg.selectExpr(
         *[c for c in agg.columns if c not in ("acks", "status_code")],
@@ -109,20 +87,14 @@ def values_table(claims: DataFrame) -> DataFrame:
 
 
 def value_anomalies(values: DataFrame, tp_status: DataFrame) -> DataFrame:
-    """lost-write, unseen, duplicate, aborted-read, lost-committed-read and realtime-order.
+    """lost-write, unseen, duplicate, aborted-read and lost-committed-read.
 
-    One pass over the values table: each row gets an array of the anomalies it
-    shows, which is exploded; realtime-order's window walks each partition's
-    final log from the top down, keeping the earliest ack among the sends
-    above (an acks=0 "ok" only says the bytes left, so those sends are not A).
+    One pass over the values table, with no shuffle (the partitions' final-read
+    status is broadcast): each row gets an array of the anomalies it shows,
+    which is exploded.
     """
     v = values.join(F.broadcast(tp_status.select("topic", "partition", "complete")),
                     ["topic", "partition"], "left")
-    v = v.selectExpr(
-        "*", "min(CASE WHEN status = 'ok' AND acks != '0' AND f_off_min IS NOT NULL "
-        "THEN struct(comp_time, comp_index, inv_index, value, f_off_min) END) "
-        "OVER (PARTITION BY topic, partition ORDER BY f_off_min DESC NULLS LAST "
-        "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS a")
 
     complete = "coalesce(complete, false)"
     absent = "f_off_min IS NULL"
@@ -161,19 +133,34 @@ def value_anomalies(values: DataFrame, tp_status: DataFrame) -> DataFrame:
                                "it at offset %s", text("value"), text("r_off_min"), where,
                                text("f_off_min")) + " END",
          absent, "r_off_min", json_of(final_offset="f_off_min")),
-        ("realtime-order", "f_off_min IS NOT NULL AND inv_time IS NOT NULL "
-         "AND a.comp_time < inv_time", "f_off_min",
-         op_list("a.inv_index", "a.comp_index", "inv_index", "comp_index"),
-         sentence("value %s was sent after value %s was acknowledged, yet sits below it in "
-                  "the final log of %s (offset %s < %s)", text("value"), text("a.value"),
-                  where, text("f_off_min"), text("a.f_off_min")),
-         None, None, json_of(other_value="a.value", other_offset="a.f_off_min")),
     ]
     # the cheap boolean test first: only anomalous rows build descriptions and arrays
     flagged = v.filter(" OR ".join(f"({c[1]})" for c in checks))
     found = flagged.selectExpr(
         f"explode(array({', '.join(_found(*c) for c in checks)})) AS x")
     return found.filter("x IS NOT NULL").selectExpr("x.*")
+
+
+def realtime_orders(values: DataFrame) -> DataFrame:
+    """realtime-order: a window walks each partition's final log from the top down
+    (only the values in it, only the columns it needs), keeping the earliest ack
+    among the sends above (an acks=0 "ok" only says the bytes left, so those
+    sends are not A)."""
+    walked = values.filter("f_off_min IS NOT NULL").selectExpr(
+        "topic", "partition", "value", "acks", "f_off_min", "inv_time", "inv_index",
+        "comp_index", "min(CASE WHEN status = 'ok' AND acks != '0' "
+        "THEN struct(comp_time, comp_index, inv_index, value, f_off_min) END) "
+        "OVER (PARTITION BY topic, partition ORDER BY f_off_min DESC "
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS a")
+    return anomaly(
+        walked.filter("inv_time IS NOT NULL AND a.comp_time < inv_time"), "realtime-order",
+        value="value", acks="acks", offset="f_off_min",
+        ops=op_list("a.inv_index", "a.comp_index", "inv_index", "comp_index"),
+        description=sentence("value %s was sent after value %s was acknowledged, yet sits "
+                             "below it in the final log of %s (offset %s < %s)", text("value"),
+                             text("a.value"), tp_name(), text("f_off_min"),
+                             text("a.f_off_min")),
+        extra=json_of(other_value="a.value", other_offset="a.f_off_min"))
 
 
 def _found(name: str, condition: str, offset: str, ops: str, description: str,
@@ -186,26 +173,30 @@ def _found(name: str, condition: str, offset: str, ops: str, description: str,
     return f"CASE WHEN {condition} THEN {struct_of(fields)} END"
 
 
-def inconsistent_offsets(claims: DataFrame) -> DataFrame:
+def inconsistent_offsets(values: DataFrame, records: DataFrame) -> DataFrame:
     """One (topic, partition, offset) holding two values across acked sends and polls,
     with the first op that carried the lowest and the highest of them.
 
-    An acks 0/1 send that nobody read and that is absent from the final log is
-    a reported loss (lost-write, not bad by itself); the leader that lost it
-    hands its offset to a later record. Such a claim is left out here, so one
-    reported loss is not counted again as a bad anomaly. acks=all sends and
-    every polled record still count. Whether a value is in the final log is
-    read from its own claims; claims_table partitions them by value, so that
-    aggregate and the join back need no shuffle, only the regrouping by offset.
+    The claims are every polled record and every ok send's offset, except an
+    acks 0/1 send that nobody read at its offset and whose value is absent from
+    the final log: that is a reported loss (lost-write, not bad by itself), and
+    the leader that lost it hands its offset to a later record, so it is not
+    counted again as a bad anomaly. acks=all sends and every polled record
+    still count. The sends come from the values table, which knows whether a
+    value is in the final log; "read at its offset" is read off the lowest and
+    highest offsets the value was read at.
     """
-    key = ["topic", "partition", "value"]
-    in_final = claims.groupBy(*key).agg(
-        F.expr("max(CAST(f_poll_min IS NOT NULL AS INT)) AS in_final"))
-    weak_unread = ("sent = 1 AND acks < 3 AND r_poll_min IS NULL AND f_poll_min IS NULL")
-    held = (claims.filter("offset IS NOT NULL AND first_index IS NOT NULL")
-            .join(in_final, key)
-            .filter(f"NOT ({weak_unread} AND in_final = 0)"))
-    by_offset = held.groupBy("topic", "partition", "offset").agg(*_exprs(
+    sends = values.filter(
+        "status = 'ok' AND send_offset IS NOT NULL AND (acks = 'all' "
+        "OR f_off_min IS NOT NULL OR send_offset IN (r_off_min, r_off_max))"
+    ).selectExpr("topic", "partition", "value", "send_offset AS offset",
+                 "comp_index AS index")
+    recs = records.filter("value IS NOT NULL").select(
+        "topic", "partition", "value", "offset", "index")
+    # the first op of each (offset, value), then the lowest and highest value
+    claims = sends.unionByName(recs).groupBy("topic", "partition", "offset", "value") \
+        .agg(F.expr("min(index) AS first_index"))
+    by_offset = claims.groupBy("topic", "partition", "offset").agg(*exprs(
         "min(value) AS lo", "max(value) AS hi",
         "min_by(first_index, value) AS op_lo", "max_by(first_index, value) AS op_hi"))
     return anomaly(

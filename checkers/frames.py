@@ -46,6 +46,11 @@ def local_rows(spark, schema: str, rows: list[tuple]) -> DataFrame:
 # expressions would take thousands of them; one SQL string is parsed in one.
 
 
+def exprs(*sql: str) -> list:
+    """Columns from SQL expression texts (for groupBy/agg, which take no text)."""
+    return [F.expr(e) for e in sql]
+
+
 def sql_string(value: str) -> str:
     """A SQL string literal."""
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -2,7 +2,10 @@
 
 The JSONL is parsed once with a fixed schema and written as Parquet next to it
 (history.parquet, never touching history.jsonl); later checks of the same
-unchanged history reuse it. Two converters write the same table:
+unchanged history reuse it. It holds two tables: ops/, one row per line, and
+records/, one flat row per record of every ok poll (the checks read the
+records three times, and flat columns are read several times faster than
+exploding the nested ones each time). Two converters write the same tables:
 
 - DuckDB's multi-threaded JSON reader, the fast path: it parses several times
   faster than Spark's row-at-a-time Jackson reader on this 2-core machine. It
@@ -27,7 +30,7 @@ from harness.config import CheckerConfig, cache_dir
 from harness.errors import HistoryError
 
 #: Bumped whenever the Parquet layout changes, so old caches are rebuilt.
-_CACHE_VERSION = 2
+_CACHE_VERSION = 3
 _MARKER = "_elr_source.json"
 
 _SCHEMA_DDL = ", ".join([
@@ -41,6 +44,17 @@ _SCHEMA_DDL = ", ".join([
     "high_watermark STRING",
     "_corrupt STRING",
 ])
+#: The ops table both converters write: the history's fields, an observation's
+#: high watermark as an int, and the line bookkeeping.
+_OPS_DDL = ", ".join(
+    [c for c in _SCHEMA_DDL.split(", ") if not c.startswith(("high_watermark", "_corrupt"))]
+    + ["hwm BIGINT", "_bad BOOLEAN", "_blk BIGINT", "_row BIGINT"])
+_RECORDS_DDL = ("process BIGINT, index BIGINT, final BOOLEAN, topic STRING, pos INT, "
+                "partition INT, offset BIGINT, value BIGINT")
+
+
+#: The ops/ and records/ tables of a conversion.
+OPS, RECORDS = "ops", "records"
 
 
 @dataclass
@@ -48,9 +62,12 @@ class LoadedHistory:
     """The valid rows of a history, and what reading it found."""
 
     ops: object  # pyspark DataFrame of valid lines
+    #: DataFrame, one row per polled record (frames.poll_records' columns)
+    records: object
     history_lines: int
     truncated_lines: int
-    #: counts of valid lines by f, type, acks, fault, final and a send's topic/partition
+    #: counts of valid lines by f, type, acks, fault, final, a send's topic/partition
+    #: and a final poll's topic/process/partitions (with its last ok index)
     overview: list[dict]
 
 
@@ -127,6 +144,15 @@ def _duckdb_select() -> str:
             f" FROM read_json(?, format = 'newline_delimited', columns = {{{struct}}})")
 
 
+def _duckdb_records() -> str:
+    """The records table from the ops table (frames.poll_records in DuckDB's SQL)."""
+    return ('SELECT process, "index", "final", topic, (pos - 1)::INTEGER AS pos,'
+            ' r[1]::INTEGER AS "partition", r[2] AS "offset", r[3] AS value'
+            ' FROM (SELECT process, "index", "final", topic,'
+            ' generate_subscripts(records, 1) AS pos, unnest(records) AS r'
+            " FROM read_parquet(?) WHERE f = 'poll' AND type = 'ok' AND records IS NOT NULL)")
+
+
 def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> bool:
     """The fast converter; False (nothing kept) when the history needs Spark's reader."""
     try:
@@ -134,8 +160,9 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
     except ImportError:
         return False
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    target = tmp / "part-00000.lz4.parquet"
+    (tmp / OPS).mkdir(parents=True)
+    (tmp / RECORDS).mkdir()
+    target = tmp / OPS / "part-00000.lz4.parquet"
     settings = {"memory_limit": config.convert_memory, "preserve_insertion_order": False}
     if config.convert_threads:
         settings["threads"] = config.convert_threads
@@ -146,6 +173,10 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
                     "(FORMAT parquet, COMPRESSION lz4)", [str(history)])
         bad = con.execute("SELECT count(*) FROM read_parquet(?) WHERE _bad",
                           [str(target)]).fetchone()[0]
+        if bad == 0:
+            records = str(tmp / RECORDS / "part-00000.lz4.parquet").replace("'", "''")
+            con.execute(f"COPY ({_duckdb_records()}) TO '{records}' "
+                        "(FORMAT parquet, COMPRESSION lz4)", [str(target)])
     except duckdb.Error:
         bad = -1
     finally:
@@ -191,6 +222,8 @@ def _convert_with_spark(spark, history: Path, parquet: Path, marker: dict) -> No
     """Spark's PERMISSIVE reader, for any history (and the only one for a corrupt one)."""
     from pyspark.sql import functions as F
 
+    from checkers.frames import poll_records
+
     raw = (spark.read.schema(_SCHEMA_DDL)
            .option("mode", "PERMISSIVE")
            .option("columnNameOfCorruptRecord", "_corrupt")
@@ -215,8 +248,13 @@ def _convert_with_spark(spark, history: Path, parquet: Path, marker: dict) -> No
     )
     parquet.parent.mkdir(parents=True, exist_ok=True)
     tmp = _temporary(parquet)
-    table.write.mode("overwrite").parquet(str(tmp))
+    table.write.mode("overwrite").parquet(str(tmp / OPS))
+    written = spark.read.schema(_OPS_DDL).parquet(str(tmp / OPS)).filter("NOT _bad")
+    poll_records(written).write.mode("overwrite").parquet(str(tmp / RECORDS))
     _install(tmp, parquet, marker)
+
+
+_FINAL_POLL = "f = 'poll' AND final"
 
 
 def load_history(spark, history: Path, config: CheckerConfig,
@@ -225,21 +263,30 @@ def load_history(spark, history: Path, config: CheckerConfig,
     converted is what convert_without_spark returned, if it was already called."""
     from pyspark.sql import functions as F
 
+    from checkers.frames import exprs
+
     parquet = _parquet_location(history)
     if converted is None:
         converted = convert_without_spark(history, config)
     if not converted:
         _convert_with_spark(spark, history, parquet, _source_marker(history))
-    table = spark.read.parquet(str(parquet))
+    # explicit schemas: no job to read the footers
+    table = spark.read.schema(_OPS_DDL).parquet(str(parquet / OPS))
+    records = spark.read.schema(_RECORDS_DDL).parquet(str(parquet / RECORDS))
 
-    # one small aggregate serves both the line bookkeeping (per input split) and
-    # the overview of ops (counts by f/type/acks, fault kinds, send partitions)
-    is_send = F.col("f") == "send"
-    rows = (table.groupBy("_blk", "_bad", "f", "type", "acks", "fault", "final",
-                          F.when(is_send, F.col("topic")).alias("topic"),
-                          F.when(is_send, F.col("partition")).alias("partition"))
-            .agg(F.count(F.lit(1)).alias("count"), F.min("_row").alias("first"))
-            .collect())
+    # one small aggregate serves the line bookkeeping (per input split), the
+    # overview of ops (counts by f/type/acks, fault kinds, send partitions) and
+    # the final reads' coverage (per process and partition list, few rows)
+    rows = table.groupBy(*exprs(
+        "_blk", "_bad", "f", "type", "acks", "fault", "final",
+        f"CASE WHEN f = 'send' OR ({_FINAL_POLL}) THEN topic END AS topic",
+        "CASE WHEN f = 'send' THEN partition END AS partition",
+        f"CASE WHEN {_FINAL_POLL} THEN process END AS final_process",
+        f"CASE WHEN {_FINAL_POLL} THEN partitions END AS final_partitions",
+    )).agg(*exprs(
+        "count(1) AS count", "min(_row) AS first",
+        f"max(CASE WHEN {_FINAL_POLL} AND type = 'ok' THEN index END) AS last_ok",
+    )).collect()
     blocks: dict[int, dict] = {}
     for r in rows:
         b = blocks.setdefault(r["_blk"], {"n": 0, "first": r["first"], "bad": 0})
@@ -262,6 +309,7 @@ def load_history(spark, history: Path, config: CheckerConfig,
                 f"or index/time/process/type/f missing or of the wrong type); only a "
                 f"cut-short last line may be skipped")
         truncated = 1
-    return LoadedHistory(ops=table.filter(~F.col("_bad")), history_lines=total,
+    return LoadedHistory(ops=table.filter(~F.col("_bad")), records=records,
+                         history_lines=total,
                          truncated_lines=truncated,
                          overview=[r.asDict() for r in rows if not r["_bad"]])

@@ -63,8 +63,10 @@ def poll_skips(violations: DataFrame, records: DataFrame) -> DataFrame:
     jumps = violations.filter("jump").groupBy(*_SEQ, "index").agg(
         F.expr("min(struct(expected, offset, prev_index)) AS j")) \
         .selectExpr(*_SEQ, "index", "j.expected", "j.offset", "j.prev_index")
-    finals = records.filter("final").selectExpr(
-        "topic", "partition", "offset AS point", "0 AS kind", "offset AS fl_offset")
+    # only the partitions with a jump walk their final log (usually none)
+    jumped = F.broadcast(jumps.select("topic", "partition").distinct())
+    finals = records.filter("final").join(jumped, ["topic", "partition"], "left_semi") \
+        .selectExpr("topic", "partition", "offset AS point", "0 AS kind", "offset AS fl_offset")
     points = jumps.selectExpr("topic", "partition", "expected AS point", "1 AS kind",
                               "CAST(NULL AS BIGINT) AS fl_offset")
     nearest = (finals.unionByName(points)

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from checker_fixtures import spark  # noqa: F401
 
-from checkers.load import _OUTPUT_ORDER, _convert_with_duckdb, _convert_with_spark
+from checkers.frames import poll_records
+from checkers.load import _OUTPUT_ORDER, OPS, RECORDS, _convert_with_duckdb, _convert_with_spark
 from checkers.synthetic import Injection, SyntheticSpec, write_run_dir
 from harness.config import CheckerConfig
 
@@ -18,16 +19,21 @@ pytestmark = pytest.mark.usefixtures("spark")
 
 #: every column both converters write, except the line bookkeeping only Spark's fills
 _COLUMNS = [*_OUTPUT_ORDER, "hwm", "_bad"]
+_RECORD_COLUMNS = ["process", "index", "final", "topic", "pos", "partition", "offset", "value"]
 
 
-def _table(session, history: Path, parquet: Path, duckdb: bool) -> list[tuple]:
+def _tables(session, history: Path, parquet: Path, duckdb: bool) -> dict[str, list[tuple]]:
     if duckdb:
         assert _convert_with_duckdb(history, parquet, CheckerConfig())
     else:
         _convert_with_spark(session, history, parquet, {})
-    rows = session.read.parquet(str(parquet)).select(*_COLUMNS).collect()
-    return sorted(tuple(json.dumps(v, sort_keys=True, default=str) for v in r.asDict().values())
-                  for r in rows)
+    out = {}
+    for table, columns in ((OPS, _COLUMNS), (RECORDS, _RECORD_COLUMNS)):
+        df = session.read.parquet(str(parquet / table))
+        out[table] = sorted(tuple(json.dumps(v, sort_keys=True, default=str)
+                                  for v in r.asDict().values())
+                            for r in df.select(*columns).collect())
+    return out
 
 
 def test_both_converters_write_the_same_rows(spark, tmp_path):  # noqa: F811
@@ -40,10 +46,16 @@ def test_both_converters_write_the_same_rows(spark, tmp_path):  # noqa: F811
         f.write(json.dumps({"index": 99999, "time": 1, "process": -1, "type": "info",
                             "f": "fault", "fault": "partition", "nodes": ["b1", "c2"],
                             "extra": {"ignored": [1.5, "x"]}}) + "\n")
-    fast = _table(spark, history, tmp_path / "fast.parquet", duckdb=True)
-    careful = _table(spark, history, tmp_path / "careful.parquet", duckdb=False)
-    assert len(fast) == generated.lines + 1
-    assert fast == careful
+    fast = _tables(spark, history, tmp_path / "fast.parquet", duckdb=True)
+    careful = _tables(spark, history, tmp_path / "careful.parquet", duckdb=False)
+    assert len(fast[OPS]) == generated.lines + 1
+    assert fast[OPS] == careful[OPS]
+    assert len(fast[RECORDS]) > generated.lines / 2
+    assert fast[RECORDS] == careful[RECORDS]
+    # the records table is the poll records of the ops table, exploded
+    ops = spark.read.parquet(str(tmp_path / "fast.parquet" / OPS)).filter("NOT _bad")
+    exploded = poll_records(ops).select(*_RECORD_COLUMNS).collect()
+    assert sorted(tuple(json.dumps(v) for v in r) for r in exploded) == fast[RECORDS]
 
 
 @pytest.mark.parametrize("line", [
