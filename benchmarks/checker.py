@@ -1,7 +1,12 @@
 """Benchmark of `harness check`: end to end (Spark start-up included) on
-synthetic histories of 20k, 1M and 10M lines and one with anomalies.
+synthetic histories of 10k, 1M and 10M operations and one with anomalies.
 
-    python benchmarks/checker.py [--sizes 20000,1000000,10000000] [--dir DIR] [--recheck]
+    python benchmarks/checker.py [--ops 10000,1000000,10000000] [--dir DIR] [--recheck]
+
+An operation is what shared/HISTORY.md calls one: an invoke and its completion
+(two lines), or an observation (one line); the generator is asked for two
+lines per operation, which gives slightly more operations than asked (a few
+lines are single-line observations). Each row prints both counts.
 
 Histories are generated once into DIR (default: the harness cache) and reused.
 Each check runs as a subprocess; its peak RSS is the sum over the process and
@@ -52,6 +57,20 @@ def _tree_rss(root: int) -> int:
     return total
 
 
+#: Lines asked of the generator per operation wanted.
+LINES_PER_OP = 2
+
+
+def count_operations(history: Path) -> tuple[int, int]:
+    """(lines, operations): every operation but an observation starts with an invoke."""
+    lines = ops = 0
+    with open(history, "rb") as f:
+        for line in f:
+            lines += 1
+            ops += b'"type":"invoke"' in line or b'"f":"observe"' in line
+    return lines, ops
+
+
 def timed_check(run_dir: Path) -> dict:
     """Run `harness check run_dir`; wall seconds, peak tree RSS, exit code."""
     started = time.monotonic()
@@ -86,20 +105,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     # 20k lines: the fixed cost (JVM start, planning, code generation), which
     # on a shared host also shows how fast the machine was during the run
-    parser.add_argument("--sizes", default="20000,1000000,10000000")
-    parser.add_argument("--anomalies-size", type=int, default=1_000_000)
+    parser.add_argument("--ops", default="10000,1000000,10000000")
+    parser.add_argument("--anomalies-ops", type=int, default=1_000_000)
     parser.add_argument("--dir", type=Path, default=cache_dir() / "checker-bench")
     parser.add_argument("--recheck", action="store_true")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
-    runs = [(f"clean-{int(n):,}".replace(",", "_"), SyntheticSpec(lines=int(n), seed=1))
-            for n in args.sizes.split(",") if n]
-    runs.append((f"anomalies-{args.anomalies_size:,}".replace(",", "_"),
-                 every_anomaly(lines=args.anomalies_size, seed=2)))
+    runs = [(f"clean-{int(n):,}-ops".replace(",", "_"),
+             SyntheticSpec(lines=LINES_PER_OP * int(n), seed=1))
+            for n in args.ops.split(",") if n]
+    runs.append((f"anomalies-{args.anomalies_ops:,}-ops".replace(",", "_"),
+                 every_anomaly(lines=LINES_PER_OP * args.anomalies_ops, seed=2)))
     rows = []
     for name, spec in runs:
         run_dir = ensure_history(args.dir, name, spec)
-        lines = sum(1 for _ in open(run_dir / "history.jsonl", "rb"))
+        lines, ops = count_operations(run_dir / "history.jsonl")
         size_mb = (run_dir / "history.jsonl").stat().st_size / 2**20
         shutil.rmtree(run_dir / "history.parquet", ignore_errors=True)
         attempts = [("first", timed_check(run_dir))]
@@ -107,9 +127,9 @@ def main() -> int:
             attempts.append(("recheck", timed_check(run_dir)))
         for label, r in attempts:
             results = json.loads((run_dir / "results.json").read_text())
-            row = {"history": name, "run": label, "lines": lines, "size_mb": round(size_mb),
-                   "wall_s": round(r["wall_s"], 1),
-                   "lines_per_s": round(lines / r["wall_s"]),
+            row = {"history": name, "run": label, "ops": ops, "lines": lines,
+                   "size_mb": round(size_mb), "wall_s": round(r["wall_s"], 1),
+                   "ops_per_s": round(ops / r["wall_s"]),
                    "peak_rss_mb": round(r["peak_rss_mb"]), "exit": r["exit"],
                    "valid": results["valid"],
                    "anomalies": {k: v["count"] for k, v in results["anomalies"].items()}}
@@ -118,11 +138,12 @@ def main() -> int:
             phases = [ln for ln in r["output"].splitlines() if ln.startswith("[checker]")]
             print("\n".join("    " + p for p in phases), flush=True)
     print()
-    print(f"{'history':<22}{'run':<9}{'lines':>12}{'MB':>7}{'wall s':>8}{'lines/s':>10}"
-          f"{'peak RSS MB':>13}  verdict")
+    print(f"{'history':<26}{'run':<9}{'ops':>12}{'lines':>12}{'MB':>7}{'wall s':>8}"
+          f"{'ops/s':>10}{'peak RSS MB':>13}  verdict")
     for r in rows:
-        print(f"{r['history']:<22}{r['run']:<9}{r['lines']:>12,}{r['size_mb']:>7}"
-              f"{r['wall_s']:>8}{r['lines_per_s']:>10,}{r['peak_rss_mb']:>13}  {r['valid']}")
+        print(f"{r['history']:<26}{r['run']:<9}{r['ops']:>12,}{r['lines']:>12,}"
+              f"{r['size_mb']:>7}{r['wall_s']:>8}{r['ops_per_s']:>10,}{r['peak_rss_mb']:>13}"
+              f"  {r['valid']}")
     return 0
 
 
