@@ -98,6 +98,7 @@ def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started:
     from checkers.budget import page_cache_losses
     from checkers.load import load_history
     from checkers.results import Findings, assemble
+    from checkers.spark import session_conf
 
     phases = _Phases()
     spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(history_path, config)))
@@ -121,40 +122,40 @@ def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started:
     # the checks' big aggregations are keyed by value or offset: a map-side partial
     # aggregation hardly shrinks them and costs more than it saves (the overview's
     # few groups, before, do need it)
-    spark.conf.set("spark.sql.execution.bypassPartialAggregation", "true")
-    try:
-        records = loaded.records
-        values = keep(durability.values_table(ops, records))
-        obs = keep(observations.observations(ops))
-        violations = keep(polls.order_events(ops, records))
-        parts = [
-            durability.value_anomalies(values, tp_status),
-            durability.realtime_orders(values),
-            durability.inconsistent_offsets(values, records),
-            polls.nonmonotonic_polls(violations),
-            polls.poll_skips(violations, records),
-            polls.garbage_reads(violations),
-            observations.hwm_regressions(obs),
-            observations.elr_invariant(obs, info),
-        ]
-        anomalies = keep(reduce(lambda a, b: a.unionByName(b), parts))
-        losses = page_cache_losses(ops, obs, tp_status, info)
-        phases.done("plan")
-        # one job: the counts, the first examples of each anomaly and the fault budget
-        rows = _summary(anomalies, losses, config).collect()
-        phases.done("checks")
-        findings.counts = Counter({(r["name"], r["acks"], r["topic"], r["partition"]): r["n"]
-                                   for r in rows if r["kind"] == "count"})
-        for r in rows:
-            if r["kind"] == "budget" and (r["topic"], r["partition"]) in findings.partitions:
-                findings.partitions[(r["topic"], r["partition"])].page_cache_losses = r["n"]
-        findings.examples = _examples(spark, [r for r in rows if r["kind"] == "example"],
-                                      records, findings)
-        phases.done("examples")
-    finally:
-        spark.conf.unset("spark.sql.execution.bypassPartialAggregation")
-        for df in cached:
-            df.unpersist()
+    with session_conf(spark, "spark.sql.execution.bypassPartialAggregation", "true"):
+        try:
+            records = loaded.records
+            values = keep(durability.values_table(ops, records))
+            obs = keep(observations.observations(ops))
+            violations = keep(polls.order_events(ops, records))
+            parts = [
+                durability.value_anomalies(values, tp_status),
+                durability.realtime_orders(values),
+                durability.inconsistent_offsets(values, records),
+                polls.nonmonotonic_polls(violations),
+                polls.poll_skips(violations, records),
+                polls.garbage_reads(violations),
+                observations.hwm_regressions(obs),
+                observations.elr_invariant(obs, info),
+            ]
+            anomalies = keep(reduce(lambda a, b: a.unionByName(b), parts))
+            losses = page_cache_losses(ops, obs, tp_status, info)
+            phases.done("plan")
+            # one job: the counts, the first examples of each anomaly and the fault budget
+            rows = _summary(anomalies, losses, config).collect()
+            phases.done("checks")
+            findings.counts = Counter({(r["name"], r["acks"], r["topic"], r["partition"]):
+                                       r["n"] for r in rows if r["kind"] == "count"})
+            for r in rows:
+                facts = findings.partitions.get((r["topic"], r["partition"]))
+                if r["kind"] == "budget" and facts is not None:
+                    facts.page_cache_losses = r["n"]
+            findings.examples = _examples(spark, [r for r in rows if r["kind"] == "example"],
+                                          records, findings)
+            phases.done("examples")
+        finally:
+            for df in cached:
+                df.unpersist()
     return assemble(findings, info, time.monotonic() - started)
 
 
@@ -209,8 +210,9 @@ def _final_read_status(spark, overview: list[dict], info, findings):
             elif r["type"] in ("fail", "info"):
                 c["bad"] += r["count"]
     for (_, topic, parts), n in open_invokes.items():
-        for p in parts if n > 0 else ():
-            coverage[(topic, p)]["bad"] += n
+        if n > 0:
+            for p in parts:
+                coverage[(topic, p)]["bad"] += n
     keys = set(findings.partitions) | set(coverage)
     for name, topic in info.topics.items():
         keys.update((name, p) for p in range(topic.partitions or 0))
@@ -225,6 +227,10 @@ def _final_read_status(spark, overview: list[dict], info, findings):
                       "last_final_poll bigint", data)
 
 
+#: Which examples of an anomaly come first: by op indices, then by place.
+_EXAMPLE_ORDER = ("ops", "topic", "partition", "offset", "value")
+
+
 def _summary(anomalies, losses, config: CheckerConfig):
     """Rows of three kinds: count (per anomaly, acks and partition), example (the
     first max_examples of each anomaly, in op order) and budget (page-cache losses
@@ -234,8 +240,8 @@ def _summary(anomalies, losses, config: CheckerConfig):
     counts = anomalies.groupBy("name", "acks", "topic", "partition") \
         .agg(F.count(F.lit(1)).alias("n")).withColumn("kind", F.lit("count"))
     examples = anomalies.selectExpr(
-        "*", "row_number() OVER (PARTITION BY name ORDER BY ops, topic, partition, offset, "
-        "value) AS rn").filter(f"rn <= {int(config.max_examples)}") \
+        "*", f"row_number() OVER (PARTITION BY name ORDER BY {', '.join(_EXAMPLE_ORDER)}) "
+        "AS rn").filter(f"rn <= {int(config.max_examples)}") \
         .drop("rn").withColumn("kind", F.lit("example"))
     budget = losses.selectExpr("'budget' AS kind", "topic", "partition", "losses AS n")
     return counts.unionByName(examples, allowMissingColumns=True) \
@@ -280,10 +286,9 @@ def _examples(spark, rows: list, records, findings) -> dict:
 
 
 def _example_order(r) -> tuple:
-    """The examples' order in results.json: by op indices, then place (as in Spark)."""
-    return (list(r["ops"]), r["topic"] or "", r["partition"] if r["partition"] is not None
-            else -1, r["offset"] if r["offset"] is not None else -1,
-            r["value"] if r["value"] is not None else -1)
+    """Spark's ascending _EXAMPLE_ORDER in Python (nulls first), for results.json."""
+    return tuple((r[c] is not None, r[c] if r[c] is not None else 0)
+                 if c != "ops" else list(r[c]) for c in _EXAMPLE_ORDER)
 
 
 def write_results(results: dict, directory: Path) -> Path:

@@ -19,6 +19,7 @@ from checkers.frames import (
     json_of,
     op_list,
     sentence,
+    sql_string,
     struct_of,
     text,
     tp_name,
@@ -32,23 +33,22 @@ _ACKS_CODES = {"all": 3, "1": 2, "0": 1}
 
 def _encode(column: str, codes: dict[str, int]) -> str:
     """SQL mapping column's text to its code (null for any other text)."""
-    return f"CASE {column} " + " ".join(f"WHEN '{k}' THEN {v}" for k, v in codes.items()) \
-        + " END"
+    return f"CASE {column} " + " ".join(f"WHEN {sql_string(k)} THEN {v}"
+                                        for k, v in codes.items()) + " END"
 
 
 def _decode(column: str, codes: dict[str, int]) -> str:
     """SQL mapping column's code back to its text."""
-    return f"CASE {column} " + " ".join(f"WHEN {v} THEN '{k}'" for k, v in codes.items()) \
-        + " END"
+    return f"CASE {column} " + " ".join(f"WHEN {v} THEN {sql_string(k)}"
+                                        for k, v in codes.items()) + " END"
 
 
 def values_table(ops: DataFrame, records: DataFrame) -> DataFrame:
     """One row per (topic, partition, value): its send, its reads, its final-log copies.
 
-    The one big aggregation of the durability checks, over the raw send and
-    record rows (combined map-side, so a send's invoke and ok, or the reads of
-    one value, meet before the shuffle); inconsistent_offsets reuses its rows
-    for the sends' offset claims.
+    The one big aggregation of the durability checks, straight over the raw
+    send and record rows; inconsistent_offsets reuses its rows for the sends'
+    offset claims.
     """
     send_kind = _encode("type", _KIND_CODES)
     sends = ops.filter("f = 'send'").selectExpr(

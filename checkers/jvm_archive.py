@@ -102,7 +102,7 @@ def build(config: CheckerConfig, *, force: bool = False) -> Path:
 
 
 def _training_history(directory: Path) -> Path:
-    """A small history that runs every check, poll-skip's second pass included."""
+    """A small history that runs every check, poll-skip's walk of the final log included."""
     from checkers.synthetic import every_anomaly, write_run_dir
 
     run_dir = directory / "run"
@@ -115,15 +115,14 @@ def _train(history: Path, dump_to: Path, config: CheckerConfig) -> int:
     JVM (it would otherwise outlive us while it writes) and return its exit code."""
     from pyspark import SparkContext
 
-    from checkers.check import check_history
+    from checkers.check import check_history, stop_spark
 
     training = dataclasses.replace(
         config, class_archive=False, jvm_options=f"{config.jvm_options} "
         f"-XX:ArchiveClassesAtExit={dump_to} {QUIET}")
     check_history(history, None, training)
     gateway = SparkContext._gateway
-    if SparkContext._active_spark_context is not None:
-        SparkContext._active_spark_context.stop()
+    stop_spark()
     proc = gateway.proc
     gateway.shutdown()
     proc.stdin.close()  # the gateway JVM exits at the end of its stdin

@@ -65,6 +65,20 @@ def jvm_options(config: CheckerConfig, history_bytes: int | None = None) -> str:
     return f"{config.jvm_options} -XX:TieredStopAtLevel=1" if quick else config.jvm_options
 
 
+@contextmanager
+def session_conf(spark, key: str, value: str):
+    """A SQL setting for the queries planned inside the block, the previous one after."""
+    previous = spark.conf.get(key, None)
+    spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        if previous is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, previous)
+
+
 def running_context():
     """The SparkContext this process runs, whichever thread started it
     (getActiveSession is per thread, and check_history starts Spark in a helper)."""

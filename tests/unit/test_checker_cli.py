@@ -174,3 +174,18 @@ def test_a_session_on_another_master_is_replaced_from_any_thread():
         print('same', first == again, 'other', other[0])
         """)
     assert "same True other local[1]" in run.stdout, run.stdout + run.stderr
+
+
+def test_a_setting_for_the_checks_gives_back_the_one_before(spark):  # noqa: F811
+    """The checks plan with their own SQL setting; a user's (spark_conf) comes back."""
+    from checkers.spark import session_conf
+
+    key = "spark.sql.execution.bypassPartialAggregation"
+    spark.conf.set(key, "false")
+    with session_conf(spark, key, "true"):
+        assert spark.conf.get(key) == "true"
+    assert spark.conf.get(key) == "false"
+    spark.conf.unset(key)
+    with session_conf(spark, key, "true"):
+        pass
+    assert spark.conf.get(key, None) is None  # not set by anyone again: Spark's default
