@@ -96,6 +96,7 @@ def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started:
 
     from checkers import durability, observations, polls
     from checkers.budget import page_cache_losses
+    from checkers.frames import TopicKeys
     from checkers.load import load_history
     from checkers.results import Findings, assemble
     from checkers.spark import session_conf
@@ -110,7 +111,9 @@ def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started:
         return assemble(findings, info, time.monotonic() - started)
     ops = loaded.ops
     _overview(loaded.overview, findings)
-    tp_status = _final_read_status(spark, loaded.overview, info, findings)
+    keys = TopicKeys(tuple(sorted({r["topic"] for r in loaded.overview
+                                   if r["topic"] is not None})))
+    tp_status = _final_read_status(spark, loaded.overview, info, findings, keys)
     phases.done("load")
 
     cached = []
@@ -125,16 +128,16 @@ def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started:
     with session_conf(spark, "spark.sql.execution.bypassPartialAggregation", "true"):
         try:
             records = loaded.records
-            values = keep(durability.values_table(ops, records))
+            values = keep(durability.values_table(ops, records, keys))
             obs = keep(observations.observations(ops))
-            violations = keep(polls.order_events(ops, records))
+            violations = keep(polls.order_events(ops, records, keys))
             parts = [
-                durability.value_anomalies(values, tp_status),
-                durability.realtime_orders(values),
-                durability.inconsistent_offsets(values, records),
-                polls.nonmonotonic_polls(violations),
-                polls.poll_skips(violations, records),
-                polls.garbage_reads(violations),
+                durability.value_anomalies(values, tp_status, keys),
+                durability.realtime_orders(values, keys),
+                durability.inconsistent_offsets(values, records, keys),
+                polls.nonmonotonic_polls(violations, keys),
+                polls.poll_skips(violations, records, keys),
+                polls.garbage_reads(violations, keys),
                 observations.hwm_regressions(obs),
                 observations.elr_invariant(obs, info),
             ]
@@ -184,7 +187,7 @@ def _overview(rows: list[dict], findings) -> None:
     findings.faults = dict(sorted(faults.items()))
 
 
-def _final_read_status(spark, overview: list[dict], info, findings):
+def _final_read_status(spark, overview: list[dict], info, findings, topic_keys):
     """Which partitions' final reads completed; a small DataFrame for broadcast joins.
 
     Complete: at least one final ok poll covers it and no final poll covering it
@@ -222,8 +225,9 @@ def _final_read_status(spark, overview: list[dict], info, findings):
         complete = bool(c is not None and c["ok"] and not c["bad"])
         partitions[key] = PartitionFacts(complete, c["last_ok"] if c is not None else None)
     findings.partitions = partitions
-    data = [(t, p, f.complete, f.last_final_poll) for (t, p), f in partitions.items()]
-    return local_rows(spark, "topic string, partition int, complete boolean, "
+    data = [(topic_keys.encode(t, p), t, p, f.complete, f.last_final_poll)
+            for (t, p), f in partitions.items()]
+    return local_rows(spark, "tp bigint, topic string, partition int, complete boolean, "
                       "last_final_poll bigint", data)
 
 

@@ -1,10 +1,11 @@
 """Durability and log-order checks: what was written against the final log.
 
-One aggregation per (topic, partition, value) joins each send with the polls
+One aggregation per (topic-partition, value) joins each send with the polls
 that saw its value and the final log's copies of it; lost-write, unseen,
 duplicate, aborted-read and lost-committed-read are read off it without a
 shuffle, realtime-order with a window over each partition's final log.
-inconsistent-offset needs the other key, (topic, partition, offset).
+inconsistent-offset needs the other key, (topic-partition, offset). All of them
+key a topic-partition by one number (frames.TopicKeys).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.frames import (
+    TopicKeys,
     anomaly,
     anomaly_fields,
     exprs,
@@ -43,8 +45,8 @@ def _decode(column: str, codes: dict[str, int]) -> str:
                                         for k, v in codes.items()) + " END"
 
 
-def values_table(ops: DataFrame, records: DataFrame) -> DataFrame:
-    """One row per (topic, partition, value): its send, its reads, its final-log copies.
+def values_table(ops: DataFrame, records: DataFrame, keys: TopicKeys) -> DataFrame:
+    """One row per (tp, value): its send, its reads, its final-log copies.
 
     The one big aggregation of the durability checks, straight over the raw
     send and record rows; inconsistent_offsets reuses its rows for the sends'
@@ -52,16 +54,16 @@ def values_table(ops: DataFrame, records: DataFrame) -> DataFrame:
     """
     send_kind = _encode("type", _KIND_CODES)
     sends = ops.filter("f = 'send'").selectExpr(
-        "topic", "partition", "value",
+        f"{keys.key()} AS tp", "value",
         f"{_encode('acks', _ACKS_CODES)} AS acks",
         f"{send_kind} AS kind", "index", "time", "offset")
     recs = records.filter("value IS NOT NULL").selectExpr(
-        "topic", "partition", "value", "CAST(NULL AS INT) AS acks",
+        f"{keys.key()} AS tp", "value", "CAST(NULL AS INT) AS acks",
         f"CASE WHEN final THEN {_FINAL} ELSE {_READ} END AS kind", "index",
         "CAST(NULL AS BIGINT) AS time", "offset")
     comp = "kind BETWEEN 1 AND 3"
     final, read = f"kind = {_FINAL}", f"kind = {_READ}"
-    agg = sends.unionByName(recs).groupBy("topic", "partition", "value").agg(*exprs(
+    agg = sends.unionByName(recs).groupBy("tp", "value").agg(*exprs(
         "max(acks) AS acks",
         "min(CASE WHEN kind = 0 THEN index END) AS inv_index",
         "min(CASE WHEN kind = 0 THEN time END) AS inv_time",
@@ -86,15 +88,14 @@ def values_table(ops: DataFrame, records: DataFrame) -> DataFrame:
         f"{_decode('acks', _ACKS_CODES)} AS acks")
 
 
-def value_anomalies(values: DataFrame, tp_status: DataFrame) -> DataFrame:
+def value_anomalies(values: DataFrame, tp_status: DataFrame, keys: TopicKeys) -> DataFrame:
     """lost-write, unseen, duplicate, aborted-read and lost-committed-read.
 
     One pass over the values table, with no shuffle (the partitions' final-read
     status is broadcast): each row gets an array of the anomalies it shows,
     which is exploded.
     """
-    v = values.join(F.broadcast(tp_status.select("topic", "partition", "complete")),
-                    ["topic", "partition"], "left")
+    v = values.join(F.broadcast(tp_status.select("tp", "complete")), ["tp"], "left")
 
     complete = "coalesce(complete, false)"
     absent = "f_off_min IS NULL"
@@ -135,25 +136,26 @@ def value_anomalies(values: DataFrame, tp_status: DataFrame) -> DataFrame:
          absent, "r_off_min", json_of(final_offset="f_off_min")),
     ]
     # the cheap boolean test first: only anomalous rows build descriptions and arrays
-    flagged = v.filter(" OR ".join(f"({c[1]})" for c in checks))
+    flagged = keys.decoded(v.filter(" OR ".join(f"({c[1]})" for c in checks)))
     found = flagged.selectExpr(
         f"explode(array({', '.join(_found(*c) for c in checks)})) AS x")
     return found.filter("x IS NOT NULL").selectExpr("x.*")
 
 
-def realtime_orders(values: DataFrame) -> DataFrame:
+def realtime_orders(values: DataFrame, keys: TopicKeys) -> DataFrame:
     """realtime-order: a window walks each partition's final log from the top down
     (only the values in it, only the columns it needs), keeping the earliest ack
     among the sends above (an acks=0 "ok" only says the bytes left, so those
     sends are not A)."""
     walked = values.filter("f_off_min IS NOT NULL").selectExpr(
-        "topic", "partition", "value", "acks", "f_off_min", "inv_time", "inv_index",
+        "tp", "value", "acks", "f_off_min", "inv_time", "inv_index",
         "comp_index", "min(CASE WHEN status = 'ok' AND acks != '0' "
         "THEN struct(comp_time, comp_index, inv_index, value, f_off_min) END) "
-        "OVER (PARTITION BY topic, partition ORDER BY f_off_min DESC "
+        "OVER (PARTITION BY tp ORDER BY f_off_min DESC "
         "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS a")
     return anomaly(
-        walked.filter("inv_time IS NOT NULL AND a.comp_time < inv_time"), "realtime-order",
+        keys.decoded(walked.filter("inv_time IS NOT NULL AND a.comp_time < inv_time")),
+        "realtime-order",
         value="value", acks="acks", offset="f_off_min",
         ops=op_list("a.inv_index", "a.comp_index", "inv_index", "comp_index"),
         description=sentence("value %s was sent after value %s was acknowledged, yet sits "
@@ -173,8 +175,9 @@ def _found(name: str, condition: str, offset: str, ops: str, description: str,
     return f"CASE WHEN {condition} THEN {struct_of(fields)} END"
 
 
-def inconsistent_offsets(values: DataFrame, records: DataFrame) -> DataFrame:
-    """One (topic, partition, offset) holding two values across acked sends and polls,
+def inconsistent_offsets(values: DataFrame, records: DataFrame,
+                         keys: TopicKeys) -> DataFrame:
+    """One (tp, offset) holding two values across acked sends and polls,
     with the first op that carried the lowest and the highest of them.
 
     The claims are every polled record and every ok send's offset, except an
@@ -189,18 +192,17 @@ def inconsistent_offsets(values: DataFrame, records: DataFrame) -> DataFrame:
     sends = values.filter(
         "status = 'ok' AND send_offset IS NOT NULL AND (acks = 'all' "
         "OR f_off_min IS NOT NULL OR send_offset IN (r_off_min, r_off_max))"
-    ).selectExpr("topic", "partition", "value", "send_offset AS offset",
-                 "comp_index AS index")
-    recs = records.filter("value IS NOT NULL").select(
-        "topic", "partition", "value", "offset", "index")
+    ).selectExpr("tp", "value", "send_offset AS offset", "comp_index AS index")
+    recs = records.filter("value IS NOT NULL").selectExpr(
+        f"{keys.key()} AS tp", "value", "offset", "index")
     # the first op of each (offset, value), then the lowest and highest value
-    claims = sends.unionByName(recs).groupBy("topic", "partition", "offset", "value") \
+    claims = sends.unionByName(recs).groupBy("tp", "offset", "value") \
         .agg(F.expr("min(index) AS first_index"))
-    by_offset = claims.groupBy("topic", "partition", "offset").agg(*exprs(
+    by_offset = claims.groupBy("tp", "offset").agg(*exprs(
         "min(value) AS lo", "max(value) AS hi",
         "min_by(first_index, value) AS op_lo", "max_by(first_index, value) AS op_hi"))
     return anomaly(
-        by_offset.filter("lo != hi"), "inconsistent-offset", offset="offset",
+        keys.decoded(by_offset.filter("lo != hi")), "inconsistent-offset", offset="offset",
         ops=op_list("op_lo", "op_hi"), extra=json_of(values="array(lo, hi)"),
         description=sentence("offset %s of %s holds values %s and %s", text("offset"),
                              tp_name(), text("lo"), text("hi")))

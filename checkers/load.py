@@ -66,8 +66,8 @@ class LoadedHistory:
     records: object
     history_lines: int
     truncated_lines: int
-    #: counts of valid lines by f, type, acks, fault, final, a send's topic/partition
-    #: and a final poll's topic/process/partitions (with its last ok index)
+    #: counts of valid lines by f, type, acks, fault, final, topic, a send's partition
+    #: and a final poll's process/partitions (with its last ok index)
     overview: list[dict]
 
 
@@ -276,10 +276,11 @@ def load_history(spark, history: Path, config: CheckerConfig,
 
     # one small aggregate serves the line bookkeeping (per input split), the
     # overview of ops (counts by f/type/acks, fault kinds, send partitions) and
-    # the final reads' coverage (per process and partition list, few rows)
+    # the final reads' coverage (per process and partition list, few rows) and the
+    # topics (frames.TopicKeys)
     rows = table.groupBy(*exprs(
         "_blk", "_bad", "f", "type", "acks", "fault", "final",
-        f"CASE WHEN f = 'send' OR ({_FINAL_POLL}) THEN topic END AS topic",
+        "topic",
         "CASE WHEN f = 'send' THEN partition END AS partition",
         f"CASE WHEN {_FINAL_POLL} THEN process END AS final_process",
         f"CASE WHEN {_FINAL_POLL} THEN partitions END AS final_partitions",

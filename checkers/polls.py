@@ -13,19 +13,21 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers.frames import anomaly, json_of, op_list, sentence, text, tp_name
+from checkers.frames import TopicKeys, anomaly, json_of, op_list, sentence, text, tp_name
 
-_SEQ = ["process", "topic", "partition"]
+#: one consumer's sequence on one topic-partition (frames.TopicKeys)
+_SEQ = ["process", "tp"]
 
 
-def order_events(ops: DataFrame, records: DataFrame) -> DataFrame:
+def order_events(ops: DataFrame, records: DataFrame, keys: TopicKeys) -> DataFrame:
     """Records and seeks with their predecessor; only the rows that break an order rule
     (or carry a garbage value: one pass over the records serves garbage-read too)."""
-    recs = records.selectExpr(*_SEQ, "index", "pos", "offset", "1 AS kind",
+    recs = records.selectExpr("process", f"{keys.key()} AS tp", "index", "pos", "offset",
+                              "1 AS kind",
                               "value IS NULL AS garbage")
     seeks = (ops.filter("f = 'poll' AND type = 'invoke' AND seek IS NOT NULL")
              .selectExpr("process", "topic", "index", "explode(seek) AS (p, offset)")
-             .selectExpr("process", "topic", "try_cast(p AS INT) AS partition", "index",
+             .selectExpr("process", f"{keys.key(partition='try_cast(p AS INT)')} AS tp", "index",
                          "-1 AS pos", "offset", "0 AS kind", "false AS garbage"))
     over = f"OVER (PARTITION BY {', '.join(_SEQ)} ORDER BY index, pos)"
     events = recs.unionByName(seeks).selectExpr(
@@ -41,19 +43,20 @@ def order_events(ops: DataFrame, records: DataFrame) -> DataFrame:
         f"{expected} AS expected")
 
 
-def nonmonotonic_polls(violations: DataFrame) -> DataFrame:
+def nonmonotonic_polls(violations: DataFrame, keys: TopicKeys) -> DataFrame:
     """One anomaly per poll and partition that went back without a seek."""
     per_poll = violations.filter("nonmono").groupBy(*_SEQ, "index").agg(
         F.min("prev_index").alias("prev_index"), F.min("offset").alias("offset"),
         F.max("prev_offset").alias("prev_offset"))
     return anomaly(
-        per_poll, "nonmonotonic-poll", offset="offset", ops=op_list("prev_index", "index"),
+        keys.decoded(per_poll), "nonmonotonic-poll", offset="offset",
+        ops=op_list("prev_index", "index"),
         extra=json_of(process="process", prev_offset="prev_offset"),
         description=sentence("process %s read offset %s of %s after offset %s, without a seek",
                              text("process"), text("offset"), tp_name(), text("prev_offset")))
 
 
-def poll_skips(violations: DataFrame, records: DataFrame) -> DataFrame:
+def poll_skips(violations: DataFrame, records: DataFrame, keys: TopicKeys) -> DataFrame:
     """Jumps over offsets that the final log holds (one anomaly per poll and partition).
 
     For each jump from `expected` to `offset`, the smallest final-log offset at or
@@ -64,19 +67,20 @@ def poll_skips(violations: DataFrame, records: DataFrame) -> DataFrame:
         F.expr("min(struct(expected, offset, prev_index)) AS j")) \
         .selectExpr(*_SEQ, "index", "j.expected", "j.offset", "j.prev_index")
     # only the partitions with a jump walk their final log (usually none)
-    jumped = F.broadcast(jumps.select("topic", "partition").distinct())
-    finals = records.filter("final").join(jumped, ["topic", "partition"], "left_semi") \
-        .selectExpr("topic", "partition", "offset AS point", "0 AS kind", "offset AS fl_offset")
-    points = jumps.selectExpr("topic", "partition", "expected AS point", "1 AS kind",
+    jumped = F.broadcast(jumps.select("tp").distinct())
+    finals = records.filter("final").selectExpr(f"{keys.key()} AS tp", "offset") \
+        .join(jumped, ["tp"], "left_semi") \
+        .selectExpr("tp", "offset AS point", "0 AS kind", "offset AS fl_offset")
+    points = jumps.selectExpr("tp", "expected AS point", "1 AS kind",
                               "CAST(NULL AS BIGINT) AS fl_offset")
     nearest = (finals.unionByName(points)
-               .selectExpr("*", "last(fl_offset, true) OVER (PARTITION BY topic, partition "
+               .selectExpr("*", "last(fl_offset, true) OVER (PARTITION BY tp "
                            "ORDER BY point DESC, kind ROWS BETWEEN UNBOUNDED PRECEDING AND "
                            "CURRENT ROW) AS next_fl")
                .filter("kind = 1")
-               .selectExpr("topic", "partition", "point AS expected", "next_fl")
+               .selectExpr("tp", "point AS expected", "next_fl")
                .distinct())
-    skipped = jumps.join(nearest, ["topic", "partition", "expected"]).filter("next_fl < offset")
+    skipped = keys.decoded(jumps.join(nearest, ["tp", "expected"]).filter("next_fl < offset"))
     return anomaly(
         skipped, "poll-skip", offset="offset", ops=op_list("prev_index", "index"),
         extra=json_of(process="process", expected="expected", skipped="next_fl"),
@@ -85,10 +89,11 @@ def poll_skips(violations: DataFrame, records: DataFrame) -> DataFrame:
             text("process"), text("expected"), text("offset"), tp_name(), text("next_fl")))
 
 
-def garbage_reads(violations: DataFrame) -> DataFrame:
+def garbage_reads(violations: DataFrame, keys: TopicKeys) -> DataFrame:
     """Polled records whose value is not an int this run wrote."""
     return anomaly(
-        violations.filter("garbage"), "garbage-read", offset="offset", ops=op_list("index"),
+        keys.decoded(violations.filter("garbage")), "garbage-read", offset="offset",
+        ops=op_list("index"),
         extra=json_of(process="process"),
         description=sentence("process %s read a record at offset %s of %s whose value was "
                              "not written by this run", text("process"), text("offset"),
