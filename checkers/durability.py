@@ -195,8 +195,10 @@ def inconsistent_offsets(values: DataFrame, records: DataFrame,
     ).selectExpr("tp", "value", "send_offset AS offset", "comp_index AS index")
     recs = records.filter("value IS NOT NULL").selectExpr(
         f"{keys.key()} AS tp", "value", "offset", "index")
-    # the first op of each (offset, value), then the lowest and highest value
-    claims = sends.unionByName(recs).groupBy("tp", "offset", "value") \
+    # the first op of each (offset, value), then the lowest and highest value: both
+    # aggregations run on one shuffle by (tp, offset), which clusters (tp, offset, value)
+    claims = sends.unionByName(recs).repartition("tp", "offset") \
+        .groupBy("tp", "offset", "value") \
         .agg(F.expr("min(index) AS first_index"))
     by_offset = claims.groupBy("tp", "offset").agg(*exprs(
         "min(value) AS lo", "max(value) AS hi",
