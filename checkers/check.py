@@ -111,8 +111,7 @@ def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started:
         return assemble(findings, info, time.monotonic() - started)
     ops = loaded.ops
     _overview(loaded.overview, findings)
-    keys = TopicKeys(tuple(sorted({r["topic"] for r in loaded.overview
-                                   if r["topic"] is not None})))
+    keys = TopicKeys.of(r["topic"] for r in loaded.overview)
     tp_status = _final_read_status(spark, loaded.overview, info, findings, keys)
     phases.done("load")
 

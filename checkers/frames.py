@@ -35,6 +35,8 @@ def poll_records(ops: DataFrame) -> DataFrame:
 _LOW32 = 0xFFFFFFFF
 #: Set in a key whose partition is null (a history off the contract; kept apart).
 _NO_PARTITION = 1 << 62
+#: The topic index's bits, once a key is shifted right by 32 (below the flag bit).
+_TOPIC_INDEX = (_NO_PARTITION >> 32) - 1
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,11 @@ class TopicKeys:
     """
 
     topics: tuple[str, ...]
+
+    @classmethod
+    def of(cls, names) -> TopicKeys:
+        """The keys of these topic names (sorted, so keys sort as topic then partition)."""
+        return cls(tuple(sorted({n for n in names if n is not None})))
 
     def encode(self, topic: str | None, partition: int | None) -> int:
         """The key of one topic-partition, in Python (for small local tables)."""
@@ -70,7 +77,7 @@ class TopicKeys:
     def topic(self, key: str = "tp") -> str:
         """SQL: the topic of a key (null for the null topic's index)."""
         names = ", ".join(sql_string(t) for t in self.topics) or "CAST(NULL AS STRING)"
-        index = f"CAST(shiftright({key}, 32) & {(_NO_PARTITION >> 32) - 1} AS INT)"
+        index = f"CAST(shiftright({key}, 32) & {_TOPIC_INDEX} AS INT)"
         return f"try_element_at(array({names}), {index} + 1)"
 
     @staticmethod

@@ -275,8 +275,8 @@ def load_history(spark, history: Path, config: CheckerConfig,
     records = spark.read.schema(_RECORDS_DDL).parquet(str(parquet / RECORDS))
 
     # one small aggregate serves the line bookkeeping (per input split), the
-    # overview of ops (counts by f/type/acks, fault kinds, send partitions) and
-    # the final reads' coverage (per process and partition list, few rows) and the
+    # overview of ops (counts by f/type/acks, fault kinds, send partitions), the
+    # final reads' coverage (per process and partition list, few rows) and the
     # topics (frames.TopicKeys)
     rows = table.groupBy(*exprs(
         "_blk", "_bad", "f", "type", "acks", "fault", "final",

@@ -23,8 +23,7 @@ def order_events(ops: DataFrame, records: DataFrame, keys: TopicKeys) -> DataFra
     """Records and seeks with their predecessor; only the rows that break an order rule
     (or carry a garbage value: one pass over the records serves garbage-read too)."""
     recs = records.selectExpr("process", f"{keys.key()} AS tp", "index", "pos", "offset",
-                              "1 AS kind",
-                              "value IS NULL AS garbage")
+                              "1 AS kind", "value IS NULL AS garbage")
     seeks = (ops.filter("f = 'poll' AND type = 'invoke' AND seek IS NOT NULL")
              .selectExpr("process", "topic", "index", "explode(seek) AS (p, offset)")
              .selectExpr("process", f"{keys.key(partition='try_cast(p AS INT)')} AS tp", "index",

@@ -30,6 +30,7 @@ def test_keys_tell_partitions_apart_and_decode_back(spark, ansi):  # noqa: F811
 
 
 def test_keys_sort_by_topic_name_then_partition():
-    keys = TopicKeys(("a", "b"))
+    keys = TopicKeys.of(["b", None, "a", "b"])
+    assert keys.topics == ("a", "b")
     pairs = [("b", 0), ("a", 7), ("a", 2), ("b", 1)]
     assert sorted(pairs, key=lambda tp: keys.encode(*tp)) == sorted(pairs)
