@@ -92,29 +92,38 @@ def check_history(history_path: Path, test: dict | None, config: CheckerConfig) 
 
 def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started: float,
                 converted: bool) -> dict:
-    from pyspark import StorageLevel
-
-    from checkers import durability, observations, polls
-    from checkers.budget import page_cache_losses
-    from checkers.frames import TopicKeys
-    from checkers.load import load_history
-    from checkers.results import Findings, assemble
-    from checkers.spark import session_conf
+    from checkers.load import load_history, release
 
     phases = _Phases()
     spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(history_path, config)))
     loaded = load_history(spark, history_path, config, converted)
-    findings = Findings(counts=Counter(), examples={}, partitions={},
-                        history_lines=loaded.history_lines,
-                        truncated_lines=loaded.truncated_lines)
-    if loaded.history_lines - loaded.truncated_lines == 0:
-        return assemble(findings, info, time.monotonic() - started)
-    ops = loaded.ops
-    _overview(loaded.overview, findings)
-    keys = TopicKeys.of(r["topic"] for r in loaded.overview)
-    tp_status = _final_read_status(spark, loaded.overview, info, findings, keys)
-    phases.done("load")
+    try:
+        return _check_loaded(spark, loaded, info, config, started, phases)
+    finally:
+        release(spark, loaded)
 
+
+def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
+                  phases: _Phases) -> dict:
+    """Count the lines, then plan and run the checks."""
+    from pyspark import StorageLevel
+
+    from checkers import durability, observations, polls
+    from checkers.budget import page_cache_losses
+    from checkers.load import read_overview
+    from checkers.results import Findings, assemble
+    from checkers.spark import session_conf
+
+    overview = read_overview(loaded)
+    findings = Findings(counts=Counter(), examples={}, partitions={},
+                        history_lines=overview.history_lines,
+                        truncated_lines=overview.truncated_lines)
+    if overview.history_lines - overview.truncated_lines == 0:
+        return assemble(findings, info, time.monotonic() - started)
+    ops, events, keys = loaded.ops, loaded.events, loaded.keys
+    _overview(overview.rows, findings)
+    tp_status = _final_read_status(spark, overview.rows, info, findings, keys)
+    phases.done("load")
     cached = []
 
     def keep(df):
@@ -126,16 +135,15 @@ def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started:
     # few groups, before, do need it)
     with session_conf(spark, "spark.sql.execution.bypassPartialAggregation", "true"):
         try:
-            records = loaded.records
-            values = keep(durability.values_table(ops, records, keys))
+            values = keep(durability.values_table(events))
             obs = keep(observations.observations(ops))
-            violations = keep(polls.order_events(ops, records, keys))
+            violations = keep(polls.order_events(events))
             parts = [
                 durability.value_anomalies(values, tp_status, keys),
                 durability.realtime_orders(values, keys),
-                durability.inconsistent_offsets(values, records, keys),
+                durability.inconsistent_offsets(values, events, keys),
                 polls.nonmonotonic_polls(violations, keys),
-                polls.poll_skips(violations, records, keys),
+                polls.poll_skips(violations, events, keys),
                 polls.garbage_reads(violations, keys),
                 observations.hwm_regressions(obs),
                 observations.elr_invariant(obs, info),
@@ -153,7 +161,7 @@ def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started:
                 if r["kind"] == "budget" and facts is not None:
                     facts.page_cache_losses = r["n"]
             findings.examples = _examples(spark, [r for r in rows if r["kind"] == "example"],
-                                          records, findings)
+                                          events, keys, findings)
             phases.done("examples")
         finally:
             for df in cached:
@@ -251,22 +259,23 @@ def _summary(anomalies, losses, config: CheckerConfig):
         .unionByName(budget, allowMissingColumns=True)
 
 
-def _examples(spark, rows: list, records, findings) -> dict:
+def _examples(spark, rows: list, events, keys, findings) -> dict:
     """The example rows as results.json entries, each with the final poll that
     should hold its value where one applies."""
     from pyspark.sql import functions as F
 
+    from checkers.events import FINAL_RECORD
     from checkers.frames import local_rows
 
     rows = sorted(rows, key=_example_order)
-    need = [(i, r["topic"], r["partition"], r["hold_offset"]) for i, r in enumerate(rows)
-            if r["hold"] and r["hold_offset"] is not None]
+    need = [(i, keys.encode(r["topic"], r["partition"]), r["hold_offset"])
+            for i, r in enumerate(rows) if r["hold"] and r["hold_offset"] is not None]
     holders: dict[int, int] = {}
     if need:
-        wanted = local_rows(spark, "id int, topic string, partition int, at bigint", need)
-        tops = (records.filter("final").groupBy("topic", "partition", "index")
+        wanted = local_rows(spark, "id int, tp bigint, at bigint", need)
+        tops = (events.filter(f"kind = {FINAL_RECORD}").groupBy("tp", "index")
                 .agg(F.max("offset").alias("top")))
-        found = (tops.join(F.broadcast(wanted), ["topic", "partition"])
+        found = (tops.join(F.broadcast(wanted), ["tp"])
                  .filter(F.col("top") >= F.col("at"))
                  .groupBy("id").agg(F.min("index").alias("poll")).collect())
         holders = {r["id"]: r["poll"] for r in found}

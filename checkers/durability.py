@@ -1,11 +1,11 @@
 """Durability and log-order checks: what was written against the final log.
 
-One aggregation per (topic-partition, value) joins each send with the polls
-that saw its value and the final log's copies of it; lost-write, unseen,
-duplicate, aborted-read and lost-committed-read are read off it without a
-shuffle, realtime-order with a window over each partition's final log.
-inconsistent-offset needs the other key, (topic-partition, offset). All of them
-key a topic-partition by one number (frames.TopicKeys).
+One aggregation per (topic-partition, value) of the events table joins each
+send with the polls that saw its value and the final log's copies of it;
+lost-write, unseen, duplicate, aborted-read and lost-committed-read are read off
+it, realtime-order with a window over each partition's final log. The events
+are bucketed by topic-partition (checkers/events.py), so neither needs a
+shuffle. inconsistent-offset needs the other key, (topic-partition, offset).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from checkers.events import ACKS_CODES, FINAL_RECORD, READ_RECORD, SEND_KINDS, TopicKeys
 from checkers.frames import (
-    TopicKeys,
     anomaly,
     anomaly_fields,
     exprs,
@@ -27,17 +27,6 @@ from checkers.frames import (
     tp_name,
 )
 
-_KIND_CODES = {"invoke": 0, "ok": 1, "fail": 2, "info": 3}
-_FINAL, _READ = 4, 5
-#: acks levels by strength, so max() picks the strongest claim of a value
-_ACKS_CODES = {"all": 3, "1": 2, "0": 1}
-
-
-def _encode(column: str, codes: dict[str, int]) -> str:
-    """SQL mapping column's text to its code (null for any other text)."""
-    return f"CASE {column} " + " ".join(f"WHEN {sql_string(k)} THEN {v}"
-                                        for k, v in codes.items()) + " END"
-
 
 def _decode(column: str, codes: dict[str, int]) -> str:
     """SQL mapping column's code back to its text."""
@@ -45,25 +34,19 @@ def _decode(column: str, codes: dict[str, int]) -> str:
                                         for k, v in codes.items()) + " END"
 
 
-def values_table(ops: DataFrame, records: DataFrame, keys: TopicKeys) -> DataFrame:
+def values_table(events: DataFrame) -> DataFrame:
     """One row per (tp, value): its send, its reads, its final-log copies.
 
-    The one big aggregation of the durability checks, straight over the raw
-    send and record rows; inconsistent_offsets reuses its rows for the sends'
+    The one big aggregation of the durability checks, straight over the send
+    and record events; inconsistent_offsets reuses its rows for the sends'
     offset claims.
     """
-    send_kind = _encode("type", _KIND_CODES)
-    sends = ops.filter("f = 'send'").selectExpr(
-        f"{keys.key()} AS tp", "value",
-        f"{_encode('acks', _ACKS_CODES)} AS acks",
-        f"{send_kind} AS kind", "index", "time", "offset")
-    recs = records.filter("value IS NOT NULL").selectExpr(
-        f"{keys.key()} AS tp", "value", "CAST(NULL AS INT) AS acks",
-        f"CASE WHEN final THEN {_FINAL} ELSE {_READ} END AS kind", "index",
-        "CAST(NULL AS BIGINT) AS time", "offset")
     comp = "kind BETWEEN 1 AND 3"
-    final, read = f"kind = {_FINAL}", f"kind = {_READ}"
-    agg = sends.unionByName(recs).groupBy("tp", "value").agg(*exprs(
+    final, read = f"kind = {FINAL_RECORD}", f"kind = {READ_RECORD}"
+    sends_and_records = events.filter(
+        f"kind < {FINAL_RECORD} OR (kind IN ({FINAL_RECORD}, {READ_RECORD}) "
+        "AND value IS NOT NULL)")
+    agg = sends_and_records.groupBy("tp", "value").agg(*exprs(
         "max(acks) AS acks",
         "min(CASE WHEN kind = 0 THEN index END) AS inv_index",
         "min(CASE WHEN kind = 0 THEN time END) AS inv_time",
@@ -83,9 +66,9 @@ def values_table(ops: DataFrame, records: DataFrame, keys: TopicKeys) -> DataFra
     # an invoke with no completion by the end of the history counts as info
     return agg.selectExpr(
         *[c for c in agg.columns if c not in ("acks", "status_code")],
-        f"coalesce({_decode('status_code', _KIND_CODES)}, "
+        f"coalesce({_decode('status_code', SEND_KINDS)}, "
         "CASE WHEN inv_index IS NOT NULL THEN 'info' END) AS status",
-        f"{_decode('acks', _ACKS_CODES)} AS acks")
+        f"{_decode('acks', ACKS_CODES)} AS acks")
 
 
 def value_anomalies(values: DataFrame, tp_status: DataFrame, keys: TopicKeys) -> DataFrame:
@@ -175,7 +158,7 @@ def _found(name: str, condition: str, offset: str, ops: str, description: str,
     return f"CASE WHEN {condition} THEN {struct_of(fields)} END"
 
 
-def inconsistent_offsets(values: DataFrame, records: DataFrame,
+def inconsistent_offsets(values: DataFrame, events: DataFrame,
                          keys: TopicKeys) -> DataFrame:
     """One (tp, offset) holding two values across acked sends and polls,
     with the first op that carried the lowest and the highest of them.
@@ -193,8 +176,10 @@ def inconsistent_offsets(values: DataFrame, records: DataFrame,
         "status = 'ok' AND send_offset IS NOT NULL AND (acks = 'all' "
         "OR f_off_min IS NOT NULL OR send_offset IN (r_off_min, r_off_max))"
     ).selectExpr("tp", "value", "send_offset AS offset", "comp_index AS index")
-    recs = records.filter("value IS NOT NULL").selectExpr(
-        f"{keys.key()} AS tp", "value", "offset", "index")
+    # the records' first op of each (offset, value), before the shuffle: the events
+    # are bucketed by tp, so this needs none, and it halves what is shuffled
+    recs = events.filter(f"kind IN ({FINAL_RECORD}, {READ_RECORD}) AND value IS NOT NULL") \
+        .groupBy("tp", "offset", "value").agg(F.expr("min(index) AS index"))
     # the first op of each (offset, value), then the lowest and highest value: both
     # aggregations run on one shuffle by (tp, offset), which clusters (tp, offset, value)
     claims = sends.unionByName(recs).repartition("tp", "offset") \

@@ -3,9 +3,9 @@
 The JSONL is parsed once with a fixed schema and written as Parquet next to it
 (history.parquet, never touching history.jsonl); later checks of the same
 unchanged history reuse it. It holds two tables: ops/, one row per line, and
-records/, one flat row per record of every ok poll (the checks read the
-records three times, and flat columns are read several times faster than
-exploding the nested ones each time). Two converters write the same tables:
+events/, one flat row per send line, polled record and seek, bucketed by
+topic-partition (checkers/events.py; a layout file beside them names its
+topics and bucket count). Two converters write the same tables:
 
 - DuckDB's multi-threaded JSON reader, the fast path: it parses several times
   faster than Spark's row-at-a-time Jackson reader on this 2-core machine. It
@@ -20,18 +20,30 @@ exploding the nested ones each time). Two converters write the same tables:
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from checkers.events import (
+    BUCKET_COLUMN,
+    EVENTS_DDL,
+    TopicKeys,
+    choose_buckets,
+    duckdb_events,
+    spark_events,
+    spark_string,
+)
 from harness.config import CheckerConfig, cache_dir
 from harness.errors import HistoryError
 
 #: Bumped whenever the Parquet layout changes, so old caches are rebuilt.
-_CACHE_VERSION = 3
+_CACHE_VERSION = 4
 _MARKER = "_elr_source.json"
+#: The topics the events table's keys were made from, and its bucket count.
+_LAYOUT = "_elr_layout.json"
 
 _SCHEMA_DDL = ", ".join([
     "index BIGINT", "time BIGINT", "process BIGINT", "type STRING", "f STRING",
@@ -49,26 +61,42 @@ _SCHEMA_DDL = ", ".join([
 _OPS_DDL = ", ".join(
     [c for c in _SCHEMA_DDL.split(", ") if not c.startswith(("high_watermark", "_corrupt"))]
     + ["hwm BIGINT", "_bad BOOLEAN", "_blk BIGINT", "_row BIGINT"])
-_RECORDS_DDL = ("process BIGINT, index BIGINT, final BOOLEAN, topic STRING, pos INT, "
-                "partition INT, offset BIGINT, value BIGINT")
 
 
-#: The ops/ and records/ tables of a conversion.
-OPS, RECORDS = "ops", "records"
+#: The ops/ and events/ tables of a conversion.
+OPS, EVENTS = "ops", "events"
+#: Where a converter writes the events by bucket before naming them as Spark's.
+_BY_BUCKET = "_events_by_bucket"
+_table_names = itertools.count()
 
 
 @dataclass
 class LoadedHistory:
-    """The valid rows of a history, and what reading it found."""
+    """A history's tables, ready for the checks (read_overview counts its lines)."""
 
+    history: Path
     ops: object  # pyspark DataFrame of valid lines
-    #: DataFrame, one row per polled record (frames.poll_records' columns)
-    records: object
+    #: DataFrame of the events table (checkers/events.py), read bucketed
+    events: object
+    #: the keys the events table's tp column was written with
+    keys: TopicKeys
+    #: the session catalog's name for the events table (release() drops it)
+    events_table: str
+    #: all lines, valid or not (for the line bookkeeping)
+    lines: object
+    #: the overview aggregate (see read_overview)
+    overview_query: object
+
+
+@dataclass
+class Overview:
+    """What counting a history's lines found."""
+
     history_lines: int
     truncated_lines: int
     #: counts of valid lines by f, type, acks, fault, final, topic, a send's partition
     #: and a final poll's process/partitions (with its last ok index)
-    overview: list[dict]
+    rows: list[dict]
 
 
 def _parquet_location(history: Path) -> Path:
@@ -144,15 +172,6 @@ def _duckdb_select() -> str:
             f" FROM read_json(?, format = 'newline_delimited', columns = {{{struct}}})")
 
 
-def _duckdb_records() -> str:
-    """The records table from the ops table (frames.poll_records in DuckDB's SQL)."""
-    return ('SELECT process, "index", "final", topic, (pos - 1)::INTEGER AS pos,'
-            ' r[1]::INTEGER AS "partition", r[2] AS "offset", r[3] AS value'
-            ' FROM (SELECT process, "index", "final", topic,'
-            ' generate_subscripts(records, 1) AS pos, unnest(records) AS r'
-            " FROM read_parquet(?) WHERE f = 'poll' AND type = 'ok' AND records IS NOT NULL)")
-
-
 def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> bool:
     """The fast converter; False (nothing kept) when the history needs Spark's reader."""
     try:
@@ -161,7 +180,6 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
         return False
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / OPS).mkdir(parents=True)
-    (tmp / RECORDS).mkdir()
     target = tmp / OPS / "part-00000.lz4.parquet"
     settings = {"memory_limit": config.convert_memory, "preserve_insertion_order": False}
     if config.convert_threads:
@@ -174,9 +192,18 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
         bad = con.execute("SELECT count(*) FROM read_parquet(?) WHERE _bad",
                           [str(target)]).fetchone()[0]
         if bad == 0:
-            records = str(tmp / RECORDS / "part-00000.lz4.parquet").replace("'", "''")
-            con.execute(f"COPY ({_duckdb_records()}) TO '{records}' "
-                        "(FORMAT parquet, COMPRESSION lz4)", [str(target)])
+            topics = [r[0] for r in con.execute(
+                "SELECT DISTINCT topic FROM read_parquet(?)", [str(target)]).fetchall()]
+            keys = TopicKeys.of(topics)
+            sent_to = con.execute("SELECT DISTINCT topic, partition FROM read_parquet(?) "
+                                  "WHERE f = 'send'", [str(target)]).fetchall()
+            buckets = choose_buckets(keys.encode(t, p) for t, p in sent_to)
+            staging = str(tmp / _BY_BUCKET).replace("'", "''")
+            con.execute(f"COPY ({duckdb_events(keys, buckets)}) TO '{staging}' "
+                        "(FORMAT parquet, COMPRESSION lz4, PARTITION_BY (bucket))",
+                        [str(target)])
+            _name_buckets(tmp, ".lz4.parquet")
+            _write_layout(tmp, keys, buckets)
     except duckdb.Error:
         bad = -1
     finally:
@@ -185,6 +212,26 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
         shutil.rmtree(tmp, ignore_errors=True)
         return False
     return True
+
+
+def _name_buckets(tmp: Path, suffix: str) -> None:
+    """Move the files of tmp/_events_by_bucket/bucket=i/ into tmp/events/, named
+    as Spark names a bucket's files (`..._{i:05d}.ext`: BucketingUtils reads the
+    bucket from the last `_digits` of the name)."""
+    staging, events = tmp / _BY_BUCKET, tmp / EVENTS
+    events.mkdir()
+    if staging.exists():
+        n = 0
+        for folder in sorted(staging.glob("bucket=*")):
+            bucket = int(folder.name.split("=", 1)[1])
+            for part in sorted(folder.glob("*.parquet")):
+                part.replace(events / f"part-{n:05d}_{bucket:05d}{suffix}")
+                n += 1
+        shutil.rmtree(staging)
+
+
+def _write_layout(tmp: Path, keys: TopicKeys, buckets: int) -> None:
+    (tmp / _LAYOUT).write_text(json.dumps({"topics": list(keys.topics), "buckets": buckets}))
 
 
 def _temporary(parquet: Path) -> Path:
@@ -222,8 +269,6 @@ def _convert_with_spark(spark, history: Path, parquet: Path, marker: dict) -> No
     """Spark's PERMISSIVE reader, for any history (and the only one for a corrupt one)."""
     from pyspark.sql import functions as F
 
-    from checkers.frames import poll_records
-
     raw = (spark.read.schema(_SCHEMA_DDL)
            .option("mode", "PERMISSIVE")
            .option("columnNameOfCorruptRecord", "_corrupt")
@@ -250,7 +295,17 @@ def _convert_with_spark(spark, history: Path, parquet: Path, marker: dict) -> No
     tmp = _temporary(parquet)
     table.write.mode("overwrite").parquet(str(tmp / OPS))
     written = spark.read.schema(_OPS_DDL).parquet(str(tmp / OPS)).filter("NOT _bad")
-    poll_records(written).write.mode("overwrite").parquet(str(tmp / RECORDS))
+    keys = TopicKeys.of(r["topic"] for r in written.select("topic").distinct().collect())
+    sent_to = written.filter("f = 'send'").select("topic", "partition").distinct().collect()
+    buckets = choose_buckets(keys.encode(r["topic"], r["partition"]) for r in sent_to)
+    # the bucket is computed, not left to the shuffle's partitioner: the same
+    # pmod(hash(tp), n) whatever the session's adaptive settings
+    (spark_events(written, keys)
+     .withColumn("bucket", F.expr(f"pmod(hash({BUCKET_COLUMN}), {buckets})"))
+     .repartition(buckets, BUCKET_COLUMN)
+     .write.partitionBy("bucket").mode("overwrite").parquet(str(tmp / _BY_BUCKET)))
+    _name_buckets(tmp, ".lz4.parquet")
+    _write_layout(tmp, keys, buckets)
     _install(tmp, parquet, marker)
 
 
@@ -259,8 +314,8 @@ _FINAL_POLL = "f = 'poll' AND final"
 
 def load_history(spark, history: Path, config: CheckerConfig,
                  converted: bool | None = None) -> LoadedHistory:
-    """Parse history (Parquet-cached) and apply the malformed/cut-short-line rules;
-    converted is what convert_without_spark returned, if it was already called."""
+    """The Parquet-cached tables of history, converted first if need be (converted
+    is what convert_without_spark returned, if it was already called)."""
     from pyspark.sql import functions as F
 
     from checkers.frames import exprs
@@ -272,13 +327,16 @@ def load_history(spark, history: Path, config: CheckerConfig,
         _convert_with_spark(spark, history, parquet, _source_marker(history))
     # explicit schemas: no job to read the footers
     table = spark.read.schema(_OPS_DDL).parquet(str(parquet / OPS))
-    records = spark.read.schema(_RECORDS_DDL).parquet(str(parquet / RECORDS))
+    layout = json.loads((parquet / _LAYOUT).read_text())
+    events_table = f"elr_events_{os.getpid()}_{next(_table_names)}"
+    spark.sql(f"CREATE TABLE {events_table} ({EVENTS_DDL}) USING parquet "
+              f"CLUSTERED BY ({BUCKET_COLUMN}) INTO {int(layout['buckets'])} BUCKETS "
+              f"LOCATION {spark_string(str(parquet / EVENTS))}")
 
     # one small aggregate serves the line bookkeeping (per input split), the
-    # overview of ops (counts by f/type/acks, fault kinds, send partitions), the
-    # final reads' coverage (per process and partition list, few rows) and the
-    # topics (frames.TopicKeys)
-    rows = table.groupBy(*exprs(
+    # overview of ops (counts by f/type/acks, fault kinds, send partitions) and
+    # the final reads' coverage (per process and partition list, few rows)
+    overview = table.groupBy(*exprs(
         "_blk", "_bad", "f", "type", "acks", "fault", "final",
         "topic",
         "CASE WHEN f = 'send' THEN partition END AS partition",
@@ -287,7 +345,15 @@ def load_history(spark, history: Path, config: CheckerConfig,
     )).agg(*exprs(
         "count(1) AS count", "min(_row) AS first",
         f"max(CASE WHEN {_FINAL_POLL} AND type = 'ok' THEN index END) AS last_ok",
-    )).collect()
+    ))
+    return LoadedHistory(history=history, ops=table.filter(~F.col("_bad")),
+                         events=spark.table(events_table), keys=TopicKeys(tuple(layout["topics"])),
+                         events_table=events_table, lines=table, overview_query=overview)
+
+
+def read_overview(loaded: LoadedHistory) -> Overview:
+    """Count the history's lines, applying the malformed/cut-short-line rules."""
+    rows = loaded.overview_query.collect()
     blocks: dict[int, dict] = {}
     for r in rows:
         b = blocks.setdefault(r["_blk"], {"n": 0, "first": r["first"], "bad": 0})
@@ -301,16 +367,19 @@ def load_history(spark, history: Path, config: CheckerConfig,
         for blk in sorted(blocks):
             before[blk], first_row[blk] = running, blocks[blk]["first"]
             running += blocks[blk]["n"]
-        bad_rows = (table.filter("_bad").select("_blk", "_row")
+        bad_rows = (loaded.lines.filter("_bad").select("_blk", "_row")
                     .orderBy("_blk", "_row").limit(2).collect())
         lines = [before[r["_blk"]] + (r["_row"] - first_row[r["_blk"]]) + 1 for r in bad_rows]
         if lines[0] != total:
             raise HistoryError(
-                f"{history}: line {lines[0]} is not a valid history line (malformed JSON, "
-                f"or index/time/process/type/f missing or of the wrong type); only a "
+                f"{loaded.history}: line {lines[0]} is not a valid history line (malformed "
+                f"JSON, or index/time/process/type/f missing or of the wrong type); only a "
                 f"cut-short last line may be skipped")
         truncated = 1
-    return LoadedHistory(ops=table.filter(~F.col("_bad")), records=records,
-                         history_lines=total,
-                         truncated_lines=truncated,
-                         overview=[r.asDict() for r in rows if not r["_bad"]])
+    return Overview(history_lines=total, truncated_lines=truncated,
+                    rows=[r.asDict() for r in rows if not r["_bad"]])
+
+
+def release(spark, loaded: LoadedHistory) -> None:
+    """Forget the events table's catalog entry (its files stay: the table is external)."""
+    spark.sql(f"DROP TABLE IF EXISTS {loaded.events_table}")

@@ -13,30 +13,31 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers.frames import TopicKeys, anomaly, json_of, op_list, sentence, text, tp_name
+from checkers.events import FINAL_RECORD, SEEK, TopicKeys
+from checkers.frames import anomaly, json_of, op_list, sentence, text, tp_name
 
-#: one consumer's sequence on one topic-partition (frames.TopicKeys)
+#: one consumer's sequence on one topic-partition (checkers/events.TopicKeys)
 _SEQ = ["process", "tp"]
 
 
-def order_events(ops: DataFrame, records: DataFrame, keys: TopicKeys) -> DataFrame:
+def order_events(events: DataFrame) -> DataFrame:
     """Records and seeks with their predecessor; only the rows that break an order rule
-    (or carry a garbage value: one pass over the records serves garbage-read too)."""
-    recs = records.selectExpr("process", f"{keys.key()} AS tp", "index", "pos", "offset",
-                              "1 AS kind", "value IS NULL AS garbage")
-    seeks = (ops.filter("f = 'poll' AND type = 'invoke' AND seek IS NOT NULL")
-             .selectExpr("process", "topic", "index", "explode(seek) AS (p, offset)")
-             .selectExpr("process", f"{keys.key(partition='try_cast(p AS INT)')} AS tp", "index",
-                         "-1 AS pos", "offset", "0 AS kind", "false AS garbage"))
+    (or carry a garbage value: one pass over the records serves garbage-read too).
+
+    kind here is 1 for a record and 0 for a seek: the offset expected next is the
+    previous offset plus it."""
     over = f"OVER (PARTITION BY {', '.join(_SEQ)} ORDER BY index, pos)"
-    events = recs.unionByName(seeks).selectExpr(
+    sequence = events.filter(f"kind >= {FINAL_RECORD}").selectExpr(
+        *_SEQ, "index", "pos", "offset", f"CASE WHEN kind = {SEEK} THEN 0 ELSE 1 END AS kind",
+        f"kind != {SEEK} AND value IS NULL AS garbage")
+    walked = sequence.selectExpr(
         "*", f"lag(kind) {over} AS prev_kind", f"lag(offset) {over} AS prev_offset",
         f"lag(index) {over} AS prev_index")
     is_record = "kind = 1 AND prev_kind IS NOT NULL"
     nonmono = f"({is_record} AND prev_kind = 1 AND offset <= prev_offset)"
     expected = "prev_offset + prev_kind"
     jump = f"({is_record} AND offset > {expected})"
-    return events.filter(f"{nonmono} OR {jump} OR garbage").selectExpr(
+    return walked.filter(f"{nonmono} OR {jump} OR garbage").selectExpr(
         *_SEQ, "index", "offset", "prev_index", "prev_offset", "garbage",
         f"coalesce({nonmono}, false) AS nonmono", f"coalesce({jump}, false) AS jump",
         f"{expected} AS expected")
@@ -55,7 +56,7 @@ def nonmonotonic_polls(violations: DataFrame, keys: TopicKeys) -> DataFrame:
                              text("process"), text("offset"), tp_name(), text("prev_offset")))
 
 
-def poll_skips(violations: DataFrame, records: DataFrame, keys: TopicKeys) -> DataFrame:
+def poll_skips(violations: DataFrame, events: DataFrame, keys: TopicKeys) -> DataFrame:
     """Jumps over offsets that the final log holds (one anomaly per poll and partition).
 
     For each jump from `expected` to `offset`, the smallest final-log offset at or
@@ -65,9 +66,13 @@ def poll_skips(violations: DataFrame, records: DataFrame, keys: TopicKeys) -> Da
     jumps = violations.filter("jump").groupBy(*_SEQ, "index").agg(
         F.expr("min(struct(expected, offset, prev_index)) AS j")) \
         .selectExpr(*_SEQ, "index", "j.expected", "j.offset", "j.prev_index")
-    # only the partitions with a jump walk their final log (usually none)
-    jumped = F.broadcast(jumps.select("tp").distinct())
-    finals = records.filter("final").selectExpr(f"{keys.key()} AS tp", "offset") \
+    # only the partitions with a jump walk their final log (usually none). The joins
+    # merge rather than broadcast: a broadcast of the jumps would make every other
+    # check wait for the consumers' order window, their input. This one needs no
+    # shuffle (both sides are partitioned by tp, the events' buckets); the last one
+    # shuffles only jumps and jump points
+    jumped = jumps.select("tp").distinct().hint("merge")
+    finals = events.filter(f"kind = {FINAL_RECORD}").select("tp", "offset") \
         .join(jumped, ["tp"], "left_semi") \
         .selectExpr("tp", "offset AS point", "0 AS kind", "offset AS fl_offset")
     points = jumps.selectExpr("tp", "expected AS point", "1 AS kind",
@@ -79,7 +84,8 @@ def poll_skips(violations: DataFrame, records: DataFrame, keys: TopicKeys) -> Da
                .filter("kind = 1")
                .selectExpr("tp", "point AS expected", "next_fl")
                .distinct())
-    skipped = keys.decoded(jumps.join(nearest, ["tp", "expected"]).filter("next_fl < offset"))
+    skipped = keys.decoded(jumps.hint("merge").join(nearest, ["tp", "expected"])
+                           .filter("next_fl < offset"))
     return anomaly(
         skipped, "poll-skip", offset="offset", ops=op_list("prev_index", "index"),
         extra=json_of(process="process", expected="expected", skipped="next_fl"),

@@ -136,6 +136,10 @@ def get_spark(config: CheckerConfig, history_bytes: int | None = None):
         .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
         # lz4 writes the Parquet cache with less CPU than snappy
         .config("spark.sql.parquet.compression.codec", "lz4")
+        # the events tables the checks register are external (their files sit beside
+        # the history); the catalog's own folder would otherwise be made in the cwd
+        .config("spark.sql.warehouse.dir", str(Path(tempfile.gettempdir())
+                                               / "elr-harness-spark-warehouse"))
     )
     extra_conf = os.environ.get("ELR_CHECKER_SPARK_CONF", "")
     settings = list(config.spark_conf) + [tuple(kv.split("=", 1)) for kv in

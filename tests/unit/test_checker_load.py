@@ -10,8 +10,15 @@ from pathlib import Path
 import pytest
 from checker_fixtures import spark  # noqa: F401
 
-from checkers.frames import poll_records
-from checkers.load import _OUTPUT_ORDER, OPS, RECORDS, _convert_with_duckdb, _convert_with_spark
+from checkers.events import EVENTS_COLUMNS, FINAL_RECORD, READ_RECORD, SEEK, bucket_of
+from checkers.load import (
+    _LAYOUT,
+    _OUTPUT_ORDER,
+    EVENTS,
+    OPS,
+    _convert_with_duckdb,
+    _convert_with_spark,
+)
 from checkers.synthetic import Injection, SyntheticSpec, write_run_dir
 from harness.config import CheckerConfig
 
@@ -19,7 +26,6 @@ pytestmark = pytest.mark.usefixtures("spark")
 
 #: every column both converters write, except the line bookkeeping only Spark's fills
 _COLUMNS = [*_OUTPUT_ORDER, "hwm", "_bad"]
-_RECORD_COLUMNS = ["process", "index", "final", "topic", "pos", "partition", "offset", "value"]
 
 
 def _tables(session, history: Path, parquet: Path, duckdb: bool) -> dict[str, list[tuple]]:
@@ -28,12 +34,38 @@ def _tables(session, history: Path, parquet: Path, duckdb: bool) -> dict[str, li
     else:
         _convert_with_spark(session, history, parquet, {})
     out = {}
-    for table, columns in ((OPS, _COLUMNS), (RECORDS, _RECORD_COLUMNS)):
+    for table, columns in ((OPS, _COLUMNS), (EVENTS, EVENTS_COLUMNS)):
         df = session.read.parquet(str(parquet / table))
         out[table] = sorted(tuple(json.dumps(v, sort_keys=True, default=str)
                                   for v in r.asDict().values())
                             for r in df.select(*columns).collect())
+    out["layout"] = json.loads((parquet / _LAYOUT).read_text())
+    _assert_bucketed(session, parquet / EVENTS, out["layout"]["buckets"])
     return out
+
+
+def _assert_bucketed(session, events: Path, buckets: int) -> None:
+    """Each events file holds only keys of the bucket its name ends with."""
+    files = sorted(events.glob("*.parquet"))
+    assert files
+    for f in files:
+        bucket = int(f.name.split(".")[0].rsplit("_", 1)[1])
+        keys = {r["tp"] for r in session.read.parquet(str(f)).select("tp").distinct().collect()}
+        assert keys and {bucket_of(k, buckets) for k in keys} == {bucket}, f.name
+
+
+def _expected_event_counts(history: Path) -> dict[int, int]:
+    """Rows per event kind, counted from the JSON lines themselves."""
+    counts = {"send": 0, FINAL_RECORD: 0, READ_RECORD: 0, SEEK: 0}
+    for line in history.read_text().splitlines():
+        op = json.loads(line)
+        if op["f"] == "send":
+            counts["send"] += 1
+        elif op["f"] == "poll" and op["type"] == "ok" and op.get("records") is not None:
+            counts[FINAL_RECORD if op.get("final") else READ_RECORD] += len(op["records"])
+        elif op["f"] == "poll" and op["type"] == "invoke" and op.get("seek") is not None:
+            counts[SEEK] += len(op["seek"])
+    return counts
 
 
 def test_both_converters_write_the_same_rows(spark, tmp_path):  # noqa: F811
@@ -50,12 +82,14 @@ def test_both_converters_write_the_same_rows(spark, tmp_path):  # noqa: F811
     careful = _tables(spark, history, tmp_path / "careful.parquet", duckdb=False)
     assert len(fast[OPS]) == generated.lines + 1
     assert fast[OPS] == careful[OPS]
-    assert len(fast[RECORDS]) > generated.lines / 2
-    assert fast[RECORDS] == careful[RECORDS]
-    # the records table is the poll records of the ops table, exploded
-    ops = spark.read.parquet(str(tmp_path / "fast.parquet" / OPS)).filter("NOT _bad")
-    exploded = poll_records(ops).select(*_RECORD_COLUMNS).collect()
-    assert sorted(tuple(json.dumps(v) for v in r) for r in exploded) == fast[RECORDS]
+    assert fast[EVENTS] == careful[EVENTS]
+    assert fast["layout"] == careful["layout"]
+    # every send line, polled record and seek is one event, of its kind
+    kinds = [json.loads(row[EVENTS_COLUMNS.index("kind")]) for row in fast[EVENTS]]
+    expected = _expected_event_counts(history)
+    assert sum(k < FINAL_RECORD for k in kinds) == expected.pop("send") > 0
+    for kind, n in expected.items():
+        assert kinds.count(kind) == n > 0, kind
 
 
 @pytest.mark.parametrize("line", [
