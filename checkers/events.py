@@ -182,9 +182,12 @@ def _duckdb_hash(value: str) -> str:
     return f"(CAST({h} AS BIGINT) - CASE WHEN ({h}) >= {1 << 31} THEN {1 << 32} ELSE 0 END)"
 
 
-def duckdb_bucket(value: str, buckets: int) -> str:
-    """DuckDB SQL for bucket_of."""
-    return f"(({_duckdb_hash(value)}) % {buckets} + {buckets}) % {buckets}"
+def duckdb_bucket(value: str, buckets: int, known: Iterable[int] = ()) -> str:
+    """DuckDB SQL for bucket_of; the buckets of the known keys are looked up rather
+    than hashed (a history has few keys and tens of millions of rows)."""
+    hashed = f"(({_duckdb_hash(value)}) % {buckets} + {buckets}) % {buckets}"
+    cases = " ".join(f"WHEN {k} THEN {bucket_of(k, buckets)}" for k in sorted(set(known)))
+    return f"(CASE {value} {cases} ELSE {hashed} END)" if cases else hashed
 
 
 # -- the rows, in both converters' SQL --
@@ -194,9 +197,10 @@ def duckdb_bucket(value: str, buckets: int) -> str:
 _PARTITION_TEXT = "^-?[0-9]{1,10}$"
 
 
-def duckdb_events(keys: TopicKeys, buckets: int) -> str:
+def duckdb_events(keys: TopicKeys, buckets: int, known: Iterable[int] = ()) -> str:
     """DuckDB: the events of the ops table (its Parquet file is the parameter), with
-    a `bucket` column; only ever run on a history whose every line is valid."""
+    a `bucket` column (see duckdb_bucket for known); only ever run on a history
+    whose every line is valid."""
     def key(partition: str) -> str:
         return keys.key(partition=partition, literal=duckdb_string)
 
@@ -225,7 +229,7 @@ def duckdb_events(keys: TopicKeys, buckets: int) -> str:
         "WHERE f = 'poll' AND type = 'invoke' AND seek IS NOT NULL)")
     columns = ", ".join(f'"{c}"' for c in EVENTS_COLUMNS)
     return (f"WITH ops AS (SELECT * FROM read_parquet(?)) "
-            f"SELECT {columns}, {duckdb_bucket('tp', buckets)} AS bucket FROM ({rows})")
+            f"SELECT {columns}, {duckdb_bucket('tp', buckets, known)} AS bucket FROM ({rows})")
 
 
 def spark_events(ops, keys: TopicKeys):

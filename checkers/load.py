@@ -197,9 +197,10 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
             keys = TopicKeys.of(topics)
             sent_to = con.execute("SELECT DISTINCT topic, partition FROM read_parquet(?) "
                                   "WHERE f = 'send'", [str(target)]).fetchall()
-            buckets = choose_buckets(keys.encode(t, p) for t, p in sent_to)
+            sent_keys = [keys.encode(t, p) for t, p in sent_to]
+            buckets = choose_buckets(sent_keys)
             staging = str(tmp / _BY_BUCKET).replace("'", "''")
-            con.execute(f"COPY ({duckdb_events(keys, buckets)}) TO '{staging}' "
+            con.execute(f"COPY ({duckdb_events(keys, buckets, sent_keys)}) TO '{staging}' "
                         "(FORMAT parquet, COMPRESSION lz4, PARTITION_BY (bucket))",
                         [str(target)])
             _name_buckets(tmp, ".lz4.parquet")

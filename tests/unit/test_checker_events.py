@@ -59,6 +59,10 @@ def test_python_and_duckdb_hash_keys_as_spark_does(spark):  # noqa: F811
     got = con.execute(f"SELECT v, {duckdb_bucket('v', 7)} FROM unnest(?::BIGINT[]) t(v)",
                       [values]).fetchall()
     assert sorted(got) == sorted((r["v"], r["b"]) for r in rows)
+    known = values[::3]  # looked up, not hashed: the same buckets
+    got = con.execute(f"SELECT v, {duckdb_bucket('v', 7, known)} FROM unnest(?::BIGINT[]) t(v)",
+                      [values]).fetchall()
+    assert sorted(got) == sorted((r["v"], r["b"]) for r in rows)
 
 
 def test_buckets_give_each_partition_its_own_task_when_they_can():
