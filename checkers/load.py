@@ -203,7 +203,7 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
             con.execute(f"COPY ({duckdb_events(keys, buckets, sent_keys)}) TO '{staging}' "
                         "(FORMAT parquet, COMPRESSION lz4, PARTITION_BY (bucket))",
                         [str(target)])
-            _name_buckets(tmp, ".lz4.parquet")
+            _name_buckets(tmp)
             _write_layout(tmp, keys, buckets)
     except duckdb.Error:
         bad = -1
@@ -215,7 +215,7 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
     return True
 
 
-def _name_buckets(tmp: Path, suffix: str) -> None:
+def _name_buckets(tmp: Path) -> None:
     """Move the files of tmp/_events_by_bucket/bucket=i/ into tmp/events/, named
     as Spark names a bucket's files (`..._{i:05d}.ext`: BucketingUtils reads the
     bucket from the last `_digits` of the name)."""
@@ -226,7 +226,7 @@ def _name_buckets(tmp: Path, suffix: str) -> None:
         for folder in sorted(staging.glob("bucket=*")):
             bucket = int(folder.name.split("=", 1)[1])
             for part in sorted(folder.glob("*.parquet")):
-                part.replace(events / f"part-{n:05d}_{bucket:05d}{suffix}")
+                part.replace(events / f"part-{n:05d}_{bucket:05d}.parquet")
                 n += 1
         shutil.rmtree(staging)
 
@@ -305,7 +305,7 @@ def _convert_with_spark(spark, history: Path, parquet: Path, marker: dict) -> No
      .withColumn("bucket", F.expr(f"pmod(hash({BUCKET_COLUMN}), {buckets})"))
      .repartition(buckets, BUCKET_COLUMN)
      .write.partitionBy("bucket").mode("overwrite").parquet(str(tmp / _BY_BUCKET)))
-    _name_buckets(tmp, ".lz4.parquet")
+    _name_buckets(tmp)
     _write_layout(tmp, keys, buckets)
     _install(tmp, parquet, marker)
 
