@@ -19,6 +19,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 #: A send line's kind is its type's code; the other kinds follow.
 SEND_KINDS = {"invoke": 0, "ok": 1, "fail": 2, "info": 3}
@@ -99,8 +103,8 @@ class TopicKeys:
         return (f"CAST(CASE WHEN ({key} & {_NO_PARTITION}) != 0 THEN NULL "
                 f"WHEN {low} > 2147483647 THEN {low} - 4294967296 ELSE {low} END AS INT)")
 
-    def decoded(self, df, key: str = "tp"):
-        """df (a Spark DataFrame) with topic and partition columns in place of key."""
+    def decoded(self, df: DataFrame, key: str = "tp") -> DataFrame:
+        """df with topic and partition columns in place of key."""
         rest = [c for c in df.columns if c != key]
         return df.selectExpr(*rest, f"{self.topic(key)} AS topic",
                              f"{self.partition(key)} AS partition")
@@ -232,7 +236,7 @@ def duckdb_events(keys: TopicKeys, buckets: int, known: Iterable[int] = ()) -> s
             f"SELECT {columns}, {duckdb_bucket('tp', buckets, known)} AS bucket FROM ({rows})")
 
 
-def spark_events(ops, keys: TopicKeys):
+def spark_events(ops: DataFrame, keys: TopicKeys) -> DataFrame:
     """Spark: the events of a DataFrame of valid ops rows (the same rows as
     duckdb_events, for the converter that reads any history)."""
     kind = "CASE type " + " ".join(f"WHEN {spark_string(t)} THEN {c}"
