@@ -13,7 +13,14 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers.events import ACKS_CODES, FINAL_RECORD, READ_RECORD, SEND_KINDS, TopicKeys
+from checkers.events import (
+    ACKS_CODES,
+    FINAL_RECORD,
+    READ_RECORD,
+    SEND_KINDS,
+    TopicKeys,
+    text_of,
+)
 from checkers.frames import (
     anomaly,
     anomaly_fields,
@@ -21,17 +28,10 @@ from checkers.frames import (
     json_of,
     op_list,
     sentence,
-    sql_string,
     struct_of,
     text,
     tp_name,
 )
-
-
-def _decode(column: str, codes: dict[str, int]) -> str:
-    """SQL mapping column's code back to its text."""
-    return f"CASE {column} " + " ".join(f"WHEN {v} THEN {sql_string(k)}"
-                                        for k, v in codes.items()) + " END"
 
 
 def values_table(events: DataFrame) -> DataFrame:
@@ -66,9 +66,9 @@ def values_table(events: DataFrame) -> DataFrame:
     # an invoke with no completion by the end of the history counts as info
     return agg.selectExpr(
         *[c for c in agg.columns if c not in ("acks", "status_code")],
-        f"coalesce({_decode('status_code', SEND_KINDS)}, "
+        f"coalesce({text_of('status_code', SEND_KINDS)}, "
         "CASE WHEN inv_index IS NOT NULL THEN 'info' END) AS status",
-        f"{_decode('acks', ACKS_CODES)} AS acks")
+        f"{text_of('acks', ACKS_CODES)} AS acks")
 
 
 def value_anomalies(values: DataFrame, tp_status: DataFrame, keys: TopicKeys) -> DataFrame:

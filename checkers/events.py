@@ -196,6 +196,19 @@ def duckdb_bucket(value: str, buckets: int, known: Iterable[int] = ()) -> str:
 
 # -- the rows, in both converters' SQL --
 
+
+def code_of(column: str, codes: dict[str, int],
+            literal: Callable[[str], str] = spark_string) -> str:
+    """SQL: the code of column's text (null for any other text)."""
+    return f"CASE {column} " + " ".join(f"WHEN {literal(text)} THEN {code}"
+                                        for text, code in codes.items()) + " END"
+
+
+def text_of(column: str, codes: dict[str, int]) -> str:
+    """Spark SQL: the text of column's code (code_of backwards)."""
+    return f"CASE {column} " + " ".join(f"WHEN {code} THEN {spark_string(text)}"
+                                        for text, code in codes.items()) + " END"
+
 #: A seek's partition is a map key: only a plain decimal int names one (both
 #: converters must read the same partitions out of the same text).
 _PARTITION_TEXT = "^-?[0-9]{1,10}$"
@@ -208,10 +221,8 @@ def duckdb_events(keys: TopicKeys, buckets: int, known: Iterable[int] = ()) -> s
     def key(partition: str) -> str:
         return keys.key(partition=partition, literal=duckdb_string)
 
-    kind = "CASE type " + " ".join(f"WHEN '{t}' THEN {c}" for t, c in SEND_KINDS.items()) \
-        + " END"
-    acks = "CASE acks " + " ".join(f"WHEN '{a}' THEN {c}" for a, c in ACKS_CODES.items()) \
-        + " END"
+    kind = code_of("type", SEND_KINDS, duckdb_string)
+    acks = code_of("acks", ACKS_CODES, duckdb_string)
     seek_partition = (f"CASE WHEN regexp_matches(s.key, '{_PARTITION_TEXT}') "
                       "THEN TRY_CAST(s.key AS INTEGER) END")
     rows = (
@@ -239,10 +250,7 @@ def duckdb_events(keys: TopicKeys, buckets: int, known: Iterable[int] = ()) -> s
 def spark_events(ops: DataFrame, keys: TopicKeys) -> DataFrame:
     """Spark: the events of a DataFrame of valid ops rows (the same rows as
     duckdb_events, for the converter that reads any history)."""
-    kind = "CASE type " + " ".join(f"WHEN {spark_string(t)} THEN {c}"
-                                   for t, c in SEND_KINDS.items()) + " END"
-    acks = "CASE acks " + " ".join(f"WHEN {spark_string(a)} THEN {c}"
-                                   for a, c in ACKS_CODES.items()) + " END"
+    kind, acks = code_of("type", SEND_KINDS), code_of("acks", ACKS_CODES)
     sends = ops.filter("f = 'send'").selectExpr(
         f"{keys.key()} AS tp", f"{kind} AS kind", "process", "index",
         "CAST(NULL AS INT) AS pos", "time", f"{acks} AS acks", "value", "offset")
