@@ -27,7 +27,7 @@ from harness.config import CheckerConfig, cache_dir
 from harness.errors import HarnessError
 
 #: Bumped when the training changes, so old archives are left behind.
-_VERSION = 2
+_VERSION = 3
 #: JVM messages (an archive it cannot map, classes it skips while dumping)
 #: go to stderr, which get_spark sends to the Spark log, not to stdout.
 QUIET = "-Xlog:disable -Xlog:all=warning:stderr"
