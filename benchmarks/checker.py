@@ -103,7 +103,7 @@ def ensure_history(base: Path, name: str, spec: SyntheticSpec) -> Path:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    # 20k lines: the fixed cost (JVM start, planning, code generation), which
+    # 10k operations: the fixed cost (JVM start, planning, code generation), which
     # on a shared host also shows how fast the machine was during the run
     parser.add_argument("--ops", default="10000,1000000,10000000")
     parser.add_argument("--anomalies-ops", type=int, default=1_000_000)
