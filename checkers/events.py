@@ -243,7 +243,7 @@ def duckdb_events(keys: TopicKeys, buckets: int, known: Iterable[int] = ()) -> s
         "FROM (SELECT process, \"index\", topic, unnest(map_entries(seek)) AS s FROM ops "
         "WHERE f = 'poll' AND type = 'invoke' AND seek IS NOT NULL)")
     columns = ", ".join(f'"{c}"' for c in EVENTS_COLUMNS)
-    return (f"WITH ops AS (SELECT * FROM read_parquet(?)) "
+    return (f"WITH ops AS NOT MATERIALIZED (SELECT * FROM read_parquet(?)) "
             f"SELECT {columns}, {duckdb_bucket('tp', buckets, known)} AS bucket FROM ({rows})")
 
 
