@@ -112,7 +112,7 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
     from checkers.budget import page_cache_losses
     from checkers.load import read_overview
     from checkers.results import Findings, assemble
-    from checkers.spark import session_conf
+    from checkers.spark import codegen_shared_with_tasks, session_conf
 
     overview = read_overview(loaded)
     findings = Findings(counts=Counter(), examples={}, partitions={},
@@ -133,7 +133,8 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
     # the checks' big aggregations are keyed by value or offset: a map-side partial
     # aggregation hardly shrinks them and costs more than it saves (the overview's
     # few groups, before, do need it)
-    with session_conf(spark, "spark.sql.execution.bypassPartialAggregation", "true"):
+    with session_conf(spark, "spark.sql.execution.bypassPartialAggregation", "true"), \
+            codegen_shared_with_tasks(spark):
         try:
             values = keep(durability.values_table(events))
             obs = keep(observations.observations(ops))
