@@ -120,7 +120,7 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
                         truncated_lines=overview.truncated_lines)
     if overview.history_lines - overview.truncated_lines == 0:
         return assemble(findings, info, time.monotonic() - started)
-    ops, events, keys = loaded.ops, loaded.events, loaded.keys
+    events, keys = loaded.events, loaded.keys
     _overview(overview.rows, findings)
     tp_status = _final_read_status(spark, overview.rows, info, findings, keys)
     phases.done("load")
@@ -137,7 +137,7 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
             codegen_shared_with_tasks(spark):
         try:
             values = keep(durability.values_table(events))
-            obs = keep(observations.observations(ops))
+            obs = keep(observations.observations(loaded.faults_observations))
             violations = keep(polls.order_events(events))
             parts = [
                 durability.value_anomalies(values, tp_status, keys),
@@ -150,7 +150,7 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
                 observations.elr_invariant(obs, info),
             ]
             anomalies = keep(reduce(lambda a, b: a.unionByName(b), parts))
-            losses = page_cache_losses(ops, obs, tp_status, info)
+            losses = page_cache_losses(loaded.faults_observations, obs, tp_status, info)
             phases.done("plan")
             # one job: the counts, the first examples of each anomaly and the fault budget
             rows = _summary(anomalies, losses, config).collect()

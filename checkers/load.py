@@ -2,10 +2,12 @@
 
 The JSONL is parsed once with a fixed schema and written as Parquet next to it
 (history.parquet, never touching history.jsonl); later checks of the same
-unchanged history reuse it. It holds two tables: ops/, one row per line, and
+unchanged history reuse it. It holds three tables: ops/, one row per line;
 events/, one flat row per send line, polled record and seek, bucketed by
 topic-partition (checkers/events.py; a layout file beside them names its
-topics and bucket count). Two converters write the same tables:
+topics and bucket count); and faults_observations/, the few valid lines of the
+nemesis and the observer, so that their checks do not scan every line. Two
+converters write the same tables:
 
 - DuckDB's multi-threaded JSON reader, the fast path: it parses several times
   faster than Spark's row-at-a-time Jackson reader on this 2-core machine. It
@@ -40,7 +42,7 @@ from harness.config import CheckerConfig, cache_dir
 from harness.errors import HistoryError
 
 #: Bumped whenever the Parquet layout changes, so old caches are rebuilt.
-_CACHE_VERSION = 4
+_CACHE_VERSION = 5
 _MARKER = "_elr_source.json"
 #: The topics the events table's keys were made from, and its bucket count.
 _LAYOUT = "_elr_layout.json"
@@ -63,8 +65,10 @@ _OPS_DDL = ", ".join(
     + ["hwm BIGINT", "_bad BOOLEAN", "_blk BIGINT", "_row BIGINT"])
 
 
-#: The ops/ and events/ tables of a conversion.
-OPS, EVENTS = "ops", "events"
+#: The tables of a conversion.
+OPS, EVENTS, FAULTS_OBSERVATIONS = "ops", "events", "faults_observations"
+#: Which valid lines the faults_observations table holds.
+_FAULTS_OBSERVATIONS_WHERE = "f IN ('fault', 'observe')"
 #: Where a converter writes the events by bucket before naming them as Spark's.
 _BY_BUCKET = "_events_by_bucket"
 _table_names = itertools.count()
@@ -75,9 +79,10 @@ class LoadedHistory:
     """A history's tables, ready for the checks (read_overview counts its lines)."""
 
     history: Path
-    ops: object  # pyspark DataFrame of valid lines
     #: DataFrame of the events table (checkers/events.py), read bucketed
     events: object
+    #: DataFrame of the valid fault and observe lines (a few rows of ops' schema)
+    faults_observations: object
     #: the keys the events table's tp column was written with
     keys: TopicKeys
     #: the session catalog's name for the events table (release() drops it)
@@ -205,6 +210,10 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
                         [str(target)])
             _name_buckets(tmp)
             _write_layout(tmp, keys, buckets)
+            (tmp / FAULTS_OBSERVATIONS).mkdir()
+            side = str(tmp / FAULTS_OBSERVATIONS / "part-00000.parquet").replace("'", "''")
+            con.execute(f"COPY (SELECT * FROM read_parquet(?) WHERE {_FAULTS_OBSERVATIONS_WHERE}) "
+                        f"TO '{side}' (FORMAT parquet, COMPRESSION lz4)", [str(target)])
     except duckdb.Error:
         bad = -1
     finally:
@@ -307,6 +316,8 @@ def _convert_with_spark(spark, history: Path, parquet: Path, marker: dict) -> No
      .write.partitionBy("bucket").mode("overwrite").parquet(str(tmp / _BY_BUCKET)))
     _name_buckets(tmp)
     _write_layout(tmp, keys, buckets)
+    written.filter(_FAULTS_OBSERVATIONS_WHERE).coalesce(1).write.parquet(
+        str(tmp / FAULTS_OBSERVATIONS))
     _install(tmp, parquet, marker)
 
 
@@ -317,7 +328,6 @@ def load_history(spark, history: Path, config: CheckerConfig,
                  converted: bool | None = None) -> LoadedHistory:
     """The Parquet-cached tables of history, converted first if need be (converted
     is what convert_without_spark returned, if it was already called)."""
-    from pyspark.sql import functions as F
 
     from checkers.frames import exprs
 
@@ -347,8 +357,11 @@ def load_history(spark, history: Path, config: CheckerConfig,
         "count(1) AS count", "min(_row) AS first",
         f"max(CASE WHEN {_FINAL_POLL} AND type = 'ok' THEN index END) AS last_ok",
     ))
-    return LoadedHistory(history=history, ops=table.filter(~F.col("_bad")),
-                         events=spark.table(events_table), keys=TopicKeys(tuple(layout["topics"])),
+    faults_observations = spark.read.schema(_OPS_DDL).parquet(
+        str(parquet / FAULTS_OBSERVATIONS))
+    return LoadedHistory(history=history, events=spark.table(events_table),
+                         faults_observations=faults_observations,
+                         keys=TopicKeys(tuple(layout["topics"])),
                          events_table=events_table, lines=table, overview_query=overview)
 
 

@@ -15,6 +15,7 @@ from checkers.load import (
     _LAYOUT,
     _OUTPUT_ORDER,
     EVENTS,
+    FAULTS_OBSERVATIONS,
     OPS,
     _convert_with_duckdb,
     _convert_with_spark,
@@ -34,7 +35,8 @@ def _tables(session, history: Path, parquet: Path, duckdb: bool) -> dict[str, li
     else:
         _convert_with_spark(session, history, parquet, {})
     out = {}
-    for table, columns in ((OPS, _COLUMNS), (EVENTS, EVENTS_COLUMNS)):
+    for table, columns in ((OPS, _COLUMNS), (EVENTS, EVENTS_COLUMNS),
+                           (FAULTS_OBSERVATIONS, _COLUMNS)):
         df = session.read.parquet(str(parquet / table))
         out[table] = sorted(tuple(json.dumps(v, sort_keys=True, default=str)
                                   for v in r.asDict().values())
@@ -84,6 +86,11 @@ def test_both_converters_write_the_same_rows(spark, tmp_path):  # noqa: F811
     assert fast[OPS] == careful[OPS]
     assert fast[EVENTS] == careful[EVENTS]
     assert fast["layout"] == careful["layout"]
+    assert fast[FAULTS_OBSERVATIONS] == careful[FAULTS_OBSERVATIONS]
+    # the nemesis's and observer's lines, all of them and nothing else
+    f_column = _COLUMNS.index("f")
+    side = [r for r in fast[OPS] if json.loads(r[f_column]) in ("fault", "observe")]
+    assert fast[FAULTS_OBSERVATIONS] == side and len(side) > 1
     # every send line, polled record and seek is one event, of its kind
     kinds = [json.loads(row[EVENTS_COLUMNS.index("kind")]) for row in fast[EVENTS]]
     expected = _expected_event_counts(history)
