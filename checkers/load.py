@@ -316,7 +316,7 @@ def _convert_with_spark(spark, history: Path, parquet: Path, marker: dict) -> No
      .write.partitionBy("bucket").mode("overwrite").parquet(str(tmp / _BY_BUCKET)))
     _name_buckets(tmp)
     _write_layout(tmp, keys, buckets)
-    written.filter(_FAULTS_OBSERVATIONS_WHERE).coalesce(1).write.parquet(
+    written.filter(_FAULTS_OBSERVATIONS_WHERE).coalesce(1).write.mode("overwrite").parquet(
         str(tmp / FAULTS_OBSERVATIONS))
     _install(tmp, parquet, marker)
 
