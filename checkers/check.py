@@ -109,7 +109,7 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
     from pyspark import StorageLevel
 
     from checkers import durability, observations, polls
-    from checkers.budget import page_cache_losses
+    from checkers.budget import observed_replicas, page_cache_losses
     from checkers.load import read_overview
     from checkers.results import Findings, assemble
     from checkers.spark import codegen_shared_with_tasks, session_conf
@@ -123,6 +123,8 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
     events, keys = loaded.events, loaded.keys
     _overview(overview.rows, findings)
     tp_status = _final_read_status(spark, overview.rows, info, findings, keys)
+    obs = observations.observations(loaded.faults_observations)
+    replicas = observed_replicas(obs)
     phases.done("load")
     cached = []
 
@@ -137,7 +139,7 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
             codegen_shared_with_tasks(spark):
         try:
             values = keep(durability.values_table(events))
-            obs = keep(observations.observations(loaded.faults_observations))
+            obs = keep(obs)
             violations = keep(polls.order_events(events))
             parts = [
                 durability.value_anomalies(values, tp_status, keys),
@@ -150,7 +152,8 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
                 observations.elr_invariant(obs, info),
             ]
             anomalies = keep(reduce(lambda a, b: a.unionByName(b), parts))
-            losses = page_cache_losses(loaded.faults_observations, obs, tp_status, info)
+            losses = page_cache_losses(loaded.faults_observations, obs, tp_status, replicas,
+                                       info)
             phases.done("plan")
             # one job: the counts, the first examples of each anomaly and the fault budget
             rows = _summary(anomalies, losses, config).collect()
