@@ -23,10 +23,10 @@ def observed_replicas(obs: DataFrame) -> dict[tuple[str, int], list[int]]:
     """Each observed partition's replicas: every broker id the observer saw as its
     leader or in its ISR, ELR or last-known ELR (a few rows per partition).
 
-    A small job of its own, run before the checks are planned: inside them a
-    map-side partial aggregation is switched off, and this distinct would
-    shuffle every observation (10M operations: 1.25M rows, 3 s before the
-    main job could start).
+    A small job of its own, run before the checks are planned: inside them
+    map-side partial aggregation is off, so finding the replicas there shuffled
+    every observation, and the main job waited for it (10M operations: 477k
+    rows, 2.9 s).
     """
     none = "CAST(array() AS ARRAY<BIGINT>)"
     members = ("array_distinct(flatten(array("
