@@ -124,7 +124,8 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
     _overview(overview.rows, findings)
     tp_status = _final_read_status(spark, overview.rows, info, findings, keys)
     obs = observations.observations(loaded.faults_observations)
-    replicas = observed_replicas(obs)
+    # only page-cache losses are counted against a replica set: without one, no job
+    replicas = observed_replicas(obs) if findings.faults.get("page-cache-loss") else {}
     phases.done("load")
     cached = []
 
