@@ -133,6 +133,8 @@ _DUCKDB_INTS = {"index": "BIGINT", "time": "BIGINT", "process": "BIGINT",
 _DUCKDB_INT_LISTS = {"records": "BIGINT[][]", "partitions": "INTEGER[]", "isr": "BIGINT[]",
                      "elr": "BIGINT[]", "last_known_elr": "BIGINT[]",
                      "seek": "MAP(VARCHAR, BIGINT)"}
+#: How DuckDB writes the tables: uncompressed, as Spark writes them (checkers/spark.py).
+_PARQUET = "FORMAT parquet, COMPRESSION uncompressed"
 _DUCKDB_TEXT = {"type": "VARCHAR", "f": "VARCHAR", "topic": "VARCHAR", "acks": "VARCHAR",
                 "error": "VARCHAR", "fault": "VARCHAR", "nodes": "VARCHAR[]",
                 "final": "BOOLEAN"}
@@ -185,7 +187,7 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
         return False
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / OPS).mkdir(parents=True)
-    target = tmp / OPS / "part-00000.lz4.parquet"
+    target = tmp / OPS / "part-00000.parquet"
     settings = {"memory_limit": config.convert_memory, "preserve_insertion_order": False}
     if config.convert_threads:
         settings["threads"] = config.convert_threads
@@ -193,7 +195,7 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
     try:
         quoted = str(target).replace("'", "''")
         con.execute(f"COPY ({_duckdb_select()}) TO '{quoted}' "
-                    "(FORMAT parquet, COMPRESSION lz4)", [str(history)])
+                    f"({_PARQUET})", [str(history)])
         bad = con.execute("SELECT count(*) FROM read_parquet(?) WHERE _bad",
                           [str(target)]).fetchone()[0]
         if bad == 0:
@@ -206,14 +208,14 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
             buckets = choose_buckets(sent_keys)
             staging = str(tmp / _BY_BUCKET).replace("'", "''")
             con.execute(f"COPY ({duckdb_events(keys, buckets, sent_keys)}) TO '{staging}' "
-                        "(FORMAT parquet, COMPRESSION lz4, PARTITION_BY (bucket))",
+                        f"({_PARQUET}, PARTITION_BY (bucket))",
                         [str(target)])
             _name_buckets(tmp)
             _write_layout(tmp, keys, buckets)
             (tmp / FAULTS_OBSERVATIONS).mkdir()
             side = str(tmp / FAULTS_OBSERVATIONS / "part-00000.parquet").replace("'", "''")
             con.execute(f"COPY (SELECT * FROM read_parquet(?) WHERE {_FAULTS_OBSERVATIONS_WHERE}) "
-                        f"TO '{side}' (FORMAT parquet, COMPRESSION lz4)", [str(target)])
+                        f"TO '{side}' ({_PARQUET})", [str(target)])
     except duckdb.Error:
         bad = -1
     finally:
