@@ -71,6 +71,8 @@ OPS, EVENTS, FAULTS_OBSERVATIONS = "ops", "events", "faults_observations"
 _FAULTS_OBSERVATIONS_WHERE = "f IN ('fault', 'observe')"
 #: Where a converter writes the events by bucket before naming them as Spark's.
 _BY_BUCKET = "_events_by_bucket"
+#: How DuckDB writes the tables: uncompressed, as Spark writes them (checkers/spark.py).
+_PARQUET = "FORMAT parquet, COMPRESSION uncompressed"
 _table_names = itertools.count()
 
 
@@ -133,8 +135,6 @@ _DUCKDB_INTS = {"index": "BIGINT", "time": "BIGINT", "process": "BIGINT",
 _DUCKDB_INT_LISTS = {"records": "BIGINT[][]", "partitions": "INTEGER[]", "isr": "BIGINT[]",
                      "elr": "BIGINT[]", "last_known_elr": "BIGINT[]",
                      "seek": "MAP(VARCHAR, BIGINT)"}
-#: How DuckDB writes the tables: uncompressed, as Spark writes them (checkers/spark.py).
-_PARQUET = "FORMAT parquet, COMPRESSION uncompressed"
 _DUCKDB_TEXT = {"type": "VARCHAR", "f": "VARCHAR", "topic": "VARCHAR", "acks": "VARCHAR",
                 "error": "VARCHAR", "fault": "VARCHAR", "nodes": "VARCHAR[]",
                 "final": "BOOLEAN"}
