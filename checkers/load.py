@@ -35,6 +35,7 @@ from checkers.events import (
     TopicKeys,
     choose_buckets,
     duckdb_events,
+    duckdb_string,
     spark_events,
     spark_string,
 )
@@ -193,8 +194,7 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
         settings["threads"] = config.convert_threads
     con = duckdb.connect(config=settings)
     try:
-        quoted = str(target).replace("'", "''")
-        con.execute(f"COPY ({_duckdb_select()}) TO '{quoted}' "
+        con.execute(f"COPY ({_duckdb_select()}) TO {duckdb_string(str(target))} "
                     f"({_PARQUET})", [str(history)])
         bad = con.execute("SELECT count(*) FROM read_parquet(?) WHERE _bad",
                           [str(target)]).fetchone()[0]
@@ -206,16 +206,16 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
                                   "WHERE f = 'send'", [str(target)]).fetchall()
             sent_keys = [keys.encode(t, p) for t, p in sent_to]
             buckets = choose_buckets(sent_keys)
-            staging = str(tmp / _BY_BUCKET).replace("'", "''")
-            con.execute(f"COPY ({duckdb_events(keys, buckets, sent_keys)}) TO '{staging}' "
+            staging = duckdb_string(str(tmp / _BY_BUCKET))
+            con.execute(f"COPY ({duckdb_events(keys, buckets, sent_keys)}) TO {staging} "
                         f"({_PARQUET}, PARTITION_BY (bucket))",
                         [str(target)])
             _name_buckets(tmp)
             _write_layout(tmp, keys, buckets)
             (tmp / FAULTS_OBSERVATIONS).mkdir()
-            side = str(tmp / FAULTS_OBSERVATIONS / "part-00000.parquet").replace("'", "''")
+            side = duckdb_string(str(tmp / FAULTS_OBSERVATIONS / "part-00000.parquet"))
             con.execute(f"COPY (SELECT * FROM read_parquet(?) WHERE {_FAULTS_OBSERVATIONS_WHERE}) "
-                        f"TO '{side}' ({_PARQUET})", [str(target)])
+                        f"TO {side} ({_PARQUET})", [str(target)])
     except duckdb.Error:
         bad = -1
     finally:
@@ -330,7 +330,6 @@ def load_history(spark, history: Path, config: CheckerConfig,
                  converted: bool | None = None) -> LoadedHistory:
     """The Parquet-cached tables of history, converted first if need be (converted
     is what convert_without_spark returned, if it was already called)."""
-
     from checkers.frames import exprs
 
     parquet = _parquet_location(history)
