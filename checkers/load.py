@@ -6,8 +6,10 @@ unchanged history reuse it. It holds three tables: ops/, one row per line;
 events/, one flat row per send line, polled record and seek, bucketed by
 topic-partition (checkers/events.py; a layout file beside them names its
 topics and bucket count); and faults_observations/, the few valid lines of the
-nemesis and the observer, so that their checks do not scan every line. Two
-converters write the same tables:
+nemesis and the observer, so that their checks do not scan every line. Beside
+them, the overview: counts of the lines by kind (read_overview), so that a
+recheck starts planning at once instead of scanning every line first. Two
+converters write the same tables and overview:
 
 - DuckDB's multi-threaded JSON reader, the fast path: it parses several times
   faster than Spark's row-at-a-time Jackson reader on this 2-core machine. It
@@ -43,10 +45,12 @@ from harness.config import CheckerConfig, cache_dir
 from harness.errors import HistoryError
 
 #: Bumped whenever the Parquet layout changes, so old caches are rebuilt.
-_CACHE_VERSION = 5
+_CACHE_VERSION = 6
 _MARKER = "_elr_source.json"
 #: The topics the events table's keys were made from, and its bucket count.
 _LAYOUT = "_elr_layout.json"
+#: The overview's rows, as JSON (read_overview).
+_OVERVIEW = "_elr_overview.json"
 
 _SCHEMA_DDL = ", ".join([
     "index BIGINT", "time BIGINT", "process BIGINT", "type STRING", "f STRING",
@@ -74,6 +78,21 @@ _FAULTS_OBSERVATIONS_WHERE = "f IN ('fault', 'observe')"
 _BY_BUCKET = "_events_by_bucket"
 #: How DuckDB writes the tables: uncompressed, as Spark writes them (checkers/spark.py).
 _PARQUET = "FORMAT parquet, COMPRESSION uncompressed"
+_FINAL_POLL = "f = 'poll' AND final"
+#: The overview: one small aggregate of the ops table (in both converters' SQL)
+#: serves the line bookkeeping (per input split), the counts by f/type/acks, the
+#: fault kinds, the partitions sends went to and the final reads' coverage (per
+#: process and partition list, with the last ok one).
+_OVERVIEW_KEYS = (
+    "_blk", "_bad", "f", "type", "acks", "fault", "final", "topic",
+    "CASE WHEN f = 'send' THEN partition END AS partition",
+    f"CASE WHEN {_FINAL_POLL} THEN process END AS final_process",
+    f"CASE WHEN {_FINAL_POLL} THEN partitions END AS final_partitions",
+)
+_OVERVIEW_AGGREGATES = (
+    "count(1) AS count", "min(_row) AS first",
+    f"max(CASE WHEN {_FINAL_POLL} AND type = 'ok' THEN index END) AS last_ok",
+)
 _table_names = itertools.count()
 
 
@@ -92,8 +111,8 @@ class LoadedHistory:
     events_table: str
     #: all lines, valid or not (for the line bookkeeping)
     lines: object
-    #: the overview aggregate (see read_overview)
-    overview_query: object
+    #: the overview's rows, from the conversion (see _OVERVIEW_KEYS)
+    overview_rows: list[dict]
 
 
 @dataclass
@@ -216,6 +235,12 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
             side = duckdb_string(str(tmp / FAULTS_OBSERVATIONS / "part-00000.parquet"))
             con.execute(f"COPY (SELECT * FROM read_parquet(?) WHERE {_FAULTS_OBSERVATIONS_WHERE}) "
                         f"TO {side} ({_PARQUET})", [str(target)])
+            overview = con.execute(
+                f"SELECT {', '.join(_OVERVIEW_KEYS + _OVERVIEW_AGGREGATES)} "
+                "FROM read_parquet(?) GROUP BY ALL", [str(target)])
+            names = [column[0] for column in overview.description]
+            _write_overview(tmp, [dict(zip(names, row, strict=True))
+                                  for row in overview.fetchall()])
     except duckdb.Error:
         bad = -1
     finally:
@@ -244,6 +269,12 @@ def _name_buckets(tmp: Path) -> None:
 
 def _write_layout(tmp: Path, keys: TopicKeys, buckets: int) -> None:
     (tmp / _LAYOUT).write_text(json.dumps({"topics": list(keys.topics), "buckets": buckets}))
+
+
+def _write_overview(tmp: Path, rows: list[dict]) -> None:
+    """The overview's rows (a few hundred at most: its keys have few values each)."""
+    rows = sorted(rows, key=lambda r: json.dumps(r, sort_keys=True))
+    (tmp / _OVERVIEW).write_text(json.dumps({"rows": rows}))
 
 
 def _temporary(parquet: Path) -> Path:
@@ -281,6 +312,8 @@ def _convert_with_spark(spark, history: Path, parquet: Path, marker: dict) -> No
     """Spark's PERMISSIVE reader, for any history (and the only one for a corrupt one)."""
     from pyspark.sql import functions as F
 
+    from checkers.frames import exprs
+
     raw = (spark.read.schema(_SCHEMA_DDL)
            .option("mode", "PERMISSIVE")
            .option("columnNameOfCorruptRecord", "_corrupt")
@@ -306,7 +339,10 @@ def _convert_with_spark(spark, history: Path, parquet: Path, marker: dict) -> No
     parquet.parent.mkdir(parents=True, exist_ok=True)
     tmp = _temporary(parquet)
     table.write.mode("overwrite").parquet(str(tmp / OPS))
-    written = spark.read.schema(_OPS_DDL).parquet(str(tmp / OPS)).filter("NOT _bad")
+    ops = spark.read.schema(_OPS_DDL).parquet(str(tmp / OPS))
+    overview = ops.groupBy(*exprs(*_OVERVIEW_KEYS)).agg(*exprs(*_OVERVIEW_AGGREGATES))
+    _write_overview(tmp, [r.asDict() for r in overview.collect()])
+    written = ops.filter("NOT _bad")
     keys = TopicKeys.of(r["topic"] for r in written.select("topic").distinct().collect())
     sent_to = written.filter("f = 'send'").select("topic", "partition").distinct().collect()
     buckets = choose_buckets(keys.encode(r["topic"], r["partition"]) for r in sent_to)
@@ -323,15 +359,10 @@ def _convert_with_spark(spark, history: Path, parquet: Path, marker: dict) -> No
     _install(tmp, parquet, marker)
 
 
-_FINAL_POLL = "f = 'poll' AND final"
-
-
 def load_history(spark, history: Path, config: CheckerConfig,
                  converted: bool | None = None) -> LoadedHistory:
     """The Parquet-cached tables of history, converted first if need be (converted
     is what convert_without_spark returned, if it was already called)."""
-    from checkers.frames import exprs
-
     parquet = _parquet_location(history)
     if converted is None:
         converted = convert_without_spark(history, config)
@@ -345,30 +376,18 @@ def load_history(spark, history: Path, config: CheckerConfig,
               f"CLUSTERED BY ({BUCKET_COLUMN}) INTO {int(layout['buckets'])} BUCKETS "
               f"LOCATION {spark_string(str(parquet / EVENTS))}")
 
-    # one small aggregate serves the line bookkeeping (per input split), the
-    # overview of ops (counts by f/type/acks, fault kinds, send partitions) and
-    # the final reads' coverage (per process and partition list, few rows)
-    overview = table.groupBy(*exprs(
-        "_blk", "_bad", "f", "type", "acks", "fault", "final",
-        "topic",
-        "CASE WHEN f = 'send' THEN partition END AS partition",
-        f"CASE WHEN {_FINAL_POLL} THEN process END AS final_process",
-        f"CASE WHEN {_FINAL_POLL} THEN partitions END AS final_partitions",
-    )).agg(*exprs(
-        "count(1) AS count", "min(_row) AS first",
-        f"max(CASE WHEN {_FINAL_POLL} AND type = 'ok' THEN index END) AS last_ok",
-    ))
     faults_observations = spark.read.schema(_OPS_DDL).parquet(
         str(parquet / FAULTS_OBSERVATIONS))
     return LoadedHistory(history=history, events=spark.table(events_table),
                          faults_observations=faults_observations,
                          keys=TopicKeys(tuple(layout["topics"])),
-                         events_table=events_table, lines=table, overview_query=overview)
+                         events_table=events_table, lines=table,
+                         overview_rows=json.loads((parquet / _OVERVIEW).read_text())["rows"])
 
 
 def read_overview(loaded: LoadedHistory) -> Overview:
     """Count the history's lines, applying the malformed/cut-short-line rules."""
-    rows = loaded.overview_query.collect()
+    rows = loaded.overview_rows
     blocks: dict[int, dict] = {}
     for r in rows:
         b = blocks.setdefault(r["_blk"], {"n": 0, "first": r["first"], "bad": 0})
@@ -392,7 +411,7 @@ def read_overview(loaded: LoadedHistory) -> Overview:
                 f"cut-short last line may be skipped")
         truncated = 1
     return Overview(history_lines=total, truncated_lines=truncated,
-                    rows=[r.asDict() for r in rows if not r["_bad"]])
+                    rows=[r for r in rows if not r["_bad"]])
 
 
 def release(spark, loaded: LoadedHistory) -> None:

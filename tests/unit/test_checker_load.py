@@ -14,6 +14,7 @@ from checkers.events import EVENTS_COLUMNS, FINAL_RECORD, READ_RECORD, SEEK, buc
 from checkers.load import (
     _LAYOUT,
     _OUTPUT_ORDER,
+    _OVERVIEW,
     EVENTS,
     FAULTS_OBSERVATIONS,
     OPS,
@@ -27,6 +28,7 @@ pytestmark = pytest.mark.usefixtures("spark")
 
 #: every column both converters write, except the line bookkeeping only Spark's fills
 _COLUMNS = [*_OUTPUT_ORDER, "hwm", "_bad"]
+_BOOKKEEPING = ("_blk", "first")
 
 
 def _tables(session, history: Path, parquet: Path, duckdb: bool) -> dict[str, list[tuple]]:
@@ -42,6 +44,10 @@ def _tables(session, history: Path, parquet: Path, duckdb: bool) -> dict[str, li
                                   for v in r.asDict().values())
                             for r in df.select(*columns).collect())
     out["layout"] = json.loads((parquet / _LAYOUT).read_text())
+    # the overview, less the line bookkeeping (only Spark's converter fills it)
+    out["overview"] = sorted(json.dumps({k: v for k, v in r.items() if k not in _BOOKKEEPING},
+                                        sort_keys=True)
+                             for r in json.loads((parquet / _OVERVIEW).read_text())["rows"])
     _assert_bucketed(session, parquet / EVENTS, out["layout"]["buckets"])
     return out
 
@@ -87,6 +93,16 @@ def test_both_converters_write_the_same_rows(spark, tmp_path):  # noqa: F811
     assert fast[EVENTS] == careful[EVENTS]
     assert fast["layout"] == careful["layout"]
     assert fast[FAULTS_OBSERVATIONS] == careful[FAULTS_OBSERVATIONS]
+    assert fast["overview"] == careful["overview"]
+    # the overview counts every line, by kind
+    overview = [json.loads(r) for r in fast["overview"]]
+    assert sum(r["count"] for r in overview) == generated.lines + 1
+    ops = [json.loads(line) for line in history.read_text().splitlines()]
+    assert sum(r["count"] for r in overview if (r["f"], r["type"]) == ("poll", "ok")) == \
+        sum(1 for op in ops if (op["f"], op["type"]) == ("poll", "ok")) > 0
+    final_ok = [r for r in overview if r["final_process"] is not None and r["type"] == "ok"]
+    assert final_ok and all(r["last_ok"] is not None and r["final_partitions"]
+                            for r in final_ok)
     # the nemesis's and observer's lines, all of them and nothing else
     f_column = _COLUMNS.index("f")
     side = [r for r in fast[OPS] if json.loads(r[f_column]) in ("fault", "observe")]
