@@ -141,10 +141,12 @@ def _source_marker(history: Path) -> dict:
 
 
 def _cached(parquet: Path, marker: dict) -> bool:
+    """The cache is of this history and whole (a side file deleted by hand: rebuilt)."""
     try:
-        return json.loads((parquet / _MARKER).read_text()) == marker
+        current = json.loads((parquet / _MARKER).read_text()) == marker
     except (OSError, ValueError):
         return False
+    return current and all((parquet / name).is_file() for name in (_LAYOUT, _OVERVIEW))
 
 
 #: Integer fields of the contract, with their Spark/Parquet type.
@@ -272,7 +274,7 @@ def _write_layout(tmp: Path, keys: TopicKeys, buckets: int) -> None:
 
 
 def _write_overview(tmp: Path, rows: list[dict]) -> None:
-    """The overview's rows (a few hundred at most: its keys have few values each)."""
+    """The overview's rows (few: each of its keys takes few values)."""
     rows = sorted(rows, key=lambda r: json.dumps(r, sort_keys=True))
     (tmp / _OVERVIEW).write_text(json.dumps({"rows": rows}))
 

@@ -20,6 +20,7 @@ from checkers.load import (
     OPS,
     _convert_with_duckdb,
     _convert_with_spark,
+    convert_without_spark,
 )
 from checkers.synthetic import Injection, SyntheticSpec, write_run_dir
 from harness.config import CheckerConfig
@@ -144,6 +145,20 @@ def test_the_fast_converter_takes_nulls_and_garbage_values(tmp_path):
         '{"index": 1, "time": 2, "process": 3, "type": "ok", "f": "poll",'
         ' "records": [[0, 4, null]], "high_watermark": {"0": 5}}\n')
     assert _convert_with_duckdb(history, tmp_path / "out.parquet", CheckerConfig()) is True
+
+
+def test_a_cache_is_reused_while_whole_and_rebuilt_when_a_side_file_is_gone(tmp_path):
+    write_run_dir(tmp_path, SyntheticSpec(lines=200, seed=1))
+    history, parquet = tmp_path / "history.jsonl", tmp_path / "history.parquet"
+    assert convert_without_spark(history, CheckerConfig())
+    overview = (parquet / _OVERVIEW).read_text()
+    built = (parquet / OPS).stat().st_mtime_ns
+    assert convert_without_spark(history, CheckerConfig())
+    assert (parquet / OPS).stat().st_mtime_ns == built  # reused as it is
+    (parquet / _OVERVIEW).unlink()
+    assert convert_without_spark(history, CheckerConfig())
+    assert (parquet / _OVERVIEW).read_text() == overview
+    assert (parquet / OPS).stat().st_mtime_ns != built  # converted again
 
 
 def test_the_jit_stops_at_c1_only_for_small_histories(monkeypatch):
