@@ -217,32 +217,26 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
     try:
         con.execute(f"COPY ({_duckdb_select()}) TO {duckdb_string(str(target))} "
                     f"({_PARQUET})", [str(history)])
-        bad = con.execute("SELECT count(*) FROM read_parquet(?) WHERE _bad",
-                          [str(target)]).fetchone()[0]
+        # the overview also says whether any line is bad, and the keys and buckets
+        overview = con.execute(
+            f"SELECT {', '.join(_OVERVIEW_KEYS + _OVERVIEW_AGGREGATES)} "
+            "FROM read_parquet(?) GROUP BY ALL", [str(target)])
+        names = [column[0] for column in overview.description]
+        rows = [dict(zip(names, row, strict=True)) for row in overview.fetchall()]
+        bad = sum(r["count"] for r in rows if r["_bad"])
         if bad == 0:
-            topics = [r[0] for r in con.execute(
-                "SELECT DISTINCT topic FROM read_parquet(?)", [str(target)]).fetchall()]
-            keys = TopicKeys.of(topics)
-            sent_to = con.execute("SELECT DISTINCT topic, partition FROM read_parquet(?) "
-                                  "WHERE f = 'send'", [str(target)]).fetchall()
-            sent_keys = [keys.encode(t, p) for t, p in sent_to]
-            buckets = choose_buckets(sent_keys)
+            keys, sent_keys, buckets = _layout_of(rows)
             staging = duckdb_string(str(tmp / _BY_BUCKET))
             con.execute(f"COPY ({duckdb_events(keys, buckets, sent_keys)}) TO {staging} "
                         f"({_PARQUET}, PARTITION_BY (bucket))",
                         [str(target)])
             _name_buckets(tmp)
             _write_layout(tmp, keys, buckets)
+            _write_overview(tmp, rows)
             (tmp / FAULTS_OBSERVATIONS).mkdir()
             side = duckdb_string(str(tmp / FAULTS_OBSERVATIONS / "part-00000.parquet"))
             con.execute(f"COPY (SELECT * FROM read_parquet(?) WHERE {_FAULTS_OBSERVATIONS_WHERE}) "
                         f"TO {side} ({_PARQUET})", [str(target)])
-            overview = con.execute(
-                f"SELECT {', '.join(_OVERVIEW_KEYS + _OVERVIEW_AGGREGATES)} "
-                "FROM read_parquet(?) GROUP BY ALL", [str(target)])
-            names = [column[0] for column in overview.description]
-            _write_overview(tmp, [dict(zip(names, row, strict=True))
-                                  for row in overview.fetchall()])
     except duckdb.Error:
         bad = -1
     finally:
@@ -267,6 +261,16 @@ def _name_buckets(tmp: Path) -> None:
                 part.replace(events / f"part-{n:05d}_{bucket:05d}.parquet")
                 n += 1
         shutil.rmtree(staging)
+
+
+def _layout_of(overview: list[dict]) -> tuple[TopicKeys, list[int], int]:
+    """From the overview's valid rows: the topics' keys, the keys of the partitions
+    sends went to, and the events table's bucket count (choose_buckets)."""
+    valid = [r for r in overview if not r["_bad"]]
+    keys = TopicKeys.of(r["topic"] for r in valid)
+    sent_keys = sorted({keys.encode(r["topic"], r["partition"])
+                        for r in valid if r["f"] == "send"})
+    return keys, sent_keys, choose_buckets(sent_keys)
 
 
 def _write_layout(tmp: Path, keys: TopicKeys, buckets: int) -> None:
@@ -342,12 +346,12 @@ def _convert_with_spark(spark, history: Path, parquet: Path, marker: dict) -> No
     tmp = _temporary(parquet)
     table.write.mode("overwrite").parquet(str(tmp / OPS))
     ops = spark.read.schema(_OPS_DDL).parquet(str(tmp / OPS))
-    overview = ops.groupBy(*exprs(*_OVERVIEW_KEYS)).agg(*exprs(*_OVERVIEW_AGGREGATES))
-    _write_overview(tmp, [r.asDict() for r in overview.collect()])
+    overview = [r.asDict() for r in
+                ops.groupBy(*exprs(*_OVERVIEW_KEYS)).agg(*exprs(*_OVERVIEW_AGGREGATES))
+                .collect()]
+    _write_overview(tmp, overview)
     written = ops.filter("NOT _bad")
-    keys = TopicKeys.of(r["topic"] for r in written.select("topic").distinct().collect())
-    sent_to = written.filter("f = 'send'").select("topic", "partition").distinct().collect()
-    buckets = choose_buckets(keys.encode(r["topic"], r["partition"]) for r in sent_to)
+    keys, _, buckets = _layout_of(overview)
     # the bucket is computed, not left to the shuffle's partitioner: the same
     # pmod(hash(tp), n) whatever the session's adaptive settings
     (spark_events(written, keys)
