@@ -156,7 +156,11 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
                 observations.hwm_regressions(obs),
                 observations.elr_invariant(obs, info),
             ]
-            anomalies = keep(reduce(lambda a, b: a.unionByName(b), parts))
+            # cached after a shuffle by name, which both the counts and the examples'
+            # window accept as it is: their tasks then carry only that shuffle's
+            # lineage. Cached straight off the union, each of its 32 partitions (1M
+            # operations) was read by a task that deserialized every check's plan
+            anomalies = keep(reduce(lambda a, b: a.unionByName(b), parts).repartition("name"))
             losses = page_cache_losses(loaded.faults_observations, obs, tp_status, replicas,
                                        info)
             phases.done("plan")
