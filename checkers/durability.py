@@ -33,6 +33,12 @@ from checkers.frames import (
     tp_name,
 )
 
+#: The values table keeps a send's status and acks level as codes (SEND_KINDS,
+#: ACKS_CODES); only anomaly rows spell the acks level out.
+_OK, _FAIL, _ACKS_0, _ACKS_ALL = (SEND_KINDS["ok"], SEND_KINDS["fail"], ACKS_CODES["0"],
+                                  ACKS_CODES["all"])
+_ACKS = text_of("acks", ACKS_CODES)
+
 
 def values_table(events: DataFrame) -> DataFrame:
     """One row per (tp, value): its send, its reads, its final-log copies.
@@ -63,12 +69,13 @@ def values_table(events: DataFrame) -> DataFrame:
         f"max(CASE WHEN {read} THEN offset END) AS r_off_max",
         f"min(CASE WHEN {read} THEN index END) AS r_poll_min",
         f"max(CASE WHEN {read} THEN index END) AS r_poll_max"))
-    # an invoke with no completion by the end of the history counts as info
+    # an invoke with no completion by the end of the history counts as info. Status
+    # and acks stay codes (SEND_KINDS, ACKS_CODES): the table is cached, and ints
+    # cost less to cache and compare than texts; only anomaly rows carry the texts
     return agg.selectExpr(
-        *[c for c in agg.columns if c not in ("acks", "status_code")],
-        f"coalesce({text_of('status_code', SEND_KINDS)}, "
-        "CASE WHEN inv_index IS NOT NULL THEN 'info' END) AS status",
-        f"{text_of('acks', ACKS_CODES)} AS acks")
+        *[c for c in agg.columns if c != "status_code"],
+        f"coalesce(status_code, CASE WHEN inv_index IS NOT NULL THEN {SEND_KINDS['info']} "
+        "END) AS status")
 
 
 def value_anomalies(values: DataFrame, tp_status: DataFrame, keys: TopicKeys) -> DataFrame:
@@ -82,9 +89,9 @@ def value_anomalies(values: DataFrame, tp_status: DataFrame, keys: TopicKeys) ->
 
     complete = "coalesce(complete, false)"
     absent = "f_off_min IS NULL"
-    acked = "status = 'ok'"
+    acked = f"status = {_OK}"
     where = tp_name()
-    sent = sentence("acks=%s send of value %s (offset %s)", text("acks"), text("value"),
+    sent = sentence("acks=%s send of value %s (offset %s)", text(_ACKS), text("value"),
                     text("send_offset"))
     send_ops = ("inv_index", "comp_index", "r_poll_min", "r_poll_max")
     moved = ("(NOT array_contains(array(f_off_min, f_off_max), r_off_min) "
@@ -102,7 +109,7 @@ def value_anomalies(values: DataFrame, tp_status: DataFrame, keys: TopicKeys) ->
          sentence("value %s is in the final log of %s at offsets %s and %s", text("value"),
                   where, text("f_off_min"), text("f_off_max")),
          None, None, json_of(other_offset="f_off_max")),
-        ("aborted-read", "status = 'fail' AND (f_off_min IS NOT NULL "
+        ("aborted-read", f"status = {_FAIL} AND (f_off_min IS NOT NULL "
          "OR r_poll_min IS NOT NULL)", read_at,
          op_list("inv_index", "comp_index", "r_poll_min", "r_poll_max", "f_poll_min"),
          sentence("value %s of a failed send was read from %s at offset %s", text("value"),
@@ -132,14 +139,14 @@ def realtime_orders(values: DataFrame, keys: TopicKeys) -> DataFrame:
     sends are not A)."""
     walked = values.filter("f_off_min IS NOT NULL").selectExpr(
         "tp", "value", "acks", "f_off_min", "inv_time", "inv_index",
-        "comp_index", "min(CASE WHEN status = 'ok' AND acks != '0' "
+        "comp_index", f"min(CASE WHEN status = {_OK} AND acks != {_ACKS_0} "
         "THEN struct(comp_time, comp_index, inv_index, value, f_off_min) END) "
         "OVER (PARTITION BY tp ORDER BY f_off_min DESC "
         "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS a")
     return anomaly(
         keys.decoded(walked.filter("inv_time IS NOT NULL AND a.comp_time < inv_time")),
         "realtime-order",
-        value="value", acks="acks", offset="f_off_min",
+        value="value", acks=_ACKS, offset="f_off_min",
         ops=op_list("a.inv_index", "a.comp_index", "inv_index", "comp_index"),
         description=sentence("value %s was sent after value %s was acknowledged, yet sits "
                              "below it in the final log of %s (offset %s < %s)", text("value"),
@@ -152,7 +159,7 @@ def _found(name: str, condition: str, offset: str, ops: str, description: str,
            hold: str | None, hold_offset: str | None, extra: str | None) -> str:
     """One anomaly of a values-table row, in the common schema, when condition holds;
     else null."""
-    fields = anomaly_fields(name, value="value", acks="acks", offset=offset, ops=ops,
+    fields = anomaly_fields(name, value="value", acks=_ACKS, offset=offset, ops=ops,
                             description=description, hold=hold, hold_offset=hold_offset,
                             extra=extra)
     return f"CASE WHEN {condition} THEN {struct_of(fields)} END"
@@ -173,7 +180,7 @@ def inconsistent_offsets(values: DataFrame, events: DataFrame,
     highest offsets the value was read at.
     """
     sends = values.filter(
-        "status = 'ok' AND send_offset IS NOT NULL AND (acks = 'all' "
+        f"status = {_OK} AND send_offset IS NOT NULL AND (acks = {_ACKS_ALL} "
         "OR f_off_min IS NOT NULL OR send_offset IN (r_off_min, r_off_max))"
     ).selectExpr("tp", "value", "send_offset AS offset", "comp_index AS index")
     recs = events.filter(f"kind IN ({FINAL_RECORD}, {READ_RECORD}) AND value IS NOT NULL") \
