@@ -112,7 +112,7 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
     from checkers.budget import observed_replicas, page_cache_losses
     from checkers.load import read_overview
     from checkers.results import Findings, assemble
-    from checkers.spark import codegen_shared_with_tasks, session_conf
+    from checkers.spark import codegen_shared_with_tasks, computed_meanwhile, session_conf
 
     overview = read_overview(loaded)
     findings = Findings(counts=Counter(), examples={}, partitions={},
@@ -140,46 +140,66 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
     # the checks' big aggregations are keyed by value or offset: a map-side partial
     # aggregation hardly shrinks them and costs more than it saves (the overview's
     # few groups, before, do need it)
-    with session_conf(spark, "spark.sql.execution.bypassPartialAggregation", "true"), \
-            codegen_shared_with_tasks(spark):
-        try:
+    try:
+        with session_conf(spark, "spark.sql.execution.bypassPartialAggregation", "true"), \
+                codegen_shared_with_tasks(spark):
             values = keep(durability.values_table(events))
             obs = keep(obs)
             violations = keep(polls.order_events(events))
-            parts = [
-                durability.value_anomalies(values, tp_status, keys),
-                durability.realtime_orders(values, keys),
-                durability.inconsistent_offsets(values, events, keys),
-                polls.nonmonotonic_polls(violations, keys),
-                polls.poll_skips(violations, events, keys),
-                polls.garbage_reads(violations, keys),
-                observations.hwm_regressions(obs),
-                observations.elr_invariant(obs, info),
-            ]
-            # cached after a shuffle by name, which both the counts and the examples'
-            # window accept as it is: their tasks then carry only that shuffle's
-            # lineage. Cached straight off the union, each of its 32 partitions (1M
-            # operations) was read by a task that deserialized every check's plan
-            anomalies = keep(reduce(lambda a, b: a.unionByName(b), parts).repartition("name"))
-            losses = page_cache_losses(loaded.faults_observations, obs, tp_status, replicas,
-                                       info)
-            phases.done("plan")
-            # one job: the counts, the first examples of each anomaly and the fault budget
-            rows = _summary(anomalies, losses, config).collect()
-            phases.done("checks")
-            findings.counts = Counter({(r["name"], r["acks"], r["topic"], r["partition"]):
-                                       r["n"] for r in rows if r["kind"] == "count"})
-            for r in rows:
-                facts = findings.partitions.get((r["topic"], r["partition"]))
-                if r["kind"] == "budget" and facts is not None:
-                    facts.page_cache_losses = r["n"]
-            findings.examples = _examples(spark, [r for r in rows if r["kind"] == "example"],
-                                          events, keys, findings)
-            phases.done("examples")
-        finally:
-            for df in cached:
-                df.unpersist()
+            # the two big cached tables are computed while the checks that read them
+            # are planned
+            with computed_meanwhile(spark, values, violations):
+                anomalies = keep(_anomalies(values, violations, obs, events, tp_status,
+                                            keys, info))
+                losses = page_cache_losses(loaded.faults_observations, obs, tp_status,
+                                           replicas, info)
+                phases.done("plan")
+                # one job: the counts, the first examples of each anomaly and the
+                # fault budget
+                rows = _summary(anomalies, losses, config).collect()
+                phases.done("checks")
+                _read_counts(rows, findings)
+                findings.examples = _examples(
+                    spark, [r for r in rows if r["kind"] == "example"], events, keys,
+                    findings)
+                phases.done("examples")
+    finally:
+        for df in cached:
+            df.unpersist()
     return assemble(findings, info, time.monotonic() - started)
+
+
+def _anomalies(values, violations, obs, events, tp_status, keys, info):
+    """Every check's anomalies, in one table shuffled by name.
+
+    Shuffled by name, which both the counts and the examples' window accept as
+    it is, so that the tasks reading its cache carry only that shuffle's
+    lineage. Cached straight off the union, each of its partitions (32 at 1M
+    operations) was read by a task that deserialized every check's plan.
+    """
+    from checkers import durability, observations, polls
+
+    parts = [
+        durability.value_anomalies(values, tp_status, keys),
+        durability.realtime_orders(values, keys),
+        durability.inconsistent_offsets(values, events, keys),
+        polls.nonmonotonic_polls(violations, keys),
+        polls.poll_skips(violations, events, keys),
+        polls.garbage_reads(violations, keys),
+        observations.hwm_regressions(obs),
+        observations.elr_invariant(obs, info),
+    ]
+    return reduce(lambda a, b: a.unionByName(b), parts).repartition("name")
+
+
+def _read_counts(rows: list, findings) -> None:
+    """The summary's count and budget rows into findings."""
+    findings.counts = Counter({(r["name"], r["acks"], r["topic"], r["partition"]): r["n"]
+                               for r in rows if r["kind"] == "count"})
+    for r in rows:
+        facts = findings.partitions.get((r["topic"], r["partition"]))
+        if r["kind"] == "budget" and facts is not None:
+            facts.page_cache_losses = r["n"]
 
 
 def shuffle_partitions(history_path: Path, config: CheckerConfig) -> int:

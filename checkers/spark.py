@@ -8,14 +8,18 @@ to a file while the JVM starts.
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
 from harness.config import CheckerConfig
 from harness.errors import HarnessError
+
+_log = logging.getLogger(__name__)
 
 _LOG4J = """\
 rootLogger.level = error
@@ -113,6 +117,39 @@ def codegen_shared_with_tasks(spark):
     finally:
         if task_loader is not None:
             me.setContextClassLoader(previous)
+
+
+@contextmanager
+def computed_meanwhile(spark, *frames):
+    """Inside the block, a background job computes these persisted frames into
+    their cache while the calling thread plans the queries that read them.
+
+    Planning the checks is single-threaded driver work (2-3 s in a fresh JVM),
+    during which the other core would idle; the later job then finds the blocks
+    made, or waits for the ones being made, instead of computing them. On
+    leaving, the background job is waited for (cancelled first if the block
+    raised), so nothing of it outlives the check. Its own failure is not
+    raised: the block's job computes the same frames, and reports any error.
+    """
+    context = spark.sparkContext
+    group = f"elr-computed-meanwhile-{os.getpid()}-{id(frames)}"
+
+    def compute() -> None:
+        context.setJobGroup(group, "the checks' cached tables", interruptOnCancel=True)
+        for frame in frames:
+            frame.count()
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="spark-cache")
+    computing = pool.submit(compute)
+    try:
+        yield
+    except BaseException:
+        context.cancelJobGroup(group)
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        if computing.exception() is not None:
+            _log.debug("computing the cached tables ahead failed: %s", computing.exception())
 
 
 def running_context():
