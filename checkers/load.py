@@ -176,8 +176,11 @@ def _duckdb_select() -> str:
     def q(name: str) -> str:
         return f'"{name}"'
 
-    wrong = [f"({q(c)} IS NOT NULL AND json_type({q(c)}) NOT IN ('BIGINT', 'UBIGINT'))"
-             for c in _DUCKDB_INTS]
+    # an integer's JSON text is digits and a minus sign: one test over all the int
+    # fields' texts (nulls left out) costs less than a json_type() of each (1M
+    # operations: 0.3 s of the 2.7 s parse)
+    texts = ", ".join(f"{q(c)}::VARCHAR" for c in _DUCKDB_INTS)
+    wrong = [f"regexp_matches(concat_ws('|', {texts}), '[^0-9|-]')"]
     # inside lists: no fraction, exponent, string or boolean (true/false carry an e);
     # a map's keys are strings, so only a string value counts there
     wrong += [f"({q(c)} IS NOT NULL AND regexp_matches({q(c)}::VARCHAR, "

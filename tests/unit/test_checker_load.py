@@ -119,6 +119,10 @@ def test_both_converters_write_the_same_rows(spark, tmp_path):  # noqa: F811
 @pytest.mark.parametrize("line", [
     '{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "send", "partition": "1"}',
     '{"index": 1, "time": 2.5, "process": 0, "type": "ok", "f": "send"}',
+    '{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "send", "offset": 1e3}',
+    '{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "send", "value": true}',
+    '{"index": 1, "time": 2, "process": -2, "type": "ok", "f": "observe", "leader": {}}',
+    '{"index": 1, "time": 2, "process": -2, "type": "ok", "f": "observe", "leader": [1]}',
     '{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "poll", "records": [[1, 2, "5"]]}',
     '{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "poll", "records": [[1, 2]]}',
     '{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "poll", "records": [null]}',
