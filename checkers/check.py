@@ -170,10 +170,10 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
 
 
 def _anomalies(values, violations, obs, events, tp_status, keys, info):
-    """Every check's anomalies, in one table shuffled by name.
+    """Every check's anomalies in one table, shuffled by name.
 
-    Shuffled by name, which both the counts and the examples' window accept as
-    it is, so that the tasks reading its cache carry only that shuffle's
+    Both the counts and the examples' window accept that partitioning as it is,
+    and the tasks that read the table's cache then carry only the shuffle's
     lineage. Cached straight off the union, each of its partitions (32 at 1M
     operations) was read by a task that deserialized every check's plan.
     """
