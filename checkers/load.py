@@ -171,21 +171,27 @@ def _duckdb_select() -> str:
 
     DuckDB's reader casts leniently ("1" or 1.5 into an integer) where Spark's
     marks the line corrupt; integer fields are therefore read as raw JSON and
-    their JSON type checked before the cast, so both paths accept the same lines.
+    their JSON text checked before the cast, so both paths accept the same lines.
     """
     def q(name: str) -> str:
         return f'"{name}"'
 
-    # an integer's JSON text is digits and a minus sign: one test over all the int
-    # fields' texts (nulls left out) costs less than a json_type() of each (1M
-    # operations: 0.3 s of the 2.7 s parse)
-    texts = ", ".join(f"{q(c)}::VARCHAR" for c in _DUCKDB_INTS)
-    wrong = [f"regexp_matches(concat_ws('|', {texts}), '[^0-9|-]')"]
-    # inside lists: no fraction, exponent, string or boolean (true/false carry an e);
-    # a map's keys are strings, so only a string value counts there
-    wrong += [f"({q(c)} IS NOT NULL AND regexp_matches({q(c)}::VARCHAR, "
-              + (r"""'[.eE]|:\s*"'""" if c == "seek" else """'[."eE]'""") + "))"
-              for c in _DUCKDB_INT_LISTS]
+    def any_text_matches(fields, pattern: str) -> str:
+        """One pattern over the fields' JSON texts joined by '|' (nulls left out):
+        cheaper than a test per field (1M operations: 0.2 s against 0.5 s for
+        a json_type() of each int field)."""
+        texts = ", ".join(f"{q(c)}::VARCHAR" for c in fields)
+        return f"regexp_matches(concat_ws('|', {texts}), '{pattern}')"
+
+    lists = [c for c in _DUCKDB_INT_LISTS if c != "seek"]
+    wrong = [
+        # an integer's text is digits and a minus sign
+        any_text_matches(_DUCKDB_INTS, "[^0-9|-]"),
+        # inside lists: no fraction, exponent, string or boolean (true/false carry
+        # an e); a map's keys are strings, so only a string value counts there
+        any_text_matches(lists, '[."eE]'),
+        any_text_matches(["seek"], r'[.eE]|:\s*"'),
+    ]
     required = ("index IS NULL OR time IS NULL OR process IS NULL OR f IS NULL OR type IS NULL"
                 " OR type NOT IN ('invoke', 'ok', 'fail', 'info')"
                 " OR (records IS NOT NULL AND coalesce(len(flatten(records::BIGINT[][])), -1)"
