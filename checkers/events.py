@@ -214,37 +214,43 @@ def text_of(column: str, codes: dict[str, int]) -> str:
 _PARTITION_TEXT = "^-?[0-9]{1,10}$"
 
 
-def duckdb_events(keys: TopicKeys, buckets: int, known: Iterable[int] = ()) -> str:
-    """DuckDB: the events of the ops table (its Parquet file is the parameter), with
-    a `bucket` column (see duckdb_bucket for known); only ever run on a history
-    whose every line is valid."""
-    def key(partition: str) -> str:
-        return keys.key(partition=partition, literal=duckdb_string)
+def duckdb_events(lines: str, keys: TopicKeys, buckets: int, known: Iterable[int] = ()) -> str:
+    """DuckDB: the events of `lines` (a relation of the history's lines with their
+    typed fields), with a `bucket` column (see duckdb_bucket for known); only ever
+    run on a history whose every line is valid.
 
+    One scan: each line becomes a list of its events (a send line one, an ok poll
+    one per record, a seeking poll one per partition), which is unnested.
+    """
     kind = code_of("type", SEND_KINDS, duckdb_string)
     acks = code_of("acks", ACKS_CODES, duckdb_string)
     seek_partition = (f"CASE WHEN regexp_matches(s.key, '{_PARTITION_TEXT}') "
                       "THEN TRY_CAST(s.key AS INTEGER) END")
-    rows = (
-        f"SELECT {key('partition')} AS tp, {kind} AS kind, process, \"index\", "
-        "NULL::INTEGER AS pos, time, " + acks + " AS acks, value, \"offset\" "
-        "FROM ops WHERE f = 'send' "
-        "UNION ALL "
-        f"SELECT {key('r.r[1]')} AS tp, CASE WHEN final THEN {FINAL_RECORD} "
-        f"ELSE {READ_RECORD} END AS kind, process, \"index\", (r.pos - 1)::INTEGER AS pos, "
-        "NULL::BIGINT AS time, NULL::INTEGER AS acks, r.r[3] AS value, r.r[2] AS \"offset\" "
-        "FROM (SELECT process, \"index\", final, topic, generate_subscripts(records, 1) AS pos,"
-        " unnest(records) AS r FROM ops WHERE f = 'poll' AND type = 'ok' "
-        "AND records IS NOT NULL) r "
-        "UNION ALL "
-        f"SELECT {key(seek_partition)} AS tp, {SEEK} AS kind, process, \"index\", "
-        "-1 AS pos, NULL::BIGINT AS time, NULL::INTEGER AS acks, NULL::BIGINT AS value, "
-        "s.value AS \"offset\" "
-        "FROM (SELECT process, \"index\", topic, unnest(map_entries(seek)) AS s FROM ops "
-        "WHERE f = 'poll' AND type = 'invoke' AND seek IS NOT NULL)")
+
+    types = {"kind": "INTEGER", "partition": "BIGINT", "pos": "INTEGER", "time": "BIGINT",
+             "acks": "INTEGER", "value": "BIGINT", "offset": "BIGINT"}
+
+    def event(*values: str) -> str:
+        fields = ", ".join(f"'{name}': ({value})::{t}"
+                           for (name, t), value in zip(types.items(), values, strict=True))
+        return f"{{{fields}}}"
+
+    send = event(kind, "partition", "NULL", "time", acks, "value", '"offset"')
+    record = event(f"CASE WHEN coalesce(final, false) THEN {FINAL_RECORD} ELSE {READ_RECORD} END",
+                   "r[1]", "i - 1", "NULL", "NULL", "r[3]", "r[2]")
+    seek = event(str(SEEK), seek_partition, "-1", "NULL", "NULL", "NULL", "s.value")
+    events = (f"CASE WHEN f = 'send' THEN [{send}] "
+              "WHEN f = 'poll' AND type = 'ok' THEN "
+              f"list_transform(records, lambda r, i: {record}) "
+              "WHEN f = 'poll' AND type = 'invoke' THEN "
+              f"list_transform(map_entries(seek), lambda s: {seek}) END")
+    tp = keys.key(partition="e.partition", literal=duckdb_string)
+    fields = ", ".join(f'e."{c}" AS "{c}"' for c in EVENTS_COLUMNS if c not in
+                       ("tp", "process", "index"))
+    rows = (f"SELECT {tp} AS tp, process, \"index\", {fields} FROM "
+            f"(SELECT process, \"index\", topic, unnest({events}) AS e FROM {lines})")
     columns = ", ".join(f'"{c}"' for c in EVENTS_COLUMNS)
-    return (f"WITH ops AS NOT MATERIALIZED (SELECT * FROM read_parquet(?)) "
-            f"SELECT {columns}, {duckdb_bucket('tp', buckets, known)} AS bucket FROM ({rows})")
+    return f"SELECT {columns}, {duckdb_bucket('tp', buckets, known)} AS bucket FROM ({rows})"
 
 
 def spark_events(ops: DataFrame, keys: TopicKeys) -> DataFrame:

@@ -38,8 +38,12 @@ def _tables(session, history: Path, parquet: Path, duckdb: bool) -> dict[str, li
     else:
         _convert_with_spark(session, history, parquet, {})
     out = {}
-    for table, columns in ((OPS, _COLUMNS), (EVENTS, EVENTS_COLUMNS),
-                           (FAULTS_OBSERVATIONS, _COLUMNS)):
+    tables = [(EVENTS, EVENTS_COLUMNS), (FAULTS_OBSERVATIONS, _COLUMNS)]
+    # only Spark's converter writes a table of every line (for bad lines' numbers)
+    assert (parquet / OPS).is_dir() is not duckdb
+    if not duckdb:
+        tables.append((OPS, _COLUMNS))
+    for table, columns in tables:
         df = session.read.parquet(str(parquet / table))
         out[table] = sorted(tuple(json.dumps(v, sort_keys=True, default=str)
                                   for v in r.asDict().values())
@@ -83,31 +87,33 @@ def test_both_converters_write_the_same_rows(spark, tmp_path):  # noqa: F811
         Injection("elr-invariant", at=0.7)))
     generated = write_run_dir(tmp_path, spec)
     history = tmp_path / "history.jsonl"
-    with history.open("a") as f:  # fields the synthetic generator does not write
-        f.write(json.dumps({"index": 99999, "time": 1, "process": -1, "type": "info",
-                            "f": "fault", "fault": "partition", "nodes": ["b1", "c2"],
-                            "extra": {"ignored": [1.5, "x"]}}) + "\n")
+    with history.open("a") as f:  # fields the synthetic generator does not write, twice
+        for _ in range(2):
+            f.write(json.dumps({"index": 99999, "time": 1, "process": -1, "type": "info",
+                                "f": "fault", "fault": "partition", "nodes": ["b1", "c2"],
+                                "extra": {"ignored": [1.5, "x"]}}) + "\n")
     fast = _tables(spark, history, tmp_path / "fast.parquet", duckdb=True)
     careful = _tables(spark, history, tmp_path / "careful.parquet", duckdb=False)
-    assert len(fast[OPS]) == generated.lines + 1
-    assert fast[OPS] == careful[OPS]
+    assert len(careful[OPS]) == generated.lines + 2
     assert fast[EVENTS] == careful[EVENTS]
     assert fast["layout"] == careful["layout"]
     assert fast[FAULTS_OBSERVATIONS] == careful[FAULTS_OBSERVATIONS]
     assert fast["overview"] == careful["overview"]
     # the overview counts every line, by kind
     overview = [json.loads(r) for r in fast["overview"]]
-    assert sum(r["count"] for r in overview) == generated.lines + 1
+    assert sum(r["count"] for r in overview) == generated.lines + 2
     ops = [json.loads(line) for line in history.read_text().splitlines()]
     assert sum(r["count"] for r in overview if (r["f"], r["type"]) == ("poll", "ok")) == \
         sum(1 for op in ops if (op["f"], op["type"]) == ("poll", "ok")) > 0
     final_ok = [r for r in overview if r["final_process"] is not None and r["type"] == "ok"]
     assert final_ok and all(r["last_ok"] is not None and r["final_partitions"]
                             for r in final_ok)
-    # the nemesis's and observer's lines, all of them and nothing else
-    f_column = _COLUMNS.index("f")
-    side = [r for r in fast[OPS] if json.loads(r[f_column]) in ("fault", "observe")]
+    # the nemesis's and observer's lines, all of them (the same line twice, twice)
+    # and nothing else
+    f_column, index_column = _COLUMNS.index("f"), _COLUMNS.index("index")
+    side = [r for r in careful[OPS] if json.loads(r[f_column]) in ("fault", "observe")]
     assert fast[FAULTS_OBSERVATIONS] == side and len(side) > 1
+    assert [json.loads(r[index_column]) for r in side].count(99999) == 2
     # every send line, polled record and seek is one event, of its kind
     kinds = [json.loads(row[EVENTS_COLUMNS.index("kind")]) for row in fast[EVENTS]]
     expected = _expected_event_counts(history)
@@ -156,13 +162,16 @@ def test_a_cache_is_reused_while_whole_and_rebuilt_when_a_side_file_is_gone(tmp_
     history, parquet = tmp_path / "history.jsonl", tmp_path / "history.parquet"
     assert convert_without_spark(history, CheckerConfig())
     overview = (parquet / _OVERVIEW).read_text()
-    built = (parquet / OPS).stat().st_mtime_ns
+    built = (parquet / _LAYOUT).stat().st_mtime_ns
     assert convert_without_spark(history, CheckerConfig())
-    assert (parquet / OPS).stat().st_mtime_ns == built  # reused as it is
+    assert (parquet / _LAYOUT).stat().st_mtime_ns == built  # reused as it is
     (parquet / _OVERVIEW).unlink()
     assert convert_without_spark(history, CheckerConfig())
     assert (parquet / _OVERVIEW).read_text() == overview
-    assert (parquet / OPS).stat().st_mtime_ns != built  # converted again
+    assert (parquet / _LAYOUT).stat().st_mtime_ns != built  # converted again
+    # nothing but the tables and their side files (DuckDB spilled, if at all, inside)
+    assert sorted(p.name for p in parquet.iterdir()) == sorted(
+        [EVENTS, FAULTS_OBSERVATIONS, _LAYOUT, _OVERVIEW, "_elr_source.json"])
 
 
 def test_the_jit_stops_at_c1_only_for_small_histories(monkeypatch):
