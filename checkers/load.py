@@ -64,8 +64,9 @@ _SCHEMA_DDL = ", ".join([
     "high_watermark STRING",
     "_corrupt STRING",
 ])
-#: The ops table both converters write: the history's fields, an observation's
-#: high watermark as an int, and the line bookkeeping.
+#: The rows of the history's lines: the history's fields, an observation's high
+#: watermark as an int, and the line bookkeeping (Spark's converter writes every
+#: line's as the ops table; faults_observations holds the fault and observe ones).
 _OPS_DDL = ", ".join(
     [c for c in _SCHEMA_DDL.split(", ") if not c.startswith(("high_watermark", "_corrupt"))]
     + ["hwm BIGINT", "_bad BOOLEAN", "_blk BIGINT", "_row BIGINT"])
@@ -82,7 +83,7 @@ _SPILL = "_spill"
 #: How DuckDB writes the tables: uncompressed, as Spark writes them (checkers/spark.py).
 _PARQUET = "FORMAT parquet, COMPRESSION uncompressed"
 _FINAL_POLL = "f = 'poll' AND final"
-#: The overview: one small aggregate of the ops table (in both converters' SQL)
+#: The overview: one small aggregate of the lines' rows (in both converters' SQL)
 #: serves the line bookkeeping (per input split), the counts by f/type/acks, the
 #: fault kinds, the partitions sends went to and the final reads' coverage (per
 #: process and partition list, with the last ok one).
