@@ -108,8 +108,8 @@ def test_both_converters_write_the_same_rows(spark, tmp_path):  # noqa: F811
     final_ok = [r for r in overview if r["final_process"] is not None and r["type"] == "ok"]
     assert final_ok and all(r["last_ok"] is not None and r["final_partitions"]
                             for r in final_ok)
-    # the nemesis's and observer's lines, all of them (the same line twice, twice)
-    # and nothing else
+    # the nemesis's and observer's lines, all of them (a line written twice is kept
+    # twice) and nothing else
     f_column, index_column = _COLUMNS.index("f"), _COLUMNS.index("index")
     side = [r for r in careful[OPS] if json.loads(r[f_column]) in ("fault", "observe")]
     assert fast[FAULTS_OBSERVATIONS] == side and len(side) > 1
