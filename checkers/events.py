@@ -227,26 +227,29 @@ def duckdb_events(lines: str, keys: TopicKeys, buckets: int, known: Iterable[int
     seek_partition = (f"CASE WHEN regexp_matches(s.key, '{_PARTITION_TEXT}') "
                       "THEN TRY_CAST(s.key AS INTEGER) END")
 
-    types = {"kind": "INTEGER", "partition": "BIGINT", "pos": "INTEGER", "time": "BIGINT",
-             "acks": "INTEGER", "value": "BIGINT", "offset": "BIGINT"}
+    # an event's own fields, typed as the table has them, and the partition its key is of
+    types = dict(part.split() for part in EVENTS_DDL.split(", "))
+    own = [c for c in EVENTS_COLUMNS if c not in ("tp", "process", "index")]
 
-    def event(*values: str) -> str:
-        fields = ", ".join(f"'{name}': ({value})::{t}"
-                           for (name, t), value in zip(types.items(), values, strict=True))
-        return f"{{{fields}}}"
+    def event(partition: str, **values: str) -> str:
+        fields = [f"'partition': ({partition})::BIGINT"]
+        fields += [f"'{c}': ({values[c]})::{types[c]}" for c in own]
+        return "{" + ", ".join(fields) + "}"
 
-    send = event(kind, "partition", "NULL", "time", acks, "value", '"offset"')
-    record = event(f"CASE WHEN coalesce(final, false) THEN {FINAL_RECORD} ELSE {READ_RECORD} END",
-                   "r[1]", "i - 1", "NULL", "NULL", "r[3]", "r[2]")
-    seek = event(str(SEEK), seek_partition, "-1", "NULL", "NULL", "NULL", "s.value")
+    send = event("partition", kind=kind, pos="NULL", time="time", acks=acks, value="value",
+                 offset='"offset"')
+    record = event("r[1]", kind=f"CASE WHEN coalesce(final, false) THEN {FINAL_RECORD} "
+                   f"ELSE {READ_RECORD} END", pos="i - 1", time="NULL", acks="NULL",
+                   value="r[3]", offset="r[2]")
+    seek = event(seek_partition, kind=str(SEEK), pos="-1", time="NULL", acks="NULL",
+                 value="NULL", offset="s.value")
     events = (f"CASE WHEN f = 'send' THEN [{send}] "
               "WHEN f = 'poll' AND type = 'ok' THEN "
               f"list_transform(records, lambda r, i: {record}) "
               "WHEN f = 'poll' AND type = 'invoke' THEN "
               f"list_transform(map_entries(seek), lambda s: {seek}) END")
     tp = keys.key(partition="e.partition", literal=duckdb_string)
-    fields = ", ".join(f'e."{c}" AS "{c}"' for c in EVENTS_COLUMNS if c not in
-                       ("tp", "process", "index"))
+    fields = ", ".join(f'e."{c}" AS "{c}"' for c in own)
     rows = (f"SELECT {tp} AS tp, process, \"index\", {fields} FROM "
             f"(SELECT process, \"index\", topic, unnest({events}) AS e FROM {lines})")
     columns = ", ".join(f'"{c}"' for c in EVENTS_COLUMNS)

@@ -67,9 +67,10 @@ _SCHEMA_DDL = ", ".join([
 #: The rows of the history's lines: the history's fields, an observation's high
 #: watermark as an int, and the line bookkeeping (Spark's converter writes every
 #: line's as the ops table; faults_observations holds the fault and observe ones).
+_BOOKKEEPING_DDL = ("hwm BIGINT", "_bad BOOLEAN", "_blk BIGINT", "_row BIGINT")
 _OPS_DDL = ", ".join(
     [c for c in _SCHEMA_DDL.split(", ") if not c.startswith(("high_watermark", "_corrupt"))]
-    + ["hwm BIGINT", "_bad BOOLEAN", "_blk BIGINT", "_row BIGINT"])
+    + list(_BOOKKEEPING_DDL))
 
 
 #: The tables of a conversion.
@@ -173,7 +174,7 @@ _OUTPUT_ORDER = ("index", "time", "process", "type", "f", "topic", "partition", 
                  "value", "offset", "error", "records", "final", "seek", "partitions",
                  "fault", "nodes", "leader", "isr", "elr", "last_known_elr")
 #: The columns of the ops table, in _OPS_DDL's order (faults_observations has them too).
-_SIDE_COLUMNS = (*_OUTPUT_ORDER, "hwm", "_bad", "_blk", "_row")
+_SIDE_COLUMNS = (*_OUTPUT_ORDER, *(c.split()[0] for c in _BOOKKEEPING_DDL))
 
 
 def _duckdb_select() -> str:
