@@ -21,9 +21,11 @@ from checkers.load import (
     _convert_with_duckdb,
     _convert_with_spark,
     convert_without_spark,
+    read_overview,
 )
 from checkers.synthetic import Injection, SyntheticSpec, write_run_dir
 from harness.config import CheckerConfig
+from harness.errors import HistoryError
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -172,6 +174,20 @@ def test_a_cache_is_reused_while_whole_and_rebuilt_when_a_side_file_is_gone(tmp_
     # nothing but the tables and their side files (DuckDB spilled, if at all, inside)
     assert sorted(p.name for p in parquet.iterdir()) == sorted(
         [EVENTS, FAULTS_OBSERVATIONS, _LAYOUT, _OVERVIEW, "_elr_source.json"])
+
+
+def test_a_cache_counting_bad_lines_without_its_table_of_lines_is_a_clear_error(tmp_path):
+    """Only Spark's converter keeps bad lines, and it writes the ops table their
+    numbers come from; a cache with one and not the other was tampered with."""
+    from checkers.events import TopicKeys
+    from checkers.load import LoadedHistory
+
+    row = {"_blk": 0, "_bad": True, "count": 1, "first": 0}
+    loaded = LoadedHistory(history=tmp_path / "history.jsonl", events=None,
+                           faults_observations=None, keys=TopicKeys(()), events_table="t",
+                           lines=None, overview_rows=[row])
+    with pytest.raises(HistoryError, match="delete history.parquet"):
+        read_overview(loaded)
 
 
 def test_the_jit_stops_at_c1_only_for_small_histories(monkeypatch):
