@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# Installs everything elr-harness needs on a fresh Debian machine and makes sure a
-# Docker engine answers. Idempotent: a second run only checks.
+# Installs everything elr-harness needs on a fresh Debian machine, in the project's
+# own virtual environment (.venv, no system site-packages: a package installed by
+# hand elsewhere can never hide a missing declaration), and makes sure a Docker
+# engine answers. Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+repo=$(pwd)
+venv="$repo/.venv"
 
 need_apt=()
 command -v dockerd >/dev/null || need_apt+=(docker.io)
 command -v iptables >/dev/null || need_apt+=(iptables)
 command -v debootstrap >/dev/null || need_apt+=(debootstrap)
 command -v fusermount3 >/dev/null || need_apt+=(fuse3)
+[ -e /usr/lib/x86_64-linux-gnu/libfuse3.so.3 ] || ls /usr/lib/*/libfuse3.so.3 >/dev/null 2>&1 \
+  || need_apt+=(libfuse3-3)
 command -v mvn >/dev/null || need_apt+=(maven)
 command -v java >/dev/null || need_apt+=(openjdk-17-jre-headless)
 command -v chromium >/dev/null || need_apt+=(chromium)
 command -v chromedriver >/dev/null || need_apt+=(chromium-driver)
+python3 -c 'import ensurepip, venv' 2>/dev/null || need_apt+=(python3-venv)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]}"
   [ "$(id -u)" = 0 ] || { echo "setup: run as root (apt-get and dockerd need it)" >&2; exit 2; }
@@ -36,10 +43,62 @@ if ! docker info >/dev/null 2>&1; then
   }
 fi
 
-python3 -m pip install -q --disable-pip-version-check -e '.[test]' 2>&1 | grep -v "Running pip as the 'root'" || true
-command -v harness >/dev/null || { echo "setup: the harness command was not installed" >&2; exit 2; }
+# The project's environment. Reinstalled only when pyproject.toml changed (the
+# stamp holds its hash), so a second run only checks.
+stamp="$venv/.elr-harness-installed"
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ ! -x "$venv/bin/python" ]; then
+  echo "setup: creating $venv"
+  python3 -m venv "$venv"
+fi
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: installing elr-harness and its test extra into $venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
+  echo "$want" >"$stamp"
+fi
+"$venv/bin/python" -m pip check --disable-pip-version-check >/dev/null || {
+  echo "setup: the environment's packages conflict:" >&2
+  "$venv/bin/python" -m pip check >&2
+  exit 2
+}
+
+# `harness` on the PATH of the next command: a link to this clone's entry point.
+bindir=/usr/local/bin
+[ -w "$bindir" ] || bindir="$HOME/.local/bin"
+mkdir -p "$bindir"
+if [ "$(readlink "$bindir/harness" 2>/dev/null)" != "$venv/bin/harness" ]; then
+  ln -sfn "$venv/bin/harness" "$bindir/harness"
+  echo "setup: linked $bindir/harness -> $venv/bin/harness"
+fi
+command -v harness >/dev/null || {
+  echo "setup: $bindir is not on PATH; add it, or run $venv/bin/harness" >&2
+  exit 2
+}
+
 # Spark's classes, parsed and verified once into a JVM class archive: every check
-# starts 5-7 s sooner. Built once per Java runtime and Spark; an optimisation,
-# so a failure only warns.
-python3 -m checkers.jvm_archive || echo "setup: no class archive; checks will start slower" >&2
-echo "setup: ready (docker $(docker version --format '{{.Server.Version}}'), $(java -version 2>&1 | head -n 1))"
+# starts 5-7 s sooner. Built once per Java runtime and Spark (a second run only
+# checks); an optimisation, so a failure only warns.
+"$venv/bin/python" -m checkers.jvm_archive || echo "setup: no class archive; checks will start slower" >&2
+
+"$venv/bin/python" - <<'PY'
+import platform
+import subprocess
+from importlib.metadata import version
+
+from harness.config import DEFAULT_KAFKA_VERSION
+
+def out(*cmd: str) -> str:
+    try:
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    except OSError as err:
+        return f"not found ({err})"
+    return (run.stdout or run.stderr).strip().splitlines()[0] if (run.stdout or run.stderr) else "?"
+
+print("setup: ready")
+print(f"  docker          {out('docker', 'version', '--format', '{{.Server.Version}}')}")
+print(f"  java            {out('java', '-version')}")
+print(f"  python          {platform.python_version()} ({__import__('sys').prefix})")
+print(f"  pyspark         {version('pyspark')}")
+print(f"  confluent-kafka {version('confluent-kafka')}")
+print(f"  kafka (default) {DEFAULT_KAFKA_VERSION}")
+PY
