@@ -3,10 +3,13 @@
 For each partition a fresh consumer (a fresh process id) asks the leader for
 the watermarks right before reading: start = low watermark, end = high
 watermark. It then polls until its position reaches the end, each poll
-recorded with `final: true` and `partitions: [p]`, the first invoke carrying
-`seek {p: start}`. A partition that cannot be read to its end before the
-deadline gets one final poll of type `info` with error FINAL_READ_INCOMPLETE,
-which makes the verdict unknown rather than valid.
+recorded with `final: true`, the first invoke carrying `seek {p: start}` and
+every ok poll the high watermark it reads to (`high_watermark {p: end}`, or
+higher if the consumer saw more). Only the contract's fields say whether a
+read is complete (HISTORY.md, rule (b)): records short of a reported high
+watermark are an incomplete read, which makes the verdict unknown rather than
+valid. A partition that cannot be read to its end before the deadline also
+gets one final poll of type `info` with error FINAL_READ_INCOMPLETE.
 """
 
 from __future__ import annotations
@@ -104,8 +107,7 @@ class _PartitionReader:
 
     def read(self, topic: str, partition: int) -> PartitionFinalRead:
         process = self._recorder.new_process()
-        common = {"process": process, "f": "poll", "topic": topic, "final": True,
-                  "partitions": [partition]}
+        common = {"process": process, "f": "poll", "topic": topic, "final": True}
         watermarks = FetchWatermarks(topic)
         conf = consumer_conf(self._bootstrap, self._config, f"final-{topic}-{partition}",
                              on_stats=watermarks.on_stats)
@@ -151,7 +153,11 @@ class _PartitionReader:
                 op_type, fields = outcome.completion()
                 if op_type == "ok":
                     records += len(outcome.records)
-                    fields["high_watermark"] = watermarks.latest([partition])
+                    # never less than the end it reads to: rule (b) needs it on every
+                    # ok poll, and the fetch statistics may not have arrived yet
+                    seen = watermarks.latest([partition])
+                    seen[partition] = max(seen.get(partition, end), end)
+                    fields["high_watermark"] = seen
                 self._recorder.record(**common, type=op_type, **fields)
                 position = book.position(partition)
                 if partition not in book.lost and position is not None and position >= end:

@@ -1,5 +1,6 @@
-"""Final reads' history fields (final, partitions, seek) and the incomplete case,
-with the scripted consumer of the consumer tests (no broker)."""
+"""Final reads' history fields (final, seek, high_watermark: only the contract's)
+and the incomplete case, with the scripted consumer of the consumer tests (no
+broker)."""
 
 from __future__ import annotations
 
@@ -31,8 +32,10 @@ def test_reads_from_low_to_high_watermark(tmp_path: Path) -> None:
     assert summary.complete and summary.end_offsets() == {"t": {0: 6}}
     assert summary.partitions[0].records == 3
     assert ("assign", [(0, 3)]) in fake.calls
-    assert all(op["final"] is True and op["partitions"] == [0] and op["topic"] == "t"
+    assert all(op["final"] is True and op["topic"] == "t" and "partitions" not in op
                for op in ops)
+    # every ok poll reports the high watermark it reads to (rule (b) of HISTORY.md)
+    assert [op["high_watermark"] for op in ops if op["type"] == "ok"] == [{"0": 6}] * 3
     assert ops[0]["type"] == "invoke" and ops[0]["seek"] == {"0": 3}
     assert all("seek" not in op for op in ops[1:])
     records = [r for op in ops if op["type"] == "ok" for r in op["records"]]
@@ -55,6 +58,10 @@ def test_unfinished_partition_is_recorded_as_incomplete_info(tmp_path: Path) -> 
     assert not summary.complete and summary.incomplete == [("t", 0)]
     assert summary.partitions[0].reached == 1
     assert ops[-2]["type"] == "invoke" and ops[-1]["type"] == "info"
-    assert ops[-1]["error"] == FINAL_READ_INCOMPLETE and ops[-1]["partitions"] == [0]
+    assert ops[-1]["error"] == FINAL_READ_INCOMPLETE
+    # the ok poll's records stop short of the high watermark it reported: by the
+    # contract's fields alone the read is incomplete
+    ok = [op for op in ops if op["type"] == "ok"]
+    assert ok[0]["records"] == [[0, 0, 1]] and ok[0]["high_watermark"] == {"0": 5}
     types = [op["type"] for op in ops]
     assert types.count("invoke") == len(types) - types.count("invoke")  # all paired
