@@ -2,11 +2,12 @@
 
 A partition keeps its acks=all promise with up to min.insync.replicas - 1 of its
 replicas losing unflushed data. We count `page-cache-loss` faults (ok or info:
-an info may have half happened) on nodes that are replicas of the partition
-(every broker id the observer ever saw in its leader/ISR/ELR/last-known ELR;
-every broker when it was never observed) between two observations where the
-partition's ISR was full (replication factor members). The largest such count
-is compared with the budget.
+an info may have half happened; an invoke that never completed counts as info)
+on nodes that are replicas of the partition (every broker id the observer ever
+saw in its leader/ISR/ELR/last-known ELR; every broker when it was never
+observed) between two observations where the partition's ISR was full
+(replication factor members). The largest such count is compared with the
+budget.
 """
 
 from __future__ import annotations
@@ -14,9 +15,38 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.frames import sql_string
+from checkers.frames import local_rows, sql_string
 from checkers.observations import per_topic
 from checkers.testinfo import RunInfo
+
+LOSS = "page-cache-loss"
+
+
+def page_cache_loss_nodes(faults: list[dict]) -> list[tuple[int, str]]:
+    """(index, node) of each node a page-cache loss hit or may have hit: faults that
+    ended ok or info, and invokes that never completed (which count as info).
+
+    The nemesis's completions are paired with its invokes first in, first out by
+    (process, kind, nodes): its faults may overlap, so "the next completion" alone
+    could pair the wrong ones. faults: its fault lines in index order.
+    """
+    pending: dict[tuple, list[dict]] = {}
+    hits: list[tuple[int, str]] = []
+    for line in faults:
+        key = (line["process"], line["fault"], tuple(line["nodes"] or ()))
+        if line["type"] == "invoke":
+            pending.setdefault(key, []).append(line)
+            continue
+        waiting = pending.get(key)
+        if waiting:
+            waiting.pop(0)
+        if line["fault"] == LOSS and line["type"] in ("ok", "info"):
+            hits += [(line["index"], node) for node in line["nodes"] or ()]
+    for waiting in pending.values():
+        for line in waiting:
+            if line["fault"] == LOSS:
+                hits += [(line["index"], node) for node in line["nodes"] or ()]
+    return sorted(hits)
 
 
 def observed_replicas(obs: DataFrame) -> dict[tuple[str, int], list[int]]:
@@ -56,16 +86,13 @@ def _is_replica(replicas: dict[tuple[str, int], list[int]]) -> str:
     return f"(CASE {cases} ELSE true END)" if cases else "true"
 
 
-def page_cache_losses(faults_observations: DataFrame, obs: DataFrame,
+def page_cache_losses(spark, hits: list[tuple[int, str]], obs: DataFrame,
                       partitions: DataFrame, replicas: dict[tuple[str, int], list[int]],
                       info: RunInfo) -> DataFrame:
-    """Rows (topic, partition, losses): the most page-cache losses on the partition's
-    replicas (observed_replicas) in one full-ISR window (partitions without any are
-    left out)."""
-    faults = (faults_observations.filter((F.col("f") == "fault")
-                                         & (F.col("fault") == "page-cache-loss")
-                                         & F.col("type").isin("ok", "info"))
-              .select("index", F.explode("nodes").alias("node")))
+    """Rows (topic, partition, losses): the most page-cache losses (hits, from
+    page_cache_loss_nodes) on the partition's replicas (observed_replicas) in one
+    full-ISR window (partitions without any are left out)."""
+    faults = local_rows(spark, "index bigint, node string", hits)
     ids = F.regexp_extract("node", r"broker-(\d+)$", 1)
     broker = F.when(ids != "", ids.cast("bigint"))
     for name, node_id in info.node_ids.items():

@@ -1,8 +1,8 @@
 """`harness check`: run every check of shared/HISTORY.md on a history with Spark.
 
 check_history() returns the results dict (the run orchestration and tests call
-it); check_path() also writes results.json beside the history, prints the
-summary and returns the exit code (0 valid, 1 invalid, 2 unknown).
+it); check_path() also writes results.json beside the history; exit_code()
+maps a verdict to the exit code (0 valid, 1 invalid, 2 unknown).
 """
 
 from __future__ import annotations
@@ -57,13 +57,26 @@ def _children_cpu() -> float:
 
 
 def resolve_history(path: Path) -> Path:
-    """A run directory or a history file -> the history file (a clear error if absent)."""
+    """A run directory or a history file -> the history file's absolute path (a clear
+    error if absent).
+
+    The one place a user's path becomes the checker's: Spark resolves a relative
+    table location under its warehouse folder, not the working directory, and
+    read an empty events table from it (a blind check), so every path handed to
+    Spark, DuckDB or the catalog is this absolute one. Symlinks (store/latest)
+    are resolved too: results.json goes beside the history it judged.
+    """
     path = Path(path)
-    if path.is_dir():
-        path = path / HISTORY_NAME
-    if not path.is_file():
+    try:
+        resolved = path.resolve(strict=False)
+        if resolved.is_dir():
+            resolved = resolved / HISTORY_NAME
+        found = resolved.is_file()
+    except OSError as err:
+        raise BadInput(f"cannot read {path}: {err.strerror or err}") from err
+    if not found:
         raise BadInput(f"no history at {path} (give a run directory or a history.jsonl)")
-    return path
+    return resolved
 
 
 def check_history(history_path: Path, test: dict | None, config: CheckerConfig) -> dict:
@@ -105,13 +118,16 @@ def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started:
 
 def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
                   phases: _Phases) -> dict:
-    """Count the lines, then plan and run the checks."""
+    """Count the lines, gather the facts, then plan and run the checks."""
     from pyspark import StorageLevel
 
     from checkers import durability, observations, polls
-    from checkers.budget import observed_replicas, page_cache_losses
-    from checkers.load import read_overview
-    from checkers.results import Findings, assemble
+    from checkers.budget import observed_replicas, page_cache_loss_nodes, page_cache_losses
+    from checkers.examples import examples
+    from checkers.facts import gather
+    from checkers.load import checked_counts, read_overview
+    from checkers.replicas import last_replica_lines
+    from checkers.results import Findings, PartitionFacts, assemble
     from checkers.spark import codegen_shared_with_tasks, computed_meanwhile, session_conf
 
     overview = read_overview(loaded)
@@ -122,10 +138,17 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
         return assemble(findings, info, time.monotonic() - started)
     events, keys = loaded.events, loaded.keys
     _overview(overview.rows, findings)
-    tp_status = _final_read_status(spark, overview.rows, info, findings, keys)
-    obs = observations.observations(loaded.faults_observations)
+    facts = gather(loaded, info, checked_counts(overview.rows))
+    findings.checked = facts.checked
+    findings.partitions = {key: PartitionFacts(reads.complete, reads.last_final_poll,
+                                               final_top=reads.final_top, why=reads.why)
+                           for key, reads in facts.partitions.items()}
+    tp_status = _tp_status(spark, findings.partitions, keys)
+    obs = observations.observations(loaded.side)
+    hits = page_cache_loss_nodes(facts.faults)
     # only page-cache losses are counted against a replica set: without one, no job
-    replicas = observed_replicas(obs) if findings.faults.get("page-cache-loss") else {}
+    replicas = observed_replicas(obs) if hits else {}
+    replica_lines = last_replica_lines(facts.replicas)
     phases.done("load")
     cached = []
 
@@ -143,25 +166,24 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
     try:
         with session_conf(spark, "spark.sql.execution.bypassPartialAggregation", "true"), \
                 codegen_shared_with_tasks(spark):
-            values = keep(durability.values_table(events))
+            values = keep(durability.values_table(events, tp_status))
             obs = keep(obs)
             violations = keep(polls.order_events(events))
             # the two big cached tables are computed while the checks that read them
             # are planned
             with computed_meanwhile(spark, values, violations):
-                anomalies = keep(_anomalies(values, violations, obs, events, tp_status,
-                                            keys, info))
-                losses = page_cache_losses(loaded.faults_observations, obs, tp_status,
-                                           replicas, info)
+                anomalies = keep(_anomalies(spark, values, violations, obs, events, keys,
+                                            info, replica_lines))
+                losses = page_cache_losses(spark, hits, obs, tp_status, replicas, info)
                 phases.done("plan")
                 # one job: the counts, the first examples of each anomaly and the
                 # fault budget
                 rows = _summary(anomalies, losses, config).collect()
                 phases.done("checks")
                 _read_counts(rows, findings)
-                findings.examples = _examples(
+                findings.examples = examples(
                     spark, [r for r in rows if r["kind"] == "example"], events, keys,
-                    findings)
+                    findings.partitions)
                 phases.done("examples")
     finally:
         for df in cached:
@@ -169,7 +191,17 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
     return assemble(findings, info, time.monotonic() - started)
 
 
-def _anomalies(values, violations, obs, events, tp_status, keys, info):
+def _tp_status(spark, partitions: dict, keys):
+    """The judged partitions' final-read facts as a small DataFrame (broadcast joins)."""
+    from checkers.frames import local_rows
+
+    data = [(keys.encode(t, p), t, p, f.complete, f.final_top)
+            for (t, p), f in partitions.items()]
+    return local_rows(spark, "tp bigint, topic string, partition int, complete boolean, "
+                      "final_top bigint", data)
+
+
+def _anomalies(spark, values, violations, obs, events, keys, info, replica_lines):
     """Every check's anomalies in one table, shuffled by name.
 
     Both the counts and the examples' window accept that partitioning as it is,
@@ -178,9 +210,10 @@ def _anomalies(values, violations, obs, events, tp_status, keys, info):
     operations) was read by a task that deserialized every check's plan.
     """
     from checkers import durability, observations, polls
+    from checkers.replicas import replica_divergence
 
     parts = [
-        durability.value_anomalies(values, tp_status, keys),
+        durability.value_anomalies(values, keys),
         durability.realtime_orders(values, keys),
         durability.inconsistent_offsets(values, events, keys),
         polls.nonmonotonic_polls(violations, keys),
@@ -188,6 +221,9 @@ def _anomalies(values, violations, obs, events, tp_status, keys, info):
         polls.garbage_reads(violations, keys),
         observations.hwm_regressions(obs),
         observations.elr_invariant(obs, info),
+        observations.fenced_leaders(obs),
+        observations.last_known_elr_invalid(obs, info),
+        replica_divergence(spark, events, replica_lines, keys),
     ]
     return reduce(lambda a, b: a.unionByName(b), parts).repartition("name")
 
@@ -209,7 +245,7 @@ def shuffle_partitions(history_path: Path, config: CheckerConfig) -> int:
 
 
 def _overview(rows: list[dict], findings) -> None:
-    """Counts by f/type/acks and fault kinds, and the partitions sends went to."""
+    """Counts by f/type/acks and fault kinds."""
     stats: dict = {}
     faults: Counter = Counter()
     for r in rows:
@@ -220,59 +256,9 @@ def _overview(rows: list[dict], findings) -> None:
             faults[r["fault"]] += r["count"]
         if r["f"] == "poll" and r["final"]:
             findings.any_final_reads = True
-        if r["topic"] is not None and r["partition"] is not None:
-            findings.partitions.setdefault((r["topic"], r["partition"]), None)
     findings.ops = {f: {t: dict(sorted(a.items())) for t, a in sorted(types.items())}
                     for f, types in sorted(stats.items())}
     findings.faults = dict(sorted(faults.items()))
-
-
-def _final_read_status(spark, overview: list[dict], info, findings, topic_keys):
-    """Which partitions' final reads completed; a small DataFrame for broadcast joins.
-
-    Complete: at least one final ok poll covers it and no final poll covering it
-    ended fail/info or never ended (a process has more final invokes than
-    completions on that partition list: its last invoke got no answer).
-    """
-    from checkers.frames import local_rows
-    from checkers.results import PartitionFacts
-
-    coverage: dict[tuple[str, int], dict] = {}
-    open_invokes: Counter = Counter()
-    for r in overview:
-        if r["f"] != "poll" or not r["final"]:
-            continue
-        parts = tuple(r["final_partitions"] or ())
-        pending = 1 if r["type"] == "invoke" else -1
-        open_invokes[(r["final_process"], r["topic"], parts)] += pending * r["count"]
-        for p in parts:
-            c = coverage.setdefault((r["topic"], p), {"ok": 0, "bad": 0, "last_ok": None})
-            if r["type"] == "ok":
-                c["ok"] += r["count"]
-                c["last_ok"] = max(c["last_ok"] or -1, r["last_ok"])
-            elif r["type"] in ("fail", "info"):
-                c["bad"] += r["count"]
-    for (_, topic, parts), n in open_invokes.items():
-        if n > 0:
-            for p in parts:
-                coverage[(topic, p)]["bad"] += n
-    keys = set(findings.partitions) | set(coverage)
-    for name, topic in info.topics.items():
-        keys.update((name, p) for p in range(topic.partitions or 0))
-    partitions = {}
-    for key in sorted(keys):
-        c = coverage.get(key)
-        complete = bool(c is not None and c["ok"] and not c["bad"])
-        partitions[key] = PartitionFacts(complete, c["last_ok"] if c is not None else None)
-    findings.partitions = partitions
-    data = [(topic_keys.encode(t, p), t, p, f.complete, f.last_final_poll)
-            for (t, p), f in partitions.items()]
-    return local_rows(spark, "tp bigint, topic string, partition int, complete boolean, "
-                      "last_final_poll bigint", data)
-
-
-#: Which examples of an anomaly come first: by op indices, then by place.
-_EXAMPLE_ORDER = ("ops", "topic", "partition", "offset", "value")
 
 
 def _summary(anomalies, losses, config: CheckerConfig):
@@ -281,59 +267,17 @@ def _summary(anomalies, losses, config: CheckerConfig):
     per partition, in n)."""
     from pyspark.sql import functions as F
 
+    from checkers.examples import EXAMPLE_ORDER
+
     counts = anomalies.groupBy("name", "acks", "topic", "partition") \
         .agg(F.count(F.lit(1)).alias("n")).withColumn("kind", F.lit("count"))
     examples = anomalies.selectExpr(
-        "*", f"row_number() OVER (PARTITION BY name ORDER BY {', '.join(_EXAMPLE_ORDER)}) "
+        "*", f"row_number() OVER (PARTITION BY name ORDER BY {', '.join(EXAMPLE_ORDER)}) "
         "AS rn").filter(f"rn <= {int(config.max_examples)}") \
         .drop("rn").withColumn("kind", F.lit("example"))
     budget = losses.selectExpr("'budget' AS kind", "topic", "partition", "losses AS n")
     return counts.unionByName(examples, allowMissingColumns=True) \
         .unionByName(budget, allowMissingColumns=True)
-
-
-def _examples(spark, rows: list, events, keys, findings) -> dict:
-    """The example rows as results.json entries, each with the final poll that
-    should hold its value where one applies."""
-    from pyspark.sql import functions as F
-
-    from checkers.events import FINAL_RECORD
-    from checkers.frames import local_rows
-
-    rows = sorted(rows, key=_example_order)
-    need = [(i, keys.encode(r["topic"], r["partition"]), r["hold_offset"])
-            for i, r in enumerate(rows) if r["hold"] and r["hold_offset"] is not None]
-    holders: dict[int, int] = {}
-    if need:
-        wanted = local_rows(spark, "id int, tp bigint, at bigint", need)
-        tops = (events.filter(f"kind = {FINAL_RECORD}").groupBy("tp", "index")
-                .agg(F.max("offset").alias("top")))
-        found = (tops.join(F.broadcast(wanted), ["tp"])
-                 .filter(F.col("top") >= F.col("at"))
-                 .groupBy("id").agg(F.min("index").alias("poll")).collect())
-        holders = {r["id"]: r["poll"] for r in found}
-    out: dict[str, list[dict]] = {}
-    for i, r in enumerate(rows):
-        ops = list(r["ops"])
-        if r["hold"]:
-            facts = findings.partitions.get((r["topic"], r["partition"]))
-            poll = holders.get(i, facts.last_final_poll if facts else None)
-            if poll is not None:
-                ops = sorted(set(ops) | {poll})
-        example = {"topic": r["topic"], "partition": r["partition"], "value": r["value"],
-                   "offset": r["offset"], "acks": r["acks"], "ops": ops,
-                   "description": r["description"]}
-        if r["extra"]:
-            for k, v in json.loads(r["extra"]).items():
-                example.setdefault(k, v)
-        out.setdefault(r["name"], []).append(example)
-    return out
-
-
-def _example_order(r) -> tuple:
-    """Spark's ascending _EXAMPLE_ORDER in Python (nulls first), for results.json."""
-    return tuple((r[c] is not None, r[c] if r[c] is not None else 0)
-                 if c != "ops" else list(r[c]) for c in _EXAMPLE_ORDER)
 
 
 def write_results(results: dict, directory: Path) -> Path:
@@ -357,9 +301,9 @@ def exit_code(results: dict) -> int:
     return EXIT_UNKNOWN
 
 
-def check_path(path: Path, config: CheckerConfig) -> int:
-    """`harness check RUN_DIR|history.jsonl`: results.json, a summary, the exit code."""
-    from checkers.summary import print_results_summary
+def check_path(path: Path, config: CheckerConfig) -> tuple[dict, Path]:
+    """`harness check RUN_DIR|history.jsonl`: the results, written to results.json
+    beside the history (returned with its path; the CLI prints the summary)."""
     from checkers.testinfo import read_test_json
 
     history = resolve_history(Path(path))
@@ -370,9 +314,7 @@ def check_path(path: Path, config: CheckerConfig) -> int:
     finally:
         if not was_running:  # a session someone else started stays theirs
             stop_spark()
-    target = write_results(results, history.parent)
-    print_results_summary(results, target)
-    return exit_code(results)
+    return results, write_results(results, history.parent)
 
 
 def _spark_running() -> bool:

@@ -1,5 +1,5 @@
-"""The events table: every send line, polled record and seek, keyed and bucketed
-by topic-partition.
+"""The events table: every send line, polled record, seek and replica record,
+keyed and bucketed by topic-partition.
 
 The checks group, window and join these rows by topic-partition (the values
 table by (tp, value), the consumers' order by (process, tp), the final log by
@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 
 #: A send line's kind is its type's code; the other kinds follow.
 SEND_KINDS = {"invoke": 0, "ok": 1, "fail": 2, "info": 3}
-#: a record of a final poll, of any other ok poll, and one partition of a poll's seek
-FINAL_RECORD, READ_RECORD, SEEK = 4, 5, 6
+#: a record of a final poll, of any other ok poll, one partition of a poll's seek,
+#: and a record of a replica line (its `process` is the replica's broker id)
+FINAL_RECORD, READ_RECORD, SEEK, REPLICA_RECORD = 4, 5, 6, 7
 #: acks levels by strength, so max() picks the strongest claim of a value
 ACKS_CODES = {"all": 3, "1": 2, "0": 1}
 
@@ -79,6 +80,15 @@ class TopicKeys:
         index = self.topics.index(topic) if topic in self.topics else len(self.topics)
         low = _NO_PARTITION if partition is None else partition & _LOW32
         return (index << 32) | low
+
+    def decode(self, key: int) -> tuple[str | None, int | None]:
+        """encode backwards, in Python: (topic, partition) of a key."""
+        index = (key >> 32) & _TOPIC_INDEX
+        topic = self.topics[index] if index < len(self.topics) else None
+        if key & _NO_PARTITION:
+            return topic, None
+        low = key & _LOW32
+        return topic, low - (1 << 32) if low > 0x7FFFFFFF else low
 
     def key(self, topic: str = "topic", partition: str = "partition",
             literal: Callable[[str], str] = spark_string) -> str:
@@ -220,7 +230,8 @@ def duckdb_events(lines: str, keys: TopicKeys, buckets: int, known: Iterable[int
     run on a history whose every line is valid.
 
     One scan: each line becomes a list of its events (a send line one, an ok poll
-    one per record, a seeking poll one per partition), which is unnested.
+    one per record, a seeking poll one per partition, a replica line one per
+    record), which is unnested.
     """
     kind = code_of("type", SEND_KINDS, duckdb_string)
     acks = code_of("acks", ACKS_CODES, duckdb_string)
@@ -243,15 +254,20 @@ def duckdb_events(lines: str, keys: TopicKeys, buckets: int, known: Iterable[int
                    value="r[3]", offset="r[2]")
     seek = event(seek_partition, kind=str(SEEK), pos="-1", time="NULL", acks="NULL",
                  value="NULL", offset="s.value")
+    replica = event("partition", kind=str(REPLICA_RECORD), pos="i - 1", time="NULL",
+                    acks="NULL", value="r[2]", offset="r[1]")
     events = (f"CASE WHEN f = 'send' THEN [{send}] "
               "WHEN f = 'poll' AND type = 'ok' THEN "
               f"list_transform(records, lambda r, i: {record}) "
               "WHEN f = 'poll' AND type = 'invoke' THEN "
-              f"list_transform(map_entries(seek), lambda s: {seek}) END")
+              f"list_transform(map_entries(seek), lambda s: {seek}) "
+              f"WHEN f = 'replica' THEN list_transform(records, lambda r, i: {replica}) END")
     tp = keys.key(partition="e.partition", literal=duckdb_string)
     fields = ", ".join(f'e."{c}" AS "{c}"' for c in own)
+    process = "CASE WHEN f = 'replica' THEN broker ELSE process END"
     rows = (f"SELECT {tp} AS tp, process, \"index\", {fields} FROM "
-            f"(SELECT process, \"index\", topic, unnest({events}) AS e FROM {lines})")
+            f"(SELECT {process} AS process, \"index\", topic, unnest({events}) AS e "
+            f"FROM {lines})")
     columns = ", ".join(f'"{c}"' for c in EVENTS_COLUMNS)
     return f"SELECT {columns}, {duckdb_bucket('tp', buckets, known)} AS bucket FROM ({rows})"
 
@@ -278,4 +294,10 @@ def spark_events(ops: DataFrame, keys: TopicKeys) -> DataFrame:
         f"{keys.key(partition=seek_partition)} AS tp", f"{SEEK} AS kind", "process",
         "index", "-1 AS pos", "CAST(NULL AS BIGINT) AS time", "CAST(NULL AS INT) AS acks",
         "CAST(NULL AS BIGINT) AS value", "offset")
-    return sends.unionByName(records).unionByName(seeks)
+    replicas = ops.filter("f = 'replica' AND records IS NOT NULL").selectExpr(
+        "broker AS process", "index", "topic", "partition", "posexplode(records) AS (pos, r)"
+    ).selectExpr(
+        f"{keys.key()} AS tp", f"{REPLICA_RECORD} AS kind", "process", "index", "pos",
+        "CAST(NULL AS BIGINT) AS time", "CAST(NULL AS INT) AS acks", "r[1] AS value",
+        "r[0] AS offset")
+    return sends.unionByName(records).unionByName(seeks).unionByName(replicas)

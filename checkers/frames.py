@@ -13,9 +13,10 @@ from pyspark.sql import functions as F
 from checkers.events import spark_string as sql_string
 
 #: name, where, what, the op indices, a sentence; `hold` asks the result stage
-#: to add the final poll that should hold `hold_offset` (see results.py).
+#: to add the final polls that hold `hold_offsets` (or, holding none of them, the
+#: partition's last final poll: see check._examples).
 ANOMALY_COLUMNS = ("name", "topic", "partition", "value", "offset", "acks", "ops",
-                   "description", "hold", "hold_offset", "extra")
+                   "description", "hold", "hold_offsets", "extra")
 
 
 def local_rows(spark, schema: str, rows: list[tuple]) -> DataFrame:
@@ -71,7 +72,7 @@ def json_of(**fields: str) -> str:
 
 def anomaly_fields(name: str, *, ops: str, description: str, value: str | None = None,
                    offset: str | None = None, acks: str | None = None,
-                   hold: str | None = None, hold_offset: str | None = None,
+                   hold: str | None = None, hold_offsets: str | None = None,
                    extra: str | None = None) -> dict[str, str]:
     """The common anomaly schema (ANOMALY_COLUMNS, in order) as SQL expressions over
     a row with topic and partition; the other arguments are SQL expressions."""
@@ -88,7 +89,8 @@ def anomaly_fields(name: str, *, ops: str, description: str, value: str | None =
         "ops": ops,
         "description": description,
         "hold": hold or "false",
-        "hold_offset": typed(hold_offset, "BIGINT"),
+        "hold_offsets": (f"filter(CAST({hold_offsets} AS ARRAY<BIGINT>), o -> o IS NOT NULL)"
+                         if hold_offsets else "CAST(array() AS ARRAY<BIGINT>)"),
         "extra": typed(extra, "STRING"),
     }
     assert tuple(fields) == ANOMALY_COLUMNS

@@ -4,6 +4,9 @@ hwm-regression: a partition's observed high watermark is lower than at its
 previous observation that had one. elr-invariant: ELR and ISR overlap, or ELR
 is not empty while the ISR has at least min.insync.replicas members (KIP-966);
 a null ELR means the cluster could not say, so it is not checked.
+fenced-leader: the leader is a broker the same observation lists as fenced.
+last-known-elr-invalid: no leader, empty ISR and ELR, and a last known ELR
+holding -1 or an id that is no broker of test.json.
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ from checkers.frames import anomaly, json_of, op_list, sentence, sql_string, tex
 from checkers.testinfo import RunInfo
 
 
-def observations(ops: DataFrame) -> DataFrame:
-    return ops.filter(F.col("f") == "observe").select(
-        "index", "topic", "partition", "leader", "isr", "elr", "last_known_elr", "hwm")
+def observations(side: DataFrame) -> DataFrame:
+    """The observe lines of the side table, with the columns the checks read."""
+    return side.filter(F.col("f") == "observe").select(
+        "index", "topic", "partition", "leader", "isr", "elr", "last_known_elr", "fenced",
+        "hwm")
 
 
 def per_topic(info: RunInfo, pick) -> str:
@@ -55,3 +60,32 @@ def elr_invariant(obs: DataFrame, info: RunInfo) -> DataFrame:
         + " ELSE " + sentence("observed ELR %s is not empty while ISR %s of %s has at least "
                               "min ISR %s members", "to_json(elr)", f"to_json({isr})",
                               tp_name(), f"CAST({min_isr} AS STRING)") + " END")
+
+
+def fenced_leaders(obs: DataFrame) -> DataFrame:
+    """Observations naming as leader a broker they list as fenced (KIP-966: the last
+    known leader may be elected only once unfenced)."""
+    bad = obs.filter("leader >= 0 AND fenced IS NOT NULL AND array_contains(fenced, leader)")
+    return anomaly(
+        bad, "fenced-leader", ops=op_list("index"),
+        extra=json_of(leader="leader", fenced="fenced"),
+        description=sentence("observed leader %s of %s is fenced (fenced brokers %s)",
+                             text("leader"), tp_name(), "to_json(fenced)"))
+
+
+def last_known_elr_invalid(obs: DataFrame, info: RunInfo) -> DataFrame:
+    """Leaderless observations with empty ISR and ELR whose last known ELR holds -1
+    or an id that is no broker of test.json (only -1 without test.json's nodes)."""
+    brokers = sorted(set(info.node_ids.values()))
+    known = (f"NOT array_contains(array({', '.join(str(int(b)) for b in brokers)}), b)"
+             if brokers else "false")
+    empty = "size(coalesce({0}, CAST(array() AS ARRAY<BIGINT>))) = 0"
+    bad = obs.filter(f"leader = -1 AND {empty.format('isr')} AND elr IS NOT NULL "
+                     f"AND size(elr) = 0 AND last_known_elr IS NOT NULL "
+                     f"AND exists(last_known_elr, b -> b = -1 OR {known})")
+    return anomaly(
+        bad, "last-known-elr-invalid", ops=op_list("index"),
+        extra=json_of(last_known_elr="last_known_elr"),
+        description=sentence("%s has no leader, ISR or ELR, and its last known ELR %s "
+                             "names no broker of the cluster", tp_name(),
+                             "to_json(last_known_elr)"))

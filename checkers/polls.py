@@ -6,6 +6,8 @@ compared with the event before it: after a record, the next offset must be
 higher (else nonmonotonic) and no offset the final log holds may be jumped
 over (else poll-skip); after a seek, only the jump is checked, from the seek
 offset. The jump check applies between the records of one poll too.
+nonmonotonic-poll and poll-skip are counted per poll (HISTORY.md): a poll that
+breaks the order on two partitions is one anomaly, shown at its first partition.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers.events import FINAL_RECORD, SEEK, TopicKeys
+from checkers.events import FINAL_RECORD, READ_RECORD, SEEK, TopicKeys
 from checkers.frames import anomaly, json_of, op_list, sentence, text, tp_name
 
 #: one consumer's sequence on one topic-partition (checkers/events.TopicKeys)
@@ -27,7 +29,7 @@ def order_events(events: DataFrame) -> DataFrame:
     kind here is 1 for a record and 0 for a seek: the offset expected next is the
     previous offset plus it."""
     over = f"OVER (PARTITION BY {', '.join(_SEQ)} ORDER BY index, pos)"
-    sequence = events.filter(f"kind >= {FINAL_RECORD}").selectExpr(
+    sequence = events.filter(f"kind IN ({FINAL_RECORD}, {READ_RECORD}, {SEEK})").selectExpr(
         *_SEQ, "index", "pos", "offset", f"CASE WHEN kind = {SEEK} THEN 0 ELSE 1 END AS kind",
         f"kind != {SEEK} AND value IS NULL AS garbage")
     walked = sequence.selectExpr(
@@ -43,11 +45,19 @@ def order_events(events: DataFrame) -> DataFrame:
         f"{expected} AS expected")
 
 
+def _first_per_poll(df: DataFrame, *columns: str) -> DataFrame:
+    """One row per poll (process, index): its first partition's row."""
+    first = F.min(F.struct("tp", *columns)).alias("first")
+    return df.groupBy("process", "index").agg(first).selectExpr(
+        "process", "index", "first.tp AS tp", *(f"first.{c} AS {c}" for c in columns))
+
+
 def nonmonotonic_polls(violations: DataFrame, keys: TopicKeys) -> DataFrame:
-    """One anomaly per poll and partition that went back without a seek."""
-    per_poll = violations.filter("nonmono").groupBy(*_SEQ, "index").agg(
+    """One anomaly per poll that went back without a seek."""
+    per_partition = violations.filter("nonmono").groupBy(*_SEQ, "index").agg(
         F.min("prev_index").alias("prev_index"), F.min("offset").alias("offset"),
         F.max("prev_offset").alias("prev_offset"))
+    per_poll = _first_per_poll(per_partition, "prev_index", "offset", "prev_offset")
     return anomaly(
         keys.decoded(per_poll), "nonmonotonic-poll", offset="offset",
         ops=op_list("prev_index", "index"),
@@ -57,15 +67,16 @@ def nonmonotonic_polls(violations: DataFrame, keys: TopicKeys) -> DataFrame:
 
 
 def poll_skips(violations: DataFrame, events: DataFrame, keys: TopicKeys) -> DataFrame:
-    """Jumps over offsets that the final log holds (one anomaly per poll and partition).
+    """Jumps over offsets that the final log holds (one anomaly per poll).
 
     For each jump from `expected` to `offset`, the smallest final-log offset at or
     above `expected` is found by walking the partition's final offsets top down
     together with the jump points (a running frame, no range join).
     """
-    jumps = violations.filter("jump").groupBy(*_SEQ, "index").agg(
-        F.expr("min(struct(expected, offset, prev_index)) AS j")) \
-        .selectExpr(*_SEQ, "index", "j.expected", "j.offset", "j.prev_index")
+    # every jump of a poll is judged (its first may pass over nothing the final log
+    # holds while a later one does), and the poll counted once
+    jumps = violations.filter("jump").select(*_SEQ, "index", "expected", "offset",
+                                             "prev_index")
     # only the partitions with a jump walk their final log (usually none). The joins
     # merge rather than broadcast: a broadcast of the jumps would make every other
     # check wait for the consumers' order window, their input. This one needs no
@@ -84,10 +95,12 @@ def poll_skips(violations: DataFrame, events: DataFrame, keys: TopicKeys) -> Dat
                .filter("kind = 1")
                .selectExpr("tp", "point AS expected", "next_fl")
                .distinct())
-    skipped = keys.decoded(jumps.hint("merge").join(nearest, ["tp", "expected"])
-                           .filter("next_fl < offset"))
+    skips = jumps.hint("merge").join(nearest, ["tp", "expected"]).filter("next_fl < offset")
+    skipped = keys.decoded(_first_per_poll(skips, "expected", "offset", "prev_index",
+                                           "next_fl"))
     return anomaly(
         skipped, "poll-skip", offset="offset", ops=op_list("prev_index", "index"),
+        hold="true", hold_offsets="array(next_fl)",
         extra=json_of(process="process", expected="expected", skipped="next_fl"),
         description=sentence(
             "process %s jumped from offset %s to %s of %s, over offset %s of the final log",

@@ -16,7 +16,7 @@ ACKS = ("all", "1", "0")
 #: Anomalies that are bad whenever found (lost-write and duplicate have conditions).
 ALWAYS_BAD = ("lost-committed-read", "inconsistent-offset", "aborted-read", "realtime-order",
               "nonmonotonic-poll", "poll-skip", "garbage-read", "hwm-regression",
-              "elr-invariant")
+              "elr-invariant", "fenced-leader", "last-known-elr-invalid", "replica-divergence")
 BY_ACKS = ("lost-write", "unseen")
 
 
@@ -27,6 +27,10 @@ class PartitionFacts:
     complete: bool
     last_final_poll: int | None
     page_cache_losses: int = 0
+    #: the highest offset among its final records
+    final_top: int | None = None
+    #: why its final read is incomplete ("" when complete)
+    why: str = ""
 
 
 @dataclass
@@ -41,6 +45,8 @@ class Findings:
     history_lines: int = 0
     truncated_lines: int = 0
     any_final_reads: bool = False
+    #: what the checks' tables held, counted from them (checkers/facts.py)
+    checked: dict = field(default_factory=dict)
 
 
 def tp_key(topic: str, partition: int) -> str:
@@ -94,9 +100,12 @@ def assemble(findings: Findings, info: RunInfo, checker_seconds: float) -> dict:
     bad += [n for n in ALWAYS_BAD if totals[n]]
     bad.sort()
 
+    bad_counts = Counter({name: totals[name] for name in ALWAYS_BAD})
+    bad_counts["lost-write"] = lost_in_budget
+    bad_counts["duplicate"] = totals["duplicate"] if info.idempotent else 0
     anomalies = {}
     for name in sorted(n for n in totals if totals[n]):
-        entry: dict = {"count": totals[name]}
+        entry: dict = {"count": totals[name], "bad": bad_counts[name]}
         if name in by_acks:
             entry["by_acks"] = {a: by_acks[name][a] for a in ACKS}
         entry["examples"] = findings.examples.get(name, [])
@@ -115,12 +124,15 @@ def assemble(findings: Findings, info: RunInfo, checker_seconds: float) -> dict:
         "anomaly_types": sorted(anomalies),
         "bad_anomaly_types": bad,
         "anomalies": anomalies,
+        "checked": findings.checked,
         "stats": {
             "ops": findings.ops,
             "loss_rates": loss_rates,
             "sends_ok": sends_ok,
             "final_reads_complete": complete,
             "incomplete_partitions": incomplete,
+            "incomplete_why": {tp_key(t, p): f.why for (t, p), f in
+                               sorted(findings.partitions.items()) if not f.complete},
             "truncated_lines": findings.truncated_lines,
             "history_lines": findings.history_lines,
             "faults": findings.faults,

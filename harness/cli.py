@@ -87,10 +87,15 @@ def _add_check(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from checkers.check import check_path
+    from checkers.check import check_path, exit_code
+    from reports.summary import print_summary
 
     config = CheckerConfig(spark_master=args.spark_master)
-    return check_path(args.path, config)
+    results, target = check_path(args.path, config)
+    report = target.parent / "report.html"
+    print_summary(results, report if report.exists() else None)
+    print(f"results: {target}")
+    return exit_code(results)
 
 
 def _add_report(sub: argparse._SubParsersAction) -> None:

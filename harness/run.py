@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -85,6 +85,9 @@ class Phases:
 
 def run_test(spec: RunSpec) -> int:
     """Run one test end to end; returns the exit code of its verdict."""
+    # one absolute store for the whole run: the checker hands its paths to Spark,
+    # which resolves relative ones under its own warehouse folder
+    spec.run = replace(spec.run, store=Path(spec.run.store).absolute())
     plan = validate(spec)
     # A Kafka version that does not resolve is bad input: refuse it before a run
     # directory exists (the jars are cached, so up() finds them again at once).

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from reports.verdict import anomaly_counts, verdict_of
+from reports.verdict import anomaly_counts, checked_line, count_label, verdict_of
 
 VERDICT_STYLES = {
     "valid": "bold white on green",
@@ -31,13 +31,15 @@ def summary_table(results: dict[str, Any], report_path: Path | None) -> Table:
     table.add_column("value", overflow="fold")
     table.add_row("verdict", Text(f" {word} ", style=VERDICT_STYLES[css]))
     table.add_row("reason", Text(str(results.get("reason") or "no reason given")))
+    checked = checked_line(results)
+    if checked:
+        table.add_row("checked", Text(checked))
     counts = anomaly_counts(results)
     bad = {str(n) for n in results.get("bad_anomaly_types") or []}
     if counts:
-        for name, count in counts.items():
-            label = "bad" if name in bad else "reported"
+        for name in counts:
             style = "red" if name in bad else "yellow"
-            table.add_row(Text(name, style=style), Text(f"{count} ({label})"))
+            table.add_row(Text(name, style=style), Text(count_label(results, name)))
     else:
         table.add_row("anomalies", "none")
     if report_path is not None:

@@ -31,3 +31,30 @@ def anomaly_counts(results: dict[str, Any] | None) -> dict[str, int]:
         count = entry.get("count") if isinstance(entry, dict) else None
         counts[str(name)] = int(count) if isinstance(count, int) else 0
     return counts
+
+
+def count_label(results: dict[str, Any], name: str) -> str:
+    """"4 (2 bad)", "3 (bad)" or "5 (reported)": an anomaly's count and how much of
+    it is bad, as results.json says (its entry's `bad`, else bad_anomaly_types)."""
+    entry = (results.get("anomalies") or {}).get(name) or {}
+    count = entry.get("count", 0) if isinstance(entry, dict) else 0
+    bad = entry.get("bad") if isinstance(entry, dict) else None
+    if not isinstance(bad, int):
+        bad = count if name in set(results.get("bad_anomaly_types") or []) else 0
+    if bad == 0:
+        return f"{count} (reported)"
+    return f"{count} (bad)" if bad >= count else f"{count} ({bad} bad)"
+
+
+def checked_line(results: dict[str, Any]) -> str | None:
+    """"checked 1,234 sends, 5,678 polled records, ...": what the checker proved it
+    read (results.json's `checked`), None for results without it."""
+    checked = results.get("checked")
+    if not isinstance(checked, dict) or not checked:
+        return None
+    words = (("sends", "sends"), ("polled_records", "polled records"),
+             ("final_records", "final records"), ("observations", "observations"),
+             ("replica_records", "replica records"))
+    parts = [f"{checked[key]:,} {label}" for key, label in words
+             if isinstance(checked.get(key), int) and (checked[key] or key != "replica_records")]
+    return "checked " + ", ".join(parts)

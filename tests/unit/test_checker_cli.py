@@ -153,10 +153,11 @@ def test_a_check_stops_the_spark_it_started(tmp_path):
         from pyspark import SparkContext
         from checkers.check import check_path
         from harness.config import CheckerConfig
-        code = check_path({str(tmp_path / 'run')!r}, CheckerConfig())
-        print('exit', code, 'spark left running:', SparkContext._active_spark_context is not None)
+        results, _ = check_path({str(tmp_path / 'run')!r}, CheckerConfig())
+        print('valid', results['valid'], 'spark left running:',
+              SparkContext._active_spark_context is not None)
         """)
-    assert "exit 0 spark left running: False" in run.stdout, run.stdout + run.stderr
+    assert "valid True spark left running: False" in run.stdout, run.stdout + run.stderr
 
 
 def test_a_session_on_another_master_is_replaced_from_any_thread():

@@ -1,6 +1,6 @@
-"""The two JSONL -> Parquet converters of checkers/load.py write the same table,
-and the fast one gives way to Spark's reader on every line Spark would not take
-as it is (so a corrupt history is still reported by its line number)."""
+"""The two JSONL -> Parquet converters of checkers/load.py write the same tables,
+and the fast one gives way to Spark's reader on every line that breaks the
+contract (so a corrupt history is still reported by its line number)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,22 @@ from pathlib import Path
 import pytest
 from checker_fixtures import spark  # noqa: F401
 
-from checkers.events import EVENTS_COLUMNS, FINAL_RECORD, READ_RECORD, SEEK, bucket_of
+from checkers.events import (
+    EVENTS_COLUMNS,
+    FINAL_RECORD,
+    READ_RECORD,
+    REPLICA_RECORD,
+    SEEK,
+    bucket_of,
+)
+from checkers.lines import FIELDS
 from checkers.load import (
     _LAYOUT,
-    _OUTPUT_ORDER,
     _OVERVIEW,
     EVENTS,
-    FAULTS_OBSERVATIONS,
     OPS,
+    SIDE,
+    SIDE_COLUMNS,
     _convert_with_duckdb,
     _convert_with_spark,
     convert_without_spark,
@@ -29,8 +37,8 @@ from harness.errors import HistoryError
 
 pytestmark = pytest.mark.usefixtures("spark")
 
-#: every column both converters write, except the line bookkeeping only Spark's fills
-_COLUMNS = [*_OUTPUT_ORDER, "hwm", "_bad"]
+#: the ops table's columns (only Spark's converter writes it), less its bookkeeping
+_COLUMNS = [*FIELDS, "_bad"]
 _BOOKKEEPING = ("_blk", "first")
 
 
@@ -40,7 +48,7 @@ def _tables(session, history: Path, parquet: Path, duckdb: bool) -> dict[str, li
     else:
         _convert_with_spark(session, history, parquet, {})
     out = {}
-    tables = [(EVENTS, EVENTS_COLUMNS), (FAULTS_OBSERVATIONS, _COLUMNS)]
+    tables = [(EVENTS, EVENTS_COLUMNS), (SIDE, SIDE_COLUMNS)]
     # only Spark's converter writes a table of every line (for bad lines' numbers)
     assert (parquet / OPS).is_dir() is not duckdb
     if not duckdb:
@@ -71,8 +79,10 @@ def _assert_bucketed(session, events: Path, buckets: int) -> None:
 
 def _expected_event_counts(history: Path) -> dict[int, int]:
     """Rows per event kind, counted from the JSON lines themselves."""
-    counts = {"send": 0, FINAL_RECORD: 0, READ_RECORD: 0, SEEK: 0}
+    counts = {"send": 0, FINAL_RECORD: 0, READ_RECORD: 0, SEEK: 0, REPLICA_RECORD: 0}
     for line in history.read_text().splitlines():
+        if not line.strip():
+            continue
         op = json.loads(line)
         if op["f"] == "send":
             counts["send"] += 1
@@ -80,6 +90,8 @@ def _expected_event_counts(history: Path) -> dict[int, int]:
             counts[FINAL_RECORD if op.get("final") else READ_RECORD] += len(op["records"])
         elif op["f"] == "poll" and op["type"] == "invoke" and op.get("seek") is not None:
             counts[SEEK] += len(op["seek"])
+        elif op["f"] == "replica":
+            counts[REPLICA_RECORD] += len(op["records"])
     return counts
 
 
@@ -94,28 +106,40 @@ def test_both_converters_write_the_same_rows(spark, tmp_path):  # noqa: F811
             f.write(json.dumps({"index": 99999, "time": 1, "process": -1, "type": "info",
                                 "f": "fault", "fault": "partition", "nodes": ["b1", "c2"],
                                 "extra": {"ignored": [1.5, "x"]}}) + "\n")
+        for broker in (1, 2):  # the collector's replica lines
+            f.write(json.dumps({"index": 100000 + broker, "time": 2, "process": -3,
+                                "type": "ok", "f": "replica", "topic": spec.topic,
+                                "partition": 0, "node": f"broker-{broker}", "broker": broker,
+                                "high_watermark": 3, "log_end_offset": 3,
+                                "records": [[0, 5, 1], [1, None, 1], [2, 7, 2]]}) + "\n")
     fast = _tables(spark, history, tmp_path / "fast.parquet", duckdb=True)
     careful = _tables(spark, history, tmp_path / "careful.parquet", duckdb=False)
-    assert len(careful[OPS]) == generated.lines + 2
+    assert len(careful[OPS]) == generated.lines + 4
     assert fast[EVENTS] == careful[EVENTS]
     assert fast["layout"] == careful["layout"]
-    assert fast[FAULTS_OBSERVATIONS] == careful[FAULTS_OBSERVATIONS]
+    assert fast[SIDE] == careful[SIDE]
     assert fast["overview"] == careful["overview"]
-    # the overview counts every line, by kind
+    # the overview counts every line, by kind, and the records ok polls carry
     overview = [json.loads(r) for r in fast["overview"]]
-    assert sum(r["count"] for r in overview) == generated.lines + 2
+    assert sum(r["count"] for r in overview) == generated.lines + 4
     ops = [json.loads(line) for line in history.read_text().splitlines()]
+    assert sum(r["records"] for r in overview if r["f"] == "replica") == 6
     assert sum(r["count"] for r in overview if (r["f"], r["type"]) == ("poll", "ok")) == \
         sum(1 for op in ops if (op["f"], op["type"]) == ("poll", "ok")) > 0
-    final_ok = [r for r in overview if r["final_process"] is not None and r["type"] == "ok"]
-    assert final_ok and all(r["last_ok"] is not None and r["final_partitions"]
-                            for r in final_ok)
-    # the nemesis's and observer's lines, all of them (a line written twice is kept
-    # twice) and nothing else
-    f_column, index_column = _COLUMNS.index("f"), _COLUMNS.index("index")
-    side = [r for r in careful[OPS] if json.loads(r[f_column]) in ("fault", "observe")]
-    assert fast[FAULTS_OBSERVATIONS] == side and len(side) > 1
-    assert [json.loads(r[index_column]) for r in side].count(99999) == 2
+    for final in (False, True):
+        assert sum(r["records"] for r in overview if r["f"] == "poll" and r["final"] == final) \
+            == sum(len(op["records"]) for op in ops if op["f"] == "poll" and op["type"] == "ok"
+                   and bool(op.get("final")) == final) > 0
+    # the side lines, all of them (a line written twice is kept twice) and nothing else:
+    # faults, observations and final polls, without their records
+    f_column, index_column = SIDE_COLUMNS.index("f"), SIDE_COLUMNS.index("index")
+    side = [json.loads(r[f_column]) for r in fast[SIDE]]
+    assert side.count("fault") == sum(op["f"] == "fault" for op in ops) > 1
+    assert side.count("observe") == sum(op["f"] == "observe" for op in ops) > 0
+    assert side.count("poll") == sum(op["f"] == "poll" and bool(op.get("final"))
+                                     for op in ops) > 0
+    assert side.count("replica") == 2
+    assert [json.loads(r[index_column]) for r in fast[SIDE]].count(99999) == 2
     # every send line, polled record and seek is one event, of its kind
     kinds = [json.loads(row[EVENTS_COLUMNS.index("kind")]) for row in fast[EVENTS]]
     expected = _expected_event_counts(history)
@@ -139,6 +163,24 @@ def test_both_converters_write_the_same_rows(spark, tmp_path):  # noqa: F811
     '{"index": 1, "time": 2, "process": 0, "type": "done", "f": "send"}',
     '{"index": 1, "time": 2, "process": 0, "type": "ok"}',
     '{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "send"',
+    '[]',
+    '[{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "send"}]',
+    '3',
+    'null',
+    '{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "send", '
+    '"value": 99999999999999999999}',
+    '{"index": 1, "time": 2, "process": -2, "type": "ok", "f": "observe", '
+    '"high_watermark": {"0": 5}}',
+    '{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "poll", "high_watermark": 5}',
+    '{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "poll", '
+    '"high_watermark": {"a": 5}}',
+    '{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "poll", '
+    '"high_watermark": {"0": 5.5}}',
+    '{"index": 1, "time": 2, "process": 0, "type": "invoke", "f": "poll", "seek": {"x": 5}}',
+    '{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "poll", '
+    '"records": [[0, null, 5]]}',
+    '{"index": 1, "time": 2, "process": -3, "type": "ok", "f": "replica", '
+    '"records": [[0, 5, null]]}',
 ])
 def test_the_fast_converter_gives_way_on_lines_spark_would_reject(tmp_path, line):
     history = tmp_path / "history.jsonl"
@@ -155,7 +197,10 @@ def test_the_fast_converter_takes_nulls_and_garbage_values(tmp_path):
         '{"index": 0, "time": 1, "process": 0, "type": "ok", "f": "send", "offset": null,'
         ' "acks": "0", "value": 7}\n'
         '{"index": 1, "time": 2, "process": 3, "type": "ok", "f": "poll",'
-        ' "records": [[0, 4, null]], "high_watermark": {"0": 5}}\n')
+        ' "records": [[0, 4, null]], "high_watermark": {"0": 5}}\n'
+        '\n   \n'
+        '{"index": 2, "time": 3, "process": -3, "type": "ok", "f": "replica", "topic": "t",'
+        ' "partition": 0, "broker": 1, "records": [[4, null, 2]], "high_watermark": 5}\n')
     assert _convert_with_duckdb(history, tmp_path / "out.parquet", CheckerConfig()) is True
 
 
@@ -173,7 +218,7 @@ def test_a_cache_is_reused_while_whole_and_rebuilt_when_a_side_file_is_gone(tmp_
     assert (parquet / _LAYOUT).stat().st_mtime_ns != built  # converted again
     # nothing but the tables and their side files (DuckDB spilled, if at all, inside)
     assert sorted(p.name for p in parquet.iterdir()) == sorted(
-        [EVENTS, FAULTS_OBSERVATIONS, _LAYOUT, _OVERVIEW, "_elr_source.json"])
+        [EVENTS, SIDE, _LAYOUT, _OVERVIEW, "_elr_source.json"])
 
 
 def test_a_cache_counting_bad_lines_without_its_table_of_lines_is_a_clear_error(tmp_path):
@@ -182,9 +227,9 @@ def test_a_cache_counting_bad_lines_without_its_table_of_lines_is_a_clear_error(
     from checkers.events import TopicKeys
     from checkers.load import LoadedHistory
 
-    row = {"_blk": 0, "_bad": True, "count": 1, "first": 0}
+    row = {"_blk": 0, "_bad": True, "_blank": False, "count": 1, "first": 0, "records": 0}
     loaded = LoadedHistory(history=tmp_path / "history.jsonl", events=None,
-                           faults_observations=None, keys=TopicKeys(()), events_table="t",
+                           side=None, keys=TopicKeys(()), events_table="t",
                            lines=None, overview_rows=[row])
     with pytest.raises(HistoryError, match="delete history.parquet"):
         read_overview(loaded)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import Counter
 
 from checkers.results import Findings, PartitionFacts, assemble
-from checkers.summary import plain_summary
 from checkers.testinfo import parse_test_info
 from harness.config import CheckerConfig
 
@@ -89,8 +88,27 @@ def test_test_json_sets_budget_and_broker_ids():
     assert results["test"] == {"elr_enabled": False, "kafka_version": "4.1.1", "seed": 9}
 
 
-def test_plain_summary_names_verdict_anomalies_and_results_path(tmp_path):
-    results = assemble(_findings({("poll-skip", None, "t", 1): 2}), INFO, 1.0)
-    text = plain_summary(results, tmp_path / "results.json")
-    assert "INVALID" in text and "poll-skip" in text and "2 (bad)" in text
-    assert str(tmp_path / "results.json") in text
+def _summary_text(results: dict, report) -> str:
+    from rich.console import Console
+
+    from reports.summary import summary_table
+
+    console = Console(width=200, record=True)
+    console.print(summary_table(results, report))
+    return console.export_text()
+
+
+def test_summary_names_verdict_anomalies_how_many_are_bad_and_the_report(tmp_path):
+    counts = {("poll-skip", None, "t", 1): 2, ("lost-write", "all", "t", 0): 2,
+              ("lost-write", "1", "t", 0): 2, ("duplicate", None, "t", 0): 1}
+    results = assemble(_findings(counts, checked={"sends": 9, "polled_records": 4,
+                                                  "final_records": 8, "observations": 3,
+                                                  "replica_records": 0}), INFO, 1.0)
+    assert results["anomalies"]["lost-write"]["bad"] == 2
+    assert results["anomalies"]["duplicate"]["bad"] == 0
+    text = _summary_text(results, tmp_path / "report.html")
+    assert "INVALID" in text and str(tmp_path / "report.html") in text
+    assert "poll-skip" in text and "2 (bad)" in text
+    assert "lost-write" in text and "4 (2 bad)" in text
+    assert "1 (reported)" in text
+    assert "checked 9 sends, 4 polled records, 8 final records, 3 observations" in text

@@ -1,0 +1,220 @@
+"""Which history lines follow the contract: one rule set, in three forms.
+
+Both converters of checkers/load.py decide per line whether it is valid (a
+column `_bad`), Spark in its SQL and DuckDB in its own; they never keep a bad
+line. Only when a conversion found a bad line does `describe` read that one
+line in Python, to say in words what is wrong with it (an int beyond 64 bits,
+a line that is JSON but not an object, ...) and to tell a cut-short last line
+(not JSON at all) from a malformed one. docs/CHECKING.md states the rules.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from checkers.events import duckdb_string, spark_string
+
+#: The contract's fields as the converters read them. high_watermark is an int
+#: on observe and replica lines and an object on polls: it is read as JSON text.
+SCHEMA = (
+    ("index", "BIGINT"), ("time", "BIGINT"), ("process", "BIGINT"), ("type", "STRING"),
+    ("f", "STRING"), ("topic", "STRING"), ("partition", "INT"), ("acks", "STRING"),
+    ("value", "BIGINT"), ("offset", "BIGINT"), ("error", "STRING"),
+    ("records", "ARRAY<ARRAY<BIGINT>>"), ("final", "BOOLEAN"),
+    ("seek", "MAP<STRING, BIGINT>"), ("fault", "STRING"), ("nodes", "ARRAY<STRING>"),
+    ("leader", "BIGINT"), ("leader_epoch", "BIGINT"), ("isr", "ARRAY<BIGINT>"),
+    ("elr", "ARRAY<BIGINT>"), ("last_known_elr", "ARRAY<BIGINT>"),
+    ("fenced", "ARRAY<BIGINT>"), ("node", "STRING"), ("broker", "BIGINT"),
+    ("log_end_offset", "BIGINT"), ("high_watermark", "STRING"),
+)
+SCHEMA_DDL = ", ".join(f"{name} {kind}" for name, kind in SCHEMA)
+FIELDS = tuple(name for name, _ in SCHEMA)
+
+TYPES = ("invoke", "ok", "fail", "info")
+REQUIRED = ("index", "time", "process", "type", "f")
+INT_FIELDS = ("index", "time", "process", "partition", "value", "offset", "leader",
+              "leader_epoch", "broker", "log_end_offset")
+INT_LIST_FIELDS = ("isr", "elr", "last_known_elr", "fenced")
+TEXT_FIELDS = ("type", "f", "topic", "acks", "error", "fault", "node")
+#: Lines whose high_watermark is one int (on polls it is an object).
+INT_HWM_KINDS = ("observe", "replica")
+#: A partition's name in a JSON object's key (seek, a poll's high_watermark).
+PARTITION_KEY = "^-?[0-9]{1,10}$"
+#: The JSON text of an object of ints keyed by partitions (Spark re-serializes an
+#: object read as text without spaces; DuckDB keeps the text as written).
+INT_OBJECT = (r'^\{\s*("-?[0-9]{1,10}"\s*:\s*-?[0-9]+\s*'
+              r'(,\s*"-?[0-9]{1,10}"\s*:\s*-?[0-9]+\s*)*)?\}$')
+INT_TEXT = "^-?[0-9]+$"
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def value_slot(f: str) -> int:
+    """Which slot of a `records` entry holds the value (0-based): polls write
+    [partition, offset, value], replica lines [offset, value, leader_epoch]."""
+    return 1 if f == "replica" else 2
+
+
+def spark_bad(corrupt: str = "_corrupt") -> str:
+    """Spark SQL over the parsed row: true when the line breaks the contract."""
+    records = "records"
+    bad_entry = ("exists(records, r -> r IS NULL OR size(r) != 3 OR r[0] IS NULL "
+                 "OR (CASE WHEN f = 'replica' THEN r[2] ELSE r[1] END) IS NULL)")
+    hwm = "high_watermark"
+    return " OR ".join([
+        f"{corrupt} IS NOT NULL",
+        *(f"{c} IS NULL" for c in REQUIRED),
+        f"type NOT IN ({', '.join(repr(t) for t in TYPES)})",
+        f"({records} IS NOT NULL AND {bad_entry})",
+        "(seek IS NOT NULL AND NOT forall(map_keys(seek), "
+        f"k -> k RLIKE {spark_string(PARTITION_KEY)}))",
+        f"(f = 'poll' AND {hwm} IS NOT NULL AND NOT ({hwm} RLIKE {spark_string(INT_OBJECT)} "
+        f"AND from_json({hwm}, 'MAP<STRING, BIGINT>') IS NOT NULL))",
+        f"(f IN ({', '.join(repr(k) for k in INT_HWM_KINDS)}) AND {hwm} IS NOT NULL "
+        f"AND NOT ({hwm} RLIKE {spark_string(INT_TEXT)} "
+        f"AND try_cast({hwm} AS BIGINT) IS NOT NULL))",
+    ])
+
+
+def duckdb_bad() -> str:
+    """DuckDB SQL over the lines read with every typed field as raw JSON: true when
+    the line breaks the contract.
+
+    DuckDB's casts are lenient ("1" or 1.5 into an integer) where Spark's reader
+    marks the line corrupt, so the JSON text of each int field is checked before
+    the cast, and a value too big for BIGINT fails the cast (the whole read then
+    gives way to Spark's reader, which finds the line).
+    """
+    def q(name: str) -> str:
+        return f'"{name}"'
+
+    def any_text_matches(fields, pattern: str) -> str:
+        """One pattern over the fields' JSON texts joined by '|' (nulls left out):
+        cheaper than a test per field (1M operations: 0.2 s against 0.5 s for a
+        json_type() of each int field)."""
+        texts = ", ".join(f"{q(c)}::VARCHAR" for c in fields)
+        return f"regexp_matches(concat_ws('|', {texts}), '{pattern}')"
+
+    hwm = q("high_watermark")
+    entry = ("list_bool_or(list_transform(records::BIGINT[][], lambda r: r IS NULL OR len(r) != 3 "
+             "OR r[1] IS NULL OR (CASE WHEN f = 'replica' THEN r[3] ELSE r[2] END) IS NULL))")
+    return " OR ".join([
+        # an integer's text is digits and a minus sign
+        any_text_matches(INT_FIELDS, "[^0-9|-]"),
+        # inside lists: no fraction, exponent, string or boolean (true/false carry an e)
+        any_text_matches(("records", *INT_LIST_FIELDS), '[."eE]'),
+        *(f"{c} IS NULL" for c in REQUIRED),
+        f"type NOT IN ({', '.join(repr(t) for t in TYPES)})",
+        f"(records IS NOT NULL AND coalesce({entry}, false))",
+        f"(seek IS NOT NULL AND NOT regexp_matches(seek::VARCHAR, {duckdb_string(INT_OBJECT)}))",
+        f"(f = 'poll' AND {hwm} IS NOT NULL AND (NOT regexp_matches({hwm}::VARCHAR, "
+        f"{duckdb_string(INT_OBJECT)}) OR TRY_CAST({hwm} AS MAP(VARCHAR, BIGINT)) IS NULL))",
+        f"(f IN ({', '.join(repr(k) for k in INT_HWM_KINDS)}) AND {hwm} IS NOT NULL "
+        f"AND NOT regexp_matches({hwm}::VARCHAR, {duckdb_string(INT_TEXT)}))",
+    ])
+
+
+# -- describing one bad line, in Python (only ever on the error path) --
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _int_problem(name: str, v: object) -> str | None:
+    if isinstance(v, float) and math.isfinite(v) and v == int(v) and abs(v) >= 2 ** 63:
+        return f"field {name!r} holds {v:.0f}, outside the signed 64-bit range"
+    if not _is_int(v):
+        return f"field {name!r} must be an int, not {json.dumps(v)[:40]}"
+    if not _INT64[0] <= v <= _INT64[1]:
+        return f"field {name!r} holds {v}, an int outside the signed 64-bit range"
+    return None
+
+
+def _object_of_ints(name: str, v: object) -> str | None:
+    if not isinstance(v, dict):
+        return f"field {name!r} must be an object {{partition: int}}"
+    for key, item in v.items():
+        if not isinstance(key, str) or not key.lstrip("-").isdigit() or len(key) > 11:
+            return f"field {name!r} has key {key!r}, which is not a partition number"
+        problem = _int_problem(f"{name}.{key}", item)
+        if problem:
+            return problem
+    return None
+
+
+def describe(text: str) -> tuple[str | None, bool]:
+    """What breaks the contract in one line's text: (reason or None, is it JSON at
+    all). A reason of None means the line is valid (or blank)."""
+    if not text.strip():
+        return None, True
+    try:
+        op = json.loads(text)
+    except ValueError as err:
+        return f"not JSON ({err})", False
+    if not isinstance(op, dict):
+        return f"JSON but not an object ({type(op).__name__})", True
+    for name in REQUIRED:
+        if op.get(name) is None:
+            return f"required field {name!r} is missing", True
+    for name in INT_FIELDS:
+        if op.get(name) is not None and (problem := _int_problem(name, op[name])):
+            return problem, True
+    for name in TEXT_FIELDS:
+        if op.get(name) is not None and not isinstance(op[name], str):
+            return f"field {name!r} must be a string", True
+    if op["type"] not in TYPES:
+        return f"type {op['type']!r} is none of {', '.join(TYPES)}", True
+    if op.get("final") is not None and not isinstance(op["final"], bool):
+        return "field 'final' must be true or false", True
+    for name in INT_LIST_FIELDS:
+        items = op.get(name)
+        if items is not None:
+            if not isinstance(items, list):
+                return f"field {name!r} must be a list of ints", True
+            for item in items:
+                if problem := _int_problem(name, item):
+                    return problem, True
+    if op.get("records") is not None:
+        records, slot = op["records"], value_slot(op["f"])
+        if not isinstance(records, list):
+            return "field 'records' must be a list", True
+        for entry in records:
+            if not isinstance(entry, list) or len(entry) != 3:
+                return f"a record {json.dumps(entry)[:40]} is not a list of three", True
+            for i, item in enumerate(entry):
+                if item is None and i == slot:
+                    continue
+                if problem := _int_problem("records", item):
+                    return problem, True
+    if op.get("seek") is not None and (problem := _object_of_ints("seek", op["seek"])):
+        return problem, True
+    hwm = op.get("high_watermark")
+    if hwm is not None:
+        if op["f"] == "poll" and (problem := _object_of_ints("high_watermark", hwm)):
+            return problem, True
+        if op["f"] in INT_HWM_KINDS and (problem := _int_problem("high_watermark", hwm)):
+            return problem, True
+    return None, True
+
+
+def read_line(path: Path, number: int) -> tuple[str, bool]:
+    """Line `number` (1-based, blank lines counted) of a file, and whether every
+    line after it is blank."""
+    text, rest_blank = "", True
+    with open(path, encoding="utf-8", errors="replace", newline="") as lines:
+        for i, line in enumerate(_physical_lines(lines), start=1):
+            if i == number:
+                text = line
+            elif i > number and line.strip():
+                rest_blank = False
+                break
+    return text, rest_blank
+
+
+def _physical_lines(stream):
+    """A text stream's lines, split on \\n, \\r\\n or \\r as Spark's line reader splits
+    them (the stream is opened with newline="")."""
+    for line in stream:
+        yield line.rstrip("\r\n")
