@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# The whole test suite: lint, unit tests, then integration tests against real
-# containers and real Kafka. Exits non-zero on any failure.
+# The whole test suite, in the project's own environment (scripts/setup.sh makes
+# it): lint, unit tests, then integration tests against real containers and real
+# Kafka. Exits non-zero on any failure; under CI=true a skipped test fails too.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1
+python=.venv/bin/python
+[ -x "$python" ] || { echo "test: no .venv here; run scripts/setup.sh first" >&2; exit 2; }
 
 status=0
 echo "== ruff"
-ruff check . || status=1
+"$python" -m ruff check . || status=1
 
 echo "== tests"
-python3 -m pytest -q -p no:cacheprovider --durations=15 tests "$@"
+# -rs: every skip's reason in the summary
+"$python" -m pytest -q -rs -p no:cacheprovider --durations=15 tests "$@"
 rc=$?
 # pytest's 5 means "no tests ran": that is a failure here, never a pass.
 [ $rc -ne 0 ] && status=1

@@ -7,14 +7,10 @@ model over random writes and truncates.
 
 from __future__ import annotations
 
-import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-pytest.importorskip("mfusepy", reason="mfusepy (and libfuse3) are needed to import the layer")
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from nemesis.pagecache_fs import DirtyExtents  # noqa: E402
+from nemesis.pagecache_fs import DirtyExtents
 
 
 def _model_check(extents: DirtyExtents, model: dict[int, int]) -> None:

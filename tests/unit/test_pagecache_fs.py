@@ -26,7 +26,6 @@ import pytest
 
 if not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None:
     pytest.skip("needs /dev/fuse and fusermount3 to mount the layer", allow_module_level=True)
-pytest.importorskip("mfusepy", reason="mfusepy (and libfuse3) are needed to mount the layer")
 
 from nemesis import pagecache_fs  # noqa: E402
 
