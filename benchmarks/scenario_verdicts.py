@@ -1,16 +1,18 @@
 """The KIP-966 headline, seed by seed: unclean-last-replica with ELR off and on.
 
-    python benchmarks/scenario_verdicts.py --seeds 1-10 [--elr off,on] [--store DIR]
+    python benchmarks/scenario_verdicts.py --seeds 1-10 [--elr off,on] [--workdir DIR]
     python benchmarks/scenario_verdicts.py --summarize RUN_DIR...
 
 Runs `harness run --nemesis unclean-last-replica` once per seed and ELR
-setting (about 1.5 minutes each), then prints one row per run from its
-test.json and results.json: the verdict, acks=all lost writes, lost committed
-reads, who was in the ELR after T1, who led after T4 (B is the ELR member, L
-the last ISR member), and the sends recorded as CLIENT_RESENT. The expectation
-of issue 5: ELR off is invalid with acks=all lost-write > 0, ELR on is valid
-with no acks=all lost-write and no lost-committed-read, B leads after T4 with
-ELR on and L with ELR off.
+setting (about 2 minutes each) as a user types it: in a working directory
+(the current one by default), with the default relative store, then prints one
+row per run from its test.json and results.json: the verdict, lost writes by
+acks level, lost committed reads, the bytes L's page-cache loss dropped at T2,
+who was in the ELR after T1, who led after T4 (B is the ELR member, L the last
+ISR member), and the sends recorded as CLIENT_RESENT. The expectation: ELR off
+is invalid with acks=all lost-write > 0 whenever L's page-cache loss dropped
+bytes, ELR on is valid with no acks=all lost-write and no lost-committed-read,
+B leads after T4 with ELR on and L with ELR off.
 """
 
 from __future__ import annotations
@@ -21,8 +23,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def _seeds(text: str) -> list[int]:
     seeds: list[int] = []
@@ -32,13 +32,18 @@ def _seeds(text: str) -> list[int]:
     return seeds
 
 
-def run_one(elr: str, seed: int, store: Path) -> Path:
-    """One scenario run; its run directory (the store's latest)."""
-    subprocess.run([sys.executable, "-m", "harness.cli", "run", "--nemesis",
-                    "unclean-last-replica", "--elr", elr, "--seed", str(seed),
-                    "--name", f"verdict-{elr}", "--store", str(store)],
-                   cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=1800)
-    return (store / "latest").resolve()
+#: The environment's console script: the README's `harness`.
+HARNESS = str(Path(sys.executable).with_name("harness"))
+
+
+def run_one(elr: str, seed: int, workdir: Path) -> Path:
+    """One scenario run from workdir with the default (relative) store; its run
+    directory (the store's latest)."""
+    subprocess.run([HARNESS, "run", "--nemesis", "unclean-last-replica", "--elr", elr,
+                    "--seed", str(seed)],
+                   cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   timeout=1800)
+    return (workdir / "store" / "latest").resolve()
 
 
 def summarize(run_dir: Path) -> dict:
@@ -53,14 +58,21 @@ def summarize(run_dir: Path) -> dict:
     anomalies = results["anomalies"]
     steps = {s["step"]: s for s in test.get("nemesis_result", {}).get("steps", [])}
     observed = {k: s.get("observed") or {} for k, s in steps.items()}
-    resent = 0
+    resent, dropped = 0, 0
     with open(run_dir / "history.jsonl", "rb") as history:
         for line in history:
             if b'"CLIENT_RESENT"' in line:
                 resent += 1
+            elif b'"page-cache-loss"' in line:
+                op = json.loads(line)
+                if op["type"] == "ok":
+                    dropped += int(op.get("detail", {}).get("total_bytes_dropped", 0))
     verdict = {True: "valid", False: "invalid"}.get(results["valid"], str(results["valid"]))
+    by_acks = anomalies.get("lost-write", {}).get("by_acks", {})
     return {**row, "verdict": verdict,
-            "lost_all": anomalies.get("lost-write", {}).get("by_acks", {}).get("all", 0),
+            "lost_all": by_acks.get("all", 0), "lost_1": by_acks.get("1", 0),
+            "lost_0": by_acks.get("0", 0), "dropped": dropped,
+            "sends": results.get("checked", {}).get("sends"),
             "lost_committed_read": anomalies.get("lost-committed-read", {}).get("count", 0),
             "bad": results["bad_anomaly_types"],
             "L": observed.get("setup", {}).get("leader"),
@@ -74,7 +86,8 @@ def expected(row: dict) -> bool:
     if row.get("verdict") in (None, "no verdict"):
         return False
     if row["elr"] == "off":
-        return (row["verdict"] == "invalid" and row["lost_all"] > 0
+        lost = row["lost_all"] > 0 or row["dropped"] == 0
+        return (row["verdict"] == ("invalid" if row["lost_all"] else "valid") and lost
                 and row["leader_after_T4"] == row["L"])
     b = (row["elr_after_T1"] or [None])[0]
     return (row["verdict"] == "valid" and row["lost_all"] == 0
@@ -86,19 +99,24 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="1-10")
     parser.add_argument("--elr", default="off,on")
-    parser.add_argument("--store", type=Path, default=ROOT / "store" / "verdicts")
+    parser.add_argument("--workdir", type=Path, default=Path.cwd(),
+                        help="where to run (its ./store is the runs' store)")
     parser.add_argument("--summarize", nargs="*", type=Path, metavar="RUN_DIR")
     args = parser.parse_args()
     if args.summarize is not None:
         dirs = args.summarize
     else:
-        dirs = [run_one(elr, seed, args.store) for elr in args.elr.split(",")
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        dirs = [run_one(elr, seed, args.workdir) for elr in args.elr.split(",")
                 for seed in _seeds(args.seeds)]
     rows = [summarize(d) for d in dirs]
-    print(f"{'elr':<4}{'seed':>5}  {'verdict':<10}{'acks=all lost':>14}{'lost-c-read':>12}"
+    print(f"{'elr':<4}{'seed':>5}  {'verdict':<10}{'sends':>7}{'lost all/1/0':>16}"
+          f"{'dropped B':>11}{'lost-c-read':>12}"
           f"{'L':>3}{'ELR@T1':>8}{'leader@T4':>10}{'resent':>8}  as expected")
     for r in rows:
-        print(f"{r['elr']:<4}{r['seed']:>5}  {r['verdict']:<10}{r.get('lost_all', '-'):>14}"
+        lost = f"{r.get('lost_all', '-')}/{r.get('lost_1', '-')}/{r.get('lost_0', '-')}"
+        print(f"{r['elr']:<4}{r['seed']:>5}  {r['verdict']:<10}{str(r.get('sends', '-')):>7}"
+              f"{lost:>16}{str(r.get('dropped', '-')):>11}"
               f"{r.get('lost_committed_read', '-'):>12}{str(r.get('L', '-')):>3}"
               f"{str(r.get('elr_after_T1', '-')):>8}{str(r.get('leader_after_T4', '-')):>10}"
               f"{r.get('client_resent', '-'):>8}  {'yes' if expected(r) else 'NO'}"
