@@ -26,7 +26,7 @@ from reports.history_scan import (
 from reports.html import NO_FAVICON, Safe, h, image, join, not_available, stylesheet, table, tag
 from reports.metadata import PARTITION_FIELDS, decode_metadata
 from reports.rundir import RunFiles
-from reports.verdict import verdict_of
+from reports.verdict import checked_line, count_label, verdict_of
 
 #: Examples of an anomaly shown open; the rest sit in a collapsed list.
 EXAMPLES_OPEN = 3
@@ -151,6 +151,9 @@ def banner(inputs: ReportInputs) -> Safe:
         ("duration", _duration(test, scan)),
         ("run directory", str(run.run_dir)),
     ]
+    checked = checked_line(results) if results else None
+    if checked:
+        facts.insert(0, ("checker read", checked))
     dl = join(join([tag("dt", k), tag("dd", v)]) for k, v in facts)
     return join([
         tag("div", join([tag("div", word, class_="verdict"), tag("div", reason, class_="reason"),
@@ -309,7 +312,7 @@ def anomalies_section(inputs: ReportInputs) -> Safe:
         by_acks = entry.get("by_acks")
         by_acks_text = (", ".join(f"acks={k}: {v}" for k, v in by_acks.items())
                         if isinstance(by_acks, dict) else "")
-        verdict = "bad" if name in bad else "reported"
+        verdict = count_label(results, name).split(" ", 1)[1].strip("()")
         summary_rows.append([Safe(f'<a href="#anomaly-{h(name)}">{h(name)}</a>'), count,
                              verdict, by_acks_text])
         examples = entry.get("examples") if isinstance(entry.get("examples"), list) else []

@@ -235,3 +235,20 @@ def test_corrupt_pieces_are_reported_not_fatal(tmp_path: Path) -> None:
     assert "metadata-log.json cannot be read" in _section(page, "metadata")
     assert "results.json is not a JSON object" in _section(page, "anomalies")
     assert '<div class="banner unchecked" id="verdict">' in page
+
+
+def test_banner_says_what_the_checker_read_and_the_table_how_much_is_bad(
+        store: Path) -> None:
+    run_dir = make_run(store, RunSpec(variant="invalid", elr=False,
+                                      run_name="20261121T130000"))
+    results = _results(run_dir)
+    results["checked"] = {"sends": 1234, "polled_records": 567, "final_records": 890,
+                          "observations": 12, "replica_records": 0}
+    name = next(iter(results["anomalies"]))
+    results["anomalies"][name].update(count=4, bad=2)
+    (run_dir / "results.json").write_text(json.dumps(results))
+    page = build_report(run_dir, CONFIG).read_text(encoding="utf-8")
+    assert "checked 1,234 sends, 567 polled records, 890 final records, 12 observations" in page
+    row = re.search(rf'#anomaly-{re.escape(name)}">{re.escape(name)}</a></td><td>(.*?)</tr>',
+                    page, re.S)
+    assert row and "<td>2 bad</td>" in row.group(1), row and row.group(1)
