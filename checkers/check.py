@@ -229,9 +229,11 @@ def _anomalies(spark, values, violations, obs, events, keys, info, replica_lines
 
 
 def _read_counts(rows: list, findings) -> None:
-    """The summary's count and budget rows into findings."""
+    """The summary's count, timeline and budget rows into findings."""
     findings.counts = Counter({(r["name"], r["acks"], r["topic"], r["partition"]): r["n"]
                                for r in rows if r["kind"] == "count"})
+    findings.lost_over_time = Counter({(r["acks"], r["second"]): r["n"]
+                                       for r in rows if r["kind"] == "timeline"})
     for r in rows:
         facts = findings.partitions.get((r["topic"], r["partition"]))
         if r["kind"] == "budget" and facts is not None:
@@ -262,9 +264,9 @@ def _overview(rows: list[dict], findings) -> None:
 
 
 def _summary(anomalies, losses, config: CheckerConfig):
-    """Rows of three kinds: count (per anomaly, acks and partition), example (the
-    first max_examples of each anomaly, in op order) and budget (page-cache losses
-    per partition, in n)."""
+    """Rows of four kinds: count (per anomaly, acks and partition), example (the
+    first max_examples of each anomaly, in op order), budget (page-cache losses
+    per partition, in n) and timeline (lost writes per acks level and second)."""
     from pyspark.sql import functions as F
 
     from checkers.examples import EXAMPLE_ORDER
@@ -276,8 +278,15 @@ def _summary(anomalies, losses, config: CheckerConfig):
         "AS rn").filter(f"rn <= {int(config.max_examples)}") \
         .drop("rn").withColumn("kind", F.lit("example"))
     budget = losses.selectExpr("'budget' AS kind", "topic", "partition", "losses AS n")
+    # lost writes per second of the run by acks level: the report's plot draws these
+    # (it never recomputes a loss)
+    timeline = anomalies.filter("name = 'lost-write' AND time IS NOT NULL") \
+        .selectExpr("acks", f"CAST(floor(time / {10 ** 9}) AS BIGINT) AS second") \
+        .groupBy("acks", "second").agg(F.count(F.lit(1)).alias("n")) \
+        .withColumn("kind", F.lit("timeline"))
     return counts.unionByName(examples, allowMissingColumns=True) \
-        .unionByName(budget, allowMissingColumns=True)
+        .unionByName(budget, allowMissingColumns=True) \
+        .unionByName(timeline, allowMissingColumns=True)
 
 
 def write_results(results: dict, directory: Path) -> Path:

@@ -176,7 +176,7 @@ def _found(name: str, condition: str, offset: str, ops: str, description: str,
     else null."""
     fields = anomaly_fields(name, value="value", acks=_ACKS, offset=offset, ops=ops,
                             description=description, hold=hold, hold_offsets=hold_offsets,
-                            extra=extra)
+                            extra=extra, time="comp_time")
     return f"CASE WHEN {condition} THEN {struct_of(fields)} END"
 
 

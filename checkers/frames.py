@@ -16,7 +16,7 @@ from checkers.events import spark_string as sql_string
 #: to add the final polls that hold `hold_offsets` (or, holding none of them, the
 #: partition's last final poll: see check._examples).
 ANOMALY_COLUMNS = ("name", "topic", "partition", "value", "offset", "acks", "ops",
-                   "description", "hold", "hold_offsets", "extra")
+                   "description", "hold", "hold_offsets", "extra", "time")
 
 
 def local_rows(spark, schema: str, rows: list[tuple]) -> DataFrame:
@@ -73,7 +73,7 @@ def json_of(**fields: str) -> str:
 def anomaly_fields(name: str, *, ops: str, description: str, value: str | None = None,
                    offset: str | None = None, acks: str | None = None,
                    hold: str | None = None, hold_offsets: str | None = None,
-                   extra: str | None = None) -> dict[str, str]:
+                   extra: str | None = None, time: str | None = None) -> dict[str, str]:
     """The common anomaly schema (ANOMALY_COLUMNS, in order) as SQL expressions over
     a row with topic and partition; the other arguments are SQL expressions."""
     def typed(expr: str | None, kind: str) -> str:
@@ -92,6 +92,8 @@ def anomaly_fields(name: str, *, ops: str, description: str, value: str | None =
         "hold_offsets": (f"filter(CAST({hold_offsets} AS ARRAY<BIGINT>), o -> o IS NOT NULL)"
                          if hold_offsets else "CAST(array() AS ARRAY<BIGINT>)"),
         "extra": typed(extra, "STRING"),
+        # when it happened (a send's completion, ns), for the report's timelines
+        "time": typed(time, "BIGINT"),
     }
     assert tuple(fields) == ANOMALY_COLUMNS
     return fields

@@ -47,6 +47,8 @@ class Findings:
     any_final_reads: bool = False
     #: what the checks' tables held, counted from them (checkers/facts.py)
     checked: dict = field(default_factory=dict)
+    #: lost writes per (acks, second of the run)
+    lost_over_time: Counter = field(default_factory=Counter)
 
 
 def tp_key(topic: str, partition: int) -> str:
@@ -76,6 +78,16 @@ def guarantee(findings: Findings, info: RunInfo) -> dict[str, dict]:
         out[tp_key(topic, part)] = {"within_budget": within, "page_cache_losses": losses,
                                     "budget": budget, "acks_all_lost": lost, "reason": reason}
     return out
+
+
+def _by_partition(counts: Counter, name: str) -> dict[str, dict[str, int]]:
+    """{"topic-partition": {acks: n}} of one by-acks anomaly."""
+    out: dict[str, dict[str, int]] = {}
+    for (n, acks, topic, part), count in sorted(counts.items(), key=str):
+        if n == name and count:
+            row = out.setdefault(tp_key(topic, part), dict.fromkeys(ACKS, 0))
+            row[acks] = row.get(acks, 0) + count
+    return dict(sorted(out.items()))
 
 
 def _plural(n: int, word: str) -> str:
@@ -108,6 +120,12 @@ def assemble(findings: Findings, info: RunInfo, checker_seconds: float) -> dict:
         entry: dict = {"count": totals[name], "bad": bad_counts[name]}
         if name in by_acks:
             entry["by_acks"] = {a: by_acks[name][a] for a in ACKS}
+            entry["by_partition"] = _by_partition(findings.counts, name)
+        if name == "lost-write":
+            # the report's timeline: [second of the run, lost writes], by acks level
+            entry["over_time"] = {a: sorted([s, n] for (acks, s), n in
+                                            findings.lost_over_time.items() if acks == a)
+                                  for a in ACKS}
         entry["examples"] = findings.examples.get(name, [])
         anomalies[name] = entry
 

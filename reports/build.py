@@ -14,14 +14,9 @@ from harness.config import ReportConfig
 from harness.errors import HarnessError
 from reports.atomic import write_atomically
 from reports.faults import pair_faults
-from reports.history_scan import (
-    Interest,
-    PartitionKey,
-    compute_lost_writes,
-    example_interest,
-    scan_history,
-)
+from reports.history_scan import Interest, example_interest, scan_history
 from reports.index import write_index
+from reports.lost_writes import lost_writes_of
 from reports.render import ReportInputs, render_report
 from reports.rundir import load_run, store_of
 
@@ -48,26 +43,6 @@ def wanted_ops(results: dict[str, Any] | None) -> dict[int, Interest]:
     return {i: Interest(frozenset(v), frozenset(p)) for i, (v, p) in wanted.items()}
 
 
-def _partition_key(item: Any) -> PartitionKey | None:
-    """An incomplete_partitions entry ("t-0", ["t", 0] or {topic, partition}) as a key."""
-    if isinstance(item, str) and "-" in item:
-        topic, _, number = item.rpartition("-")
-        return (topic, int(number)) if number.isdigit() else None
-    if isinstance(item, list | tuple) and len(item) == 2 and isinstance(item[1], int):
-        return (str(item[0]), item[1])
-    if isinstance(item, dict) and isinstance(item.get("partition"), int):
-        return (str(item.get("topic")), item["partition"])
-    return None
-
-
-def incomplete_partitions(results: dict[str, Any] | None) -> set[PartitionKey]:
-    stats = results.get("stats") if results else None
-    items = stats.get("incomplete_partitions") if isinstance(stats, dict) else None
-    if not isinstance(items, list):
-        return set()
-    return {key for key in map(_partition_key, items) if key is not None}
-
-
 def build_report(run_dir: Path, config: ReportConfig) -> Path:
     """Render RUN_DIR/report.html from the run's files; refresh the store index if any."""
     run = load_run(run_dir)
@@ -76,7 +51,7 @@ def build_report(run_dir: Path, config: ReportConfig) -> Path:
         run=run,
         scan=scan,
         bands=pair_faults(scan.fault_events),
-        lost=compute_lost_writes(scan, incomplete_partitions(run.results)),
+        lost=lost_writes_of(run.results),
         config=config,
     )
     page = render_report(inputs)

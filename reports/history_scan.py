@@ -1,9 +1,10 @@
 """One streaming pass over history.jsonl that gathers everything the report draws.
 
 Histories can hold ten million lines, so the file is read line by line exactly
-once and only compact columns are kept: latencies and ok-send values in typed
-arrays, per-second counts, the observed partition state only where it changed,
-and the few whole operations that anomaly examples name by index.
+once and only compact columns are kept: latencies in typed arrays, per-second
+counts, the observed partition state only where it changed, and the few whole
+operations that anomaly examples name by index. It decides no anomaly: what was
+lost comes from the checker (reports/lost_writes.py).
 """
 
 from __future__ import annotations
@@ -15,14 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from reports.faults import FaultEvent
-
-#: Acks levels in the order the report lists them; the index is the stored code.
-ACKS_LEVELS = ("all", "1", "0")
-ACKS_CODE = {acks: code for code, acks in enumerate(ACKS_LEVELS)}
-UNKNOWN_ACKS = len(ACKS_LEVELS)
 
 #: Malformed line numbers kept for the warning (the count is always exact).
 MAX_MALFORMED_LISTED = 20
@@ -55,15 +49,6 @@ class Series:
         self.y.append(y)
 
 
-@dataclass
-class OkSends:
-    """Values, completion times and acks codes of one partition's ok sends."""
-
-    values: array = field(default_factory=lambda: array("q"))
-    times: array = field(default_factory=lambda: array("d"))
-    acks: array = field(default_factory=lambda: array("b"))
-
-
 @dataclass(frozen=True)
 class Interest:
     """What an anomaly example wants to see of one op: its matching poll records."""
@@ -88,29 +73,12 @@ class HistoryScan:
     fault_events: list[FaultEvent] = field(default_factory=list)
     states: dict[PartitionKey, list[ObservedState]] = field(default_factory=dict)
     hwm: dict[PartitionKey, Series] = field(default_factory=dict)
-    ok_sends: dict[PartitionKey, OkSends] = field(default_factory=dict)
-    final_values: dict[PartitionKey, array] = field(default_factory=dict)
-    final_partitions: set[PartitionKey] = field(default_factory=set)
+    final_polls: int = 0
     ops: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def has_final_reads(self) -> bool:
-        return bool(self.final_partitions)
-
-
-@dataclass(frozen=True)
-class LostWrites:
-    """Ok sends absent from their partition's final reads, computed from the whole history."""
-
-    times_by_acks: dict[str, np.ndarray]
-    by_partition: dict[PartitionKey, dict[str, int]]
-    ok_by_acks: dict[str, int]
-    partitions_checked: list[PartitionKey]
-    partitions_skipped: list[PartitionKey]
-
-    @property
-    def counts_by_acks(self) -> dict[str, int]:
-        return {acks: int(len(t)) for acks, t in self.times_by_acks.items()}
+        return self.final_polls > 0
 
 
 def _ints(value: Any) -> tuple[int, ...] | None:
@@ -249,10 +217,8 @@ def scan_history(
                 series.add(t, (time_ns - started[0]) / 1e6)
             if process >= 0:
                 scan.throughput[typ][int(t)] += 1
-            if f == "send" and typ == "ok":
-                _record_ok_send(scan, op, t, acks)
-            elif f == "poll" and typ == "ok" and final:
-                _record_final_poll(scan, op)
+            if f == "poll" and typ == "ok" and final:
+                scan.final_polls += 1
     if last_bad_line == line_no and last_bad_line > 0:
         # The contract: a last line cut short by a crash is ignored, not an error.
         scan.truncated_last_line = True
@@ -291,73 +257,3 @@ def _observe(scan: HistoryScan, op: dict[str, Any], t: float,
         if series is None:
             series = scan.hwm[key] = Series()
         series.add(t, float(hwm))
-
-
-def _record_ok_send(scan: HistoryScan, op: dict[str, Any], t: float, acks: Any) -> None:
-    value = op.get("value")
-    partition = op.get("partition")
-    if not isinstance(value, int) or not isinstance(partition, int):
-        return
-    key = (str(op.get("topic")), partition)
-    sends = scan.ok_sends.get(key)
-    if sends is None:
-        sends = scan.ok_sends[key] = OkSends()
-    sends.values.append(value)
-    sends.times.append(t)
-    sends.acks.append(ACKS_CODE.get(acks, UNKNOWN_ACKS))
-
-
-def _record_final_poll(scan: HistoryScan, op: dict[str, Any]) -> None:
-    topic = str(op.get("topic"))
-    read = op.get("partitions")
-    if isinstance(read, list):
-        scan.final_partitions.update((topic, p) for p in read if isinstance(p, int))
-    records = op.get("records")
-    if not isinstance(records, list):
-        return
-    for record in records:
-        if not (isinstance(record, list) and len(record) == 3):
-            continue
-        partition, _offset, value = record
-        if not isinstance(partition, int):
-            continue
-        key = (topic, partition)
-        scan.final_partitions.add(key)
-        if isinstance(value, int):
-            values = scan.final_values.get(key)
-            if values is None:
-                values = scan.final_values[key] = array("q")
-            values.append(value)
-
-
-def compute_lost_writes(scan: HistoryScan, incomplete: set[PartitionKey]) -> LostWrites:
-    """Every ok send missing from its partition's final reads (results.json caps examples)."""
-    times: dict[str, list[np.ndarray]] = {acks: [] for acks in ACKS_LEVELS}
-    by_partition: dict[PartitionKey, dict[str, int]] = {}
-    ok_by_acks = dict.fromkeys(ACKS_LEVELS, 0)
-    checked: list[PartitionKey] = []
-    skipped: list[PartitionKey] = []
-    for key in sorted(scan.ok_sends):
-        sends = scan.ok_sends[key]
-        if key not in scan.final_partitions or key in incomplete:
-            skipped.append(key)
-            continue
-        checked.append(key)
-        values = np.frombuffer(sends.values, dtype=np.int64)
-        send_times = np.frombuffer(sends.times, dtype=np.float64)
-        acks_codes = np.frombuffer(sends.acks, dtype=np.int8)
-        final = np.frombuffer(scan.final_values.get(key, array("q")), dtype=np.int64)
-        lost = ~np.isin(values, final)
-        counts: dict[str, int] = {}
-        for code, acks in enumerate(ACKS_LEVELS):
-            of_acks = acks_codes == code
-            ok_by_acks[acks] += int(of_acks.sum())
-            hit = lost & of_acks
-            counts[acks] = int(hit.sum())
-            times[acks].append(send_times[hit])
-        by_partition[key] = counts
-    merged = {
-        acks: np.sort(np.concatenate(parts)) if parts else np.empty(0)
-        for acks, parts in times.items()
-    }
-    return LostWrites(merged, by_partition, ok_by_acks, checked, skipped)

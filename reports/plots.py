@@ -22,13 +22,8 @@ from matplotlib.patches import Patch
 from matplotlib.transforms import blended_transform_factory
 
 from reports.faults import FaultBand
-from reports.history_scan import (
-    ACKS_LEVELS,
-    HistoryScan,
-    LostWrites,
-    ObservedState,
-    PartitionKey,
-)
+from reports.history_scan import HistoryScan, ObservedState, PartitionKey
+from reports.lost_writes import ACKS_LEVELS, LostWrites
 
 FAULT_COLOURS = {
     "partition": "#e6550d",
@@ -283,20 +278,23 @@ def hwm_plot(scan: HistoryScan, bands: list[FaultBand], max_points: int, max_lab
 
 def lost_writes_plot(lost: LostWrites, bands: list[FaultBand], end_s: float, max_points: int,
                      max_labels: int, dpi: int) -> str | None:
-    """Cumulative lost writes by acks level, placed at the send's completion time."""
-    if not any(len(t) for t in lost.times_by_acks.values()):
+    """The checker's lost writes by acks level, cumulative over the second of the run
+    their send was acknowledged in."""
+    if not any(lost.over_time.get(acks) for acks in ACKS_LEVELS):
         return None
     fig = Figure(figsize=(11, 3.4))
     ax = fig.subplots()
     # acks=all last and thickest: its losses are the ones KIP-966 is about.
     for acks in reversed(ACKS_LEVELS):
-        times = lost.times_by_acks.get(acks)
-        if times is None or not len(times):
+        points = lost.over_time.get(acks)
+        if not points:
             continue
-        x, y = downsample(times, np.arange(1, len(times) + 1), max_points)
+        seconds = np.array([s for s, _ in points], dtype=float)
+        total = np.cumsum([n for _, n in points])
+        x, y = downsample(seconds, total, max_points)
         ax.plot(x, y, drawstyle="steps-post", color=ACKS_COLOURS[acks],
                 lw=2.2 if acks == "all" else 1.3, ls=ACKS_STYLES[acks],
-                label=f"acks={acks} ({len(times)})")
+                label=f"acks={acks} ({int(total[-1])})")
     ax.set_ylabel("lost writes (cumulative)")
     ax.set_title("Lost writes by acks level (send completion time)")
     draw_fault_bands(ax, bands, end_s, max_labels)

@@ -15,15 +15,14 @@ from harness.config import ReportConfig
 from reports import plots
 from reports.faults import FaultBand
 from reports.history_scan import (
-    ACKS_LEVELS,
     HistoryScan,
     Interest,
-    LostWrites,
     ObservedState,
     example_interest,
     matching_records,
 )
 from reports.html import NO_FAVICON, Safe, h, image, join, not_available, stylesheet, table, tag
+from reports.lost_writes import ACKS_LEVELS, LostWrites
 from reports.metadata import PARTITION_FIELDS, decode_metadata
 from reports.rundir import RunFiles
 from reports.verdict import checked_line, count_label, verdict_of
@@ -358,19 +357,23 @@ def plots_section(inputs: ReportInputs) -> Safe:
     latency = plots.latency_plot(scan, bands, pts, labels, dpi)
     throughput = plots.throughput_plot(scan, bands, pts, labels, dpi)
     hwm = plots.hwm_plot(scan, bands, pts, labels, dpi)
-    lost = plots.lost_writes_plot(inputs.lost, bands, scan.end_time_s, pts, labels, dpi)
-    if not scan.has_final_reads:
-        lost_why = why or "the history has no final reads, so lost writes cannot be computed."
+    # the checker's losses, drawn over the run the history shows (none without one)
+    lost = None if why else plots.lost_writes_plot(inputs.lost, bands, scan.end_time_s, pts,
+                                                   labels, dpi)
+    counts = inputs.lost.counts_by_acks
+    lost_alt = "lost writes plot: " + ", ".join(f"acks={a} {counts.get(a, 0)}"
+                                                for a in ACKS_LEVELS)
+    if not inputs.lost.checked:
+        lost_why = why or "the history was not checked (no results.json)."
     else:
-        lost_why = ("no ok send is missing from the final reads of the "
-                    f"{len(inputs.lost.partitions_checked)} partition(s) read in full.")
+        lost_why = why or "the checker found no lost write."
     return join([
         tag("h3", "Latency"),
         image(latency, "latency plot", why or "no completed client operation."),
         tag("h3", "Throughput"),
         image(throughput, "throughput plot", why or "no completed client operation."),
         tag("h3", "Lost writes over time"),
-        image(lost, "lost writes plot", lost_why),
+        image(lost, lost_alt, lost_why),
         tag("h3", "High watermark"),
         image(hwm, "high watermark plot", why or "the observer recorded no high watermark."),
     ])
@@ -500,24 +503,23 @@ def _op_counts_table(scan: HistoryScan) -> Safe:
     return table(["f", "acks", "ok", "fail", "info", "invoked, never completed"], rows)
 
 
-def _lost_table(lost: LostWrites, scan: HistoryScan) -> Safe:
-    if not scan.has_final_reads:
-        return not_available("Lost writes (computed)", "the history has no final reads.")
+def _lost_table(lost: LostWrites) -> Safe:
+    if not lost.checked:
+        return not_available("Lost writes", "the history was not checked (no results.json).")
     rows = []
     for acks in ACKS_LEVELS:
         ok = lost.ok_by_acks.get(acks, 0)
         n = lost.counts_by_acks.get(acks, 0)
         rows.append([acks, ok, n, f"{n / ok:.4%}" if ok else "—"])
-    per_partition = [[f"{t}-{p}", *(counts.get(a, 0) for a in ACKS_LEVELS)]
-                     for (t, p), counts in sorted(lost.by_partition.items())]
+    per_partition = [[name, *(counts.get(a, 0) for a in ACKS_LEVELS)]
+                     for name, counts in sorted(lost.by_partition.items())]
     skipped = ""
-    if lost.partitions_skipped:
-        skipped = tag("div", "Not counted (no complete final read): " + ", ".join(
-            f"{t}-{p}" for t, p in lost.partitions_skipped), class_="muted")
+    if lost.incomplete:
+        skipped = tag("div", "Final read incomplete (their missing sends are unseen, not "
+                             "lost): " + ", ".join(lost.incomplete), class_="muted")
     return join([
-        tag("p", "Every ok send whose value is absent from its partition's final reads, counted "
-                 "by the report over the whole history (results.json keeps 20 examples).",
-            class_="muted"),
+        tag("p", "Every ok send the checker found absent from its partition's final log "
+                 "(results.json; it keeps 20 examples of each anomaly).", class_="muted"),
         table(["acks", "ok sends", "lost", "loss rate"], rows),
         table(["partition", "lost acks=all", "lost acks=1", "lost acks=0"], per_partition),
         skipped,
@@ -552,8 +554,8 @@ def stats_section(inputs: ReportInputs) -> Safe:
     parts = [
         tag("h3", "Operations in the history"),
         _op_counts_table(scan),
-        tag("h3", "Lost writes by acks (computed from the final reads)"),
-        _lost_table(inputs.lost, scan),
+        tag("h3", "Lost writes by acks (the checker's)"),
+        _lost_table(inputs.lost),
         tag("h3", "Faults that took effect"),
         table(["fault", "count"], sorted(fault_counts.items())) if fault_counts
         else not_available("Fault counts", "no fault in the history."),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import heapq
 import json
 import random
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,8 @@ class Sent:
     offset: int | None
     lost: bool
     polls: list[int] = field(default_factory=list)
+    #: completion time, seconds into the run
+    time_s: float = 0.0
 
 
 @dataclass
@@ -210,7 +213,7 @@ def generate_history(run_dir: Path, spec: RunSpec) -> dict[str, Any]:
             logs[partition].append((value, offset, len(sent)))
             done = out.write(now, process, "ok", "send", **fields,
                              offset=None if acks == "0" else offset)
-            sent.append(Sent(value, partition, acks, invoke, done, offset, lost))
+            sent.append(Sent(value, partition, acks, invoke, done, offset, lost, time_s=now))
             if not troubled:
                 hwm[partition] = offset + 1
         free[acks].append(process)
@@ -295,8 +298,19 @@ def make_results(spec: RunSpec, info: dict[str, Any]) -> dict[str, Any]:
     anomalies: dict[str, Any] = {}
     bad: list[str] = []
     if lost:
+        # as the checker writes them: per partition, and per second of the run
+        by_partition: dict[str, dict[str, int]] = {}
+        seconds: dict[str, Counter] = {a: Counter() for a in ACKS_BY_PRODUCER}
+        for s in lost:
+            row = by_partition.setdefault(f"{topic}-{s.partition}",
+                                          dict.fromkeys(ACKS_BY_PRODUCER, 0))
+            row[s.acks] += 1
+            seconds[s.acks][int(s.time_s)] += 1
         anomalies["lost-write"] = {
-            "count": len(lost), "by_acks": by_acks,
+            "count": len(lost), "bad": by_acks["all"] if spec.variant == "invalid" else 0,
+            "by_acks": by_acks, "by_partition": by_partition,
+            "over_time": {a: sorted([sec, n] for sec, n in c.items())
+                          for a, c in seconds.items()},
             "examples": [_lost_example(info, s, topic) for s in lost[:20]]}
     stats: dict[str, Any] = {
         "ops": {"send": {"ok": ok_by_acks}},

@@ -156,7 +156,8 @@ def test_unknown_report_explains_what_is_missing(unknown: tuple[Path, str]) -> N
     assert "final reads of elr-test-2 incomplete" in page
     assert 'id="anomaly-unseen"' in page
     assert "The last line of history.jsonl was cut short" in page
-    assert "Not counted (no complete final read): elr-test-2" in page
+    assert "Final read incomplete (their missing sends are unseen, not lost): elr-test-2" \
+        in page
 
 
 def test_history_text_can_never_inject_markup(store: Path) -> None:

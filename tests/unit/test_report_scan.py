@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from reports.history_scan import Interest, compute_lost_writes, scan_history
+from reports.history_scan import Interest, scan_history
 from reports.plots import downsample
 
 
@@ -88,26 +88,6 @@ def test_observed_state_keeps_changes_only(tmp_path: Path) -> None:
     assert [s.isr for s in states] == [(1, 2, 3), (1,), (1,)]
     assert [s.elr for s in states] == [(), (2,), None]
     assert list(scan.hwm[("t", 0)].y) == [5.0, 7.0]
-
-
-def test_lost_writes_are_ok_sends_absent_from_final_reads(tmp_path: Path) -> None:
-    path = _write(tmp_path / "h.jsonl", [
-        _send(0, 0, "invoke", 1), _send(1, 0, "ok", 1, offset=0),
-        _send(2, 0, "invoke", 2), _send(3, 0, "ok", 2, offset=1),
-        _send(4, 1, "invoke", 3, acks="1"), _send(5, 1, "ok", 3, acks="1", offset=2),
-        _send(6, 2, "invoke", 4, acks="0"), _send(7, 2, "ok", 4, acks="0", offset=None),
-        _send(8, 0, "invoke", 5), _send(9, 0, "fail", 5, error="NOT_ENOUGH_REPLICAS"),
-        _send(10, 3, "invoke", 6, p=1), _send(11, 3, "ok", 6, p=1, offset=0),
-        _final(20, [[0, 0, 1]], [0]),
-    ])
-    scan = scan_history(path)
-    lost = compute_lost_writes(scan, incomplete=set())
-    assert lost.counts_by_acks == {"all": 1, "1": 1, "0": 1}
-    assert list(lost.times_by_acks["all"]) == [0.003]
-    assert lost.partitions_skipped == [("t", 1)]  # no final read of partition 1
-    assert lost.ok_by_acks == {"all": 2, "1": 1, "0": 1}
-    nothing = compute_lost_writes(scan, incomplete={("t", 0)})
-    assert nothing.counts_by_acks == {"all": 0, "1": 0, "0": 0}
 
 
 def test_downsample_keeps_spikes_and_the_bound() -> None:
