@@ -1,0 +1,646 @@
+"""A plain reference checker of shared/HISTORY.md (contract version 2), with the
+readings of docs/CHECKING.md: the oracle the tests compare the Spark checker with.
+
+Written straight from those two pages, one small function per rule, over Python
+lists and dicts: no Spark, no DuckDB, and no import of the checkers package (it
+must stay an independent implementation). Histories of a few thousand lines at
+most; nothing here is meant to be fast.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.errors import HistoryError
+
+ACKS = ("all", "1", "0")
+TYPES = ("invoke", "ok", "fail", "info")
+#: Every anomaly of the contract's table, in its order.
+ANOMALIES = ("lost-write", "lost-committed-read", "inconsistent-offset", "duplicate",
+             "aborted-read", "realtime-order", "nonmonotonic-poll", "poll-skip",
+             "garbage-read", "hwm-regression", "elr-invariant", "fenced-leader",
+             "last-known-elr-invalid", "replica-divergence", "unseen")
+#: Bad whenever found (lost-write and duplicate have conditions, unseen never is).
+ALWAYS_BAD = ("lost-committed-read", "inconsistent-offset", "aborted-read", "realtime-order",
+              "nonmonotonic-poll", "poll-skip", "garbage-read", "hwm-regression",
+              "elr-invariant", "fenced-leader", "last-known-elr-invalid",
+              "replica-divergence")
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+TP = tuple[str, int]
+
+
+class MalformedLine(HistoryError):
+    """A line that breaks the contract (and is not a cut-short last line)."""
+
+    def __init__(self, line: int, reason: str) -> None:
+        super().__init__(f"line {line} is not a valid history line: {reason}")
+        self.line = line
+        self.reason = reason
+
+
+@dataclass
+class Reference:
+    """What the contract says about one history."""
+
+    valid: bool | str
+    counts: dict[str, int]
+    by_acks: dict[str, dict[str, int]]
+    bad: set[str]
+    truncated_lines: int
+    incomplete_partitions: set[str]
+    checked: dict[str, int]
+    #: per judged partition ("topic-partition"): its page-cache losses in one window
+    page_cache_losses: dict[str, int] = field(default_factory=dict)
+    beyond_budget: set[str] = field(default_factory=set)
+
+
+# -- lines -------------------------------------------------------------------------
+
+
+class _BigInt:
+    """A JSON integer too long to be worth parsing (it is outside 64 bits anyway)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _parse_int(text: str):
+    return int(text) if len(text) <= 40 else _BigInt(text)
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _int_problem(name: str, v) -> str | None:
+    if isinstance(v, _BigInt) or (isinstance(v, int) and not isinstance(v, bool)
+                                  and not INT64_MIN <= v <= INT64_MAX):
+        return f"field {name!r} holds an int outside the signed 64-bit range"
+    if isinstance(v, float):
+        extra = ", and outside the signed 64-bit range" if abs(v) >= 2.0 ** 63 else ""
+        return f"field {name!r} must be an int, not a number with a fraction or exponent{extra}"
+    if not isinstance(v, int) or isinstance(v, bool):
+        return f"field {name!r} must be an int, not {json.dumps(v)[:30]}"
+    return None
+
+
+def _int(name, v):
+    return _int_problem(name, v)
+
+
+def _str(name, v):
+    return None if isinstance(v, str) else f"field {name!r} must be a string"
+
+
+def _bool(name, v):
+    return None if isinstance(v, bool) else f"field {name!r} must be true or false"
+
+
+def _acks(name, v):
+    return None if v in ACKS else f"field {name!r} must be one of \"0\", \"1\", \"all\""
+
+
+def _object(name, v):
+    return None if isinstance(v, dict) else f"field {name!r} must be an object"
+
+
+def _int_list(name, v):
+    if not isinstance(v, list):
+        return f"field {name!r} must be a list of ints"
+    for item in v:
+        if problem := _int_problem(name, item):
+            return problem
+    return None
+
+
+def _str_list(name, v):
+    if not isinstance(v, list) or not all(isinstance(s, str) for s in v):
+        return f"field {name!r} must be a list of strings"
+    return None
+
+
+def _partition_map(name, v):
+    if not isinstance(v, dict):
+        return f"field {name!r} must be an object {{partition: int}}"
+    for key, item in v.items():
+        if not re.fullmatch(r"-?[0-9]+", key) or _int_problem(name, int(key)):
+            return f"field {name!r} has key {key!r}, which is not a partition's decimal text"
+        if problem := _int_problem(name, item):
+            return problem
+    return None
+
+
+def _records(value_slot: int):
+    def check(name, v):
+        if not isinstance(v, list):
+            return f"field {name!r} must be a list"
+        for entry in v:
+            if not isinstance(entry, list) or len(entry) != 3:
+                return f"a record {json.dumps(entry)[:30]} is not a list of three"
+            for i, item in enumerate(entry):
+                if item is None and i == value_slot:
+                    continue
+                if problem := _int_problem(name, item):
+                    return problem
+        return None
+    return check
+
+
+#: The fields of each kind of line, with their type checks (HISTORY.md's tables).
+KIND_FIELDS = {
+    "send": {"topic": _str, "partition": _int, "acks": _acks, "value": _int, "offset": _int,
+             "error": _str},
+    "poll": {"topic": _str, "records": _records(2), "high_watermark": _partition_map,
+             "final": _bool, "seek": _partition_map, "error": _str},
+    "fault": {"fault": _str, "nodes": _str_list, "detail": _object},
+    "observe": {"topic": _str, "partition": _int, "leader": _int, "leader_epoch": _int,
+                "isr": _int_list, "elr": _int_list, "last_known_elr": _int_list,
+                "high_watermark": _int, "fenced": _int_list},
+    "replica": {"topic": _str, "partition": _int, "node": _str, "broker": _int,
+                "high_watermark": _int, "log_end_offset": _int, "records": _records(1)},
+}
+
+
+def _required(op: dict) -> tuple[str, ...]:
+    """The fields the contract lists for this line's kind and type without
+    "optional" (docs/CHECKING.md: null only where the contract allows it)."""
+    f, t = op["f"], op["type"]
+    if f == "send":
+        need = ("topic", "partition", "acks", "value")
+        if t == "ok" and op.get("acks") != "0":
+            need += ("offset",)
+        return need + (("error",) if t in ("fail", "info") else ())
+    if f == "poll":
+        return ("topic",) + {"ok": ("records",), "fail": ("error",),
+                             "info": ("error",)}.get(t, ())
+    if f == "fault":
+        return ("fault", "nodes")
+    if f == "observe":
+        return ("topic", "partition", "leader", "leader_epoch")
+    if f == "replica":
+        return ("topic", "partition", "node", "broker", "log_end_offset", "records")
+    return ()
+
+
+def line_problem(op) -> str | None:
+    """What makes a parsed line malformed, or None."""
+    if not isinstance(op, dict):
+        return f"JSON but not an object ({type(op).__name__})"
+    for name in ("index", "time", "process"):
+        if op.get(name) is None:
+            return f"required field {name!r} is missing"
+        if problem := _int_problem(name, op[name]):
+            return problem
+    for name in ("type", "f"):
+        if op.get(name) is None:
+            return f"required field {name!r} is missing"
+        if not isinstance(op[name], str):
+            return f"field {name!r} must be a string"
+    if op["type"] not in TYPES:
+        return f"type {op['type']!r} is none of {', '.join(TYPES)}"
+    fields = KIND_FIELDS.get(op["f"])
+    if fields is None:
+        return None  # a newer recorder's kind of line: ignored
+    for name, check in fields.items():
+        if op.get(name) is not None and (problem := check(name, op[name])):
+            return problem
+    if op["f"] in ("observe", "replica") and op["type"] != "ok":
+        return f"an {op['f']} line's type is always ok"
+    for name in _required(op):
+        if op.get(name) is None:
+            return f"field {name!r} is required on a {op['type']} {op['f']} line"
+    return None
+
+
+_BLANK = b" \t\r\n"
+
+
+def read_lines(path: Path) -> tuple[list[tuple[int, dict]], int]:
+    """The valid lines as (1-based line number, object), and how many lines were
+    cut short (0 or 1). Raises MalformedLine for the first malformed line."""
+    physical = re.split(rb"\r\n|\r|\n", Path(path).read_bytes())
+    nonblank = [i for i, raw in enumerate(physical) if raw.strip(_BLANK)]
+    last = nonblank[-1] if nonblank else -1
+    lines, truncated = [], 0
+    for i in nonblank:
+        try:
+            op = json.loads(physical[i].decode("utf-8"), parse_int=_parse_int,
+                            parse_constant=_no_constant)
+        except (UnicodeDecodeError, ValueError) as err:
+            if i == last:
+                truncated = 1  # a crash cut the last line short
+                continue
+            raise MalformedLine(i + 1, f"not JSON ({err})") from None
+        if problem := line_problem(op):
+            raise MalformedLine(i + 1, problem)
+        lines.append((i + 1, op))
+    return lines, truncated
+
+
+# -- operations ----------------------------------------------------------------------
+
+
+@dataclass
+class Send:
+    topic: str
+    partition: int
+    acks: str
+    value: int
+    invoke_time: int | None
+    status: str = "info"  # an invoke never completed counts as info
+    offset: int | None = None
+    ok_time: int | None = None
+
+
+@dataclass
+class Poll:
+    process: int
+    topic: str
+    final: bool
+    seek: dict[int, int]
+    completion: str | None = None  # None: never completed
+    records: list[tuple[int, int, int | None]] = field(default_factory=list)
+    hwm: dict[int, int] = field(default_factory=dict)
+    #: for an open final invoke: what the process's earlier final polls of the topic covered
+    earlier: set[int] = field(default_factory=set)
+
+    def covers(self) -> set[int]:
+        """The partitions this final poll covers (docs/CHECKING.md)."""
+        out = set(self.seek)
+        if self.completion == "ok":
+            out |= {p for p, _, _ in self.records} | set(self.hwm)
+        return out
+
+
+@dataclass
+class Fault:
+    fault: str
+    nodes: list[str]
+    position: int
+    status: str = "info"
+
+
+def _pmap(obj: dict | None) -> dict[int, int]:
+    return {int(k): v for k, v in (obj or {}).items()}
+
+
+@dataclass
+class _Ops:
+    sends: list[Send] = field(default_factory=list)
+    polls: list[Poll] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)
+    observes: list[tuple[int, dict]] = field(default_factory=list)  # (position, line)
+    replicas: list[dict] = field(default_factory=list)
+    #: in history order: ("seek", poll) at an invoke, ("records", poll) at an ok
+    timeline: list[tuple[str, object]] = field(default_factory=list)
+
+
+def build_ops(lines: list[tuple[int, dict]]) -> _Ops:
+    """Pair each invoke with its completion: a client's with the next completion of the
+    same process and f; the nemesis's first in, first out by (fault, nodes)."""
+    ops = _Ops()
+    open_client: dict[tuple[int, str], object] = {}
+    open_faults: dict[tuple, list[Fault]] = defaultdict(list)
+    for position, (_number, op) in enumerate(lines):
+        f, t = op["f"], op["type"]
+        if f == "observe":
+            ops.observes.append((position, op))
+        elif f == "replica":
+            ops.replicas.append(op)
+        elif f == "fault":
+            key = (op["process"], op["fault"], tuple(op["nodes"]))
+            if t == "invoke":
+                fault = Fault(op["fault"], list(op["nodes"]), position)
+                open_faults[key].append(fault)
+                ops.faults.append(fault)
+            else:
+                if open_faults[key]:
+                    fault = open_faults[key].pop(0)
+                else:
+                    fault = Fault(op["fault"], list(op["nodes"]), position)
+                    ops.faults.append(fault)
+                fault.status, fault.position = t, position
+        elif f == "send":
+            key = (op["process"], f)
+            if t == "invoke":
+                send = Send(op["topic"], op["partition"], op["acks"], op["value"], op["time"])
+                ops.sends.append(send)
+                open_client[key] = send
+                continue
+            send = open_client.pop(key, None)
+            if send is None:  # a completion without its invoke
+                send = Send(op["topic"], op["partition"], op["acks"], op["value"], None)
+                ops.sends.append(send)
+            send.status = t
+            if t == "ok":
+                send.ok_time = op["time"]
+                send.offset = None if send.acks == "0" else op.get("offset")
+        elif f == "poll":
+            key = (op["process"], f)
+            if t == "invoke":
+                poll = Poll(op["process"], op["topic"], op.get("final") is True,
+                            _pmap(op.get("seek")))
+                ops.polls.append(poll)
+                open_client[key] = poll
+                ops.timeline.append(("seek", poll))
+                continue
+            poll = open_client.pop(key, None)
+            if poll is None:
+                poll = Poll(op["process"], op["topic"], False, {})
+                ops.polls.append(poll)
+            poll.completion = t
+            poll.final = poll.final or op.get("final") is True
+            if t == "ok":
+                poll.records = [tuple(r) for r in op["records"]]
+                poll.hwm = _pmap(op.get("high_watermark"))
+                ops.timeline.append(("records", poll))
+    return ops
+
+
+# -- the checker ---------------------------------------------------------------------
+
+
+def _topic_info(test: dict | None, topic: str) -> tuple[int, int]:
+    """(replication factor, min ISR) of a topic; 3 and 2 when test.json does not say."""
+    t = ((test or {}).get("topics") or {}).get(topic) or {}
+    rf = t.get("replication_factor")
+    mi = t.get("min_insync_replicas")
+    return (3 if rf is None else int(rf)), (2 if mi is None else int(mi))
+
+
+def _node_brokers(test: dict | None) -> dict[str, int]:
+    nodes = (test or {}).get("nodes") or {}
+    return {name: int(n["id"]) for name, n in nodes.items()
+            if isinstance(n, dict) and n.get("role") == "broker" and n.get("id") is not None}
+
+
+def _broker_of(node: str, test: dict | None) -> int | None:
+    nodes = (test or {}).get("nodes") or {}
+    if node in nodes:
+        return _node_brokers(test).get(node)
+    match = re.fullmatch(r"broker-(\d+)", node)
+    return int(match.group(1)) if match else None
+
+
+def reference_check(history: Path, test: dict | None) -> Reference:
+    """Judge one history by the contract (test is test.json's dict, or None)."""
+    lines, truncated = read_lines(history)
+    ops = build_ops(lines)
+    counts = dict.fromkeys(ANOMALIES, 0)
+    by_acks = {name: dict.fromkeys(ACKS, 0) for name in ("lost-write", "unseen")}
+
+    # judged partitions
+    judged: set[TP] = set()
+    for name, t in ((test or {}).get("topics") or {}).items():
+        judged |= {(name, p) for p in range(int(t.get("partitions") or 0))}
+    for s in ops.sends:
+        judged.add((s.topic, s.partition))
+    for poll in ops.polls:
+        judged |= {(poll.topic, p) for p in poll.seek}
+        judged |= {(poll.topic, p) for p, _, _ in poll.records}
+        judged |= {(poll.topic, p) for p in poll.hwm}
+
+    # final logs: (offset, value) pairs of the final records
+    final_log: dict[TP, set[tuple[int, int | None]]] = defaultdict(set)
+    final_offsets: dict[TP, dict[int, set[int]]] = defaultdict(lambda: defaultdict(set))
+    final_hwm: dict[TP, int] = {}
+    ok_covered: set[TP] = set()
+    open_covered: set[TP] = set()
+    finals = [poll for poll in ops.polls if poll.final]
+    covered_before: dict[tuple[int, str], set[int]] = defaultdict(set)
+    for poll in finals:  # in invoke order
+        poll.earlier = set(covered_before[(poll.process, poll.topic)])
+        covered_before[(poll.process, poll.topic)] |= poll.covers()
+    for poll in finals:
+        if poll.completion == "ok":
+            ok_covered |= {(poll.topic, p) for p in poll.covers()}
+            for p, o, v in poll.records:
+                final_log[(poll.topic, p)].add((o, v))
+                if v is not None:
+                    final_offsets[(poll.topic, p)][v].add(o)
+            for p, mark in poll.hwm.items():
+                key = (poll.topic, p)
+                final_hwm[key] = max(final_hwm.get(key, mark), mark)
+        elif poll.completion is None:
+            cover = set(poll.seek) | poll.earlier
+            if not cover:
+                cover = {p for t, p in judged if t == poll.topic}
+            open_covered |= {(poll.topic, p) for p in cover}
+    final_top = {key: max(o for o, _ in log) for key, log in final_log.items() if log}
+    complete: dict[TP, bool] = {}
+    for key in judged:
+        reach = final_top[key] + 1 if key in final_top else 0
+        complete[key] = (key in ok_covered and reach >= final_hwm.get(key, 0)
+                         and key not in open_covered)
+
+    # lost-write and unseen, per value
+    lost_values: set[int] = set()
+    for s in ops.sends:
+        key = (s.topic, s.partition)
+        if s.status != "ok" or final_offsets[key].get(s.value):
+            continue
+        reached = (s.offset is not None and key in final_top and final_top[key] >= s.offset)
+        if complete[key] or reached:
+            counts["lost-write"] += 1
+            by_acks["lost-write"][s.acks] += 1
+            lost_values.add(s.value)
+        else:
+            counts["unseen"] += 1
+            by_acks["unseen"][s.acks] += 1
+
+    polled = [(poll, p, o, v) for poll in ops.polls if poll.completion == "ok"
+              for p, o, v in poll.records]
+
+    # lost-committed-read: read by a non-final poll, not at that offset of a complete log
+    lcr = {(poll.topic, p, v) for poll, p, o, v in polled
+           if not poll.final and v is not None and complete[(poll.topic, p)]
+           and (o, v) not in final_log[(poll.topic, p)]}
+    counts["lost-committed-read"] = len(lcr)
+
+    # inconsistent-offset: the claims on each (topic, partition, offset)
+    claims: dict[tuple[str, int, int], set[int]] = defaultdict(set)
+    read_at: set[tuple[str, int, int, int]] = set()
+    for poll, p, o, v in polled:
+        if v is not None:
+            claims[(poll.topic, p, o)].add(v)
+            read_at.add((poll.topic, p, o, v))
+    for s in ops.sends:
+        if s.status != "ok" or s.offset is None:
+            continue
+        if (s.acks != "all" and s.value in lost_values
+                and (s.topic, s.partition, s.offset, s.value) not in read_at):
+            continue
+        claims[(s.topic, s.partition, s.offset)].add(s.value)
+    counts["inconsistent-offset"] = sum(1 for vs in claims.values() if len(vs) > 1)
+
+    # duplicate: a value at two or more offsets of its partition's final log
+    counts["duplicate"] = sum(1 for by_value in final_offsets.values()
+                              for offs in by_value.values() if len(offs) > 1)
+
+    # aborted-read: a failed send's value read from its partition
+    read_values = {(poll.topic, p, v) for poll, p, o, v in polled if v is not None}
+    counts["aborted-read"] = len({(s.topic, s.partition, s.value) for s in ops.sends
+                                  if s.status == "fail"
+                                  and (s.topic, s.partition, s.value) in read_values})
+
+    # realtime-order, per value B (A among acks 1/all ok sends: docs/CHECKING.md)
+    lowest = {}  # id(send) -> its value's lowest offset in the final log
+    for s in ops.sends:
+        offs = final_offsets[(s.topic, s.partition)].get(s.value)
+        if offs:
+            lowest[id(s)] = min(offs)
+    in_log = [s for s in ops.sends if id(s) in lowest]
+    inverted = set()
+    for b in in_log:
+        for a in in_log:
+            if (b.invoke_time is not None and a.status == "ok" and a.acks != "0"
+                    and a is not b and (a.topic, a.partition) == (b.topic, b.partition)
+                    and a.ok_time < b.invoke_time and lowest[id(b)] < lowest[id(a)]):
+                inverted.add((b.topic, b.partition, b.value))
+    counts["realtime-order"] = len(inverted)
+
+    _order_checks(ops, final_log, counts)
+    counts["garbage-read"] = sum(1 for _, _, _, v in polled if v is None)
+    _observe_checks(ops, test, counts)
+    counts["replica-divergence"] = _replica_divergence(ops)
+
+    losses = _fault_budget(ops, test, judged)
+    beyond = {key for key, n in losses.items() if n > _topic_info(test, key[0])[1] - 1}
+    lost_in_budget = sum(1 for s in ops.sends
+                         if s.status == "ok" and s.acks == "all" and s.value in lost_values
+                         and (s.topic, s.partition) not in beyond)
+
+    bad = {name for name in ALWAYS_BAD if counts[name]}
+    if lost_in_budget:
+        bad.add("lost-write")
+    if counts["duplicate"] and (test or {}).get("idempotent_producers") is True:
+        bad.add("duplicate")
+    incomplete = {f"{t}-{p}" for (t, p), ok in complete.items() if not ok}
+    if bad:
+        valid: bool | str = False
+    elif truncated or incomplete or not judged or not finals:
+        valid = "unknown"
+    else:
+        valid = True
+
+    records_of = [(poll, len(poll.records)) for poll in ops.polls if poll.completion == "ok"]
+    checked = {
+        "sends": sum(1 for _, op in lines if op["f"] == "send" and op["type"] != "invoke"),
+        "polled_records": sum(n for poll, n in records_of if not poll.final),
+        "final_records": sum(n for poll, n in records_of if poll.final),
+        "observations": len(ops.observes),
+        "replica_records": sum(len(r["records"]) for r in ops.replicas),
+    }
+    return Reference(valid=valid, counts=counts, by_acks=by_acks, bad=bad,
+                     truncated_lines=truncated, incomplete_partitions=incomplete,
+                     checked=checked,
+                     page_cache_losses={f"{t}-{p}": n for (t, p), n in losses.items()},
+                     beyond_budget={f"{t}-{p}" for t, p in beyond})
+
+
+def _order_checks(ops: _Ops, final_log: dict, counts: dict[str, int]) -> None:
+    """nonmonotonic-poll and poll-skip, per poll: each process's records of each
+    partition in history order, a seek positioning the partitions it names."""
+    state: dict[tuple[int, str, int], tuple[str, int]] = {}
+    back, skip = set(), set()
+    for kind, poll in ops.timeline:
+        if kind == "seek":
+            for p, o in poll.seek.items():
+                state[(poll.process, poll.topic, p)] = ("seek", o)
+        elif kind == "records":
+            for p, o, _ in poll.records:
+                key = (poll.process, poll.topic, p)
+                prev = state.get(key)
+                if prev is not None:
+                    was, at = prev
+                    if was == "record" and o <= at:
+                        back.add(id(poll))
+                    expected = at + 1 if was == "record" else at
+                    if o > expected and any(expected <= fo < o
+                                            for fo, _ in final_log.get((poll.topic, p), ())):
+                        skip.add(id(poll))
+                state[key] = ("record", o)
+    counts["nonmonotonic-poll"] = len(back)
+    counts["poll-skip"] = len(skip)
+
+
+def _observe_checks(ops: _Ops, test: dict | None, counts: dict[str, int]) -> None:
+    """hwm-regression, elr-invariant, fenced-leader, last-known-elr-invalid."""
+    last_hwm: dict[TP, int] = {}
+    brokers = set(_node_brokers(test).values())
+    nodes_known = bool((test or {}).get("nodes"))
+    for _, obs in ops.observes:
+        key = (obs["topic"], obs["partition"])
+        hwm = obs.get("high_watermark")
+        if hwm is not None:
+            if key in last_hwm and hwm < last_hwm[key]:
+                counts["hwm-regression"] += 1
+            last_hwm[key] = hwm
+        isr, elr = obs.get("isr") or [], obs.get("elr")
+        min_isr = _topic_info(test, obs["topic"])[1]
+        if elr is not None and (set(elr) & set(isr) or (elr and len(isr) >= min_isr)):
+            counts["elr-invariant"] += 1
+        fenced = obs.get("fenced")
+        if fenced is not None and obs["leader"] >= 0 and obs["leader"] in fenced:
+            counts["fenced-leader"] += 1
+        lkelr = obs.get("last_known_elr")
+        if (obs["leader"] == -1 and not isr and elr == [] and lkelr is not None
+                and any(b == -1 or (nodes_known and b not in brokers) for b in lkelr)):
+            counts["last-known-elr-invalid"] += 1
+
+
+def _replica_divergence(ops: _Ops) -> int:
+    """Pairs of replicas (last line per broker) that both report a high watermark,
+    compared below the lower one; counted per (topic, partition, offset)."""
+    last: dict[TP, dict[int, dict]] = defaultdict(dict)
+    for line in ops.replicas:
+        last[(line["topic"], line["partition"])][line["broker"]] = line
+    diverged = set()
+    for key, by_broker in last.items():
+        marked = [line for line in by_broker.values() if line.get("high_watermark") is not None]
+        for i, a in enumerate(marked):
+            for b in marked[i + 1:]:
+                below = min(a["high_watermark"], b["high_watermark"])
+                held_a = {o: v for o, v, _ in a["records"]}
+                held_b = {o: v for o, v, _ in b["records"]}
+                for o in set(held_a) | set(held_b):
+                    if o < below and (o not in held_a or o not in held_b
+                                      or held_a[o] != held_b[o]):
+                        diverged.add((*key, o))
+    return len(diverged)
+
+
+def _fault_budget(ops: _Ops, test: dict | None, judged: set[TP]) -> dict[TP, int]:
+    """Per judged partition: the most page-cache losses on its replicas in one window
+    between observations of a full ISR (a fault sits at its completion, or at its
+    invoke when it never completed)."""
+    replicas: dict[TP, set[int]] = {}
+    for _, obs in ops.observes:
+        members = replicas.setdefault((obs["topic"], obs["partition"]), set())
+        if obs["leader"] >= 0:
+            members.add(obs["leader"])
+        for name in ("isr", "elr", "last_known_elr"):
+            members |= set(obs.get(name) or [])
+    events = [(position, "observe", obs) for position, obs in ops.observes]
+    events += [(fault.position, "fault", fault) for fault in ops.faults
+               if fault.fault == "page-cache-loss" and fault.status in ("ok", "info")]
+    best = dict.fromkeys(judged, 0)
+    current = dict.fromkeys(judged, 0)
+    for _, kind, item in sorted(events, key=lambda e: e[0]):
+        if kind == "observe":
+            key = (item["topic"], item["partition"])
+            rf = _topic_info(test, item["topic"])[0]
+            if key in current and len(item.get("isr") or []) >= rf:
+                current[key] = 0
+            continue
+        hit = {_broker_of(node, test) for node in item.nodes} - {None}
+        for key in judged:
+            mine = replicas.get(key)  # None: never observed, every broker is one
+            current[key] += sum(1 for b in hit if mine is None or b in mine)
+            best[key] = max(best[key], current[key])
+    return best
