@@ -5,7 +5,13 @@ The send table follows librdkafka's own persistence status for produce errors
 (rdkafka_request.c, rd_kafka_handle_Produce_error / rd_kafka_err_action):
 errors it marks MSG_NOT_PERSISTED are broker or client refusals of a request
 that appended nothing; MSG_POSSIBLY_PERSISTED ones (transport loss, time-outs,
-NOT_ENOUGH_REPLICAS_AFTER_APPEND) may have appended. This holds for one
+NOT_ENOUGH_REPLICAS_AFTER_APPEND) may have appended. One exception, seen in a
+real ELR-on run: NOT_LEADER_OR_FOLLOWER, which librdkafka counts as not
+persisted, is also how a leader answers an acks=all request it had already
+appended when it loses leadership while waiting for its followers (Kafka's
+DelayedProduce); if that broker is later elected again (from the ELR) the
+record is in the log. So it is never a definite failure, and a re-send it
+caused is caught like the others (client_conf.ResendWatch). This holds for one
 attempt per send, so non-idempotent producers run with retries=0 (librdkafka
 still re-sends after refusals it marks not persisted, such as
 NOT_LEADER_FOR_PARTITION, without counting a retry: no earlier attempt of such
@@ -29,7 +35,6 @@ Outcome = Literal["fail", "info"]
 DEFINITE_SEND_FAILURES = frozenset({
     # the broker refused the request before appending
     "NOT_ENOUGH_REPLICAS",
-    "NOT_LEADER_FOR_PARTITION",      # Kafka's NOT_LEADER_OR_FOLLOWER
     "LEADER_NOT_AVAILABLE",
     "BROKER_NOT_AVAILABLE",
     "REPLICA_NOT_AVAILABLE",

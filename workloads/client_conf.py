@@ -37,13 +37,22 @@ class ResendWatch:
     open when such a line is served must therefore be recorded as `info`.
     Log lines are served by poll() in order with delivery reports, so the
     sends open at that moment include every one the dropped request carried.
+
+    The same holds for NOT_LEADER_OR_FOLLOWER: librdkafka re-sends after it
+    without counting a retry, yet a leader answers it to an acks=all request it
+    had already appended when it lost leadership while waiting for replicas
+    (seen in a real ELR-on run: the zombie leader's copy survived because that
+    broker was elected again from the ELR, while the re-send ended in
+    NOT_ENOUGH_REPLICAS, a `fail` the checker then called an aborted-read).
     """
 
-    #: A REQERR line of librdkafka's "broker" debug context for a produce request
-    #: that failed inside the client (seen: "Local: Broker handle destroyed
-    #: without termination: actions Refresh,MsgNotPersisted"). Any local failure
-    #: counts, whatever status librdkafka gives it: the request may have left.
-    _MARKERS = ("ProduceRequest failed: Local:",)
+    #: REQERR lines of librdkafka's "broker" debug context for a produce request
+    #: after which librdkafka may re-send messages whose first copy may have been
+    #: appended: any failure inside the client (seen: "Local: Broker handle
+    #: destroyed without termination: actions Refresh,MsgNotPersisted"), and the
+    #: broker's "Not leader for partition".
+    _MARKERS = ("ProduceRequest failed: Local:",
+                "ProduceRequest failed: Broker: Not leader for partition")
 
     def __init__(self, on_resend: Callable[[str], None]) -> None:
         self._on_resend = on_resend
@@ -54,7 +63,7 @@ class ResendWatch:
             text = msg % args if args else str(msg)
         except (TypeError, ValueError):  # never let a log line break poll()
             text = " ".join(str(a) for a in (msg, *args))
-        if all(marker in text for marker in self._MARKERS):
+        if any(marker in text for marker in self._MARKERS):
             self._on_resend(text)
         CLIENT_LOGGER.log(level, "%s", text)
 

@@ -17,7 +17,6 @@ from workloads.classify import (
 
 @pytest.mark.parametrize("name", [
     "NOT_ENOUGH_REPLICAS",          # refused before append (min ISR not met)
-    "NOT_LEADER_FOR_PARTITION",     # Kafka's NOT_LEADER_OR_FOLLOWER
     "UNKNOWN_TOPIC_OR_PART",
     "_QUEUE_FULL",
     "_PURGE_QUEUE",
@@ -28,6 +27,8 @@ def test_refusals_are_definite_fails(name: str) -> None:
 
 @pytest.mark.parametrize("name", [
     "NOT_ENOUGH_REPLICAS_AFTER_APPEND",  # the record *was* appended
+    # a leader that lost leadership while an appended acks=all request waited
+    "NOT_LEADER_FOR_PARTITION",
     "REQUEST_TIMED_OUT",                 # broker gave up waiting for replicas, after append
     "_MSG_TIMED_OUT",
     "_TIMED_OUT",
