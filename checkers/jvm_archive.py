@@ -6,7 +6,8 @@ CDS archive holds those classes already parsed and verified, and a JVM started
 with it maps them from one file. The archive is built once per machine
 (scripts/setup.sh runs `python -m checkers.jvm_archive`) by a training check of
 a small synthetic history, and its name is a hash of the Java runtime and of
-Spark's jars, so upgrading either one leads to a new archive. A JVM that cannot
+Spark's jars and their folder, so upgrading either one, or checking from another
+clone's environment, leads to a new archive. A JVM that cannot
 use an archive (a damaged file, a changed class path) starts without it:
 slower, never wrong.
 """
@@ -56,8 +57,13 @@ def archive_path() -> Path | None:
         if runtime_file.exists():
             st = runtime_file.stat()
             digest.update(f"\0{st.st_size}\0{st.st_mtime_ns}".encode())
-    for jar in sorted(_spark_jars().glob("*.jar")):
-        digest.update(f"\0{jar.name}".encode())
+    # A JVM maps an archive only under the class path it was dumped with, so the
+    # jars' folder is part of the name: another clone's environment (its own
+    # .venv) gets an archive of its own instead of silently mapping none.
+    jars = _spark_jars().resolve()
+    digest.update(f"\0{jars}".encode())
+    for jar in sorted(jars.glob("*.jar")):
+        digest.update(f"\0{jar.name}\0{jar.stat().st_size}".encode())
     return cache_dir() / "spark-cds" / f"{digest.hexdigest()[:16]}.jsa"
 
 

@@ -28,6 +28,23 @@ def test_options_name_the_archive_only_when_it_exists(tmp_path, monkeypatch):
     assert startup_options(CheckerConfig(class_archive=False)) == ""
 
 
+def test_another_environments_jars_get_an_archive_of_their_own(tmp_path, monkeypatch):
+    """A JVM maps an archive only under the class path it was dumped with: two clones
+    (two .venvs with the same jars) sharing ~/.cache must not share one archive, or
+    the second silently maps none (the CI failure of a fresh clone in another folder)."""
+    import checkers.jvm_archive as jvm_archive
+
+    monkeypatch.setenv("ELR_HARNESS_CACHE", str(tmp_path / "cache"))
+    paths = []
+    for clone in ("a", "b"):
+        jars = tmp_path / clone / "jars"
+        jars.mkdir(parents=True)
+        (jars / "spark-core.jar").write_bytes(b"same jar")
+        monkeypatch.setattr(jvm_archive, "_spark_jars", lambda jars=jars: jars)
+        paths.append(archive_path())
+    assert paths[0] is not None and paths[0] != paths[1]
+
+
 def test_the_driver_jvm_maps_spark_classes_from_the_archive(tmp_path):
     archive = build(CheckerConfig())  # made by scripts/setup.sh; built here if not
     loads = tmp_path / "class-load.log"
