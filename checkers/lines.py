@@ -33,6 +33,11 @@ SCHEMA_DDL = ", ".join(f"{name} {kind}" for name, kind in SCHEMA)
 FIELDS = tuple(name for name, _ in SCHEMA)
 
 TYPES = ("invoke", "ok", "fail", "info")
+#: A blank line holds only JSON's whitespace (RFC 8259: space, tab, CR, LF); one
+#: with any other character, a vertical tab or a no-break space, is malformed.
+JSON_WHITESPACE = " \t\r\n"
+#: The same test as Spark SQL, on the text reader's `value` column.
+SPARK_BLANK = "trim(BOTH ' \\t\\r\\n' FROM value) = ''"
 REQUIRED = ("index", "time", "process", "type", "f")
 INT_FIELDS = ("index", "time", "process", "partition", "value", "offset", "leader",
               "leader_epoch", "broker", "log_end_offset")
@@ -147,7 +152,7 @@ def _object_of_ints(name: str, v: object) -> str | None:
 def describe(text: str) -> tuple[str | None, bool]:
     """What breaks the contract in one line's text: (reason or None, is it JSON at
     all). A reason of None means the line is valid (or blank)."""
-    if not text.strip():
+    if not text.strip(JSON_WHITESPACE):
         return None, True
     try:
         op = json.loads(text)
@@ -207,7 +212,7 @@ def read_line(path: Path, number: int) -> tuple[str, bool]:
         for i, line in enumerate(_physical_lines(lines), start=1):
             if i == number:
                 text = line
-            elif i > number and line.strip():
+            elif i > number and line.strip(JSON_WHITESPACE):
                 rest_blank = False
                 break
     return text, rest_blank

@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import mmap
 import os
 import shutil
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ from checkers.lines import (
     INT_LIST_FIELDS,
     SCHEMA,
     SCHEMA_DDL,
+    SPARK_BLANK,
     TEXT_FIELDS,
     describe,
     duckdb_bad,
@@ -255,6 +257,22 @@ def _duckdb_lines() -> str:
     return _read_json({c: _DUCKDB_TYPES[c] for c in needed})
 
 
+#: Bytes DuckDB's JSON reader takes for whitespace and JSON does not (C's isspace):
+#: a line of them would be blank to DuckDB and malformed by the contract.
+_NOT_JSON_WHITESPACE = (b"\x0b", b"\x0c")
+
+
+def _duckdb_reads_it_as_json_does(history: Path) -> bool:
+    """False when the history holds a byte that DuckDB would forgive: such a history
+    goes to Spark's reader, which judges every line by JSON's own rules. A raw
+    control character is valid nowhere in JSON, so no valid line is sent there for
+    nothing; the search is memchr-fast (well under a second per GB)."""
+    if history.stat().st_size == 0:
+        return True
+    with open(history, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        return all(data.find(byte) < 0 for byte in _NOT_JSON_WHITESPACE)
+
+
 def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> bool:
     """The fast converter; False (nothing kept) when the history needs Spark's reader.
 
@@ -266,6 +284,8 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
     """
     import duckdb
 
+    if not _duckdb_reads_it_as_json_does(history):
+        return False
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     settings = {"memory_limit": config.convert_memory, "preserve_insertion_order": False,
@@ -392,7 +412,7 @@ def _convert_with_spark(spark, history: Path, parquet: Path, marker: dict) -> No
         F.from_json("value", f"{SCHEMA_DDL}, _corrupt STRING",
                     {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"})
         .alias("j"),
-        (F.trim("value") == "").alias("_blank"),
+        F.expr(SPARK_BLANK).alias("_blank"),
         F.input_file_block_start().alias("_blk"),
         F.monotonically_increasing_id().alias("_row"))
     fields = parsed.select("j.*", "_blank", "_blk", "_row")

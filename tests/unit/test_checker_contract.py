@@ -259,6 +259,20 @@ def test_a_malformed_line_is_named_by_its_number_blank_lines_counted(tmp_path, c
     assert f"line {number} " in err and words in err and "Traceback" not in err
 
 
+def test_a_line_of_json_whitespace_is_blank_and_any_other_character_is_not(tmp_path, capsys):
+    """Found by the property test against the reference: Spark's trim() strips only
+    spaces, so a tab-only line was called malformed. Blank is JSON's whitespace."""
+    h = _sent(1)
+    h.poll(9, _log(1), final=True, seek={0: 0}, hwm=1)
+    lines = "".join(json.dumps(op) + "\n" for op in h.ops).splitlines(keepends=True)
+    (tmp_path / "history.jsonl").write_text(lines[0] + "\t\n \t \n" + "".join(lines[1:]))
+    assert main(["check", str(tmp_path)]) == 0
+    shutil.rmtree(tmp_path / "history.parquet")
+    (tmp_path / "history.jsonl").write_text(lines[0] + "\t\n\v\n" + "".join(lines[1:]))
+    assert main(["check", str(tmp_path)]) == 2
+    assert "line 3 " in capsys.readouterr().err
+
+
 def test_a_last_line_that_is_json_but_not_an_object_is_malformed_not_cut_short(tmp_path,
                                                                                 capsys):
     h = _sent(1)
