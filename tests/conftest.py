@@ -4,6 +4,16 @@ Under CI (CI=true) a skipped test is a failure, with the skip's reason: every
 capability the suite needs (Docker, FUSE, Chromium, java) is installed by
 scripts/setup.sh, so a skip there means a test did not run while CI said green.
 Locally a skip stays a skip, and scripts/test.sh prints its reason (-rs).
+
+Hypothesis runs under a profile: "ci" when CI=true, derandomized (each test's
+examples follow from the test itself, so a failure in CI fails again, the same
+way, on any machine) and without the example database (nothing carried over
+from earlier runs); "dev" otherwise, random as usual. HYPOTHESIS_PROFILE picks
+one by name.
+
+This folder holds no __init__.py: pytest's default (prepend) import mode puts it
+on sys.path, so tests/unit and tests/integration import the plain helpers kept
+here (reference_checker, history_strategies) by their module names.
 """
 
 from __future__ import annotations
@@ -11,10 +21,16 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import settings
 
 
 def _in_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("dev", print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if _in_ci() else "dev"))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from checker_agreement import assert_reference_agrees
 
 pytestmark = pytest.mark.integration
 
@@ -74,6 +75,9 @@ def test_readme_scenario_from_a_fresh_directory(tmp_path, capsys, elr):
         assert results["valid"] is False and lost["all"] > 0
         assert "lost-write" in results["bad_anomaly_types"]
         assert t4["leader"] == setup["leader"], "L, the last ISR member, is elected again"
+
+    # the reference checker, written straight from HISTORY.md, agrees on real Kafka's history
+    assert_reference_agrees(run_dir)
 
     # `harness check store/latest`, from the same directory: the same results
     recheck = _harness(tmp_path, "check", "store/latest")

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from checker_agreement import assert_reference_agrees
 
 pytestmark = pytest.mark.integration
 
@@ -67,6 +68,7 @@ def test_run_without_faults_records_a_complete_valid_history(tmp_path):
     assert test["elr_enabled"] is True and test["nodes"]["broker-1"]["id"] == 1
     assert (run_dir / "report.html").stat().st_size > 10_000
     assert json.loads((run_dir / "nodes" / "controller-1" / "metadata-log.json").read_text())
+    assert_reference_agrees(run_dir)
 
 
 def _unhealed_faults(history: list[dict]) -> list[str]:
@@ -112,3 +114,4 @@ def test_random_mix_of_all_faults_heals_everything(tmp_path):
     assert proc.returncode in (0, 1) and results["valid"] in (True, False)
     lost = results["anomalies"].get("lost-write", {}).get("by_acks", {}).get("all", 0)
     assert "lost-write" not in results["bad_anomaly_types"], (lost, results["reason"])
+    assert_reference_agrees(run_dir)

@@ -174,10 +174,14 @@ def test_an_int_beyond_64_bits_is_malformed_and_the_message_says_so(check):
     big = json.dumps(op).replace('"value": 0', '"value": 9223372036854775808')
     err = _bad_line(check, lines[0] + big + "\n" + "".join(lines[2:]))
     assert err.line == 2 and "64-bit" in err.reason
-    # the largest signed 64-bit int is fine
-    fine = json.dumps(op).replace('"value": 0', '"value": 9223372036854775807')
-    r = check(lines[0] + fine + "\n" + "".join(lines[2:]))
-    assert r.checked["sends"] == 2
+    # the largest and the smallest signed 64-bit ints are fine
+    for fine in (9223372036854775807, -9223372036854775808):
+        h = History()
+        h.send(0, fine, 0)
+        h.final(_log([fine]), seek={0: 0}, hwm={0: 1})
+        r = check(h)
+        _only(r)
+        assert r.valid is True
     huge = json.dumps(op).replace('"offset": 0', '"offset": ' + "9" * 5000)
     assert "64-bit" in _bad_line(check, lines[0] + huge + "\n" + "".join(lines[2:])).reason
 
@@ -636,6 +640,18 @@ def test_an_info_send_in_the_log_is_no_anomaly(check):
     r = check(h)
     _only(r)
     assert r.valid is True
+
+
+def test_a_sends_topic_partition_acks_and_value_are_its_invokes(check):
+    """docs/CHECKING.md: "A send's value is the invoke's" (a completion that says
+    otherwise does not make another send)."""
+    h = History()
+    h.invoke_send(0, 1)
+    h.end_send(0, 2, 0, acks="1", partition=1)
+    h.final(_log([1]), seek={0: 0, 1: 0}, hwm={0: 1, 1: 0})
+    r = check(h, _test(partitions=2))
+    _only(r)
+    assert r.valid is True and r.checked["sends"] == 1
 
 
 def test_realtime_order(check):

@@ -1,0 +1,74 @@
+"""What the Spark checker and the reference checker (tests/reference_checker.py)
+must agree on, as two views of one shape, and the assertion that they do.
+
+Used by the property tests (tests/unit/test_checker_vs_reference.py) on random
+histories, and by the integration tests on every history real Kafka produced.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from reference_checker import ACKS, ANOMALIES, Reference, reference_check
+
+_BY_ACKS = ("lost-write", "unseen")
+_CHECKED = ("sends", "polled_records", "final_records", "observations", "replica_records")
+
+
+def reference_view(r: Reference) -> dict:
+    """What both checkers must agree on, from the reference."""
+    return {
+        "valid": r.valid,
+        "counts": dict(r.counts),
+        "by_acks": {name: dict(r.by_acks[name]) for name in _BY_ACKS},
+        "bad": sorted(r.bad),
+        "truncated_lines": r.truncated_lines,
+        "incomplete_partitions": sorted(r.incomplete_partitions),
+        "page_cache_losses": dict(sorted(r.page_cache_losses.items())),
+        "beyond_budget": sorted(r.beyond_budget),
+        "checked": dict(r.checked),
+    }
+
+
+def spark_view(results: dict) -> dict:
+    """The same from the Spark checker's results.json dict."""
+    anomalies = results["anomalies"]
+    zero = dict.fromkeys(ACKS, 0)
+    guarantee = results["guarantee"]
+    return {
+        "valid": results["valid"],
+        "counts": {name: anomalies.get(name, {}).get("count", 0) for name in ANOMALIES},
+        "by_acks": {name: {a: anomalies.get(name, {}).get("by_acks", zero)[a] for a in ACKS}
+                    for name in _BY_ACKS},
+        "bad": sorted(results["bad_anomaly_types"]),
+        "truncated_lines": results["stats"]["truncated_lines"],
+        "incomplete_partitions": sorted(results["stats"]["incomplete_partitions"]),
+        "page_cache_losses": {key: g["page_cache_losses"] for key, g in sorted(guarantee.items())},
+        "beyond_budget": sorted(key for key, g in guarantee.items() if not g["within_budget"]),
+        "checked": {name: results["checked"].get(name) for name in _CHECKED},
+    }
+
+
+def differences(ref: dict, got: dict) -> dict:
+    """Only what differs, as {key: {"reference": ..., "spark": ...}} (counts per anomaly)."""
+    out = {}
+    for key in ref:
+        if key == "counts":
+            for name in ANOMALIES:
+                if ref[key][name] != got[key][name]:
+                    out[name] = {"reference": ref[key][name], "spark": got[key][name]}
+        elif ref[key] != got[key]:
+            out[key] = {"reference": ref[key], "spark": got[key]}
+    return out
+
+
+def assert_reference_agrees(run_dir: Path) -> dict:
+    """The reference checker's view of run_dir's history equals the view of the
+    results.json the Spark checker wrote there; returns that view."""
+    test_file = run_dir / "test.json"
+    test = json.loads(test_file.read_text()) if test_file.exists() else None
+    ref = reference_view(reference_check(run_dir / "history.jsonl", test))
+    got = spark_view(json.loads((run_dir / "results.json").read_text()))
+    assert got == ref, f"{run_dir}: " + json.dumps(differences(ref, got), indent=1)
+    return ref

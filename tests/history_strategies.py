@@ -1,0 +1,553 @@
+"""Hypothesis strategies for random histories that follow shared/HISTORY.md
+(contract version 2), for property tests of the checkers against
+tests/reference_checker.py.
+
+A small model drives them: 1-2 topics of 1-3 partitions, each partition an
+in-memory log of values; producers at acks 0/1/all whose sends end ok, fail,
+info or never; consumers polling several partitions at once, with seeks and
+batches; an observer reporting leader, epoch, ISR, ELR, last known ELR and at
+times the high watermark and the fenced brokers; a nemesis whose faults
+(page-cache losses on broker nodes among them) shrink and restore the ISR;
+final reads, complete or incomplete in each of the contract's ways; and at
+times the collector's replica lines. Anomalies are injected at random (the
+checkers decide what they amount to: the model predicts nothing). Lines carry
+only the contract's fields, plus at random unknown extra fields, and at times
+blank lines.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hypothesis import strategies as st
+
+ACKS = ("all", "1", "0")
+#: Every field name of the contract: unknown extra fields never use one.
+CONTRACT_FIELDS = frozenset((
+    "index", "time", "process", "type", "f", "topic", "partition", "acks", "value", "offset",
+    "error", "records", "high_watermark", "final", "seek", "fault", "nodes", "detail",
+    "leader", "leader_epoch", "isr", "elr", "last_known_elr", "fenced", "node", "broker",
+    "log_end_offset"))
+EXTRA_FIELDS = ("retries", "client_id", "attempt", "note", "latency_ms", "assigned")
+TOPICS = ("t", "u")
+
+
+@dataclass
+class GeneratedHistory:
+    """A test.json dict (None: no test.json) and the history's lines in file order: a
+    dict is a line of JSON, a str a raw line (blank, cut short or malformed)."""
+
+    test: dict | None
+    lines: list[dict | str] = field(default_factory=list)
+
+    def text(self) -> str:
+        return "".join((line if isinstance(line, str) else json.dumps(line)) + "\n"
+                       for line in self.lines)
+
+    def write(self, directory: Path) -> Path:
+        """history.jsonl (and test.json when there is one) in directory; the history's
+        path."""
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / "history.jsonl"
+        path.write_text(self.text(), encoding="utf-8")
+        if self.test is not None:
+            (directory / "test.json").write_text(json.dumps(self.test))
+        return path
+
+    def __repr__(self) -> str:
+        return (f"GeneratedHistory(test={json.dumps(self.test)}, lines=\n"
+                + self.text() + ")")
+
+
+# -- the model ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Producer:
+    pid: int
+    acks: str
+    #: (value, topic, partition) of the send in flight
+    pending: tuple[int, str, int] | None = None
+
+
+@dataclass
+class _Consumer:
+    pid: int
+    topic: str
+    pos: dict[int, int] = field(default_factory=dict)
+    pending: bool = False
+
+
+class _Model:
+    def __init__(self, draw, test: dict | None, parts: dict[str, int], broker_ids: list[int],
+                 min_isr: int, inject: bool) -> None:
+        self.draw = draw
+        #: False: a clean run (no injected anomaly, no unclean loss)
+        self.inject = inject
+        self.test = test
+        self.parts = parts
+        self.keys = [(t, p) for t, n in parts.items() for p in range(n)]
+        self.logs: dict[tuple[str, int], list[int | None]] = {k: [] for k in self.keys}
+        self.brokers = broker_ids
+        self.min_isr = min_isr
+        self.alive = set(broker_ids)
+        self.epoch = 1
+        self.last_elr: dict[tuple[str, int], list[int]] = {k: [] for k in self.keys}
+        self.observed_hwm: dict[tuple[str, int], int] = {}
+        self.lines: list[dict] = []
+        self.next_value = 1
+        self.next_pid = 0
+        self.producers = [_Producer(self.pid(), acks) for acks in ACKS]
+        self.consumers = [_Consumer(self.pid(), t) for t in (*parts, TOPICS[0])]
+        self.failed_values: list[tuple[int, tuple[str, int]]] = []
+
+    def pid(self) -> int:
+        self.next_pid += 1
+        return self.next_pid - 1
+
+    def emit(self, **line) -> dict:
+        self.lines.append(line)
+        return line
+
+    def key(self) -> tuple[str, int]:
+        return self.draw(st.sampled_from(self.keys))
+
+    # -- producers
+
+    def send_step(self) -> None:
+        prod = self.producers[self.draw(st.integers(0, len(self.producers) - 1))]
+        if prod.pending is None:
+            topic, p = self.key()
+            value = self.next_value
+            self.next_value += 1
+            prod.pending = (value, topic, p)
+            self.emit(process=prod.pid, type="invoke", f="send", topic=topic, partition=p,
+                      acks=prod.acks, value=value)
+            return
+        outcomes = ["ok", "ok", "ok", "ok", "fail", "info"]
+        if self.inject:
+            outcomes += ["ok-wrong-offset", "fail-appended"]
+        self.complete_send(prod, self.draw(st.sampled_from(outcomes)))
+
+    def complete_send(self, prod: _Producer, outcome: str) -> None:
+        value, topic, p = prod.pending
+        prod.pending = None
+        log = self.logs[(topic, p)]
+        head = {"process": prod.pid, "f": "send", "topic": topic, "partition": p,
+                "acks": prod.acks, "value": value}
+        if outcome.startswith("ok"):
+            log.append(value)
+            offset = len(log) - 1
+            if outcome == "ok-wrong-offset":  # the ack names another record's offset
+                offset = self.draw(st.integers(0, len(log)))
+            self.emit(**head, type="ok", offset=None if prod.acks == "0" else offset)
+        elif outcome.startswith("fail"):
+            if outcome == "fail-appended":  # a failed send that made it after all
+                log.append(value)
+            self.failed_values.append((value, (topic, p)))
+            self.emit(**head, type="fail", error="NOT_ENOUGH_REPLICAS")
+        else:
+            if self.draw(st.booleans()):
+                log.append(value)
+            self.emit(**head, type="info", error="REQUEST_TIMED_OUT")
+            prod.pid = self.pid()  # Jepsen: after info a new process id
+
+    # -- consumers
+
+    def poll_step(self) -> None:
+        con = self.consumers[self.draw(st.integers(0, len(self.consumers) - 1))]
+        parts = range(self.parts[con.topic])
+        if not con.pending:
+            line = {"process": con.pid, "type": "invoke", "f": "poll", "topic": con.topic}
+            if self.draw(st.integers(0, 3)) == 0 or not con.pos:
+                sought = self.draw(st.lists(st.sampled_from(list(parts)), unique=True,
+                                            max_size=len(parts)))
+                if sought:
+                    seek = {p: self.draw(st.integers(0, len(self.logs[(con.topic, p)])))
+                            for p in sought}
+                    con.pos.update(seek)
+                    line["seek"] = {str(p): o for p, o in seek.items()}
+            self.emit(**line)
+            con.pending = True
+            return
+        self.complete_poll(con)
+
+    def complete_poll(self, con: _Consumer) -> None:
+        parts = range(self.parts[con.topic])
+        con.pending = False
+        outcome = self.draw(st.sampled_from(["ok"] * 6 + ["fail", "info"]))
+        head = {"process": con.pid, "f": "poll", "topic": con.topic}
+        if outcome != "ok":
+            self.emit(**head, type=outcome, error="NOT_COORDINATOR")
+            if outcome == "info":
+                con.pid, con.pos = self.pid(), {}
+            return
+        records = []
+        order = self.draw(st.permutations(list(parts)))
+        for p in order:
+            log = self.logs[(con.topic, p)]
+            at = con.pos.get(p, 0)
+            batch = self.draw(st.integers(0, 3))
+            for o in range(at, min(at + batch, len(log))):
+                records.append([p, o, log[o]])
+            con.pos[p] = max(at, min(at + batch, len(log)))
+        if records and self.inject and self.draw(st.integers(0, 3)) == 3:
+            records = self.misread(con.topic, records)
+        line = {**head, "type": "ok", "records": records}
+        if self.draw(st.booleans()):
+            shown = self.draw(st.lists(st.sampled_from(list(parts)), unique=True))
+            line["high_watermark"] = {str(p): len(self.logs[(con.topic, p)]) for p in shown}
+        self.emit(**line)
+
+    def misread(self, topic: str, records: list[list]) -> list[list]:
+        """One injected consumer anomaly in a poll's records."""
+        i = self.draw(st.integers(0, len(records) - 1))
+        p, o, v = records[i]
+        kind = self.draw(st.sampled_from(["back", "skip", "garbage", "other-value",
+                                          "failed-value"]))
+        records = [list(r) for r in records]
+        if kind == "back":
+            records.insert(i + 1, [p, max(0, o - self.draw(st.integers(0, 2))), v])
+        elif kind == "skip":
+            records[i] = [p, o + self.draw(st.integers(1, 2)), v]
+        elif kind == "garbage":
+            records[i] = [p, o, None]
+        elif kind == "other-value":
+            log = self.logs[(topic, p)]
+            records[i] = [p, o, self.draw(st.sampled_from(log))] if log else records[i]
+        elif self.failed_values:
+            value, _ = self.draw(st.sampled_from(self.failed_values))
+            records[i] = [p, o, value]
+        return records
+
+    # -- observer and nemesis
+
+    def isr(self) -> list[int]:
+        return sorted(self.alive)
+
+    def observe_step(self) -> None:
+        topic, p = self.key()
+        isr = self.isr()
+        elr = [] if len(isr) >= self.min_isr else sorted(set(self.brokers) - self.alive)
+        if isr:
+            self.last_elr[(topic, p)] = []
+        lkelr = list(self.last_elr[(topic, p)]) if not isr else []
+        if not isr:
+            lkelr, elr = (elr or [self.brokers[0]]), []
+        leader = isr[0] if isr else -1
+        line = {"process": -2, "type": "ok", "f": "observe", "topic": topic, "partition": p,
+                "leader": leader, "leader_epoch": self.epoch, "isr": isr, "elr": elr,
+                "last_known_elr": lkelr}
+        hwm = len(self.logs[(topic, p)])
+        kinds = ["plain"] * 8 + ["no-hwm", "fenced", "elr-null", "isr-null"]
+        if self.inject:
+            kinds += ["hwm-drop", "overlap", "elr-full", "fenced-leader", "lkelr-bad"]
+        kind = self.draw(st.sampled_from(kinds))
+        if kind != "no-hwm":
+            if kind == "hwm-drop":
+                hwm = max(0, self.observed_hwm.get((topic, p), hwm) - 1)
+            line["high_watermark"] = hwm
+            self.observed_hwm[(topic, p)] = hwm
+        if kind == "overlap" and isr:
+            line["elr"] = [isr[-1]]
+        elif kind == "elr-full":
+            line["elr"] = [self.brokers[-1]]
+        elif kind == "fenced":
+            line["fenced"] = sorted(set(self.brokers) - self.alive)
+        elif kind == "fenced-leader":
+            line["fenced"] = [leader]
+        elif kind == "lkelr-bad":
+            line.update(leader=-1, isr=[], elr=[],
+                        last_known_elr=[self.draw(st.sampled_from([-1, 7, self.brokers[1]]))])
+        elif kind == "elr-null":
+            line.update(elr=None, last_known_elr=None)
+        elif kind == "isr-null":
+            line["isr"] = None
+        self.emit(**line)
+
+    def fault_step(self) -> None:
+        fault = self.draw(st.sampled_from(["page-cache-loss", "page-cache-loss", "kill",
+                                           "partition", "start", "heal", "pause"]))
+        names = [f"broker-{i}" for i in (1, 2, 3)] + ["controller-1"]
+        nodes = self.draw(st.lists(st.sampled_from(names), min_size=1, max_size=2,
+                                   unique=True))
+        outcome = self.draw(st.sampled_from(["ok", "ok", "ok", "info", "fail"]))
+        self.emit(process=-1, type="invoke", f="fault", fault=fault, nodes=nodes)
+        if self.draw(st.integers(0, 4)) == 0:
+            self.observe_step()  # an observation while the fault is under way
+        line = {"process": -1, "type": outcome, "f": "fault", "fault": fault, "nodes": nodes}
+        if fault == "page-cache-loss" and outcome != "fail":
+            line["detail"] = {"bytes_dropped": {"/data/kafka/t-0/0.log": 4096}}
+        self.emit(**line)
+        ids = {self.brokers[int(n[-1]) - 1] for n in nodes if n.startswith("broker-")}
+        if outcome == "fail":
+            return
+        if fault in ("start", "heal"):
+            self.alive |= ids
+        else:
+            self.alive -= ids
+        self.epoch += 1
+
+    # -- log injections
+
+    def log_step(self) -> None:
+        if not self.inject:
+            return
+        key = self.key()
+        log = self.logs[key]
+        kind = self.draw(st.sampled_from(["truncate", "duplicate", "swap", "garbage"]))
+        if not log:
+            return
+        if kind == "truncate":  # an unclean election: the new leader's log is shorter
+            del log[len(log) - self.draw(st.integers(1, min(3, len(log)))):]
+        elif kind == "duplicate":
+            log.append(self.draw(st.sampled_from([v for v in log if v is not None] or [None])))
+        elif kind == "swap":
+            i = self.draw(st.integers(0, len(log) - 1))
+            j = self.draw(st.integers(0, len(log) - 1))
+            log[i], log[j] = log[j], log[i]
+        else:
+            log.append(None)  # bytes this run never wrote
+
+
+# -- final reads and replica lines -------------------------------------------------------
+
+
+def _final_reads(m: _Model, topic: str) -> list[dict]:
+    """The final reads of one topic's partitions by one or two readers, each complete
+    or incomplete in one of the contract's ways; returns the invokes left open, which
+    go at the very end of the history."""
+    draw = m.draw
+    parts = list(range(m.parts[topic]))
+    split = draw(st.integers(1, len(parts)))
+    groups = [g for g in (parts[:split], parts[split:]) if g]
+    tail: list[dict] = []
+    for group in groups:
+        modes = ["complete"] * 4 + ["retried", "retried-info", "no-seek", "hwm-some"]
+        if m.inject:
+            modes += ["no-ok", "short", "open", "hole", "moved"]
+        mode = draw(st.sampled_from(modes))
+        pid = m.pid()
+        head = {"f": "poll", "topic": topic, "final": True}
+        if mode in ("retried", "retried-info", "no-ok"):
+            outcome = "info" if mode == "retried-info" else "fail"
+            m.emit(process=pid, type="invoke", **head, seek={str(p): 0 for p in group})
+            m.emit(process=pid, type=outcome, **head, error="BROKER_NOT_AVAILABLE")
+            if mode == "no-ok":
+                continue
+            if outcome == "info":
+                pid = m.pid()  # after info a new process id
+        logs = {p: list(enumerate(m.logs[(topic, p)])) for p in group}
+        p = draw(st.sampled_from(group))
+        if mode == "hole" and logs[p]:  # an entry missing from the final log
+            del logs[p][draw(st.integers(0, len(logs[p]) - 1))]
+        elif mode == "moved" and logs[p]:  # an entry found at another offset
+            i = draw(st.integers(0, len(logs[p]) - 1))
+            logs[p][i] = (logs[p][i][0] + draw(st.integers(1, 2)), logs[p][i][1])
+            logs[p].sort(key=lambda r: r[0])
+        elif mode == "short":  # the reader stops short of the high watermark
+            logs[p] = logs[p][:draw(st.integers(0, max(0, len(logs[p]) - 1)))]
+        batch = draw(st.integers(1, 4))
+        pos = dict.fromkeys(group, 0)
+        first = True
+        while True:
+            invoke = {"process": pid, "type": "invoke", **head}
+            if first and mode != "no-seek":
+                invoke["seek"] = {str(q): 0 for q in group}
+            records = []
+            for q in group:
+                rest = [r for r in logs[q] if r[0] >= pos[q]][:batch]
+                records += [[q, o, v] for o, v in rest]
+                if rest:
+                    pos[q] = rest[-1][0] + 1
+            m.emit(**invoke)
+            done = {"process": pid, "type": "ok", **head, "records": records}
+            if mode != "no-seek" or not records:
+                shown = group if mode != "hwm-some" else group[:1]
+                done["high_watermark"] = {str(q): len(m.logs[(topic, q)]) for q in shown}
+            m.emit(**done)
+            first = False
+            if not records:
+                break
+        if mode == "open":
+            open_invoke = {"process": pid, "type": "invoke", **head}
+            if draw(st.booleans()):
+                open_invoke["seek"] = {str(q): 0 for q in group}
+            tail.append(open_invoke)
+    return tail
+
+
+def _replicas(m: _Model) -> None:
+    draw = m.draw
+    for (topic, p), log in m.logs.items():
+        if not draw(st.booleans()):
+            continue
+        for name, broker in zip(("broker-1", "broker-2", "broker-3"), m.brokers, strict=True):
+            records = [[o, v, 1] for o, v in enumerate(log)]
+            kinds = ["same"] * 5 + ["no-hwm", "short-hwm"]
+            if m.inject:
+                kinds += ["changed", "missing"]
+            kind = draw(st.sampled_from(kinds))
+            hwm: int | None = len(log)
+            if kind == "changed" and records:
+                i = draw(st.integers(0, len(records) - 1))
+                records[i][1] = draw(st.sampled_from([None, 10_000 + i]))
+            elif kind == "missing" and records:
+                del records[draw(st.integers(0, len(records) - 1))]
+            elif kind == "no-hwm":
+                hwm = None
+            elif kind == "short-hwm":
+                hwm = draw(st.integers(0, len(log)))
+            line = {"process": -3, "type": "ok", "f": "replica", "topic": topic,
+                    "partition": p, "node": name, "broker": broker,
+                    "log_end_offset": len(records), "records": records}
+            if hwm is not None:
+                line["high_watermark"] = hwm
+            m.emit(**line)
+
+
+# -- the strategies ------------------------------------------------------------------------
+
+_STEPS = ["send"] * 6 + ["poll"] * 4 + ["observe"] * 2 + ["fault", "log"]
+
+
+@st.composite
+def test_jsons(draw) -> tuple[dict | None, dict[str, int], list[int], int]:
+    """(test.json or None, partitions per topic, broker ids of broker-1..3, min ISR)."""
+    n_topics = draw(st.integers(1, 2))
+    parts = {t: draw(st.integers(1, 3)) for t in TOPICS[:n_topics]}
+    if draw(st.integers(0, 5)) == 0:
+        return None, parts, [1, 2, 3], 2
+    ids = draw(st.sampled_from([[1, 2, 3], [101, 102, 103]]))
+    min_isr = draw(st.integers(1, 3))
+    nodes = {f"broker-{i}": {"role": "broker", "id": ids[i - 1]} for i in (1, 2, 3)}
+    nodes["controller-1"] = {"role": "controller", "id": 1000}
+    topics = {t: {"partitions": n + (draw(st.integers(0, 7)) == 7),
+                  "replication_factor": 3, "min_insync_replicas": min_isr,
+                  "unclean_leader_election": draw(st.booleans())}
+              for t, n in parts.items()}
+    test = {"topics": topics, "elr_enabled": True,
+            "idempotent_producers": draw(st.booleans()), "nodes": nodes,
+            "seed": draw(st.integers(0, 1000)), "kafka_version": "4.1.1"}
+    return test, parts, ids, min_isr
+
+
+@st.composite
+def histories(draw, max_steps: int = 80) -> GeneratedHistory:
+    """A random history that follows the contract (with, at times, a cut-short last
+    line: the one malformed line the contract allows)."""
+    test, parts, ids, min_isr = draw(test_jsons())
+    m = _Model(draw, test, parts, ids, min_isr, inject=draw(st.integers(0, 2)) > 0)
+    for _ in range(draw(st.integers(min(8, max_steps), max_steps))):
+        getattr(m, f"{draw(st.sampled_from(_STEPS))}_step")()
+    # wind down: some sends and polls complete, the others never do
+    for prod in m.producers:
+        if prod.pending is not None and draw(st.booleans()):
+            m.complete_send(prod, draw(st.sampled_from(["ok", "fail", "info"])))
+    for con in m.consumers:
+        if con.pending and draw(st.booleans()):
+            m.complete_poll(con)
+    if draw(st.booleans()):  # healed: a full ISR observed
+        m.alive = set(m.brokers)
+        for _ in range(draw(st.integers(1, 2))):
+            m.observe_step()
+    tail = []
+    for topic in parts:
+        tail += _final_reads(m, topic)
+    if draw(st.booleans()):
+        _replicas(m)
+    m.lines += tail
+    return _dress(draw, test, m.lines)
+
+
+def _dress(draw, test: dict | None, lines: list[dict]) -> GeneratedHistory:
+    """Index and time in file order, unknown extra fields, blank lines, and at times a
+    cut-short last line."""
+    out: list[dict | str] = []
+    time = 0
+    for i, line in enumerate(lines):
+        time += draw(st.sampled_from([0, 1, 1000, 1000]))
+        line = {"index": i, "time": time, **line}
+        if draw(st.integers(0, 9)) == 9:
+            name = draw(st.sampled_from(EXTRA_FIELDS))
+            line[name] = draw(st.sampled_from([None, 3, "x", [1, "y"], {"a": 1.5}]))
+        if draw(st.integers(0, 19)) == 19:
+            out.append(draw(st.sampled_from(["", "  ", "\t"])))
+        out.append(line)
+    if lines and draw(st.integers(0, 11)) == 11:
+        cut = json.dumps({"index": len(lines), "time": time + 1, "process": -2, "type": "ok",
+                          "f": "observe", "topic": "t", "partition": 0, "leader": 1})
+        out.append(cut[:draw(st.integers(1, len(cut) - 2))])
+        if draw(st.booleans()):
+            out.append("")
+    return GeneratedHistory(test, out)
+
+
+#: Ways to break one line, as (name, function of the line's dict -> the line's text).
+def _text_with(line: dict, name: str, raw: str) -> str:
+    """line's JSON with field name's value written as the raw JSON text raw."""
+    marked = {**line, name: "@@MARK@@"}
+    return json.dumps(marked).replace('"@@MARK@@"', raw)
+
+
+def _breakers(line: dict) -> list[tuple[str, str]]:
+    out = [("not-json", json.dumps(line)[:-1]), ("array", "[]"), ("number", "3"),
+           ("string", '"x"'), ("null", "null"),
+           ("big-int", _text_with(line, "time", str(1 << 64))),
+           ("fraction", _text_with(line, "time", "1.5")),
+           ("exponent", _text_with(line, "time", "1e3")),
+           ("int-as-text", _text_with(line, "process", '"3"')),
+           ("bool-as-int", _text_with(line, "index", "true")),
+           ("bad-type", _text_with(line, "type", '"done"')),
+           ("no-f", json.dumps({k: v for k, v in line.items() if k != "f"})),
+           ("null-time", _text_with(line, "time", "null"))]
+    f = line.get("f")
+    if f == "send":
+        out += [("big-value", _text_with(line, "value", str(-(1 << 63) - 1))),
+                ("acks-2", _text_with(line, "acks", '"2"')),
+                ("no-value", json.dumps({k: v for k, v in line.items() if k != "value"}))]
+        if line["type"] == "ok" and line.get("acks") != "0":
+            out.append(("null-offset", _text_with(line, "offset", "null")))
+    if f == "poll" and line["type"] == "ok":
+        out += [("short-record", _text_with(line, "records", "[[0, 1]]")),
+                ("record-text", _text_with(line, "records", '[[0, "1", 2]]')),
+                ("hwm-key", _text_with(line, "high_watermark", '{"p0": 1}')),
+                ("hwm-int", _text_with(line, "high_watermark", "3")),
+                ("no-records", json.dumps({k: v for k, v in line.items()
+                                           if k != "records"}))]
+    if f == "poll" and line["type"] == "invoke":
+        out += [("seek-key", _text_with(line, "seek", '{"first": 0}')),
+                ("seek-value", _text_with(line, "seek", '{"0": 0.5}')),
+                ("final-text", _text_with(line, "final", '"true"'))]
+    if f == "observe":
+        out += [("isr-text", _text_with(line, "isr", '["1"]')),
+                ("hwm-object", _text_with(line, "high_watermark", '{"0": 1}')),
+                ("observe-invoke", _text_with(line, "type", '"invoke"'))]
+    if f == "fault":
+        out += [("nodes-int", _text_with(line, "nodes", "[2]"))]
+    if f == "replica":
+        out += [("replica-null-offset", _text_with(line, "records", "[[null, 1, 1]]"))]
+    return out
+
+
+@st.composite
+def malformed_histories(draw) -> tuple[GeneratedHistory, int, str]:
+    """A history with one malformed line that is not a cut-short last line: (the
+    history, the malformed line's 1-based number, how it was broken)."""
+    history = draw(histories(max_steps=15))
+    lines = [line for line in history.lines if not (isinstance(line, str) and line.strip())]
+    history.lines = lines  # no cut-short last line: the broken one must be named
+    objects = [i for i, line in enumerate(lines) if isinstance(line, dict)]
+    at = draw(st.sampled_from(objects)) if objects else 0
+    if not objects:
+        lines.append({"index": 0, "time": 0, "process": 0, "type": "invoke", "f": "poll",
+                      "topic": "t"})
+    name, text = draw(st.sampled_from(_breakers(lines[at])))
+    if name == "not-json" and at == max(i for i, line in enumerate(lines)
+                                        if isinstance(line, dict)):
+        lines.append({"index": 99, "time": 10**9, "process": -2, "type": "ok", "f": "observe",
+                      "topic": "t", "partition": 0, "leader": 1, "leader_epoch": 1})
+    lines[at] = text
+    return history, at + 1, name
