@@ -43,6 +43,17 @@ INT_FIELDS = ("index", "time", "process", "partition", "value", "offset", "leade
               "leader_epoch", "broker", "log_end_offset")
 INT_LIST_FIELDS = ("isr", "elr", "last_known_elr", "fenced")
 TEXT_FIELDS = ("type", "f", "topic", "acks", "error", "fault", "node")
+#: The kinds of line the contract defines. A line of another kind (a newer
+#: recorder's) is ignored once its common fields are valid.
+KINDS = ("send", "poll", "fault", "observe", "replica")
+ACKS_VALUES = ("all", "1", "0")
+#: Spark's reader takes any JSON token as a STRING column's text (5 becomes "5"),
+#: so its converter also reads these fields as variants, whose schema tells a
+#: string from a number; the common ints are typed there too, so a line whose
+#: other fields do not parse still has a kind and an index.
+SPARK_SHAPE = (("index", "BIGINT"), ("time", "BIGINT"), ("process", "BIGINT"),
+               *((c, "VARIANT") for c in (*TEXT_FIELDS, "nodes", "detail")))
+SPARK_SHAPE_DDL = ", ".join(f"{name} {kind}" for name, kind in SPARK_SHAPE)
 #: Lines whose high_watermark is one int (on polls it is an object).
 INT_HWM_KINDS = ("observe", "replica")
 #: A partition's name in a JSON object's key (seek, a poll's high_watermark).
@@ -61,30 +72,84 @@ def value_slot(f: str) -> int:
     return 1 if f == "replica" else 2
 
 
-def spark_bad(corrupt: str = "_corrupt") -> str:
-    """Spark SQL over the parsed row: true when the line breaks the contract."""
-    records = "records"
+def required_by_kind(q) -> str:
+    """SQL (either dialect; q quotes a column name): true when a line of a known
+    kind lacks a field its kind and type require, or holds an acks level or a type
+    its kind does not allow (HISTORY.md's tables; null counts as absent)."""
+    def missing(*names: str) -> str:
+        return " OR ".join(f"{q(n)} IS NULL" for n in names)
+
+    acks = ", ".join(f"'{a}'" for a in ACKS_VALUES)
+    f, t = q("f"), q("type")
+    return " OR ".join([
+        f"({f} = 'send' AND ({missing('topic', 'partition', 'acks', 'value')} "
+        f"OR {q('acks')} NOT IN ({acks}) "
+        f"OR ({t} = 'ok' AND {q('acks')} != '0' AND {q('offset')} IS NULL) "
+        f"OR ({t} IN ('fail', 'info') AND {q('error')} IS NULL)))",
+        f"({f} = 'poll' AND ({missing('topic')} OR ({t} = 'ok' AND {q('records')} IS NULL) "
+        f"OR ({t} IN ('fail', 'info') AND {q('error')} IS NULL)))",
+        f"({f} = 'fault' AND ({missing('fault', 'nodes')}))",
+        f"({f} = 'observe' AND ({missing('topic', 'partition', 'leader', 'leader_epoch')} "
+        f"OR {t} != 'ok'))",
+        f"({f} = 'replica' AND ({missing('topic', 'partition', 'node', 'broker')} "
+        f"OR {missing('log_end_offset', 'records')} OR {t} != 'ok'))",
+    ])
+
+
+def _spark_q(name: str) -> str:
+    return f"`{name}`"
+
+
+def spark_kind(shape: str = "shape") -> str:
+    """Spark SQL: a line's `f` as the variant read gives it (null unless a string)."""
+    return f"try_variant_get({shape}.f, '$', 'string')"
+
+
+def spark_bad(corrupt: str = "_corrupt", shape: str = "shape") -> str:
+    """Spark SQL over the parsed row (its typed fields, the corrupt-record column and
+    the variant read `shape`, SPARK_SHAPE): true when the line breaks the contract.
+    Every clause is false, never null, on a valid line (the caller treats null as
+    bad)."""
+    def is_text(c: str) -> str:
+        return f"coalesce(schema_of_variant({shape}.{c}) IN ('STRING', 'VOID'), true)"
+
     bad_entry = ("exists(records, r -> r IS NULL OR size(r) != 3 OR r[0] IS NULL "
                  "OR (CASE WHEN f = 'replica' THEN r[2] ELSE r[1] END) IS NULL)")
     hwm = "high_watermark"
-    return " OR ".join([
+    kinds = ", ".join(f"'{k}'" for k in KINDS)
+    types = ", ".join(f"'{t}'" for t in TYPES)
+    of_its_kind = " OR ".join([
         f"{corrupt} IS NOT NULL",
-        *(f"{c} IS NULL" for c in REQUIRED),
-        f"type NOT IN ({', '.join(repr(t) for t in TYPES)})",
-        f"({records} IS NOT NULL AND {bad_entry})",
-        "(seek IS NOT NULL AND NOT forall(map_keys(seek), "
-        f"k -> k RLIKE {spark_string(PARTITION_KEY)}))",
-        f"(f = 'poll' AND {hwm} IS NOT NULL AND NOT ({hwm} RLIKE {spark_string(INT_OBJECT)} "
-        f"AND from_json({hwm}, 'MAP<STRING, BIGINT>') IS NOT NULL))",
-        f"(f IN ({', '.join(repr(k) for k in INT_HWM_KINDS)}) AND {hwm} IS NOT NULL "
+        *(f"NOT {is_text(c)}" for c in TEXT_FIELDS if c not in ("type", "f")),
+        f"coalesce(schema_of_variant({shape}.nodes) NOT IN ('ARRAY<STRING>', 'ARRAY<VOID>', "
+        f"'VOID'), false)",
+        "coalesce(exists(nodes, n -> n IS NULL), false)",
+        f"coalesce(NOT (schema_of_variant({shape}.detail) LIKE 'OBJECT%' "
+        f"OR schema_of_variant({shape}.detail) = 'VOID'), false)",
+        f"coalesce(records IS NOT NULL AND {bad_entry}, false)",
+        "coalesce(seek IS NOT NULL AND NOT forall(map_keys(seek), "
+        f"k -> k RLIKE {spark_string(PARTITION_KEY)}), false)",
+        f"coalesce(f = 'poll' AND {hwm} IS NOT NULL AND NOT ({hwm} RLIKE "
+        f"{spark_string(INT_OBJECT)} AND from_json({hwm}, 'MAP<STRING, BIGINT>') IS NOT NULL), "
+        "false)",
+        f"coalesce(f IN ({', '.join(repr(k) for k in INT_HWM_KINDS)}) AND {hwm} IS NOT NULL "
         f"AND NOT ({hwm} RLIKE {spark_string(INT_TEXT)} "
-        f"AND try_cast({hwm} AS BIGINT) IS NOT NULL))",
+        f"AND try_cast({hwm} AS BIGINT) IS NOT NULL), false)",
+        f"coalesce({required_by_kind(_spark_q)}, false)",
+    ])
+    return " OR ".join([
+        *(f"{shape}.{c} IS NULL" for c in ("index", "time", "process")),
+        *(f"coalesce(schema_of_variant({shape}.{c}) != 'STRING', true)" for c in ("type", "f")),
+        f"try_variant_get({shape}.type, '$', 'string') NOT IN ({types})",
+        f"({spark_kind(shape)} IN ({kinds}) AND ({of_its_kind}))",
     ])
 
 
 def duckdb_bad() -> str:
-    """DuckDB SQL over the lines read with every typed field as raw JSON: true when
-    the line breaks the contract.
+    """DuckDB SQL over the lines read with every typed field as raw JSON, the fields
+    of DUCKDB_SHAPED already typed and judged in `_mistyped`: true when the line
+    breaks the contract. It may be stricter than Spark's reader, never laxer: a
+    bad line sends the whole history to Spark's reader, which names it.
 
     DuckDB's casts are lenient ("1" or 1.5 into an integer) where Spark's reader
     marks the line corrupt, so the JSON text of each int field is checked before
@@ -110,13 +175,48 @@ def duckdb_bad() -> str:
         # inside lists: no fraction, exponent, string or boolean (true/false carry an e)
         any_text_matches(("records", *INT_LIST_FIELDS), '[."eE]'),
         *(f"{c} IS NULL" for c in REQUIRED),
+        "_mistyped",
         f"type NOT IN ({', '.join(repr(t) for t in TYPES)})",
+        f"coalesce({required_by_kind(q)}, false)",
         f"(records IS NOT NULL AND coalesce({entry}, false))",
         f"(seek IS NOT NULL AND NOT regexp_matches(seek::VARCHAR, {duckdb_string(INT_OBJECT)}))",
         f"(f = 'poll' AND {hwm} IS NOT NULL AND (NOT regexp_matches({hwm}::VARCHAR, "
         f"{duckdb_string(INT_OBJECT)}) OR TRY_CAST({hwm} AS MAP(VARCHAR, BIGINT)) IS NULL))",
         f"(f IN ({', '.join(repr(k) for k in INT_HWM_KINDS)}) AND {hwm} IS NOT NULL "
         f"AND NOT regexp_matches({hwm}::VARCHAR, {duckdb_string(INT_TEXT)}))",
+    ])
+
+
+#: Read as raw JSON by DuckDB's strict pass (DuckDB casts 5 to "5" and 1 to true),
+#: then typed by duckdb_typed_text() and checked by duckdb_mistyped().
+DUCKDB_SHAPED = (*TEXT_FIELDS, "nodes", "detail", "final")
+
+
+def duckdb_typed_text() -> str:
+    """DuckDB's REPLACE list over the raw JSON of DUCKDB_SHAPED: each field's value
+    when its JSON type is right, else null (and the line is bad)."""
+    def q(name: str) -> str:
+        return f'"{name}"'
+
+    return ", ".join([
+        *(f"CASE WHEN json_type({q(c)}) = 'VARCHAR' THEN json_extract_string({q(c)}, '$') "
+          f"END AS {q(c)}" for c in TEXT_FIELDS),
+        "CASE WHEN json_type(nodes) = 'ARRAY' THEN nodes::VARCHAR[] END AS nodes",
+        "CASE WHEN json_type(final) = 'BOOLEAN' THEN final::BOOLEAN END AS final",
+    ])
+
+
+def duckdb_mistyped() -> str:
+    """DuckDB SQL over the raw JSON of DUCKDB_SHAPED: true when one holds a JSON
+    type the contract does not allow there."""
+    return " OR ".join([
+        *(f"coalesce(json_type(\"{c}\") NOT IN ('VARCHAR', 'NULL'), false)"
+          for c in TEXT_FIELDS),
+        "coalesce(json_type(nodes) NOT IN ('ARRAY', 'NULL'), false)",
+        "coalesce(NOT list_bool_and(list_transform(json_extract(nodes, '$[*]'), "
+        "lambda n: json_type(n) = 'VARCHAR')), false)",
+        "coalesce(json_type(detail) NOT IN ('OBJECT', 'NULL'), false)",
+        "coalesce(json_type(final) NOT IN ('BOOLEAN', 'NULL'), false)",
     ])
 
 
@@ -149,9 +249,26 @@ def _object_of_ints(name: str, v: object) -> str | None:
     return None
 
 
+def _required_of(op: dict) -> tuple[str, ...]:
+    """The fields a line of its kind and type requires (required_by_kind in Python)."""
+    f, t = op["f"], op["type"]
+    if f == "send":
+        need = ("topic", "partition", "acks", "value")
+        need += ("offset",) if t == "ok" and op.get("acks") != "0" else ()
+        return need + (("error",) if t in ("fail", "info") else ())
+    if f == "poll":
+        return ("topic",) + {"ok": ("records",), "fail": ("error",),
+                             "info": ("error",)}.get(t, ())
+    return {"fault": ("fault", "nodes"),
+            "observe": ("topic", "partition", "leader", "leader_epoch"),
+            "replica": ("topic", "partition", "node", "broker", "log_end_offset",
+                        "records")}[f]
+
+
 def describe(text: str) -> tuple[str | None, bool]:
     """What breaks the contract in one line's text: (reason or None, is it JSON at
-    all). A reason of None means the line is valid (or blank)."""
+    all). A reason of None means the line is valid (or blank). The same rules as
+    spark_bad, in the same order: the common fields, then a known kind's own."""
     if not text.strip(JSON_WHITESPACE):
         return None, True
     try:
@@ -163,45 +280,71 @@ def describe(text: str) -> tuple[str | None, bool]:
     for name in REQUIRED:
         if op.get(name) is None:
             return f"required field {name!r} is missing", True
-    for name in INT_FIELDS:
-        if op.get(name) is not None and (problem := _int_problem(name, op[name])):
+    for name in ("index", "time", "process"):
+        if problem := _int_problem(name, op[name]):
             return problem, True
-    for name in TEXT_FIELDS:
-        if op.get(name) is not None and not isinstance(op[name], str):
+    for name in ("type", "f"):
+        if not isinstance(op[name], str):
             return f"field {name!r} must be a string", True
     if op["type"] not in TYPES:
         return f"type {op['type']!r} is none of {', '.join(TYPES)}", True
+    if op["f"] not in KINDS:
+        return None, True  # a newer recorder's kind of line: ignored
+    return _kind_problem(op), True
+
+
+def _kind_problem(op: dict) -> str | None:
+    """What breaks the contract in a line of a known kind, or None."""
+    for name in INT_FIELDS:
+        if op.get(name) is not None and (problem := _int_problem(name, op[name])):
+            return problem
+    for name in TEXT_FIELDS:
+        if op.get(name) is not None and not isinstance(op[name], str):
+            return f"field {name!r} must be a string"
+    nodes = op.get("nodes")
+    if nodes is not None and not (isinstance(nodes, list)
+                                  and all(isinstance(n, str) for n in nodes)):
+        return "field 'nodes' must be a list of strings"
+    if op.get("detail") is not None and not isinstance(op["detail"], dict):
+        return "field 'detail' must be an object"
     if op.get("final") is not None and not isinstance(op["final"], bool):
-        return "field 'final' must be true or false", True
+        return "field 'final' must be true or false"
     for name in INT_LIST_FIELDS:
         items = op.get(name)
         if items is not None:
             if not isinstance(items, list):
-                return f"field {name!r} must be a list of ints", True
+                return f"field {name!r} must be a list of ints"
             for item in items:
                 if problem := _int_problem(name, item):
-                    return problem, True
+                    return problem
     if op.get("records") is not None:
         records, slot = op["records"], value_slot(op["f"])
         if not isinstance(records, list):
-            return "field 'records' must be a list", True
+            return "field 'records' must be a list"
         for entry in records:
             if not isinstance(entry, list) or len(entry) != 3:
-                return f"a record {json.dumps(entry)[:40]} is not a list of three", True
+                return f"a record {json.dumps(entry)[:40]} is not a list of three"
             for i, item in enumerate(entry):
                 if item is None and i == slot:
                     continue
                 if problem := _int_problem("records", item):
-                    return problem, True
+                    return problem
     if op.get("seek") is not None and (problem := _object_of_ints("seek", op["seek"])):
-        return problem, True
+        return problem
     hwm = op.get("high_watermark")
     if hwm is not None:
         if op["f"] == "poll" and (problem := _object_of_ints("high_watermark", hwm)):
-            return problem, True
+            return problem
         if op["f"] in INT_HWM_KINDS and (problem := _int_problem("high_watermark", hwm)):
-            return problem, True
-    return None, True
+            return problem
+    if op["f"] == "send" and op.get("acks") is not None and op["acks"] not in ACKS_VALUES:
+        return f"acks {op['acks']!r} is none of {', '.join(ACKS_VALUES)}"
+    if op["f"] in ("observe", "replica") and op["type"] != "ok":
+        return f"an {op['f']} line's type is always ok"
+    for name in _required_of(op):
+        if op.get(name) is None:
+            return f"field {name!r} is required on a {op['type']} {op['f']} line"
+    return None
 
 
 def read_line(path: Path, number: int) -> tuple[str, bool]:

@@ -50,6 +50,7 @@ from checkers.events import (
     spark_string,
 )
 from checkers.lines import (
+    DUCKDB_SHAPED,
     FIELDS,
     INT_FIELDS,
     INT_HWM_KINDS,
@@ -57,17 +58,21 @@ from checkers.lines import (
     SCHEMA,
     SCHEMA_DDL,
     SPARK_BLANK,
+    SPARK_SHAPE_DDL,
     TEXT_FIELDS,
     describe,
     duckdb_bad,
+    duckdb_mistyped,
+    duckdb_typed_text,
     read_line,
     spark_bad,
+    spark_kind,
 )
 from harness.config import CheckerConfig, cache_dir
 from harness.errors import HarnessError, HistoryError
 
 #: Bumped whenever the Parquet layout changes, so old caches are rebuilt.
-_CACHE_VERSION = 8
+_CACHE_VERSION = 9
 _MARKER = "_elr_source.json"
 #: The topics the events table's keys were made from, and its bucket count.
 _LAYOUT = "_elr_layout.json"
@@ -220,7 +225,11 @@ def _duckdb_select() -> str:
             typed.append(f"{q(c)}::{_DUCKDB_TYPES[c]} AS {q(c)}")
         else:
             typed.append(q(c))
-    read = {c: ("JSON" if c in _DUCKDB_RAW else _DUCKDB_TYPES[c]) for c in FIELDS}
+    read = {c: ("JSON" if c in _DUCKDB_RAW or c in DUCKDB_SHAPED else _DUCKDB_TYPES[c])
+            for c in FIELDS}
+    read["detail"] = "JSON"
+    shaped = (f"SELECT * EXCLUDE (detail) REPLACE ({duckdb_typed_text()}), "
+              f"({duckdb_mistyped()}) AS _mistyped FROM {_read_json(read)}")
     return (f"SELECT {', '.join(typed)},"
             f" CASE WHEN f IN ({_INT_HWM}) THEN high_watermark::BIGINT END AS hwm,"
             " CASE WHEN f = 'poll' THEN high_watermark::MAP(VARCHAR, BIGINT) END AS hwm_map,"
@@ -231,7 +240,7 @@ def _duckdb_select() -> str:
             # line numbers are only ever computed for bad rows, which this path never
             # keeps; a row number would cost DuckDB a blocking window over the table
             " 0::BIGINT AS _blk, 0::BIGINT AS _row"
-            f" FROM {_read_json(read)}")
+            f" FROM ({shaped})")
 
 
 def _duckdb_summary() -> str:
@@ -412,14 +421,19 @@ def _convert_with_spark(spark, history: Path, parquet: Path, marker: dict) -> No
         F.from_json("value", f"{SCHEMA_DDL}, _corrupt STRING",
                     {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"})
         .alias("j"),
+        F.from_json("value", SPARK_SHAPE_DDL).alias("shape"),
         F.expr(SPARK_BLANK).alias("_blank"),
         F.input_file_block_start().alias("_blk"),
         F.monotonically_increasing_id().alias("_row"))
-    fields = parsed.select("j.*", "_blank", "_blk", "_row")
+    fields = parsed.select("j.*", "shape", "_blank", "_blk", "_row")
     bad = F.expr(f"NOT _blank AND coalesce({spark_bad()}, true)")
+    # a line of an unknown kind may be valid while its other fields do not parse:
+    # its kind and common fields come from the variant read
+    common = {"f": F.expr(spark_kind()), **{c: F.col(f"shape.{c}")
+                                             for c in ("index", "time", "process")}}
     table = fields.select(
-        *[F.coalesce(F.col("final"), F.lit(False)).alias("final") if c == "final" else c
-          for c in FIELDS],
+        *[F.coalesce(F.col("final"), F.lit(False)).alias("final") if c == "final"
+          else common[c].alias(c) if c in common else c for c in FIELDS],
         bad.alias("_bad"), "_blank", "_blk", "_row")
     parquet.parent.mkdir(parents=True, exist_ok=True)
     tmp = _temporary(parquet)

@@ -502,8 +502,13 @@ def _breakers(line: dict) -> list[tuple[str, str]]:
            ("bool-as-int", _text_with(line, "index", "true")),
            ("bad-type", _text_with(line, "type", '"done"')),
            ("no-f", json.dumps({k: v for k, v in line.items() if k != "f"})),
-           ("null-time", _text_with(line, "time", "null"))]
+           ("null-time", _text_with(line, "time", "null")),
+           ("f-int", _text_with(line, "f", "1"))]
     f = line.get("f")
+    if "topic" in line:
+        out += [("topic-int", _text_with(line, "topic", "5"))]
+    if line.get("error") is not None:
+        out += [("error-int", _text_with(line, "error", "3"))]
     if f == "send":
         out += [("big-value", _text_with(line, "value", str(-(1 << 63) - 1))),
                 ("acks-2", _text_with(line, "acks", '"2"')),
@@ -526,7 +531,9 @@ def _breakers(line: dict) -> list[tuple[str, str]]:
                 ("hwm-object", _text_with(line, "high_watermark", '{"0": 1}')),
                 ("observe-invoke", _text_with(line, "type", '"invoke"'))]
     if f == "fault":
-        out += [("nodes-int", _text_with(line, "nodes", "[2]"))]
+        out += [("nodes-int", _text_with(line, "nodes", "[2]")),
+                ("detail-list", _text_with(line, "detail", "[1]")),
+                ("fault-int", _text_with(line, "fault", "7"))]
     if f == "replica":
         out += [("replica-null-offset", _text_with(line, "records", "[[null, 1, 1]]"))]
     return out

@@ -166,6 +166,19 @@ KIND_FIELDS = {
 }
 
 
+#: docs/CHECKING.md: "a field of the contract present with a value of the wrong
+#: type" is malformed on a line of any known kind, also where the field belongs to
+#: another kind (a poll's `value`); high_watermark only where it has a meaning.
+ANY_KIND_FIELDS = {
+    **dict.fromkeys(("partition", "value", "offset", "leader", "leader_epoch", "broker",
+                     "log_end_offset"), _int),
+    **dict.fromkeys(("topic", "acks", "error", "fault", "node"), _str),
+    **dict.fromkeys(("isr", "elr", "last_known_elr", "fenced"), _int_list),
+    "nodes": _str_list, "detail": _object, "final": _bool, "seek": _partition_map,
+    "records": _records(2),
+}
+
+
 def _required(op: dict) -> tuple[str, ...]:
     """The fields the contract lists for this line's kind and type without
     "optional" (docs/CHECKING.md: null only where the contract allows it)."""
@@ -208,6 +221,10 @@ def line_problem(op) -> str | None:
         return None  # a newer recorder's kind of line: ignored
     for name, check in fields.items():
         if op.get(name) is not None and (problem := check(name, op[name])):
+            return problem
+    for name, check in ANY_KIND_FIELDS.items():
+        if name not in fields and op.get(name) is not None and (
+                problem := check(name, op[name])):
             return problem
     if op["f"] in ("observe", "replica") and op["type"] != "ok":
         return f"an {op['f']} line's type is always ok"

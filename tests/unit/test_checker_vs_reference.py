@@ -5,12 +5,14 @@ acks), the same truncated lines, incomplete partitions, fault budget counts and
 checked counts; and on a malformed history, errors naming the same line.
 
 One SparkSession for the whole module (checker_fixtures.spark); a check of a
-tiny history takes about a second, hence the modest numbers of examples. Under
+tiny history takes 2-8 s on 2 cores, hence the modest numbers of examples; the
+type rules, which random breakage samples thinly, also get a table of their own. Under
 CI=true the runs are derandomized (tests/conftest.py's Hypothesis profile).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import tempfile
@@ -38,7 +40,7 @@ def _both(history: GeneratedHistory) -> tuple[dict, dict]:
     return ref, got
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(histories())
 def test_the_spark_checker_agrees_with_the_reference(history):
     ref, got = _both(history)
@@ -48,7 +50,7 @@ def test_the_spark_checker_agrees_with_the_reference(history):
 _LINE = re.compile(r"\bline (\d+)\b")
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(malformed_histories())
 def test_both_checkers_name_the_same_malformed_line(case):
     history, number, how = case
@@ -79,3 +81,80 @@ def test_the_reference_agrees_with_the_spark_checker_on_every_planted_anomaly(tm
     assert ref["valid"] is False
     got = spark_view(check_history(history, test, TEST_CONFIG))
     assert got == ref, json.dumps(differences(ref, got), indent=1)
+
+
+# -- every type rule of a line, one broken field at a time --------------------------
+
+_BASE = [
+    {"index": 0, "time": 0, "process": 0, "type": "invoke", "f": "send", "topic": "t",
+     "partition": 0, "acks": "all", "value": 1},
+    {"index": 1, "time": 1, "process": 0, "type": "ok", "f": "send", "topic": "t",
+     "partition": 0, "acks": "all", "value": 1, "offset": 0},
+    {"index": 2, "time": 2, "process": -1, "type": "invoke", "f": "fault", "fault": "kill",
+     "nodes": ["broker-1"]},
+    {"index": 3, "time": 3, "process": -1, "type": "ok", "f": "fault", "fault": "kill",
+     "nodes": ["broker-1"], "detail": {}},
+    {"index": 4, "time": 4, "process": -2, "type": "ok", "f": "observe", "topic": "t",
+     "partition": 0, "leader": 1, "leader_epoch": 1, "isr": [1], "elr": [],
+     "last_known_elr": []},
+    {"index": 5, "time": 5, "process": -3, "type": "ok", "f": "replica", "topic": "t",
+     "partition": 0, "node": "broker-1", "broker": 1, "log_end_offset": 1,
+     "records": [[0, 1, 1]]},
+    {"index": 6, "time": 6, "process": 9, "type": "invoke", "f": "poll", "topic": "t",
+     "final": True, "seek": {"0": 0}},
+    {"index": 7, "time": 7, "process": 9, "type": "ok", "f": "poll", "topic": "t",
+     "final": True, "records": [[0, 0, 1]], "high_watermark": {"0": 1}},
+    {"index": 8, "time": 8, "process": -4, "type": "ok", "f": "compaction", "topic": "t"},
+]
+
+#: (line to change, field, its raw JSON text, malformed?). Spark's and DuckDB's
+#: readers take 5 for "5" and 1 for true; a line of an unknown kind is judged on
+#: its common fields alone.
+_TYPE_CASES = {
+    "topic-int": (0, "topic", "5", True), "topic-bool": (0, "topic", "true", True),
+    "topic-object": (0, "topic", '{"a": 1}', True), "acks-int": (0, "acks", "1", True),
+    "acks-3": (0, "acks", '"3"', True), "value-text": (0, "value", '"1"', True),
+    "error-int": (1, "error", "3", True), "error-null": (1, "error", "null", False),
+    "offset-null": (1, "offset", "null", True), "type-int": (1, "type", "1", True),
+    "f-int": (1, "f", "1", True), "fault-int": (2, "fault", "7", True),
+    "nodes-int": (2, "nodes", "[2]", True), "nodes-null-item": (2, "nodes", '["a", null]', True),
+    "nodes-text": (2, "nodes", '"broker-1"', True), "nodes-empty": (2, "nodes", "[]", False),
+    "detail-list": (3, "detail", "[1]", True), "detail-int": (3, "detail", "1", True),
+    "isr-text": (4, "isr", '"1"', True), "leader-null": (4, "leader", "null", True),
+    "observe-invoke": (4, "type", '"invoke"', True), "node-int": (5, "node", "1", True),
+    "final-int": (6, "final", "1", True), "seek-list": (6, "seek", "[0]", True),
+    "records-object": (7, "records", "{}", True),
+    "poll-with-a-text-value": (7, "value", '"x"', True),
+    "send-with-a-text-isr": (0, "isr", '"1"', True),
+    "unknown-kind-value-text": (8, "value", '"x"', False),
+    "unknown-kind-nodes-int": (8, "nodes", "[1]", False),
+    "unknown-kind-records": (8, "records", "[[1]]", False),
+    "unknown-kind-index-fraction": (8, "index", "1.5", True),
+    "unknown-kind-bad-type": (8, "type", '"done"', True),
+}
+
+
+@pytest.mark.parametrize("duckdb", [True, False], ids=["duckdb", "spark-reader"])
+@pytest.mark.parametrize("case", sorted(_TYPE_CASES))
+def test_each_type_rule_is_the_references(tmp_path, case, duckdb):
+    """Both converters refuse what the reference refuses, naming the same line, and
+    accept what it accepts (HISTORY.md's types; docs/CHECKING.md, "Lines")."""
+    at, name, raw, malformed = _TYPE_CASES[case]
+    lines = [json.dumps(line) for line in _BASE]
+    lines[at] = json.dumps({**_BASE[at], name: "@@"}).replace('"@@"', raw)
+    path = tmp_path / "history.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    if malformed:
+        with pytest.raises(MalformedLine) as ref_err:
+            reference_check(path, None)
+        assert ref_err.value.line == at + 1
+    else:
+        reference_check(path, None)
+    config = dataclasses.replace(TEST_CONFIG, convert_with_duckdb=duckdb)
+    if malformed:
+        with pytest.raises(HarnessError) as err:
+            check_history(path, None, config)
+        assert f"line {at + 1} is not a valid history line" in str(err.value)
+        assert "wrong type" not in str(err.value), "the message says what is wrong"
+    else:
+        assert check_history(path, None, config)["valid"] is True
