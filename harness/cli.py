@@ -12,8 +12,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.config import CheckerConfig, ReportConfig, default_store_dir
+from harness.config import CheckerConfig, ReportConfig, cache_dir, default_store_dir
 from harness.errors import EXIT_UNKNOWN, HarnessError
+from harness.flags import finite_float, port
 
 
 def _add_run(sub: argparse._SubParsersAction) -> None:
@@ -26,10 +27,10 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                    help="none, unclean-last-replica, or a comma list of fault kinds "
                         "(partition, kill, stop, pause, page-cache-loss, controller-kill, "
                         "controller-partition, isolate-from-controllers) or all")
-    p.add_argument("--time-limit", type=float, default=None,
+    p.add_argument("--time-limit", type=finite_float, default=None,
                    help="seconds of workload (default 60; a cap of 300 for a scenario, "
                         "which ends when its steps are done)")
-    p.add_argument("--interval", type=float, default=r.interval_s,
+    p.add_argument("--interval", type=finite_float, default=r.interval_s,
                    help="seconds of each quiet and fault period of a random mix")
     p.add_argument("--seed", type=int, default=r.seed)
     p.add_argument("--store", type=Path, default=default_store_dir())
@@ -40,7 +41,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--acks", default=",".join(w.acks),
                    help="acks levels spread over producer processes, e.g. all,1,0")
     g.add_argument("--consumers", type=int, default=w.consumers)
-    g.add_argument("--rate", type=float, default=w.rate, help="total sends/s (0: unbounded)")
+    g.add_argument("--rate", type=finite_float, default=w.rate, help="total sends/s (0: unbounded)")
     g.add_argument("--concurrency", type=int, default=w.processes_per_client,
                    help="logical processes one producer client serves")
     g.add_argument("--idempotent", action="store_true", help="idempotent producers")
@@ -116,7 +117,7 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="browse every run of the store over HTTP")
     p.add_argument("--store", type=Path, default=default_store_dir())
     p.add_argument("--host", default=ReportConfig.serve_host)
-    p.add_argument("--port", type=int, default=ReportConfig.serve_port)
+    p.add_argument("--port", type=port, default=ReportConfig.serve_port)
     p.set_defaults(func=_cmd_serve)
 
 
@@ -154,6 +155,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("harness: interrupted", file=sys.stderr)
         return EXIT_UNKNOWN
+    except OSError as err:
+        # a path of the user's that cannot be made or read: a harness error, never 1
+        where = f"{str(err.filename)[:120]}: " if err.filename else ""
+        print(f"harness: {where}{err.strerror or err}", file=sys.stderr)
+        return EXIT_UNKNOWN
+    except Exception as err:  # a bug of ours: one line, the traceback kept; never exit 1
+        log = _keep_traceback()
+        print(f"harness: internal error ({type(err).__name__}: {str(err)[:200]}); "
+              f"traceback in {log}", file=sys.stderr)
+        return EXIT_UNKNOWN
+
+
+def _keep_traceback() -> Path | str:
+    """Write the current exception's traceback where a bug report can find it."""
+    import traceback
+
+    try:
+        log = cache_dir() / "last-error.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(traceback.format_exc())
+        return log
+    except OSError:
+        return "(not kept: the cache folder is not writable)"
 
 
 if __name__ == "__main__":

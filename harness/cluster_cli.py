@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from harness.config import ClusterConfig
-from harness.errors import BadInput
+from harness.errors import EXIT_UNKNOWN, BadInput
 from harness.flags import add_cluster_flags, add_topic_flags, cluster_config, topic_config
 
 console = Console(highlight=False)
@@ -74,7 +75,8 @@ def _running_cluster(name: str):
     """The cluster called `name`, or None (and a message) when it is not up."""
     cluster = _cluster(name)
     if not cluster.is_up():
-        console.print(f"cluster '{name}' is not up")
+        print(f"harness: cluster '{name}' is not up (harness cluster up starts it)",
+              file=sys.stderr)
         return None
     return cluster
 
@@ -82,7 +84,7 @@ def _running_cluster(name: str):
 def _cmd_status(args: argparse.Namespace) -> int:
     cluster = _running_cluster(args.name)
     if cluster is None:
-        return 1
+        return EXIT_UNKNOWN  # no cluster is a harness error (2), never "invalid" (1)
     _print_status(cluster)
     return 0
 
@@ -95,7 +97,7 @@ def _cmd_down(args: argparse.Namespace) -> int:
 def _cmd_logs(args: argparse.Namespace) -> int:
     cluster = _running_cluster(args.name)
     if cluster is None:
-        return 1
+        return EXIT_UNKNOWN  # no cluster is a harness error (2), never "invalid" (1)
     if args.node and args.node not in cluster.nodes:
         raise BadInput(f"no node '{args.node}'; nodes: {', '.join(cluster.nodes)}")
     if args.to:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import math
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,6 +22,38 @@ def _on_off(value: str) -> bool:
     if value.lower() in ("off", "false", "no", "0"):
         return False
     raise argparse.ArgumentTypeError(f"expected on or off, got '{value}'")
+
+
+#: Kafka's own rule for a topic's name (org.apache.kafka.common.internals.Topic).
+_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def topic_name(value: str) -> str:
+    if value in (".", "..") or not _TOPIC_NAME.fullmatch(value):
+        raise argparse.ArgumentTypeError(
+            f"'{value[:60]}' is not a Kafka topic name (1-249 of a-z A-Z 0-9 . _ -)")
+    return value
+
+
+def finite_float(value: str) -> float:
+    """A number of seconds or a rate: nan and inf are refused, not run."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{value[:60]}' is not a number") from None
+    if not math.isfinite(number) or number < 0:
+        raise argparse.ArgumentTypeError(f"'{value[:60]}' is not a finite number >= 0")
+    return number
+
+
+def port(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{value[:60]}' is not a port number") from None
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"port {number} is not between 0 and 65535")
+    return number
 
 
 def _subnet(value: str) -> str:
@@ -55,7 +89,7 @@ def add_cluster_flags(parser: argparse.ArgumentParser) -> None:
 def add_topic_flags(parser: argparse.ArgumentParser, topic_default: str | None) -> None:
     d = TopicConfig()
     g = parser.add_argument_group("topic")
-    g.add_argument("--topic", default=topic_default,
+    g.add_argument("--topic", default=topic_default, type=topic_name,
                    help="topic to create" + (f" (default {topic_default})" if topic_default
                                              else " (none unless given)"))
     g.add_argument("--partitions", type=int, default=d.partitions)

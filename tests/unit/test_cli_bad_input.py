@@ -30,6 +30,19 @@ def _harness(*args: str, store: Path, env: dict | None = None) -> subprocess.Com
     (["cluster", "up", "--topic", "t", "--replication-factor", "5"], "more than the 3 brokers"),
     (["run", "--subnet", "10.213.77.5/24"], "not an IPv4 subnet like 10.213.77.0/24"),
     (["run", "--subnet", "10.213.77.0/30"], "subnet 10.213.77.0/30 is too small"),
+    (["run", "--topic", ""], "argument --topic: '' is not a Kafka topic name"),
+    (["run", "--topic", "a/b"], "'a/b' is not a Kafka topic name"),
+    (["run", "--topic", "x" * 300], "is not a Kafka topic name"),
+    (["run", "--time-limit", "inf"], "argument --time-limit: 'inf' is not a finite number"),
+    (["run", "--time-limit", "-5"], "argument --time-limit: '-5' is not a finite number >= 0"),
+    (["run", "--rate", "nan"], "argument --rate: 'nan' is not a finite number"),
+    (["run", "--interval", "nan"], "argument --interval: 'nan' is not a finite number"),
+    (["serve", "--port", "99999"], "argument --port: port 99999 is not between 0 and 65535"),
+    (["serve", "--port", "-1"], "argument --port: port -1 is not between 0 and 65535"),
+    (["report", "y" * 300], "File name too long"),
+    (["check", "y" * 300], "cannot read"),
+    (["cluster", "status", "--name", "elr-nothing-here"], "is not up"),
+    (["cluster", "logs", "--name", "elr-nothing-here"], "is not up"),
 ])
 def test_bad_input_is_refused_before_anything_starts(tmp_path, args, message):
     proc = _harness(*args, store=tmp_path)
@@ -45,3 +58,11 @@ def test_no_docker_engine_says_how_to_start_one(tmp_path):
     assert proc.returncode == 2
     assert "no Docker engine answers" in proc.stderr and "scripts/setup.sh" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_store_that_is_a_file_is_one_line_and_exit_2(tmp_path):
+    (tmp_path / "store").write_text("not a folder")
+    proc = _harness("run", "--nemesis", "none", "--store", "store", store=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Not a directory" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
