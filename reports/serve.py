@@ -37,6 +37,15 @@ class StoreHandler(SimpleHTTPRequestHandler):
         self._refresh_index()
         super().do_HEAD()
 
+    def translate_path(self, path: str) -> str:
+        """Only what resolves inside the store: a symlink out of it (to /etc, say)
+        is answered 404, as if it were not there; store/latest resolves inside."""
+        local = super().translate_path(path)
+        root = Path(self.directory).resolve()
+        if not Path(local).resolve().is_relative_to(root):
+            return str(root / ".outside-the-store")  # never exists: a 404
+        return local
+
     def end_headers(self) -> None:
         # Reports change when a run is re-checked; never show a stale one.
         self.send_header("Cache-Control", "no-store")
@@ -45,6 +54,8 @@ class StoreHandler(SimpleHTTPRequestHandler):
 
 def make_server(store: Path, host: str, port: int) -> ThreadingHTTPServer:
     """A bound server for the store (port 0 picks a free one); errors are for a person."""
+    if store.exists() and not store.is_dir():
+        raise BadInput(f"store {store} is a file, not a folder of runs (pass --store)")
     if not store.is_dir():
         raise BadInput(f"store {store} does not exist (run `harness run` first, or pass --store)")
     handler = partial(StoreHandler, directory=str(store.resolve()))

@@ -100,6 +100,12 @@ def test_serve_regenerates_the_index_and_serves_reports(store: Path) -> None:
         assert status == 200
         status, _ = _get(base + "/../../etc/passwd")
         assert status == 404
+        # a symlink out of the store is not followed; one inside it (latest) is
+        (store / "etc-link").symlink_to("/etc")
+        status, _ = _get(base + "/etc-link/passwd")
+        assert status == 404
+        status, _ = _get(base + "/etc-link/")
+        assert status == 404
     finally:
         server.shutdown()
         server.server_close()
@@ -108,6 +114,9 @@ def test_serve_regenerates_the_index_and_serves_reports(store: Path) -> None:
 def test_serve_refuses_a_missing_store_and_a_busy_port(store: Path, tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="does not exist"):
         make_server(tmp_path / "nowhere", "127.0.0.1", 0)
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(BadInput, match="is a file, not a folder of runs"):
+        make_server(tmp_path / "a-file", "127.0.0.1", 0)
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
