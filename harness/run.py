@@ -89,9 +89,13 @@ def run_test(spec: RunSpec) -> int:
     # which resolves relative ones under its own warehouse folder
     spec.run = replace(spec.run, store=Path(spec.run.store).absolute())
     plan = validate(spec)
-    # A Kafka version that does not resolve is bad input: refuse it before a run
-    # directory exists (the jars are cached, so up() finds them again at once).
+    # No engine, or a Kafka version that does not resolve: refuse before a run
+    # directory exists, so store/latest keeps pointing at the last real evidence
+    # (the jars are cached, so up() finds them again at once).
     from cluster.distribution import resolve_distribution
+    from cluster.docker_backend import connect
+
+    connect().close()
 
     resolve_distribution(spec.cluster.kafka_version, spec.cluster.kafka_dist,
                          lambda m: console.print(f"[dim]·[/dim] {m}"))

@@ -66,3 +66,13 @@ def test_a_store_that_is_a_file_is_one_line_and_exit_2(tmp_path):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Not a directory" in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_a_run_with_no_docker_engine_leaves_no_run_directory(tmp_path):
+    """A failed start must not move store/latest away from the last real run."""
+    proc = _harness("run", "--nemesis", "none", store=tmp_path,
+                    env={"DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "no Docker engine answers" in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "store").exists()
