@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import tempfile
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -160,6 +161,24 @@ def running_context():
     return SparkContext._active_spark_context
 
 
+def _require_reachable_master(config: CheckerConfig) -> None:
+    """A spark:// master that accepts no connection is one clear line within a few
+    seconds, not a minute of Spark's retries and a Java stack trace."""
+    master = config.spark_master
+    if not master.startswith("spark://"):
+        return
+    for address in master.removeprefix("spark://").split(","):
+        host, _, port = address.strip().rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)),
+                                          timeout=config.spark_master_connect_timeout_s):
+                return
+        except (OSError, ValueError):
+            continue
+    raise HarnessError(f"Spark master {master} does not answer (no connection within "
+                       f"{config.spark_master_connect_timeout_s:.0f} s); is it running?")
+
+
 def get_spark(config: CheckerConfig, history_bytes: int | None = None):
     """The running SparkSession for config's master, started quietly if needed
     (with the JIT chosen for a history of history_bytes, see jvm_options)."""
@@ -172,6 +191,8 @@ def get_spark(config: CheckerConfig, history_bytes: int | None = None):
         raise HarnessError(f"pyspark is not installed ({err}); pip install pyspark") from err
 
     running = running_context()
+    if running is None or running.master != config.spark_master:
+        _require_reachable_master(config)
     if running is not None:
         if running.master == config.spark_master:
             return SparkSession.builder.getOrCreate()  # the running session, as it is

@@ -222,6 +222,9 @@ class CheckerConfig:
     """How the Spark checker runs."""
 
     spark_master: str = "local[*]"
+    #: How long a spark:// master may take to accept a connection before the
+    #: check gives up with one line (Spark itself retries for over a minute).
+    spark_master_connect_timeout_s: float = 5.0
     #: Heap of the driver JVM (in local mode it also runs the tasks); fixed, so
     #: the checker's memory does not grow with the history (Spark spills).
     driver_memory: str = "2g"

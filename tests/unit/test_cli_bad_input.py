@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,16 @@ def test_a_run_with_no_docker_engine_leaves_no_run_directory(tmp_path):
     assert "no Docker engine answers" in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "store").exists()
+
+
+def test_an_unreachable_spark_master_is_one_line_within_seconds(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "history.jsonl").write_text(
+        '{"index": 0, "time": 0, "process": 0, "type": "invoke", "f": "poll", "topic": "t"}\n')
+    started = time.monotonic()
+    proc = _harness("check", str(run), "--spark-master", "spark://127.0.0.1:1", store=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip() == ("harness: Spark master spark://127.0.0.1:1 does not answer "
+                                   "(no connection within 5 s); is it running?")
+    assert time.monotonic() - started < 30
