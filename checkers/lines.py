@@ -343,7 +343,7 @@ def _kind_problem(op: dict) -> str | None:
         return f"an {op['f']} line's type is always ok"
     for name in _required_of(op):
         if op.get(name) is None:
-            return f"field {name!r} is required on a {op['type']} {op['f']} line"
+            return f"field {name!r} is required on {op['type']} {op['f']} lines"
     return None
 
 

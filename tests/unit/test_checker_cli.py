@@ -69,11 +69,22 @@ def test_malformed_line_in_the_middle_names_its_line_number(tmp_path, capsys):
 
 def test_a_line_missing_required_fields_is_malformed(tmp_path, capsys):
     history = tmp_path / "history.jsonl"
-    history.write_text(_lines({"process": 0, "type": "invoke", "f": "send"},
-                              {"process": 0, "f": "send"},
-                              {"process": 0, "type": "ok", "f": "send"}))
+    send = {"process": 0, "f": "send", "topic": "t", "partition": 0, "acks": "1", "value": 1}
+    history.write_text(_lines({**send, "type": "invoke"}, send,
+                              {**send, "type": "ok", "offset": 0}))
     assert main(["check", str(history)]) == 2
-    assert "line 2" in capsys.readouterr().err
+    assert "line 2 is not a valid history line: required field 'type' is missing" in \
+        " ".join(capsys.readouterr().err.split())
+
+
+def test_a_line_missing_a_field_its_kind_requires_is_malformed(tmp_path, capsys):
+    """HISTORY.md's tables: an ok send (acks 1) has an offset; docs/CHECKING.md."""
+    history = tmp_path / "history.jsonl"
+    send = {"process": 0, "f": "send", "topic": "t", "partition": 0, "acks": "1", "value": 1}
+    history.write_text(_lines({**send, "type": "invoke"}, {**send, "type": "ok"}))
+    assert main(["check", str(history)]) == 2
+    assert "line 2 is not a valid history line: field 'offset' is required on ok send lines" in \
+        " ".join(capsys.readouterr().err.split())
 
 
 def test_empty_history_is_unknown_with_a_reason(tmp_path):

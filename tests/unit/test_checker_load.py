@@ -195,12 +195,13 @@ def test_the_fast_converter_takes_nulls_and_garbage_values(tmp_path):
     history = tmp_path / "history.jsonl"
     history.write_text(
         '{"index": 0, "time": 1, "process": 0, "type": "ok", "f": "send", "offset": null,'
-        ' "acks": "0", "value": 7}\n'
-        '{"index": 1, "time": 2, "process": 3, "type": "ok", "f": "poll",'
+        ' "topic": "t", "partition": 0, "acks": "0", "value": 7}\n'
+        '{"index": 1, "time": 2, "process": 3, "type": "ok", "f": "poll", "topic": "t",'
         ' "records": [[0, 4, null]], "high_watermark": {"0": 5}}\n'
         '\n   \n'
         '{"index": 2, "time": 3, "process": -3, "type": "ok", "f": "replica", "topic": "t",'
-        ' "partition": 0, "broker": 1, "records": [[4, null, 2]], "high_watermark": 5}\n')
+        ' "partition": 0, "node": "broker-1", "broker": 1, "log_end_offset": 5,'
+        ' "records": [[4, null, 2]], "high_watermark": 5}\n')
     assert _convert_with_duckdb(history, tmp_path / "out.parquet", CheckerConfig()) is True
 
 
