@@ -203,6 +203,9 @@ class RunConfig:
     time_limit_s: float = 60.0
     #: Quiet and fault periods of a random mix.
     interval_s: float = 10.0
+    #: The shortest --interval: faults closer than this are a storm that never lets
+    #: the cluster settle, and nothing the checker says about it means much.
+    min_interval_s: float = 1.0
     #: Workload after the last fault, so the report shows recovery.
     quiet_after_faults_s: float = 10.0
     #: Bound on the cluster recovering after healing (leaders and full ISRs).

@@ -35,6 +35,15 @@ def topic_name(value: str) -> str:
     return value
 
 
+def cluster_name(value: str) -> str:
+    """A name Docker accepts for containers and networks, short enough for both."""
+    if not re.fullmatch(r"[a-zA-Z0-9][a-zA-Z0-9_.-]{0,39}", value):
+        raise argparse.ArgumentTypeError(
+            f"'{value[:60]}' is not a cluster name (1-40 of a-z A-Z 0-9 _ . -, "
+            "starting with a letter or digit)")
+    return value
+
+
 def finite_float(value: str) -> float:
     """A number of seconds or a rate: nan and inf are refused, not run."""
     try:
@@ -68,7 +77,8 @@ def _subnet(value: str) -> str:
 def add_cluster_flags(parser: argparse.ArgumentParser) -> None:
     d = ClusterConfig()
     g = parser.add_argument_group("cluster")
-    g.add_argument("--name", default=d.name, help="cluster name (labels, network)")
+    g.add_argument("--name", default=d.name, type=cluster_name,
+                   help="cluster name (labels, network)")
     g.add_argument("--controllers", type=int, default=d.controllers,
                    help=f"controller-only nodes (default {d.controllers})")
     g.add_argument("--brokers", type=int, default=d.brokers,

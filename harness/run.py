@@ -31,7 +31,7 @@ from harness.config import (
     TopicConfig,
     WorkloadConfig,
 )
-from harness.errors import EXIT_UNKNOWN, HarnessError
+from harness.errors import EXIT_UNKNOWN, BadInput, HarnessError
 from harness.store import new_run_dir, write_json
 from nemesis.registry import NemesisPlan, parse_nemesis
 from workloads.validation import validate as validate_workload
@@ -59,8 +59,13 @@ def validate(spec: RunSpec) -> NemesisPlan:
     validate_workload(spec.workload)
     if spec.run.time_limit_s <= 0:
         raise HarnessError("--time-limit must be positive")
-    if plan.faults and spec.run.interval_s <= 0:
-        raise HarnessError("--interval must be positive")
+    if plan.faults and spec.run.interval_s < spec.run.min_interval_s:
+        raise BadInput(f"--interval must be at least {spec.run.min_interval_s:g} s, got "
+                       f"{spec.run.interval_s:g} (shorter is a fault storm)")
+    if spec.cluster.controllers % 2 == 0:
+        console.print(f"[yellow]warning:[/yellow] {spec.cluster.controllers} controllers "
+                      f"tolerate no more failures than {spec.cluster.controllers - 1}; an odd "
+                      "quorum is the usual choice")
     if plan.scenario and (spec.cluster.brokers < 3 or
                           any(t.replication_factor < 3 for t in spec.topics)):
         raise HarnessError(f"{plan.scenario} needs 3 brokers and replication factor 3 "

@@ -12,6 +12,10 @@ from harness.config import ACKS_LEVELS, TopicConfig, WorkloadConfig
 from harness.errors import BadInput
 
 PARTITION_CHOICES = ("round-robin", "random")
+#: librdkafka's debug contexts (CONFIGURATION.md, `debug`).
+DEBUG_CONTEXTS = ("generic", "broker", "topic", "metadata", "feature", "queue", "msg",
+                  "protocol", "cgrp", "security", "fetch", "interceptor", "plugin",
+                  "consumer", "admin", "eos", "mock", "assignor", "conf", "telemetry", "all")
 CONSUMER_STARTS = ("earliest", "latest")
 
 
@@ -33,7 +37,11 @@ def validate(config: WorkloadConfig) -> None:
     if config.idempotent and set(config.acks) != {"all"}:
         raise BadInput("idempotent producers need acks 'all' only "
                        f"(librdkafka refuses other levels), got {list(config.acks)}")
-    _at_least("processes per client", config.processes_per_client, 1)
+    _at_least("--concurrency", config.processes_per_client, 1)
+    for context in (c.strip() for c in config.client_debug.split(",") if c.strip()):
+        if context not in DEBUG_CONTEXTS:
+            raise BadInput(f"--client-debug: {context!r} is no librdkafka debug context; "
+                           f"use some of {', '.join(DEBUG_CONTEXTS)}")
     _at_least("--consumers", config.consumers, 0)
     _at_least("--rate", config.rate, 0)
     _positive("--time-limit", config.time_limit_s)

@@ -42,6 +42,11 @@ def _harness(*args: str, store: Path, env: dict | None = None) -> subprocess.Com
     (["serve", "--port", "-1"], "argument --port: port -1 is not between 0 and 65535"),
     (["report", "y" * 300], "File name too long"),
     (["check", "y" * 300], "cannot read"),
+    (["run", "--nemesis", "kill", "--interval", "1e-9"], "--interval must be at least 1 s"),
+    (["run", "--client-debug", "bogus"], "--client-debug: 'bogus' is no librdkafka debug"),
+    (["run", "--concurrency", "0"], "--concurrency must be a number >= 1, got 0"),
+    (["run", "--name", ""], "argument --name: '' is not a cluster name"),
+    (["cluster", "up", "--name=-x"], "'-x' is not a cluster name"),
     (["cluster", "status", "--name", "elr-nothing-here"], "is not up"),
     (["cluster", "logs", "--name", "elr-nothing-here"], "is not up"),
 ])

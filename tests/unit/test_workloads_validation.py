@@ -33,7 +33,7 @@ def test_defaults_are_valid() -> None:
     ({"request_timeout_ms": 9000}, "must not exceed the message timeout"),
     ({"socket_timeout_ms": 500}, "socket timeout"),
     ({"recorder_flush_interval_s": 2.0}, "at most one second"),
-    ({"processes_per_client": 0}, "processes per client"),
+    ({"processes_per_client": 0}, "--concurrency"),
 ])
 def test_bad_settings_are_refused_with_a_clear_message(changes: dict, message: str) -> None:
     with pytest.raises(BadInput, match=message) as caught:
