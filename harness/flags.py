@@ -44,22 +44,23 @@ def cluster_name(value: str) -> str:
     return value
 
 
+def _parsed(value: str, parse, what: str):
+    try:
+        return parse(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{value[:60]}' is not {what}") from None
+
+
 def finite_float(value: str) -> float:
     """A number of seconds or a rate: nan and inf are refused, not run."""
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{value[:60]}' is not a number") from None
+    number = _parsed(value, float, "a number")
     if not math.isfinite(number) or number < 0:
         raise argparse.ArgumentTypeError(f"'{value[:60]}' is not a finite number >= 0")
     return number
 
 
 def port(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{value[:60]}' is not a port number") from None
+    number = _parsed(value, int, "a port number")
     if not 0 <= number <= 65535:
         raise argparse.ArgumentTypeError(f"port {number} is not between 0 and 65535")
     return number
