@@ -72,28 +72,40 @@ def value_slot(f: str) -> int:
     return 1 if f == "replica" else 2
 
 
+#: The fields each known kind requires on every line, and those a line of a given
+#: kind and type requires beside them (HISTORY.md's tables; null counts as absent).
+#: An ok send's offset is required unless its acks is "0": said where it is used.
+KIND_REQUIRES = {
+    "send": ("topic", "partition", "acks", "value"),
+    "poll": ("topic",),
+    "fault": ("fault", "nodes"),
+    "observe": ("topic", "partition", "leader", "leader_epoch"),
+    "replica": ("topic", "partition", "node", "broker", "log_end_offset", "records"),
+}
+TYPE_REQUIRES = {("send", "fail"): ("error",), ("send", "info"): ("error",),
+                 ("poll", "fail"): ("error",), ("poll", "info"): ("error",),
+                 ("poll", "ok"): ("records",)}
+#: Kinds whose lines are always `ok` (no invoke, no failure).
+ALWAYS_OK = ("observe", "replica")
+
+
 def required_by_kind(q) -> str:
     """SQL (either dialect; q quotes a column name): true when a line of a known
-    kind lacks a field its kind and type require, or holds an acks level or a type
-    its kind does not allow (HISTORY.md's tables; null counts as absent)."""
-    def missing(*names: str) -> str:
+    kind lacks a field KIND_REQUIRES or TYPE_REQUIRES names, or holds an acks level
+    or a type its kind does not allow."""
+    def missing(names) -> str:
         return " OR ".join(f"{q(n)} IS NULL" for n in names)
 
-    acks = ", ".join(f"'{a}'" for a in ACKS_VALUES)
     f, t = q("f"), q("type")
-    return " OR ".join([
-        f"({f} = 'send' AND ({missing('topic', 'partition', 'acks', 'value')} "
-        f"OR {q('acks')} NOT IN ({acks}) "
-        f"OR ({t} = 'ok' AND {q('acks')} != '0' AND {q('offset')} IS NULL) "
-        f"OR ({t} IN ('fail', 'info') AND {q('error')} IS NULL)))",
-        f"({f} = 'poll' AND ({missing('topic')} OR ({t} = 'ok' AND {q('records')} IS NULL) "
-        f"OR ({t} IN ('fail', 'info') AND {q('error')} IS NULL)))",
-        f"({f} = 'fault' AND ({missing('fault', 'nodes')}))",
-        f"({f} = 'observe' AND ({missing('topic', 'partition', 'leader', 'leader_epoch')} "
-        f"OR {t} != 'ok'))",
-        f"({f} = 'replica' AND ({missing('topic', 'partition', 'node', 'broker')} "
-        f"OR {missing('log_end_offset', 'records')} OR {t} != 'ok'))",
-    ])
+    clauses = [f"({f} = '{kind}' AND ({missing(names)}))" for kind, names in
+               KIND_REQUIRES.items()]
+    clauses += [f"({f} = '{kind}' AND {t} = '{typ}' AND ({missing(names)}))"
+                for (kind, typ), names in TYPE_REQUIRES.items()]
+    acks = ", ".join(f"'{a}'" for a in ACKS_VALUES)
+    clauses += [f"({f} = 'send' AND {q('acks')} NOT IN ({acks}))",
+                f"({f} = 'send' AND {t} = 'ok' AND {q('acks')} != '0' AND {q('offset')} IS NULL)",
+                f"({f} IN ({', '.join(repr(k) for k in ALWAYS_OK)}) AND {t} != 'ok')"]
+    return " OR ".join(clauses)
 
 
 def _spark_q(name: str) -> str:
@@ -187,36 +199,32 @@ def duckdb_bad() -> str:
     ])
 
 
-#: Read as raw JSON by DuckDB's strict pass (DuckDB casts 5 to "5" and 1 to true),
-#: then typed by duckdb_typed_text() and checked by duckdb_mistyped().
-DUCKDB_SHAPED = (*TEXT_FIELDS, "nodes", "detail", "final")
+#: The JSON type each of these fields must have: DuckDB's strict pass reads them as
+#: raw JSON (it casts 5 to "5" and 1 to true), types them in duckdb_typed_text()
+#: and judges them in duckdb_mistyped().
+DUCKDB_JSON_TYPES = {**dict.fromkeys(TEXT_FIELDS, "VARCHAR"), "nodes": "ARRAY",
+                     "detail": "OBJECT", "final": "BOOLEAN"}
+DUCKDB_SHAPED = tuple(DUCKDB_JSON_TYPES)
+#: How a field of the right JSON type becomes its value (detail is only judged).
+_DUCKDB_FROM_JSON = {**{c: f"json_extract_string(\"{c}\", '$')" for c in TEXT_FIELDS},
+                     "nodes": "nodes::VARCHAR[]", "final": "final::BOOLEAN"}
 
 
 def duckdb_typed_text() -> str:
     """DuckDB's REPLACE list over the raw JSON of DUCKDB_SHAPED: each field's value
     when its JSON type is right, else null (and the line is bad)."""
-    def q(name: str) -> str:
-        return f'"{name}"'
-
-    return ", ".join([
-        *(f"CASE WHEN json_type({q(c)}) = 'VARCHAR' THEN json_extract_string({q(c)}, '$') "
-          f"END AS {q(c)}" for c in TEXT_FIELDS),
-        "CASE WHEN json_type(nodes) = 'ARRAY' THEN nodes::VARCHAR[] END AS nodes",
-        "CASE WHEN json_type(final) = 'BOOLEAN' THEN final::BOOLEAN END AS final",
-    ])
+    return ", ".join(f"CASE WHEN json_type(\"{c}\") = '{DUCKDB_JSON_TYPES[c]}' THEN {value} "
+                     f"END AS \"{c}\"" for c, value in _DUCKDB_FROM_JSON.items())
 
 
 def duckdb_mistyped() -> str:
     """DuckDB SQL over the raw JSON of DUCKDB_SHAPED: true when one holds a JSON
-    type the contract does not allow there."""
+    type the contract does not allow there (or nodes an item that is no string)."""
     return " OR ".join([
-        *(f"coalesce(json_type(\"{c}\") NOT IN ('VARCHAR', 'NULL'), false)"
-          for c in TEXT_FIELDS),
-        "coalesce(json_type(nodes) NOT IN ('ARRAY', 'NULL'), false)",
+        *(f"coalesce(json_type(\"{c}\") NOT IN ('{kind}', 'NULL'), false)"
+          for c, kind in DUCKDB_JSON_TYPES.items()),
         "coalesce(NOT list_bool_and(list_transform(json_extract(nodes, '$[*]'), "
         "lambda n: json_type(n) = 'VARCHAR')), false)",
-        "coalesce(json_type(detail) NOT IN ('OBJECT', 'NULL'), false)",
-        "coalesce(json_type(final) NOT IN ('BOOLEAN', 'NULL'), false)",
     ])
 
 
@@ -252,17 +260,8 @@ def _object_of_ints(name: str, v: object) -> str | None:
 def _required_of(op: dict) -> tuple[str, ...]:
     """The fields a line of its kind and type requires (required_by_kind in Python)."""
     f, t = op["f"], op["type"]
-    if f == "send":
-        need = ("topic", "partition", "acks", "value")
-        need += ("offset",) if t == "ok" and op.get("acks") != "0" else ()
-        return need + (("error",) if t in ("fail", "info") else ())
-    if f == "poll":
-        return ("topic",) + {"ok": ("records",), "fail": ("error",),
-                             "info": ("error",)}.get(t, ())
-    return {"fault": ("fault", "nodes"),
-            "observe": ("topic", "partition", "leader", "leader_epoch"),
-            "replica": ("topic", "partition", "node", "broker", "log_end_offset",
-                        "records")}[f]
+    offset = ("offset",) if f == "send" and t == "ok" and op.get("acks") != "0" else ()
+    return KIND_REQUIRES[f] + TYPE_REQUIRES.get((f, t), ()) + offset
 
 
 def describe(text: str) -> tuple[str | None, bool]:
@@ -339,7 +338,7 @@ def _kind_problem(op: dict) -> str | None:
             return problem
     if op["f"] == "send" and op.get("acks") is not None and op["acks"] not in ACKS_VALUES:
         return f"acks {op['acks']!r} is none of {', '.join(ACKS_VALUES)}"
-    if op["f"] in ("observe", "replica") and op["type"] != "ok":
+    if op["f"] in ALWAYS_OK and op["type"] != "ok":
         return f"an {op['f']} line's type is always ok"
     for name in _required_of(op):
         if op.get(name) is None:

@@ -225,9 +225,8 @@ def _duckdb_select() -> str:
             typed.append(f"{q(c)}::{_DUCKDB_TYPES[c]} AS {q(c)}")
         else:
             typed.append(q(c))
-    read = {c: ("JSON" if c in _DUCKDB_RAW or c in DUCKDB_SHAPED else _DUCKDB_TYPES[c])
-            for c in FIELDS}
-    read["detail"] = "JSON"
+    read = {**{c: ("JSON" if c in _DUCKDB_RAW else _DUCKDB_TYPES[c]) for c in FIELDS},
+            **dict.fromkeys(DUCKDB_SHAPED, "JSON")}  # detail too, though no FIELD
     shaped = (f"SELECT * EXCLUDE (detail) REPLACE ({duckdb_typed_text()}), "
               f"({duckdb_mistyped()}) AS _mistyped FROM {_read_json(read)}")
     return (f"SELECT {', '.join(typed)},"
