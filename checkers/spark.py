@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness.config import CheckerConfig
+from harness.config import CheckerConfig, cache_dir
 from harness.errors import HarnessError
 
 _log = logging.getLogger(__name__)
@@ -36,12 +36,32 @@ logger.parquet.level = error
 
 
 def spark_log_path() -> Path:
-    """Where the JVM's own stderr goes while the checker runs."""
-    return Path(tempfile.gettempdir()) / f"elr-harness-spark-{os.getpid()}.log"
+    """Where the JVM's own stderr goes while the checker runs (one file per check,
+    under the cache rather than /tmp, where they piled up)."""
+    return cache_dir() / "logs" / f"spark-{os.getpid()}.log"
+
+
+def _keep_newest_logs(kept: int) -> None:
+    """Delete all but the newest `kept` Spark logs of past checks."""
+    logs = sorted(spark_log_path().parent.glob("spark-*.log"),
+                  key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in logs[kept:]:
+        old.unlink(missing_ok=True)
+
+
+def _root_log_to(path: Path) -> None:
+    """py4j reports a Ctrl-C in flight with logging.exception on the root logger;
+    when nothing configured logging (`harness check`), that would print its
+    traceback on the terminal: send it to the Spark log instead."""
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.FileHandler(path)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
 
 
 def _log4j_file() -> Path:
-    path = Path(tempfile.gettempdir()) / "elr-harness-log4j2.properties"
+    path = cache_dir() / "logs" / "log4j2.properties"
     if not path.exists() or path.read_text() != _LOG4J:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(_LOG4J)
@@ -199,6 +219,9 @@ def get_spark(config: CheckerConfig, history_bytes: int | None = None):
         running.stop()
     from checkers.jvm_archive import startup_options
 
+    spark_log_path().parent.mkdir(parents=True, exist_ok=True)
+    _keep_newest_logs(config.spark_logs_kept)
+    _root_log_to(spark_log_path())
     log4j = _log4j_file()
     java_opts = f"-Dlog4j2.configurationFile=file:{log4j} {jvm_options(config, history_bytes)}"
     # the archive holds the driver's class path: executors elsewhere start without it

@@ -8,8 +8,11 @@ HarnessError: printed as one clear message, never a traceback.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from harness.config import CheckerConfig, ReportConfig, cache_dir, default_store_dir
@@ -147,24 +150,56 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    interrupted = threading.Event()
+    with _noting_interrupts(interrupted):
+        try:
+            return int(args.func(args))
+        except KeyboardInterrupt:
+            print("harness: interrupted", file=sys.stderr)
+            return EXIT_UNKNOWN
+        except Exception as err:
+            if interrupted.is_set():
+                # Ctrl-C reaches DuckDB and the JVM too: what they raise then ("Query
+                # interrupted", "Answer from Java side is empty") is the interrupt
+                print("harness: interrupted", file=sys.stderr)
+                return EXIT_UNKNOWN
+            return _report_failure(err)
+
+
+@contextmanager
+def _noting_interrupts(interrupted: threading.Event) -> Iterator[None]:
+    """Python's own Ctrl-C behaviour (KeyboardInterrupt), remembered in interrupted,
+    so an error the interrupt caused elsewhere is reported as the interrupt."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread
+        return
+
+    def on_sigint(signum, frame):
+        interrupted.set()
+        signal.default_int_handler(signum, frame)
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
     try:
-        return int(args.func(args))
-    except HarnessError as err:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _report_failure(err: Exception) -> int:
+    """One line for any failure that is not a verdict; exit 2, never 1."""
+    if isinstance(err, HarnessError):
         print(f"harness: {err.message}", file=sys.stderr)
         return err.exit_code
-    except KeyboardInterrupt:
-        print("harness: interrupted", file=sys.stderr)
-        return EXIT_UNKNOWN
-    except OSError as err:
+    if isinstance(err, OSError):
         # a path of the user's that cannot be made or read: a harness error, never 1
         where = f"{str(err.filename)[:120]}: " if err.filename else ""
         print(f"harness: {where}{err.strerror or err}", file=sys.stderr)
         return EXIT_UNKNOWN
-    except Exception as err:  # a bug of ours: one line, the traceback kept; never exit 1
-        log = _keep_traceback()
-        print(f"harness: internal error ({type(err).__name__}: {str(err)[:200]}); "
-              f"traceback in {log}", file=sys.stderr)
-        return EXIT_UNKNOWN
+    # a bug of ours: one line, the traceback kept
+    log = _keep_traceback()
+    print(f"harness: internal error ({type(err).__name__}: {str(err)[:200]}); "
+          f"traceback in {log}", file=sys.stderr)
+    return EXIT_UNKNOWN
 
 
 def _keep_traceback() -> Path | str:

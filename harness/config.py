@@ -228,6 +228,8 @@ class CheckerConfig:
     #: How long a spark:// master may take to accept a connection before the
     #: check gives up with one line (Spark itself retries for over a minute).
     spark_master_connect_timeout_s: float = 5.0
+    #: JVM logs of past checks kept in the cache's logs/ folder (one per check)
+    spark_logs_kept: int = 10
     #: Heap of the driver JVM (in local mode it also runs the tasks); fixed, so
     #: the checker's memory does not grow with the history (Spark spills).
     driver_memory: str = "2g"

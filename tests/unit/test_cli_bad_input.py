@@ -95,3 +95,36 @@ def test_an_unreachable_spark_master_is_one_line_within_seconds(tmp_path):
     assert proc.stderr.strip() == ("harness: Spark master spark://127.0.0.1:1 does not answer "
                                    "(no connection within 5 s); is it running?")
     assert time.monotonic() - started < 30
+
+
+@pytest.mark.parametrize("moment", ["converting", "checking"])
+def test_ctrl_c_during_a_check_is_one_line_and_leaves_no_partial_table(tmp_path, moment):
+    """A terminal's Ctrl-C reaches the whole process group: DuckDB raises "Query
+    interrupted" and the JVM dies under py4j; the user still reads one line."""
+    import signal
+
+    from checkers.synthetic import SyntheticSpec, write_run_dir
+
+    run = tmp_path / "run"
+    write_run_dir(run, SyntheticSpec(lines=400_000))
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "check", str(run)],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+
+    def seen() -> bool:
+        if moment == "converting":
+            return any(run.glob("history.parquet.tmp-*"))
+        return (run / "history.parquet").is_dir()
+
+    while not seen() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    # into DuckDB's query; into the JVM's start or its first jobs
+    time.sleep(0.3 if moment == "converting" else 2)
+    assert proc.poll() is None, "the check ended before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2, out + err
+    assert err.strip() == "harness: interrupted", err
+    assert not any(run.glob("history.parquet.tmp-*")), "a half-written table was left"
+    assert not (run / "results.json").exists()
