@@ -76,6 +76,9 @@ def resolve_history(path: Path) -> Path:
         raise BadInput(f"cannot read {path}: {err.strerror or err}") from err
     if not found:
         raise BadInput(f"no history at {path} (give a run directory or a history.jsonl)")
+    if resolved.suffix != ".jsonl":
+        # results.json is written beside the history: never beside any file at all
+        raise BadInput(f"{path} is not a history (give a run directory or a .jsonl file)")
     return resolved
 
 

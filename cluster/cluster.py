@@ -34,6 +34,10 @@ from harness.errors import BadInput, ClusterStartError, HarnessError
 
 Log = Callable[[str], None]
 
+#: Replicas one broker of a test cluster is asked to host at most: Kafka's
+#: operators' rule of thumb for a broker (a few thousand), here on a shared machine.
+MAX_REPLICAS_PER_BROKER = 4000
+
 
 def validate_topic(topic: TopicConfig, config: ClusterConfig) -> None:
     """Refuse a topic the cluster cannot host, before anything starts."""
@@ -47,6 +51,10 @@ def validate_topic(topic: TopicConfig, config: ClusterConfig) -> None:
     if not 1 <= topic.min_insync_replicas <= topic.replication_factor:
         raise BadInput(f"min.insync.replicas {topic.min_insync_replicas} must be between 1 "
                        f"and the replication factor {topic.replication_factor}")
+    per_broker = -(-topic.partitions * topic.replication_factor // config.brokers)
+    if per_broker > MAX_REPLICAS_PER_BROKER:
+        raise BadInput(f"--partitions {topic.partitions} puts {per_broker} replicas on each "
+                       f"broker; at most {MAX_REPLICAS_PER_BROKER} are allowed")
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,31 @@ class KafkaDistribution:
         return self.home / "libs"
 
 
+def check_request(version: str, dist: Path | None) -> None:
+    """What can be told of the asked-for distribution without downloading or
+    unpacking anything: a version's form, a path's existence."""
+    if dist is None:
+        _check_version_name(version)
+        return
+    try:
+        found = Path(dist).expanduser().exists()
+    except (OSError, ValueError) as err:
+        raise DistributionError(f"--kafka-dist {str(dist)[:120]}: "
+                                f"{getattr(err, 'strerror', None) or err}") from err
+    if not found:
+        raise DistributionError(f"--kafka-dist {str(dist)[:120]}: no such file or directory")
+
+
+def _check_version_name(version: str) -> None:
+    if not re.fullmatch(r"[0-9]+(\.[0-9]+)*([-.][A-Za-z0-9]+)*", version):
+        raise DistributionError(f"--kafka-version: '{version[:60]}' is not a Kafka version "
+                                "(e.g. 4.1.1)")
+    if int(version.split(".")[0]) < 4:
+        raise DistributionError(
+            f"Kafka {version} is not supported: the harness runs Kafka 4.x (KRaft, KIP-966)"
+        )
+
+
 def resolve_distribution(version: str, dist: Path | None,
                          log: Callable[[str], None] = print) -> KafkaDistribution:
     """The distribution to test: a user's `dist` if given, else `version` from Maven."""
@@ -51,12 +76,7 @@ def resolve_distribution(version: str, dist: Path | None,
 
 
 def _from_maven(version: str, log: Callable[[str], None]) -> KafkaDistribution:
-    if not re.fullmatch(r"[0-9]+(\.[0-9]+)*([-.][A-Za-z0-9]+)*", version):
-        raise DistributionError(f"'{version}' is not a Kafka version (e.g. 4.1.1)")
-    if int(version.split(".")[0]) < 4:
-        raise DistributionError(
-            f"Kafka {version} is not supported: the harness runs Kafka 4.x (KRaft, KIP-966)"
-        )
+    _check_version_name(version)
     home = cache_dir() / "kafka" / f"maven-{version}"
     if (home / _COMPLETE_MARKER).exists():
         return KafkaDistribution(home, version, f"maven:{version}")
@@ -122,8 +142,7 @@ def _maven_error(output: str) -> str:
 
 
 def _from_user_dist(path: Path, log: Callable[[str], None]) -> KafkaDistribution:
-    if not path.exists():
-        raise DistributionError(f"--kafka-dist {path}: no such file or directory")
+    check_request("", path)
     if path.is_file():
         return _from_tarball(path, log)
     if (path / "libs").is_dir():

@@ -42,8 +42,9 @@ def validate_topology(config: ClusterConfig) -> None:
     if config.brokers < 1:
         raise BadInput("a cluster needs at least 1 broker (--brokers)")
     if config.controllers + config.brokers > MAX_NODES:
-        raise BadInput(f"at most {MAX_NODES} nodes fit on one machine; "
-                       f"asked for {config.controllers + config.brokers}")
+        raise BadInput(f"at most {MAX_NODES} nodes fit on one machine; --controllers "
+                       f"{config.controllers} and --brokers {config.brokers} ask for "
+                       f"{config.controllers + config.brokers}")
     network = ipaddress.ip_network(config.subnet)
     if config.first_host + config.controllers + config.brokers >= network.num_addresses - 1:
         raise BadInput(f"subnet {config.subnet} is too small for the topology")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.config import CheckerConfig, ReportConfig, cache_dir, default_store_dir
 from harness.errors import EXIT_UNKNOWN, HarnessError
-from harness.flags import finite_float, port
+from harness.flags import finite_float, port, spark_master
 
 
 def _add_run(sub: argparse._SubParsersAction) -> None:
@@ -85,7 +85,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _add_check(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("check", help="check a history with the Spark checker")
     p.add_argument("path", type=Path, help="a run directory or a history.jsonl")
-    p.add_argument("--spark-master", default=CheckerConfig.spark_master,
+    p.add_argument("--spark-master", default=CheckerConfig.spark_master, type=spark_master,
                    help="Spark master URL (default: local[*], started by the harness)")
     p.set_defaults(func=_cmd_check)
 

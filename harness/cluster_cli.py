@@ -11,7 +11,13 @@ from rich.table import Table
 
 from harness.config import ClusterConfig
 from harness.errors import EXIT_UNKNOWN, BadInput
-from harness.flags import add_cluster_flags, add_topic_flags, cluster_config, topic_config
+from harness.flags import (
+    add_cluster_flags,
+    add_topic_flags,
+    cluster_config,
+    cluster_name,
+    topic_config,
+)
 
 console = Console(highlight=False)
 
@@ -29,7 +35,8 @@ def add_cluster_command(sub: argparse._SubParsersAction) -> None:
                              ("down", _cmd_down, "remove every container and the network"),
                              ("logs", _cmd_logs, "show or collect the nodes' Kafka logs")):
         p = actions.add_parser(name, help=text)
-        p.add_argument("--name", default=ClusterConfig.name, help="cluster name")
+        p.add_argument("--name", default=ClusterConfig.name, type=cluster_name,
+                       help="cluster name")
         if name == "logs":
             p.add_argument("node", nargs="?", help="one node (default: all)")
             p.add_argument("--lines", type=int, default=40)

@@ -139,6 +139,9 @@ class WorkloadConfig:
     processes_per_client: int = 8
     #: Consumer processes; each reads every partition of one topic.
     consumers: int = 1
+    #: Each producer and consumer is a librdkafka client with its own threads: more
+    #: than this many of either starve a test machine's cores, not Kafka.
+    max_clients: int = 256
     #: Total sends per second over all producers; 0 means unbounded.
     rate: float = 200.0
     #: How long clients run before they stop on their own.

@@ -59,6 +59,20 @@ def finite_float(value: str) -> float:
     return number
 
 
+#: The master URLs Spark itself accepts (SparkContext's master parsing).
+_SPARK_MASTER = re.compile(
+    r"local(\[(\*|[1-9][0-9]*)(,[0-9]+)?\])?|local-cluster\[[0-9]+, *[0-9]+, *[0-9]+\]"
+    r"|spark://[^\s,:/]+:[0-9]+(,[^\s,:/]+:[0-9]+)*|yarn|k8s://\S+")
+
+
+def spark_master(value: str) -> str:
+    if not _SPARK_MASTER.fullmatch(value):
+        raise argparse.ArgumentTypeError(
+            f"'{value[:60]}' is not a Spark master URL (local[*], local[N], "
+            "spark://host:port, yarn or k8s://...)")
+    return value
+
+
 def port(value: str) -> int:
     number = _parsed(value, int, "a port number")
     if not 0 <= number <= 65535:
@@ -73,6 +87,14 @@ def _subnet(value: str) -> str:
         raise argparse.ArgumentTypeError(f"not an IPv4 subnet like 10.213.77.0/24: {err}") \
             from err
     return str(network)
+
+
+def _image_name(value: str) -> str:
+    """A Docker image reference (name[:tag] or name@digest); Docker's own check
+    comes later, this one refuses what cannot be one."""
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._/:@-]{0,254}", value):
+        raise argparse.ArgumentTypeError(f"'{value[:60]}' is not a Docker image name")
+    return value
 
 
 def add_cluster_flags(parser: argparse.ArgumentParser) -> None:
@@ -93,7 +115,7 @@ def add_cluster_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--subnet", type=_subnet, default=d.subnet,
                    help=f"the cluster's private network (default {d.subnet}); two clusters "
                         f"at once need two subnets")
-    g.add_argument("--base-image", default=None,
+    g.add_argument("--base-image", default=None, type=_image_name,
                    help="start the node image from this registry image instead of debootstrap")
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from rich.console import Console
 
 from cluster.cluster import Cluster, validate_topic
+from cluster.distribution import check_request
 from cluster.kraft import validate_topology
 from harness.config import (
     CheckerConfig,
@@ -32,7 +33,7 @@ from harness.config import (
     WorkloadConfig,
 )
 from harness.errors import EXIT_UNKNOWN, BadInput, HarnessError
-from harness.store import new_run_dir, write_json
+from harness.store import check_store, new_run_dir, write_json
 from nemesis.registry import NemesisPlan, parse_nemesis
 from workloads.validation import validate as validate_workload
 
@@ -57,6 +58,8 @@ def validate(spec: RunSpec) -> NemesisPlan:
     for topic in spec.topics:
         validate_topic(topic, spec.cluster)
     validate_workload(spec.workload)
+    check_request(spec.cluster.kafka_version, spec.cluster.kafka_dist)
+    check_store(spec.run.store)
     if spec.run.time_limit_s <= 0:
         raise HarnessError("--time-limit must be positive")
     if plan.faults and spec.run.interval_s < spec.run.min_interval_s:

@@ -12,6 +12,25 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.errors import BadInput
+
+
+def check_store(store: Path) -> None:
+    """Refuse a store that cannot hold run directories, before anything starts
+    (without making it: a refused run leaves nothing behind)."""
+    shown = str(store)[:120]
+    try:
+        existing = Path(store).absolute()
+        while not existing.exists() and existing.parent != existing:
+            existing = existing.parent
+        if not existing.is_dir():
+            where = "" if existing == Path(store).absolute() else f" ({existing} is a file)"
+            raise BadInput(f"--store {shown}: not a folder{where}")
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise BadInput(f"--store {shown}: {existing} is not writable")
+    except OSError as err:
+        raise BadInput(f"--store {shown}: {err.strerror or err}") from err
+
 
 def new_run_dir(store: Path, test_name: str) -> Path:
     """A fresh directory for a run; a second run in the same second gets a suffix."""

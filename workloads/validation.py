@@ -43,6 +43,10 @@ def validate(config: WorkloadConfig) -> None:
             raise BadInput(f"--client-debug: {context!r} is no librdkafka debug context; "
                            f"use some of {', '.join(DEBUG_CONTEXTS)}")
     _at_least("--consumers", config.consumers, 0)
+    for flag, count in (("--producers", config.producers), ("--consumers", config.consumers)):
+        if count > config.max_clients:
+            raise BadInput(f"{flag} {count} is more than {config.max_clients} clients "
+                           "(each is a librdkafka client with its own threads)")
     _at_least("--rate", config.rate, 0)
     _positive("--time-limit", config.time_limit_s)
     if config.partition_choice not in PARTITION_CHOICES:

@@ -17,45 +17,170 @@ def _harness(*args: str, store: Path, env: dict | None = None) -> subprocess.Com
                           env={**os.environ, **(env or {})})
 
 
-@pytest.mark.parametrize("args, message", [
+#: A 300-character name: longer than any file name may be.
+LONG = "y" * 300
+
+#: One row per bad input a new user was seen to try (#9's sweep and more): the
+#: arguments and words the one-line message must hold, naming the flag or path.
+#: In arguments and messages, {file} is a text file, {dir} an empty folder,
+#: {bin} a binary file, {hist_dir} a run folder whose history.jsonl is a folder,
+#: {garbage} a run folder whose history is not JSON, {bad8} a name that is not UTF-8.
+BAD_INPUTS = [
+    # run: the nemesis and the workload
     (["run", "--nemesis", "bogus"], "unknown nemesis 'bogus'; valid: none, unclean-last-replica"),
+    (["run", "--nemesis", ""], "--nemesis"),
+    (["run", "--nemesis", "kill,bogus"], "unknown nemesis 'bogus'"),
+    (["run", "--nemesis", ",,"], "--nemesis"),
     (["run", "--acks", "all,2"], "unknown acks level '2'"),
+    (["run", "--acks", ""], "--acks needs at least one level"),
+    (["run", "--acks", "all,all"], "acks levels repeat"),
     (["run", "--producers", "0"], "--producers must be at least 1"),
-    (["run", "--replication-factor", "4"], "replication factor 4 is more than the 3 brokers"),
-    (["run", "--min-insync-replicas", "4"], "min.insync.replicas 4 must be between 1"),
-    (["run", "--controllers", "0"], "at least 1 controller"),
-    (["run", "--nemesis", "unclean-last-replica", "--brokers", "2",
-      "--replication-factor", "2"], "needs 3 brokers and replication factor 3"),
-    (["run", "--kafka-version", "9.9.9"], "Kafka 9.9.9 does not resolve from Maven Central"),
-    (["run", "--kafka-version", "3.9.0"], "Kafka 3.9.0 is not supported"),
-    (["cluster", "up", "--topic", "t", "--replication-factor", "5"], "more than the 3 brokers"),
-    (["run", "--subnet", "10.213.77.5/24"], "not an IPv4 subnet like 10.213.77.0/24"),
-    (["run", "--subnet", "10.213.77.0/30"], "subnet 10.213.77.0/30 is too small"),
-    (["run", "--topic", ""], "argument --topic: '' is not a Kafka topic name"),
-    (["run", "--topic", "a/b"], "'a/b' is not a Kafka topic name"),
-    (["run", "--topic", "x" * 300], "is not a Kafka topic name"),
+    (["run", "--producers", "-1"], "--producers must be at least 1"),
+    (["run", "--producers", "abc"], "argument --producers: invalid int value"),
+    (["run", "--producers", "100000"], "--producers 100000 is more than 256 clients"),
+    (["run", "--consumers", "-1"], "--consumers must be a number >= 0"),
+    (["run", "--consumers", "1.5"], "argument --consumers: invalid int value"),
+    (["run", "--consumers", "1000"], "--consumers 1000 is more than 256 clients"),
+    (["run", "--rate", "-1"], "argument --rate: '-1' is not a finite number >= 0"),
+    (["run", "--rate", "nan"], "argument --rate: 'nan' is not a finite number"),
+    (["run", "--rate", "inf"], "argument --rate: 'inf' is not a finite number"),
+    (["run", "--rate", "abc"], "argument --rate: 'abc' is not a number"),
     (["run", "--time-limit", "inf"], "argument --time-limit: 'inf' is not a finite number"),
     (["run", "--time-limit", "-5"], "argument --time-limit: '-5' is not a finite number >= 0"),
-    (["run", "--rate", "nan"], "argument --rate: 'nan' is not a finite number"),
+    (["run", "--time-limit", "nan"], "argument --time-limit: 'nan' is not a finite number"),
+    (["run", "--time-limit", "1e400"], "argument --time-limit: '1e400' is not a finite number"),
+    (["run", "--time-limit", "0"], "--time-limit must be a positive number of seconds"),
     (["run", "--interval", "nan"], "argument --interval: 'nan' is not a finite number"),
+    (["run", "--interval", "-1"], "argument --interval: '-1' is not a finite number >= 0"),
+    (["run", "--nemesis", "kill", "--interval", "1e-9"], "--interval must be at least 1 s"),
+    (["run", "--nemesis", "kill", "--interval", "0"], "--interval must be at least 1 s"),
+    (["run", "--seed", "abc"], "argument --seed: invalid int value"),
+    (["run", "--seed", "1.5"], "argument --seed: invalid int value"),
+    (["run", "--concurrency", "0"], "--concurrency must be a number >= 1, got 0"),
+    (["run", "--concurrency", "-3"], "--concurrency must be a number >= 1, got -3"),
+    (["run", "--client-debug", "bogus"], "--client-debug: 'bogus' is no librdkafka debug"),
+    (["run", "--client-debug", "msg,,x"], "--client-debug: 'x' is no librdkafka debug"),
+    # run: the cluster and the topic
+    (["run", "--name", ""], "argument --name: '' is not a cluster name"),
+    (["run", "--name=-x"], "argument --name: '-x' is not a cluster name"),
+    (["run", "--name", "a b"], "argument --name: 'a b' is not a cluster name"),
+    (["run", "--name", LONG], "is not a cluster name"),
+    (["run", "--controllers", "0"], "at least 1 controller (--controllers)"),
+    (["run", "--controllers", "-1"], "at least 1 controller (--controllers)"),
+    (["run", "--controllers", "abc"], "argument --controllers: invalid int value"),
+    (["run", "--brokers", "0"], "at least 1 broker (--brokers)"),
+    (["run", "--brokers", "-1"], "at least 1 broker (--brokers)"),
+    (["run", "--brokers", "500"], "--controllers 3 and --brokers 500 ask for 503"),
+    (["run", "--elr", "maybe"], "argument --elr: expected on or off, got 'maybe'"),
+    (["run", "--unclean-leader-election", "maybe"], "argument --unclean-leader-election"),
+    (["run", "--topic", ""], "argument --topic: '' is not a Kafka topic name"),
+    (["run", "--topic", "a/b"], "'a/b' is not a Kafka topic name"),
+    (["run", "--topic", "."], "'.' is not a Kafka topic name"),
+    (["run", "--topic", ".."], "'..' is not a Kafka topic name"),
+    (["run", "--topic", LONG], "is not a Kafka topic name"),
+    (["run", "--partitions", "0"], "at least 1 partition (--partitions)"),
+    (["run", "--partitions", "abc"], "argument --partitions: invalid int value"),
+    (["run", "--partitions", "1000000"], "--partitions 1000000 puts 1000000 replicas on each"),
+    (["run", "--replication-factor", "0"], "replication factor must be at least 1"),
+    (["run", "--replication-factor", "4"], "replication factor 4 is more than the 3 brokers"),
+    (["run", "--min-insync-replicas", "0"], "min.insync.replicas 0 must be between 1"),
+    (["run", "--min-insync-replicas", "4"], "min.insync.replicas 4 must be between 1"),
+    (["run", "--nemesis", "unclean-last-replica", "--brokers", "2",
+      "--replication-factor", "2"], "needs 3 brokers and replication factor 3"),
+    (["run", "--subnet", "10.213.77.5/24"], "not an IPv4 subnet like 10.213.77.0/24"),
+    (["run", "--subnet", "10.213.77.0/30"], "subnet 10.213.77.0/30 is too small"),
+    (["run", "--subnet", "banana"], "argument --subnet: not an IPv4 subnet"),
+    (["run", "--subnet", "fd00::/64"], "argument --subnet: not an IPv4 subnet"),
+    (["run", "--kafka-version", "9.9.9"], "Kafka 9.9.9 does not resolve from Maven Central"),
+    (["run", "--kafka-version", "3.9.0"], "Kafka 3.9.0 is not supported"),
+    (["run", "--kafka-version", ""], "--kafka-version: '' is not a Kafka version"),
+    (["run", "--kafka-version", "4.1.1; rm -rf /"], "--kafka-version: '4.1.1; rm -rf /' is not"),
+    (["run", "--kafka-version", "../../etc"], "--kafka-version: '../../etc' is not"),
+    (["run", "--kafka-dist", "/nonexistent/k.tgz"], "--kafka-dist /nonexistent/k.tgz: no such"),
+    (["run", "--kafka-dist", LONG], "--kafka-dist yyyyyyyy"),
+    (["run", "--kafka-dist", "{file}"], "--kafka-dist {file}: not a readable tarball"),
+    (["run", "--kafka-dist", "{dir}"], "--kafka-dist {dir}: expected a Kafka tarball"),
+    (["run", "--kafka-dist", "{bad8}"], "--kafka-dist"),
+    (["run", "--base-image", ""], "argument --base-image: '' is not a Docker image name"),
+    # run: the store
+    (["run", "--store", "{file}"], "--store {file}: not a folder"),
+    (["run", "--store", "{file}/x"], "--store {file}/x: not a folder ({file} is a file)"),
+    (["run", "--store", "/proc/1/x"], "--store /proc/1/x"),
+    (["run", "--store", f"{LONG}/x"], ": File name too long"),
+    # check
+    (["check", "/nonexistent"], "no history at /nonexistent"),
+    (["check", LONG], "cannot read yyyy"),
+    (["check", "{dir}"], "no history at {dir}"),
+    (["check", "{file}"], "{file} is not a history"),
+    (["check", "{bin}"], "{bin} is not a history"),
+    (["check", "{hist_dir}"], "no history at {hist_dir}"),
+    (["check", "{garbage}"], "line 1 is not a valid history line"),
+    (["check", "{bad8}"], "no history at"),
+    (["check", "{garbage}", "--spark-master", "bogus"],
+     "argument --spark-master: 'bogus' is not a Spark master URL"),
+    # report
+    (["report", "/nonexistent"], "/nonexistent"),
+    (["report", LONG], "File name too long"),
+    (["report", "{dir}"], "{dir}"),
+    (["report", "{file}"], "{file}"),
+    (["report", "{garbage}"], "{garbage}"),
+    # serve
     (["serve", "--port", "99999"], "argument --port: port 99999 is not between 0 and 65535"),
     (["serve", "--port", "-1"], "argument --port: port -1 is not between 0 and 65535"),
-    (["report", "y" * 300], "File name too long"),
-    (["check", "y" * 300], "cannot read"),
-    (["run", "--nemesis", "kill", "--interval", "1e-9"], "--interval must be at least 1 s"),
-    (["run", "--client-debug", "bogus"], "--client-debug: 'bogus' is no librdkafka debug"),
-    (["run", "--concurrency", "0"], "--concurrency must be a number >= 1, got 0"),
-    (["run", "--name", ""], "argument --name: '' is not a cluster name"),
+    (["serve", "--port", "abc"], "argument --port: 'abc' is not a port number"),
+    (["serve", "--store", "{file}"], "{file} is a file"),
+    (["serve", "--store", "/nonexistent"], "/nonexistent does not exist"),
+    (["serve", "--store", "{dir}", "--host", "999.1.1.1"], "999.1.1.1"),
+    (["serve", "--store", "{dir}", "--host", "no-such-host.invalid"], "no-such-host.invalid"),
+    # cluster
+    (["cluster", "up", "--topic", "t", "--replication-factor", "5"], "more than the 3 brokers"),
     (["cluster", "up", "--name=-x"], "'-x' is not a cluster name"),
-    (["cluster", "status", "--name", "elr-nothing-here"], "is not up"),
-    (["cluster", "logs", "--name", "elr-nothing-here"], "is not up"),
-])
-def test_bad_input_is_refused_before_anything_starts(tmp_path, args, message):
-    proc = _harness(*args, store=tmp_path)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert message in " ".join(proc.stderr.split()), proc.stderr
-    assert "Traceback" not in proc.stderr
-    assert not (tmp_path / "store").exists(), "no run directory for refused input"
+    (["cluster", "down", "--name", ""], "argument --name: '' is not a cluster name"),
+    (["cluster", "status", "--name", "elr-nothing-here"], "'elr-nothing-here' is not up"),
+    (["cluster", "logs", "--name", "elr-nothing-here"], "'elr-nothing-here' is not up"),
+    (["cluster", "bogus"], "invalid choice: 'bogus'"),
+    # the command itself
+    (["bogus"], "invalid choice: 'bogus'"),
+    ([], "the following arguments are required: command"),
+]
+
+
+def _materialize(tmp_path: Path) -> dict[str, str]:
+    """The files and folders BAD_INPUTS refers to, made in tmp_path."""
+    files = {"{file}": tmp_path / "a-file.txt", "{bin}": tmp_path / "a-binary.dat",
+             "{dir}": tmp_path / "an-empty-folder", "{hist_dir}": tmp_path / "hist-dir",
+             "{garbage}": tmp_path / "garbage"}
+    files["{file}"].write_text("hello\n")
+    files["{bin}"].write_bytes(bytes(range(256)) * 4)
+    files["{dir}"].mkdir()
+    (files["{hist_dir}"] / "history.jsonl").mkdir(parents=True)
+    files["{garbage}"].mkdir()
+    (files["{garbage}"] / "history.jsonl").write_text("not json\nnot json either\n")
+    return {key: str(path) for key, path in files.items()}
+
+
+def _filled(text: str, places: dict[str, str]) -> str:
+    for key, value in places.items():
+        text = text.replace(key, value)
+    return text
+
+
+@pytest.mark.parametrize("args, message", BAD_INPUTS,
+                         ids=[" ".join(a)[:60] or "(none)" for a, _ in BAD_INPUTS])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
+    places = _materialize(tmp_path)
+    bad8 = os.fsencode(tmp_path) + b"/\xff\xfe"
+    argv = [bad8 if a == "{bad8}" else _filled(a, places) for a in args]
+    work = tmp_path / "cwd"
+    work.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", *argv], capture_output=True,
+                          timeout=300, cwd=work)
+    out, err = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
+    assert proc.returncode == 2, out + err
+    assert _filled(message, places) in " ".join(err.split()), err
+    assert "Traceback" not in out + err
+    assert list(work.iterdir()) == [], "nothing is made for refused input"
+    assert not any(Path(p).with_name("results.json").exists() for p in places.values())
 
 
 def test_no_docker_engine_says_how_to_start_one(tmp_path):
@@ -70,7 +195,8 @@ def test_a_store_that_is_a_file_is_one_line_and_exit_2(tmp_path):
     (tmp_path / "store").write_text("not a folder")
     proc = _harness("run", "--nemesis", "none", "--store", "store", store=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "Not a directory" in proc.stderr and "Traceback" not in proc.stderr
+    assert "--store" in proc.stderr and "not a folder" in proc.stderr
+    assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
