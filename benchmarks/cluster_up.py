@@ -17,7 +17,7 @@ import time
 from cluster.cluster import Cluster
 from cluster.docker_backend import connect
 from cluster.image import image_tag
-from harness.config import ClusterConfig, cache_dir
+from harness.core.config import ClusterConfig, cache_dir
 
 
 def time_up(config: ClusterConfig) -> float:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from cluster.cluster import Cluster
 from cluster.docker_backend import connect
-from harness.config import ClusterConfig
+from harness.core.config import ClusterConfig
 from nemesis import grudges
 from nemesis.faults import FaultInjector
 from nemesis.pagecache import PageCacheLayer

@@ -29,7 +29,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.config import WorkloadConfig
+from harness.core.config import WorkloadConfig
 from workloads.client_conf import producer_conf
 from workloads.producers import PartitionChooser, ProducerClient, RateLimiter
 from workloads.recorder import HistoryRecorder

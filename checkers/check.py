@@ -16,10 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import reduce
 from pathlib import Path
 
-from harness.config import CheckerConfig
-from harness.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput, HarnessError
+from harness.core.config import CheckerConfig
+from harness.core.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput, HarnessError
+from harness.core.history import HISTORY_NAME
 
-HISTORY_NAME = "history.jsonl"
 _log = logging.getLogger(__name__)
 
 

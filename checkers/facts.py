@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from checkers.events import FINAL_RECORD, READ_RECORD, REPLICA_RECORD, SEND_KINDS, TopicKeys
 from checkers.final_reads import PartitionReads, final_read_status
 from checkers.testinfo import RunInfo
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 
 TP = tuple[str, int]
 

@@ -24,8 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness.config import CheckerConfig, cache_dir
-from harness.errors import HarnessError
+from harness.core.config import CheckerConfig, cache_dir
+from harness.core.errors import HarnessError
 
 #: Bumped when the training changes, so old archives are left behind.
 _VERSION = 3

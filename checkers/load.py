@@ -68,8 +68,8 @@ from checkers.lines import (
     spark_bad,
     spark_kind,
 )
-from harness.config import CheckerConfig, cache_dir
-from harness.errors import HarnessError, HistoryError
+from harness.core.config import CheckerConfig, cache_dir
+from harness.core.errors import HarnessError, HistoryError
 
 #: Bumped whenever the Parquet layout changes, so old caches are rebuilt.
 _CACHE_VERSION = 9

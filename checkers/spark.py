@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness.config import CheckerConfig, cache_dir
-from harness.errors import HarnessError
+from harness.core.config import CheckerConfig, cache_dir
+from harness.core.errors import HarnessError
 
 _log = logging.getLogger(__name__)
 

@@ -17,7 +17,8 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ACKS_LEVELS = ("all", "1", "0")
+from harness.core.history import ACKS_LEVELS
+
 _ACK_CODE = {"all": 1, "1": 2, "0": 3}
 INJECTABLE = (
     "lost-write", "lost-write-beyond-budget", "lost-committed-read", "inconsistent-offset",

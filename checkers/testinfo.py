@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.config import CheckerConfig
-from harness.errors import BadInput
+from harness.core.config import CheckerConfig
+from harness.core.errors import BadInput
 
 _BROKER_NAME = re.compile(r"broker-(\d+)$")
 

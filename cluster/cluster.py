@@ -29,8 +29,8 @@ from cluster.image import ensure_image
 from cluster.kafka_wire import WireConnection, WireError
 from cluster.node import NodeSpec, Role, StorageLayer
 from cluster.observe import ObservationError, PartitionObserver, PartitionState
-from harness.config import LABEL, ClusterConfig, TopicConfig
-from harness.errors import BadInput, ClusterStartError, HarnessError
+from harness.core.config import LABEL, ClusterConfig, TopicConfig
+from harness.core.errors import BadInput, ClusterStartError, HarnessError
 
 Log = Callable[[str], None]
 

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.config import SCALA_BINARY_VERSION, cache_dir
-from harness.errors import DistributionError
+from harness.core.config import SCALA_BINARY_VERSION, cache_dir
+from harness.core.errors import DistributionError
 
 #: log4j2 runtime Kafka 4.x logs through (Maven brings no binding along); Kafka
 #: uses slf4j 1.7, hence the log4j-slf4j-impl binding, as its own tarball does.

@@ -20,8 +20,8 @@ from docker.models.containers import Container
 
 from cluster import kraft
 from cluster.node import ExecResult, NodeSpec
-from harness.config import LABEL, ClusterConfig
-from harness.errors import EngineUnavailable, HarnessError
+from harness.core.config import LABEL, ClusterConfig
+from harness.core.errors import EngineUnavailable, HarnessError
 
 SIGNALS = {"TERM", "KILL", "STOP", "CONT"}
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from harness.config import LABEL, ImageConfig, cache_dir
-from harness.errors import HarnessError
+from harness.core.config import LABEL, ImageConfig, cache_dir
+from harness.core.errors import HarnessError
 
 #: Bumped when the way the root filesystem is prepared changes.
 RECIPE_VERSION = 1

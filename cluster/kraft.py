@@ -13,8 +13,8 @@ import ipaddress
 import shlex
 
 from cluster.node import NodeSpec, Role
-from harness.config import ClusterConfig
-from harness.errors import BadInput
+from harness.core.config import ClusterConfig
+from harness.core.errors import BadInput
 
 CONTROLLER_ID_BASE = 1000
 KAFKA_HOME = "/opt/kafka"

@@ -14,7 +14,7 @@ import re
 
 from cluster import kraft
 from cluster.node import Node
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 
 _RECORD = re.compile(
     r"^\| offset: (?P<offset>\d+) CreateTime: (?P<time>-?\d+) .*?"

@@ -1,6 +1,6 @@
 """The `harness` command line.
 
-Each subcommand parses its flags into the typed config of harness.config and
+Each subcommand parses its flags into the typed config of harness.core.config and
 hands over to the package that does the work. Errors meant for a person are
 HarnessError: printed as one clear message, never a traceback.
 """
@@ -15,13 +15,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness.config import CheckerConfig, ReportConfig, cache_dir, default_store_dir
-from harness.errors import EXIT_UNKNOWN, HarnessError
+from harness.core.config import CheckerConfig, ReportConfig, cache_dir, default_store_dir
+from harness.core.errors import EXIT_UNKNOWN, HarnessError
 from harness.flags import finite_float, port, spark_master
 
 
 def _add_run(sub: argparse._SubParsersAction) -> None:
-    from harness.config import RunConfig, WorkloadConfig
+    from harness.core.config import RunConfig, WorkloadConfig
     from harness.flags import add_cluster_flags, add_topic_flags
 
     r, w = RunConfig(), WorkloadConfig()
@@ -59,7 +59,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
 def _cmd_run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from harness.config import RunConfig, WorkloadConfig
+    from harness.core.config import RunConfig, WorkloadConfig
     from harness.flags import cluster_config, topic_config
     from harness.run import RunSpec, run_test
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from harness.config import ClusterConfig
-from harness.errors import EXIT_UNKNOWN, BadInput
+from harness.core.config import ClusterConfig
+from harness.core.errors import EXIT_UNKNOWN, BadInput
 from harness.flags import (
     add_cluster_flags,
     add_topic_flags,

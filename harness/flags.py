@@ -1,6 +1,6 @@
 """Command-line flags shared by `harness cluster` and `harness run`.
 
-Flags map one to one onto the typed config of harness.config; defaults come
+Flags map one to one onto the typed config of harness.core.config; defaults come
 from there, so the help text and the code never disagree.
 """
 
@@ -13,7 +13,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from harness.config import ClusterConfig, ImageConfig, TopicConfig
+from harness.core.config import ClusterConfig, ImageConfig, TopicConfig
 
 
 def _on_off(value: str) -> bool:

@@ -24,7 +24,7 @@ from rich.console import Console
 from cluster.cluster import Cluster, validate_topic
 from cluster.distribution import check_request
 from cluster.kraft import validate_topology
-from harness.config import (
+from harness.core.config import (
     CheckerConfig,
     ClusterConfig,
     ReportConfig,
@@ -32,7 +32,7 @@ from harness.config import (
     TopicConfig,
     WorkloadConfig,
 )
-from harness.errors import EXIT_UNKNOWN, BadInput, HarnessError
+from harness.core.errors import EXIT_UNKNOWN, BadInput, HarnessError
 from harness.store import check_store, new_run_dir, write_json
 from nemesis.registry import NemesisPlan, parse_nemesis
 from workloads.validation import validate as validate_workload

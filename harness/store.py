@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.errors import BadInput
+from harness.core.errors import BadInput
 
 
 def check_store(store: Path) -> None:

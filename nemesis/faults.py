@@ -16,11 +16,10 @@ from typing import Any, Protocol
 
 from cluster.cluster import Cluster
 from cluster.docker_backend import DockerNode
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
+from harness.core.history import NEMESIS_PROCESS
 from nemesis.grudges import Grudge
 from nemesis.pagecache import PageCacheLayer
-
-NEMESIS_PROCESS = -1
 
 
 class Recorder(Protocol):

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from cluster.node import Node
-from harness.config import PageCacheConfig
-from harness.errors import HarnessError
+from harness.core.config import PageCacheConfig
+from harness.core.errors import HarnessError
 
 DEFAULTS = PageCacheConfig()
 DAEMON_FILE = "pagecache_fs.py"

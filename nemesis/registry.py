@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.errors import BadInput
+from harness.core.errors import BadInput
 from nemesis.mix import FAULT_KINDS
 
 SCENARIOS = ("unclean-last-replica",)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cluster.observe import PartitionState
+from harness.core.history import OBSERVER_PROCESS
 from nemesis import grudges
 from nemesis.faults import FaultInjector
 
@@ -173,7 +174,7 @@ class UncleanLastReplica:
                 self.log(f"{step}: controller view unavailable: {err}")
                 views = []
             for view in views:
-                self.injector.recorder.record(process=-2, type="ok", f="observe",
+                self.injector.recorder.record(process=OBSERVER_PROCESS, type="ok", f="observe",
                                               source="controller", **view.as_observation())
             state = self._state(views)
             if state is not None and predicate(state):

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.config import ReportConfig
-from harness.errors import HarnessError
+from harness.core.config import ReportConfig
+from harness.core.errors import HarnessError
 from reports.atomic import write_atomically
 from reports.faults import pair_faults
 from reports.history_scan import Interest, example_interest, scan_history

@@ -11,12 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Which fault kind ends which: opposite -> kinds it ends.
-ENDS: dict[str, tuple[str, ...]] = {
-    "heal": ("partition", "controller-partition", "isolate-from-controllers"),
-    "start": ("kill", "stop", "page-cache-loss", "controller-kill"),
-    "resume": ("pause",),
-}
+from harness.core.history import ENDED_BY
+
+#: Which fault kind ends which: opposite -> kinds it ends (the contract's table).
+ENDS: dict[str, tuple[str, ...]] = {str(end): tuple(map(str, ended))
+                                    for end, ended in ENDED_BY.items()}
 
 #: Kinds that only end others; they are events, not bands.
 ENDING_KINDS = frozenset(ENDS)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from harness.errors import BadInput
+from harness.core.errors import BadInput
 from reports.atomic import write_atomically
 from reports.html import NO_FAVICON, Safe, h, join, stylesheet, table, tag
 from reports.rundir import RUN_DIR_NAME, load_results, load_test_json

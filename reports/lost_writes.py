@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from harness.core.history import ACKS_LEVELS
+
 #: Acks levels in the order the report lists them.
-ACKS_LEVELS = ("all", "1", "0")
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,10 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.transforms import blended_transform_factory
 
+from harness.core.history import ACKS_LEVELS
 from reports.faults import FaultBand
 from reports.history_scan import HistoryScan, ObservedState, PartitionKey
-from reports.lost_writes import ACKS_LEVELS, LostWrites
+from reports.lost_writes import LostWrites
 
 FAULT_COLOURS = {
     "partition": "#e6550d",

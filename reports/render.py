@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from harness.config import ReportConfig
+from harness.core.config import ReportConfig
+from harness.core.history import ACKS_LEVELS
 from reports import plots
 from reports.faults import FaultBand
 from reports.history_scan import (
@@ -22,7 +23,7 @@ from reports.history_scan import (
     matching_records,
 )
 from reports.html import NO_FAVICON, Safe, h, image, join, not_available, stylesheet, table, tag
-from reports.lost_writes import ACKS_LEVELS, LostWrites
+from reports.lost_writes import LostWrites
 from reports.metadata import PARTITION_FIELDS, decode_metadata
 from reports.rundir import RunFiles
 from reports.verdict import checked_line, count_label, verdict_of

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import BadInput
+from harness.core.errors import BadInput
 
 #: Run directories are named by their start time: store/<test>/<YYYYmmddTHHMMSS>/.
 RUN_DIR_NAME = re.compile(r"^\d{8}T\d{6}$")

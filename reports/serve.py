@@ -13,7 +13,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from harness.errors import BadInput, HarnessError
+from harness.core.errors import BadInput, HarnessError
 from reports.index import write_index
 
 INDEX_PATHS = ("/", "/index.html")

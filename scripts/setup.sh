@@ -85,7 +85,7 @@ import platform
 import subprocess
 from importlib.metadata import version
 
-from harness.config import DEFAULT_KAFKA_VERSION
+from harness.core.config import DEFAULT_KAFKA_VERSION
 
 def out(*cmd: str) -> str:
     try:

@@ -15,7 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.errors import HistoryError
+from harness.core.errors import HistoryError
 
 ACKS = ("all", "1", "0")
 TYPES = ("invoke", "ok", "fail", "info")

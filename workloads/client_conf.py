@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from harness.config import WorkloadConfig
+from harness.core.config import WorkloadConfig
 
 #: librdkafka's own log lines go to Python logging under this name, so a run
 #: decides what to show instead of librdkafka printing to stderr.

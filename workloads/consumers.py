@@ -25,8 +25,8 @@ from typing import Any
 import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from harness.config import WorkloadConfig
-from harness.errors import HistoryError
+from harness.core.config import WorkloadConfig
+from harness.core.errors import HistoryError
 from workloads.classify import error_name, needs_reposition
 from workloads.client_conf import consumer_conf
 from workloads.client_thread import ClientThread

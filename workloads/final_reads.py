@@ -23,7 +23,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from harness.config import TopicConfig, WorkloadConfig
+from harness.core.config import TopicConfig, WorkloadConfig
 from workloads.classify import error_name
 from workloads.client_conf import consumer_conf
 from workloads.consumers import (

@@ -19,8 +19,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from harness.errors import HistoryError
-from workloads.recorder import OBSERVER_PROCESS, HistoryRecorder
+from harness.core.errors import HistoryError
+from harness.core.history import OBSERVER_PROCESS
+from workloads.recorder import HistoryRecorder
 
 log = logging.getLogger(__name__)
 

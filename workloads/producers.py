@@ -25,8 +25,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from harness.config import WorkloadConfig
-from harness.errors import HistoryError
+from harness.core.config import WorkloadConfig
+from harness.core.errors import HistoryError
 from workloads.classify import classify_send_error, error_name
 from workloads.client_conf import ResendWatch, producer_conf
 from workloads.client_thread import ClientThread

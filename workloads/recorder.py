@@ -22,15 +22,13 @@ from typing import Any
 
 import orjson
 
-from harness.errors import HarnessError, HistoryError
+from harness.core.errors import HarnessError, HistoryError
 
 #: `type` values of the contract.
 OP_TYPES = frozenset({"invoke", "ok", "fail", "info"})
 #: `f` values of the contract.
 OP_FUNCTIONS = frozenset({"send", "poll", "fault", "observe"})
 #: Process ids the contract reserves.
-NEMESIS_PROCESS = -1
-OBSERVER_PROCESS = -2
 
 #: orjson because encoding is most of a record's cost (0.3 us against 3.7 us for
 #: the json module, measured by benchmarks/recorder.py's CPU per send); int keys

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.config import ACKS_LEVELS, TopicConfig, WorkloadConfig
-from harness.errors import BadInput
+from harness.core.config import TopicConfig, WorkloadConfig
+from harness.core.errors import BadInput
+from harness.core.history import ACKS_LEVELS
 
 PARTITION_CHOICES = ("round-robin", "random")
 #: librdkafka's debug contexts (CONFIGURATION.md, `debug`).

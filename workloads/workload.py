@@ -23,8 +23,8 @@ from collections.abc import Sequence
 
 from confluent_kafka import KafkaException
 
-from harness.config import TopicConfig, WorkloadConfig
-from harness.errors import HarnessError
+from harness.core.config import TopicConfig, WorkloadConfig
+from harness.core.errors import HarnessError
 from workloads.classify import error_name
 from workloads.consumers import ConsumerFactory, ConsumerProcess
 from workloads.observer import ObserverLoop, PartitionStateSource

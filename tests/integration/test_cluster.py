@@ -11,7 +11,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from cluster.cluster import Cluster
 from cluster.kafka_wire import WireConnection
 from cluster.metadata_log import decode_metadata_log
-from harness.config import ClusterConfig, TopicConfig
+from harness.core.config import ClusterConfig, TopicConfig
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cluster.cluster import Cluster
-from harness.config import ClusterConfig, TopicConfig
+from harness.core.config import ClusterConfig, TopicConfig
 from nemesis import grudges
 from nemesis.faults import FaultInjector
 from nemesis.pagecache import PageCacheLayer

@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.config import TopicConfig, WorkloadConfig
+from harness.core.config import TopicConfig, WorkloadConfig
 from workloads.client_conf import consumer_conf
 from workloads.consumers import PositionBook, collect
 from workloads.final_reads import final_reads
@@ -38,7 +38,7 @@ def bootstrap(docker_client):
         yield given.split(",")
         return
     from cluster.cluster import Cluster
-    from harness.config import ClusterConfig
+    from harness.core.config import ClusterConfig
 
     cluster = Cluster(ClusterConfig(name="it-workload", subnet="10.213.81.0/24"),
                       client=docker_client)

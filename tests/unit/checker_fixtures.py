@@ -14,7 +14,7 @@ import pytest
 
 from checkers.check import check_history
 from checkers.synthetic import Generated, SyntheticSpec, write_run_dir
-from harness.config import CheckerConfig
+from harness.core.config import CheckerConfig
 
 #: Small shuffles: the test histories are tiny and the machine has 2 cores.
 TEST_CONFIG = CheckerConfig(shuffle_partitions=2)

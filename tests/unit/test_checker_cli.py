@@ -163,7 +163,7 @@ def test_a_check_stops_the_spark_it_started(tmp_path):
     run = run_python(f"""
         from pyspark import SparkContext
         from checkers.check import check_path
-        from harness.config import CheckerConfig
+        from harness.core.config import CheckerConfig
         results, _ = check_path({str(tmp_path / 'run')!r}, CheckerConfig())
         print('valid', results['valid'], 'spark left running:',
               SparkContext._active_spark_context is not None)
@@ -177,7 +177,7 @@ def test_a_session_on_another_master_is_replaced_from_any_thread():
     run = run_python("""
         from concurrent.futures import ThreadPoolExecutor
         from checkers.spark import get_spark
-        from harness.config import CheckerConfig
+        from harness.core.config import CheckerConfig
         def master(m):
             with ThreadPoolExecutor(1) as pool:
                 session = pool.submit(get_spark, CheckerConfig(spark_master=m)).result()

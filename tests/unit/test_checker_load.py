@@ -32,8 +32,8 @@ from checkers.load import (
     read_overview,
 )
 from checkers.synthetic import Injection, SyntheticSpec, write_run_dir
-from harness.config import CheckerConfig
-from harness.errors import HistoryError
+from harness.core.config import CheckerConfig
+from harness.core.errors import HistoryError
 
 pytestmark = pytest.mark.usefixtures("spark")
 

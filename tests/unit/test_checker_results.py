@@ -6,7 +6,7 @@ from collections import Counter
 
 from checkers.results import Findings, PartitionFacts, assemble
 from checkers.testinfo import parse_test_info
-from harness.config import CheckerConfig
+from harness.core.config import CheckerConfig
 
 INFO = parse_test_info(None, CheckerConfig())
 

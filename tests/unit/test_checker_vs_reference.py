@@ -27,7 +27,7 @@ from reference_checker import MalformedLine, reference_check
 
 from checkers.check import check_history
 from checkers.synthetic import MIXABLE, every_anomaly, synthetic_test_json, write_run_dir
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 
 pytestmark = pytest.mark.usefixtures("spark")
 

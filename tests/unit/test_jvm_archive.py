@@ -12,7 +12,7 @@ from checker_fixtures import run_python
 
 from checkers.jvm_archive import archive_path, build, startup_options
 from checkers.synthetic import SyntheticSpec, write_run_dir
-from harness.config import CheckerConfig
+from harness.core.config import CheckerConfig
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -49,7 +49,7 @@ def test_the_driver_jvm_maps_spark_classes_from_the_archive(tmp_path):
     archive = build(CheckerConfig())  # made by scripts/setup.sh; built here if not
     loads = tmp_path / "class-load.log"
     run = run_python(f"""
-        from harness.config import CheckerConfig
+        from harness.core.config import CheckerConfig
         from checkers.jvm_archive import startup_options
         from checkers.spark import get_spark
         options = startup_options(CheckerConfig()) + " -Xlog:class+load=info:file={loads}"

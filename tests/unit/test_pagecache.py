@@ -21,8 +21,8 @@ if not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None:
     pytest.skip("needs /dev/fuse and fusermount3 to mount the layer", allow_module_level=True)
 
 from cluster.node import ExecResult, NodeSpec, Role  # noqa: E402
-from harness.config import PageCacheConfig  # noqa: E402
-from harness.errors import HarnessError  # noqa: E402
+from harness.core.config import PageCacheConfig  # noqa: E402
+from harness.core.errors import HarnessError  # noqa: E402
 from nemesis import pagecache  # noqa: E402
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import HarnessError, HistoryError
+from harness.core.errors import HarnessError, HistoryError
 from workloads.recorder import HistoryRecorder
 
 

@@ -12,8 +12,8 @@ import pytest
 from report_fixtures import HOSTILE_ERROR, HOSTILE_TOPIC, RunSpec, make_run
 
 from harness.cli import main
-from harness.config import ReportConfig
-from harness.errors import BadInput
+from harness.core.config import ReportConfig
+from harness.core.errors import BadInput
 from reports.build import build_report
 
 CONFIG = ReportConfig()

@@ -15,7 +15,7 @@ from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
 
 from checkers.check import check_history, write_results
 from checkers.synthetic import Injection, SyntheticSpec, write_run_dir
-from harness.config import ReportConfig
+from harness.core.config import ReportConfig
 from reports.build import build_report
 
 pytestmark = pytest.mark.usefixtures("spark")

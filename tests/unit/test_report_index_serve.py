@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import BadInput, HarnessError
+from harness.core.errors import BadInput, HarnessError
 from reports.index import write_index
 from reports.serve import make_server
 from reports.summary import print_summary

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from harness.config import WorkloadConfig
+from harness.core.config import WorkloadConfig
 from workloads.consumers import (
     ConsumerProcess,
     FetchWatermarks,

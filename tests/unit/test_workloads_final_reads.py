@@ -9,7 +9,7 @@ from pathlib import Path
 
 from test_workloads_consumers import FakeMessage, ScriptedConsumer
 
-from harness.config import TopicConfig, WorkloadConfig
+from harness.core.config import TopicConfig, WorkloadConfig
 from workloads.final_reads import FINAL_READ_INCOMPLETE, final_reads
 from workloads.recorder import HistoryRecorder
 

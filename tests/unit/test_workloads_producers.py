@@ -18,7 +18,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Producer
 
-from harness.config import WorkloadConfig
+from harness.core.config import WorkloadConfig
 from workloads.client_conf import consumer_conf, producer_conf
 from workloads.producers import (
     CLIENT_RESENT,

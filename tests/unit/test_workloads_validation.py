@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import TopicConfig, WorkloadConfig
-from harness.errors import EXIT_UNKNOWN, BadInput
+from harness.core.config import TopicConfig, WorkloadConfig
+from harness.core.errors import EXIT_UNKNOWN, BadInput
 from workloads.recorder import HistoryRecorder
 from workloads.validation import validate, validate_targets
 from workloads.workload import Workload

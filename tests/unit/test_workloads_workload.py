@@ -13,7 +13,7 @@ from test_workloads_consumers import FakeMessage, ScriptedConsumer
 from test_workloads_observer import FlakySource
 from test_workloads_producers import ScriptedProducer, check_process_discipline
 
-from harness.config import TopicConfig, WorkloadConfig
+from harness.core.config import TopicConfig, WorkloadConfig
 from workloads.recorder import HistoryRecorder
 from workloads.workload import Workload
 

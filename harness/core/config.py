@@ -119,8 +119,6 @@ class TopicConfig:
 # workloads/
 # --------------------------------------------------------------------------
 
-#: acks levels a producer may use (HISTORY.md spells them this way).
-ACKS_LEVELS = ("0", "1", "all")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,69 @@
+"""The history contract (shared/HISTORY.md, version 2) in code.
+
+The one place the contract's names, process ids and levels are spelled: the
+recorder, the nemesis, the checker and the report import them from here. The
+field tables the checker validates lines against are in checkers/lines.py,
+which builds its SQL from them.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+CONTRACT_VERSION = 2
+
+#: The history's file name in a run directory.
+HISTORY_NAME = "history.jsonl"
+
+#: Process ids of the lines no client writes.
+NEMESIS_PROCESS = -1
+OBSERVER_PROCESS = -2
+COLLECTOR_PROCESS = -3
+
+#: acks levels as the history spells them, strongest first (the order reports use).
+ACKS_LEVELS = ("all", "1", "0")
+
+
+class Kind(StrEnum):
+    """A line's `f`."""
+
+    SEND = "send"
+    POLL = "poll"
+    FAULT = "fault"
+    OBSERVE = "observe"
+    REPLICA = "replica"
+
+
+class OpType(StrEnum):
+    """A line's `type`."""
+
+    INVOKE = "invoke"
+    OK = "ok"
+    FAIL = "fail"
+    INFO = "info"
+
+
+class Fault(StrEnum):
+    """A fault line's `fault`: what the nemesis did. Controller faults carry their
+    own names, so a report tells a controller kill from a broker kill."""
+
+    PARTITION = "partition"
+    CONTROLLER_PARTITION = "controller-partition"
+    ISOLATE_FROM_CONTROLLERS = "isolate-from-controllers"
+    HEAL = "heal"
+    KILL = "kill"
+    CONTROLLER_KILL = "controller-kill"
+    STOP = "stop"
+    START = "start"
+    PAUSE = "pause"
+    RESUME = "resume"
+    PAGE_CACHE_LOSS = "page-cache-loss"
+
+
+#: Which fault ends which: a fault is in force from its `ok` (or `info`) until one
+#: of these acts on the same nodes.
+ENDED_BY: dict[Fault, tuple[Fault, ...]] = {
+    Fault.HEAL: (Fault.PARTITION, Fault.CONTROLLER_PARTITION, Fault.ISOLATE_FROM_CONTROLLERS),
+    Fault.START: (Fault.KILL, Fault.STOP, Fault.PAGE_CACHE_LOSS, Fault.CONTROLLER_KILL),
+    Fault.RESUME: (Fault.PAUSE,),
+}
