@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from cluster import kraft
 from cluster.node import Node
@@ -73,34 +76,74 @@ def decode_metadata_log(node: Node, metadata_dir: str, timeout_s: float = 120.0)
     return parse_dump(result.output, node.spec.name)
 
 
-def partition_states(records: list[dict]) -> dict[tuple[str, int], dict]:
-    """Each partition's state as the controller's log says it is now.
+#: PartitionChangeRecord's `leader` when the leader does not change (a tagged
+#: field: Kafka's dump omits it then, but a record may still spell it).
+NO_LEADER_CHANGE = -2
 
-    Folds TOPIC_RECORD (name <-> id), PARTITION_RECORD (full state) and
-    PARTITION_CHANGE_RECORD (only the fields that changed) in log order;
-    returns (topic, partition) -> {leader, leader_epoch, isr, elr, last_known_elr}.
+#: A partition's fields as the records name them, in the order reports show them.
+PARTITION_FIELDS = ("leader", "leaderEpoch", "isr", "eligibleLeaderReplicas", "lastKnownElr")
+
+
+@dataclass(frozen=True)
+class PartitionStep:
+    """A partition record and the partition's whole state after it."""
+
+    record: dict[str, Any]
+    topic: str
+    partition: Any
+    #: PARTITION_FIELDS -> value after the record (leaderEpoch derived, see fold)
+    state: dict[str, Any]
+    #: the fields this record changed (all it sets, for a PARTITION_RECORD)
+    changed: frozenset[str]
+
+
+def fold_partitions(records: list[dict[str, Any]]) -> Iterator[PartitionStep]:
+    """The one fold of the metadata log: each partition's state after each of its
+    records, in log order.
+
+    Change records carry only what changed (absent or null: unchanged). Topic
+    ids resolve to names through TOPIC_RECORD (an unknown id stays the id).
+    The leader epoch follows Kafka's PartitionRegistration.merge: a
+    PARTITION_RECORD sets it, a change record that names a leader bumps it by one.
     """
-    names: dict[str, str] = {}
-    states: dict[tuple[str, int], dict] = {}
+    names = {str(r["data"].get("topicId")): str(r["data"].get("name")) for r in records
+             if r.get("type") == "TOPIC_RECORD" and isinstance(r.get("data"), dict)}
+    states: dict[tuple[str, Any], dict[str, Any]] = {}
     for record in records:
-        data = record.get("data", {})
-        kind = record.get("type")
-        if kind == "TOPIC_RECORD":
-            names[data.get("topicId")] = data.get("name")
-        elif kind in ("PARTITION_RECORD", "PARTITION_CHANGE_RECORD"):
-            topic = names.get(data.get("topicId"))
-            if topic is None:
+        kind, data = record.get("type"), record.get("data")
+        if kind not in ("PARTITION_RECORD", "PARTITION_CHANGE_RECORD") or \
+                not isinstance(data, dict):
+            continue
+        topic_id = str(data.get("topicId"))
+        key = (names.get(topic_id, topic_id), data.get("partitionId"))
+        state = states.setdefault(key, {})
+        before = dict(state)
+        for name in PARTITION_FIELDS:
+            value = data.get(name)
+            if value is None or (name == "leader" and value == NO_LEADER_CHANGE):
                 continue
-            key = (topic, data.get("partitionId"))
-            state = states.setdefault(key, {"leader": -1, "leader_epoch": 0, "isr": [],
-                                            "elr": [], "last_known_elr": []})
-            if kind == "PARTITION_RECORD":
-                state["leader_epoch"] = data.get("leaderEpoch", 0)
-            elif "leader" in data:
-                state["leader_epoch"] += 1
-            for field, name in (("leader", "leader"), ("isr", "isr"),
-                                ("eligibleLeaderReplicas", "elr"),
-                                ("lastKnownElr", "last_known_elr")):
-                if field in data and data[field] is not None:
-                    state[name] = data[field]
+            if name == "leaderEpoch" and kind != "PARTITION_RECORD":
+                continue
+            state[name] = value
+            if name == "leader" and kind == "PARTITION_CHANGE_RECORD":
+                state["leaderEpoch"] = before.get("leaderEpoch", 0) + 1
+        changed = (set(state) if kind == "PARTITION_RECORD"
+                   else {n for n in state if before.get(n) != state[n]})
+        yield PartitionStep(record, key[0], key[1], dict(state), frozenset(changed))
+
+
+def partition_states(records: list[dict]) -> dict[tuple[str, int], dict]:
+    """Each partition's state as the controller's log says it is now:
+    (topic, partition) -> {leader, leader_epoch, isr, elr, last_known_elr}."""
+    named = {str(r["data"].get("name")) for r in records
+             if r.get("type") == "TOPIC_RECORD" and isinstance(r.get("data"), dict)}
+    states: dict[tuple[str, int], dict] = {}
+    for step in fold_partitions(records):
+        if step.topic not in named:
+            continue  # a partition of a topic the log never named
+        s = step.state
+        states[(step.topic, step.partition)] = {
+            "leader": s.get("leader", -1), "leader_epoch": s.get("leaderEpoch", 0),
+            "isr": s.get("isr", []), "elr": s.get("eligibleLeaderReplicas", []),
+            "last_known_elr": s.get("lastKnownElr", [])}
     return states

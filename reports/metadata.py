@@ -1,9 +1,8 @@
 """The controller's metadata log turned into rows a person can follow.
 
-Change records carry only what changed (an absent field means "unchanged"), so
-the decoder keeps each partition's full state and shows the state after every
-record, marking which fields the record changed. Topic ids are resolved to
-names through TOPIC_RECORD.
+Each partition record is shown with the partition's whole state after it and
+the fields it changed, from cluster.metadata_log's fold (the one the scenario's
+controller view uses too); broker records as events.
 """
 
 from __future__ import annotations
@@ -11,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-PARTITION_TYPES = ("PARTITION_RECORD", "PARTITION_CHANGE_RECORD")
+from cluster.metadata_log import PARTITION_FIELDS as FOLDED_FIELDS
+from cluster.metadata_log import fold_partitions
+
 BROKER_TYPES = (
     "REGISTER_BROKER_RECORD",
     "BROKER_REGISTRATION_CHANGE_RECORD",
@@ -21,16 +22,8 @@ BROKER_TYPES = (
 )
 
 #: Partition fields shown, as (Kafka's JSON name, column title).
-PARTITION_FIELDS = (
-    ("leader", "leader"),
-    ("leaderEpoch", "epoch"),
-    ("isr", "ISR"),
-    ("eligibleLeaderReplicas", "ELR"),
-    ("lastKnownElr", "LastKnownELR"),
-)
-
-#: PartitionChangeRecord's default for `leader`: Kafka writes -2 for "no change".
-NO_LEADER_CHANGE = -2
+PARTITION_FIELDS = tuple(zip(FOLDED_FIELDS, ("leader", "epoch", "ISR", "ELR", "LastKnownELR"),
+                             strict=True))
 
 
 @dataclass
@@ -82,52 +75,27 @@ def _broker_event(rtype: str, data: dict[str, Any]) -> tuple[str, str]:
 
 
 def decode_metadata(records: list[dict[str, Any]]) -> DecodedMetadata:
-    """Rows for partition and broker records, in log order, with topic names resolved."""
-    topics: dict[str, str] = {}
-    for record in records:
-        data = record.get("data")
-        if record.get("type") == "TOPIC_RECORD" and isinstance(data, dict):
-            topics[str(data.get("topicId"))] = str(data.get("name"))
+    """Rows for partition and broker records, in log order, with topic names resolved
+    (the partition states come from cluster.metadata_log's one fold)."""
+    topics = {str(r["data"].get("topicId")): str(r["data"].get("name")) for r in records
+              if r.get("type") == "TOPIC_RECORD" and isinstance(r.get("data"), dict)}
+    steps = {id(step.record): step for step in fold_partitions(records)}
     rows: list[MetadataRow] = []
-    states: dict[tuple[str, Any], dict[str, Any]] = {}
     other: dict[str, int] = {}
     for record in records:
         rtype = str(record.get("type"))
-        data = record.get("data")
-        if not isinstance(data, dict):
-            data = {}
-        if rtype in PARTITION_TYPES:
-            topic_id = str(data.get("topicId"))
-            topic = topics.get(topic_id, topic_id)
-            key = (topic, data.get("partitionId"))
-            state = states.setdefault(key, {})
-            changed = set()
-            for name, _title in PARTITION_FIELDS:
-                if name not in data:
-                    continue
-                value = data[name]
-                if name == "leader" and value == NO_LEADER_CHANGE:
-                    continue
-                if rtype == "PARTITION_RECORD" or state.get(name) != value:
-                    changed.add(name)
-                state[name] = value
+        data = record.get("data") if isinstance(record.get("data"), dict) else {}
+        step = steps.get(id(record))
+        if step is not None:
             rows.append(MetadataRow(
-                offset=record.get("offset"),
-                timestamp_ms=record.get("timestamp_ms"),
-                type=rtype,
-                subject=f"{topic}-{key[1]}",
-                values=dict(state),
-                changed=changed,
-            ))
+                offset=record.get("offset"), timestamp_ms=record.get("timestamp_ms"),
+                type=rtype, subject=f"{step.topic}-{step.partition}",
+                values=step.state, changed=set(step.changed)))
         elif rtype in BROKER_TYPES:
             subject, event = _broker_event(rtype, data)
             rows.append(MetadataRow(
-                offset=record.get("offset"),
-                timestamp_ms=record.get("timestamp_ms"),
-                type=rtype,
-                subject=subject,
-                event=event,
-            ))
+                offset=record.get("offset"), timestamp_ms=record.get("timestamp_ms"),
+                type=rtype, subject=subject, event=event))
         else:
             other[rtype] = other.get(rtype, 0) + 1
     return DecodedMetadata(rows, topics, other, len(records))

@@ -1,0 +1,67 @@
+"""One fold of the controller's metadata log serves the scenario's controller view
+(cluster.metadata_log.partition_states) and the report's table (reports.metadata)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cluster.metadata_log import fold_partitions, partition_states
+from reports.metadata import decode_metadata
+
+#: A controller's log of a real ELR-on unclean-last-replica run on Kafka 4.1.1.
+REAL_LOG = Path(__file__).parent / "fixtures" / "kafka-4.1.1" / \
+    "unclean-last-replica-elr-on.metadata-log.json"
+
+
+def _topic(name="t", topic_id="T1"):
+    return {"type": "TOPIC_RECORD", "data": {"name": name, "topicId": topic_id}}
+
+
+def _partition(**fields):
+    return {"type": "PARTITION_RECORD", "data": {"topicId": "T1", "partitionId": 0, **fields}}
+
+
+def _change(**fields):
+    return {"type": "PARTITION_CHANGE_RECORD",
+            "data": {"topicId": "T1", "partitionId": 0, **fields}}
+
+
+def test_a_named_leader_bumps_the_epoch_and_absent_fields_stay():
+    """Kafka's PartitionRegistration.merge: a change record naming a leader (even the
+    same one) is a new epoch; -2 or no leader field is no change."""
+    records = [_topic(), _partition(leader=1, leaderEpoch=4, isr=[1, 2, 3],
+                                    eligibleLeaderReplicas=[], lastKnownElr=[]),
+               _change(isr=[1, 2]), _change(leader=-2, isr=[1]),
+               _change(leader=2, isr=[2], eligibleLeaderReplicas=[1]), _change(leader=2)]
+    steps = list(fold_partitions(records))
+    assert [s.state["leaderEpoch"] for s in steps] == [4, 4, 4, 5, 6]
+    assert [s.state["leader"] for s in steps] == [1, 1, 1, 2, 2]
+    assert steps[3].changed == {"leader", "leaderEpoch", "isr", "eligibleLeaderReplicas"}
+    assert steps[4].changed == {"leaderEpoch"}
+    assert partition_states(records) == {("t", 0): {
+        "leader": 2, "leader_epoch": 6, "isr": [2], "elr": [1], "last_known_elr": []}}
+
+
+def test_a_partition_of_an_unnamed_topic_is_left_out_of_the_view():
+    records = [_change(leader=3)]
+    assert partition_states(records) == {}
+    assert [r.subject for r in decode_metadata(records).rows] == ["T1-0"]
+
+
+def test_the_view_and_the_report_agree_on_a_real_log():
+    records = json.loads(REAL_LOG.read_text())
+    view = partition_states(records)
+    assert view, "the real log names partitions"
+    last_rows = {row.subject: row.values for row in decode_metadata(records).rows
+                 if not row.event}
+    for (topic, partition), state in view.items():
+        row = last_rows[f"{topic}-{partition}"]
+        assert (state["leader"], state["leader_epoch"], state["isr"], state["elr"],
+                state["last_known_elr"]) == (
+            row["leader"], row["leaderEpoch"], row["isr"], row["eligibleLeaderReplicas"],
+            row.get("lastKnownElr", []))
+    # on the way, the scenario emptied the ISR into the ELR and left partitions leaderless
+    steps = list(fold_partitions(records))
+    assert any(s.state.get("eligibleLeaderReplicas") for s in steps)
+    assert any(s.state.get("leader") == -1 for s in steps)
