@@ -147,11 +147,19 @@ class _Reader:
         self.pos = 0
 
     def take(self, n: int) -> bytes:
+        if n < 0:  # a length of -1 (null) where the schema allows none: would move back
+            raise WireError(f"negative length {n} in response")
         if self.pos + n > len(self.data):
             raise WireError("response ended early")
         chunk = self.data[self.pos:self.pos + n]
         self.pos += n
         return chunk
+
+    def text(self, n: int) -> str:
+        try:
+            return self.take(n).decode()
+        except UnicodeDecodeError as err:
+            raise WireError(f"a name that is not UTF-8 in response: {err}") from err
 
     def int8(self) -> int:
         return struct.unpack(">b", self.take(1))[0]
@@ -173,7 +181,7 @@ class _Reader:
 
     def compact_nullable_string(self) -> str | None:
         n = self.uvarint()
-        return None if n == 0 else self.take(n - 1).decode()
+        return None if n == 0 else self.text(n - 1)
 
     def compact_int32_array(self) -> tuple[int, ...] | None:
         n = self.uvarint()
@@ -234,7 +242,7 @@ def decode_list_offsets_response(payload: bytes) -> tuple[int, dict[tuple[str, i
     r.int32()  # throttle time
     result: dict[tuple[str, int], tuple[int, int]] = {}
     for _ in range(r.int32()):
-        topic = r.take(r.int16()).decode()
+        topic = r.text(r.int16())
         for _ in range(r.int32()):
             partition, error_code = r.int32(), r.int16()
             r.take(8)  # timestamp
