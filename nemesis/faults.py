@@ -2,9 +2,12 @@
 
 Every fault writes an `invoke` when the nemesis decides on it and an `ok`
 once it is in force (an `info` if it failed half-way), with `f: "fault"`,
-the fault kind, the nodes and a `detail` saying what it did (the grudge, the
-bytes dropped per file). The injector also remembers what is in force so that
-`heal_all` can always end every fault before the final reads.
+the fault kind (harness.core.history.Fault: a controller kill or partition
+carries its own name, so a report tells it from a broker's), the nodes and a
+`detail` saying what it did (the grudge, the bytes dropped per file) and, from
+the caller, why (`step`, and the mix's `mix` entry and target `role`). The
+injector also remembers what is in force so that `heal_all` can always end
+every fault before the final reads.
 """
 
 from __future__ import annotations
@@ -17,13 +20,31 @@ from typing import Any, Protocol
 from cluster.cluster import Cluster
 from cluster.docker_backend import DockerNode
 from harness.core.errors import HarnessError
-from harness.core.history import NEMESIS_PROCESS
+from harness.core.history import NEMESIS_PROCESS, Fault, Kind, OpType
 from nemesis.grudges import Grudge
 from nemesis.pagecache import PageCacheLayer
 
 
 class Recorder(Protocol):
     def record(self, **fields: Any) -> dict[str, Any]: ...
+
+
+#: The kinds `partition` and `kill` may be recorded as: the same action on Kafka,
+#: named by what it aims at.
+PARTITION_KINDS = (Fault.PARTITION, Fault.CONTROLLER_PARTITION, Fault.ISOLATE_FROM_CONTROLLERS)
+KILL_KINDS = (Fault.KILL, Fault.CONTROLLER_KILL)
+
+
+def _detail(step: str | None, extra: dict[str, Any] | None) -> dict[str, Any]:
+    """A fault's detail before it runs: the caller's why (step, mix, role)."""
+    return {**({"step": step} if step else {}), **(extra or {})}
+
+
+def _checked(kind: Fault | str, allowed: tuple[Fault, ...]) -> Fault:
+    kind = Fault(kind)
+    if kind not in allowed:
+        raise ValueError(f"{kind} is not one of {', '.join(allowed)}")
+    return kind
 
 
 class FaultInjector:
@@ -44,22 +65,22 @@ class FaultInjector:
 
     # -- recording -------------------------------------------------------------
 
-    def _fault(self, kind: str, nodes: list[str], detail: dict[str, Any] | None,
+    def _fault(self, kind: Fault, nodes: list[str], detail: dict[str, Any],
                action: Callable[[], dict[str, Any] | None]) -> dict[str, Any]:
         """Record invoke, run the action, record ok (or info on failure)."""
-        base = {"process": NEMESIS_PROCESS, "f": "fault", "fault": kind, "nodes": nodes}
+        base = {"process": NEMESIS_PROCESS, "f": Kind.FAULT, "fault": kind, "nodes": nodes}
         with self._lock:
-            self.recorder.record(type="invoke", **base, detail=detail or {})
+            self.recorder.record(type=OpType.INVOKE, **base, detail=detail)
             started = time.monotonic()
             try:
                 result = action() or {}
             except Exception as err:
-                self.recorder.record(type="info", **base,
-                                     detail={**(detail or {}), "error": str(err)[:500]})
+                self.recorder.record(type=OpType.INFO, **base,
+                                     detail={**detail, "error": str(err)[:500]})
                 raise
-            self.latencies.setdefault(kind, []).append(time.monotonic() - started)
-            done = {**(detail or {}), **result}
-            self.recorder.record(type="ok", **base, detail=done)
+            self.latencies.setdefault(str(kind), []).append(time.monotonic() - started)
+            done = {**detail, **result}
+            self.recorder.record(type=OpType.OK, **base, detail=done)
             return done
 
     def _node(self, name: str) -> DockerNode:
@@ -70,11 +91,15 @@ class FaultInjector:
 
     # -- network -----------------------------------------------------------------
 
-    def partition(self, grudge: Grudge, step: str | None = None) -> dict[str, Any]:
+    def partition(self, grudge: Grudge, step: str | None = None,
+                  kind: Fault | str = Fault.PARTITION,
+                  detail: dict[str, Any] | None = None) -> dict[str, Any]:
         """Drop traffic, both directions, between each node and the peers it holds a
-        grudge against (iptables in the nodes' own network namespaces)."""
+        grudge against (iptables in the nodes' own network namespaces). `kind` names
+        what the cut aims at (one of PARTITION_KINDS); the rules are the same."""
+        kind = _checked(kind, PARTITION_KINDS)
         nodes = sorted(grudge)
-        detail = {"grudge": grudge, **({"step": step} if step else {})}
+        detail = {"grudge": grudge, **_detail(step, detail)}
 
         def apply() -> None:
             for name, peers in grudge.items():
@@ -90,9 +115,10 @@ class FaultInjector:
                 self.grudge.setdefault(name, [])
                 self.grudge[name] = sorted(set(self.grudge[name]) | set(peers))
 
-        return self._fault("partition", nodes, detail, apply)
+        return self._fault(kind, nodes, detail, apply)
 
-    def heal(self, step: str | None = None) -> dict[str, Any]:
+    def heal(self, step: str | None = None,
+             detail: dict[str, Any] | None = None) -> dict[str, Any]:
         """Remove every rule on every node."""
         names = sorted(self.cluster.nodes)
 
@@ -104,7 +130,7 @@ class FaultInjector:
                     raise HarnessError(f"iptables -F on {name} failed: {result.output[-300:]}")
             self.grudge = {}
 
-        return self._fault("heal", names, {"step": step} if step else None, apply)
+        return self._fault(Fault.HEAL, names, _detail(step, detail), apply)
 
     def stale_brokers(self) -> set[str]:
         """Broker addresses whose metadata may be stale: down, paused, or cut off
@@ -121,22 +147,25 @@ class FaultInjector:
 
     # -- processes -----------------------------------------------------------------
 
-    def kill(self, name: str, step: str | None = None) -> dict[str, Any]:
-        """SIGKILL the Kafka process: no clean shutdown, the page cache survives."""
-        return self._signal_down("kill", "KILL", name, step)
+    def kill(self, name: str, step: str | None = None, kind: Fault | str = Fault.KILL,
+             detail: dict[str, Any] | None = None) -> dict[str, Any]:
+        """SIGKILL the Kafka process: no clean shutdown, the page cache survives.
+        `kind` is CONTROLLER_KILL when the target is a controller."""
+        return self._signal_down(_checked(kind, KILL_KINDS), "KILL", name, step, detail)
 
-    def stop(self, name: str, step: str | None = None) -> dict[str, Any]:
+    def stop(self, name: str, step: str | None = None,
+             detail: dict[str, Any] | None = None) -> dict[str, Any]:
         """SIGTERM: Kafka's own clean (controlled) shutdown."""
-        return self._signal_down("stop", "TERM", name, step)
+        return self._signal_down(Fault.STOP, "TERM", name, step, detail)
 
-    def _signal_down(self, kind: str, signal_name: str, name: str,
-                     step: str | None) -> dict[str, Any]:
+    def _signal_down(self, kind: Fault, signal_name: str, name: str, step: str | None,
+                     detail: dict[str, Any] | None) -> dict[str, Any]:
         node = self._node(name)
 
         def apply() -> dict[str, Any]:
             return {"pid": self._take_down(node, signal_name)}
 
-        return self._fault(kind, [name], {"step": step} if step else None, apply)
+        return self._fault(kind, [name], _detail(step, detail), apply)
 
     def _take_down(self, node: DockerNode, signal_name: str) -> int | None:
         """Signal Kafka (a paused one is thawed first, or it could not act on TERM)
@@ -152,7 +181,8 @@ class FaultInjector:
         self.down.add(name)
         return pid
 
-    def start(self, name: str, step: str | None = None) -> dict[str, Any]:
+    def start(self, name: str, step: str | None = None,
+              detail: dict[str, Any] | None = None) -> dict[str, Any]:
         node = self._node(name)
 
         def apply() -> dict[str, Any]:
@@ -165,9 +195,10 @@ class FaultInjector:
             self.down.discard(name)
             return {"pid": node.kafka_pid()}
 
-        return self._fault("start", [name], {"step": step} if step else None, apply)
+        return self._fault(Fault.START, [name], _detail(step, detail), apply)
 
-    def pause(self, name: str, step: str | None = None) -> dict[str, Any]:
+    def pause(self, name: str, step: str | None = None,
+              detail: dict[str, Any] | None = None) -> dict[str, Any]:
         node = self._node(name)
 
         def apply() -> None:
@@ -175,18 +206,20 @@ class FaultInjector:
                 raise HarnessError(f"no Kafka process to pause on {name}")
             self.paused.add(name)
 
-        return self._fault("pause", [name], {"step": step} if step else None, apply)
+        return self._fault(Fault.PAUSE, [name], _detail(step, detail), apply)
 
-    def resume(self, name: str, step: str | None = None) -> dict[str, Any]:
+    def resume(self, name: str, step: str | None = None,
+               detail: dict[str, Any] | None = None) -> dict[str, Any]:
         node = self._node(name)
 
         def apply() -> None:
             node.signal_kafka("CONT")
             self.paused.discard(name)
 
-        return self._fault("resume", [name], {"step": step} if step else None, apply)
+        return self._fault(Fault.RESUME, [name], _detail(step, detail), apply)
 
-    def page_cache_loss(self, name: str, step: str | None = None) -> dict[str, Any]:
+    def page_cache_loss(self, name: str, step: str | None = None,
+                        detail: dict[str, Any] | None = None) -> dict[str, Any]:
         """Power loss: kill -9 Kafka, then throw away every byte it never fsynced.
         Kafka stays down (start it later); it will find no clean-shutdown marker."""
         if self.page_cache is None:
@@ -200,7 +233,7 @@ class FaultInjector:
             return {"bytes_dropped": report.get("bytes_dropped", {}),
                     "total_bytes_dropped": report.get("total_bytes", 0)}
 
-        return self._fault("page-cache-loss", [name], {"step": step} if step else None, apply)
+        return self._fault(Fault.PAGE_CACHE_LOSS, [name], _detail(step, detail), apply)
 
     # -- the end of every fault ------------------------------------------------------
 

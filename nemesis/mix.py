@@ -9,6 +9,10 @@ ISR, so no partition loses unflushed data on more than one replica between
 two points where its ISR was full: the run stays within KIP-966's budget of
 min.insync.replicas - 1 such losses (for min ISR >= 2), and the checker's
 budget rule still judges whatever happens.
+
+Each fault is recorded under its own kind (RECORDED_AS: a controller kill is
+`controller-kill`, not `kill`), with `detail.mix` (the entry of the mix that
+chose it) and `detail.role` (how its target was chosen; nemesis.targets).
 """
 
 from __future__ import annotations
@@ -17,25 +21,77 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
+from harness.core.history import Fault
 from nemesis import grudges
-from nemesis.faults import FaultInjector
 from nemesis.scenario import Observer
+from nemesis.targets import Role, Topology, all_isr_full, choose_target
 
-FAULT_KINDS = (
-    "partition", "kill", "stop", "pause", "page-cache-loss",
-    "controller-kill", "controller-partition", "isolate-from-controllers",
-)
+#: Each entry of a mix and the kind its fault is recorded as (its end is
+#: ENDED_BY's: `start`, `heal` or `resume`).
+RECORDED_AS: dict[str, Fault] = {
+    "partition": Fault.PARTITION,
+    "kill": Fault.KILL,
+    "stop": Fault.STOP,
+    "pause": Fault.PAUSE,
+    "page-cache-loss": Fault.PAGE_CACHE_LOSS,
+    "controller-kill": Fault.CONTROLLER_KILL,
+    "controller-partition": Fault.CONTROLLER_PARTITION,
+    "isolate-from-controllers": Fault.ISOLATE_FROM_CONTROLLERS,
+}
+FAULT_KINDS = tuple(RECORDED_AS)
+
+#: The roles each broker-targeted entry draws its target's role from.
+ROLES: dict[str, tuple[Role, ...]] = {
+    "partition": (Role.LEADER, Role.ISR),        # the `isolate` shape
+    "kill": (Role.LEADER, Role.ISR, Role.ELR, Role.ANY),
+    "stop": (Role.LEADER, Role.ISR, Role.ELR, Role.ANY),
+    "pause": (Role.LEADER, Role.ISR, Role.ANY),
+    "page-cache-loss": (Role.LEADER, Role.ISR),
+    "isolate-from-controllers": (Role.LEADER, Role.ISR, Role.ANY),
+}
+
+PARTITION_SHAPES = ("isolate", "majority-minority", "ring", "bridge")
+
+
+class Injector(Protocol):
+    """What the mix asks of nemesis.faults.FaultInjector."""
+
+    def partition(self, grudge: grudges.Grudge, step: str | None = None,
+                  kind: Fault | str = Fault.PARTITION,
+                  detail: dict[str, Any] | None = None) -> Any: ...
+    def heal(self, step: str | None = None, detail: dict[str, Any] | None = None) -> Any: ...
+    def kill(self, name: str, step: str | None = None, kind: Fault | str = Fault.KILL,
+             detail: dict[str, Any] | None = None) -> Any: ...
+    def stop(self, name: str, step: str | None = None,
+             detail: dict[str, Any] | None = None) -> Any: ...
+    def start(self, name: str, step: str | None = None,
+              detail: dict[str, Any] | None = None) -> Any: ...
+    def pause(self, name: str, step: str | None = None,
+              detail: dict[str, Any] | None = None) -> Any: ...
+    def resume(self, name: str, step: str | None = None,
+               detail: dict[str, Any] | None = None) -> Any: ...
+    def page_cache_loss(self, name: str, step: str | None = None,
+                        detail: dict[str, Any] | None = None) -> Any: ...
 
 
 class RandomMix:
-    """A seeded schedule of faults over the given kinds."""
+    """A seeded schedule of faults over the given kinds.
 
-    def __init__(self, injector: FaultInjector, observer: Observer, kinds: Sequence[str],
+    `topology` and `active_controller` default to the injector's cluster (its
+    nodes, and the quorum's leader asked when a fault needs it).
+    """
+
+    def __init__(self, injector: Injector, observer: Observer, kinds: Sequence[str],
                  seed: int, interval_s: float, replication_factor: int,
                  stop: threading.Event | None = None,
-                 log: Callable[[str], None] = print) -> None:
+                 log: Callable[[str], None] = print,
+                 topology: Topology | None = None,
+                 active_controller: Callable[[], int | None] | None = None) -> None:
+        unknown = [k for k in kinds if k not in RECORDED_AS]
+        if unknown:
+            raise ValueError(f"unknown fault kinds {unknown}")
         self.injector = injector
         self.observer = observer
         self.kinds = list(kinds)
@@ -44,11 +100,13 @@ class RandomMix:
         self.replication_factor = replication_factor
         self.stop_event = stop or threading.Event()
         self.log = log
+        cluster = getattr(injector, "cluster", None)
+        if cluster is None and (topology is None or active_controller is None):
+            raise ValueError("RandomMix needs the injector's cluster, or a topology and "
+                             "an active_controller")
+        self.topology = topology or Topology.of(cluster.nodes.values())
+        self.active_controller = active_controller or cluster.quorum_leader
         self.injected: list[str] = []
-
-    @property
-    def cluster(self):
-        return self.injector.cluster
 
     def run(self, deadline: float) -> list[str]:
         """Inject faults until the deadline or stop; every fault is ended before return."""
@@ -58,7 +116,7 @@ class RandomMix:
                 break
             kind = self.rng.choice(self.kinds)
             try:
-                undo = self._inject(kind)
+                undo = self.inject(kind)
             except Exception as err:  # noqa: BLE001 - recorded as info; go on with the mix
                 self.log(f"{kind} failed: {err}")
                 continue
@@ -74,78 +132,67 @@ class RandomMix:
     def _states(self) -> list[Any]:
         return list(self.observer.latest())
 
-    def _broker(self, role: str) -> str:
-        """A broker by role: leader, isr or elr member of a random partition, or any."""
-        states = [s for s in self._states() if s.leader >= 0] if role == "leader" else \
-            self._states()
-        candidates: list[int] = []
-        if states:
-            state = self.rng.choice(sorted(states, key=lambda s: (s.topic, s.partition)))
-            if role == "leader":
-                candidates = [state.leader]
-            elif role == "isr":
-                candidates = list(state.isr)
-            elif role == "elr":
-                candidates = list(state.elr or [])
-        if not candidates:
-            return self.rng.choice(sorted(n.spec.name for n in self.cluster.brokers))
-        return self.cluster.broker_by_id(self.rng.choice(sorted(candidates))).spec.name
+    def _target(self, role: Role) -> str:
+        """The node in `role` now, from the observed state and the seeded RNG."""
+        leader = self.active_controller() if role is Role.ACTIVE_CONTROLLER else None
+        return choose_target(role, self._states(), self.topology, self.rng, leader)
 
-    def _active_controller(self) -> str:
-        leader = self.cluster.quorum_leader()
-        for node in self.cluster.controllers:
-            if node.spec.node_id == leader:
-                return node.spec.name
-        return self.rng.choice(sorted(n.spec.name for n in self.cluster.controllers))
-
-    def _all_isr_full(self) -> bool:
-        states = self._states()
-        return bool(states) and all(len(s.isr) >= self.replication_factor for s in states)
+    def _role(self, kind: str) -> Role:
+        return self.rng.choice(ROLES[kind])
 
     # -- one fault and its undo ------------------------------------------------------
 
-    def _inject(self, kind: str) -> Callable[[], Any] | None:
+    def inject(self, kind: str) -> Callable[[], Any] | None:
+        """Inject one fault of the mix's `kind`; returns what ends it (None: skipped)."""
         inj = self.injector
-        nodes = sorted(self.cluster.nodes)
+        recorded = RECORDED_AS[kind]
+        nodes = self.topology.node_names
+        why: dict[str, Any] = {"mix": kind}
         if kind == "partition":
-            shape = self.rng.choice(["isolate", "majority-minority", "ring", "bridge"])
+            shape = self.rng.choice(PARTITION_SHAPES)
             if shape == "isolate":
-                grudge = grudges.isolate(self._broker(self.rng.choice(["leader", "isr"])), nodes)
+                role = self._role(kind)
+                grudge = grudges.isolate(self._target(role), nodes)
+                why["role"] = str(role)
             elif shape == "majority-minority":
                 grudge = grudges.majority_minority(nodes, self.rng)
             elif shape == "ring":
                 grudge = grudges.ring(nodes, self.rng)
             else:
                 grudge = grudges.bridge(nodes, self.rng)
-            inj.partition(grudge, step=f"mix:{shape}")
-            return inj.heal
-        if kind in ("kill", "stop"):
-            target = self._broker(self.rng.choice(["leader", "isr", "elr", "any"]))
-            (inj.kill if kind == "kill" else inj.stop)(target)
-            return lambda: inj.start(target)
-        if kind == "pause":
-            target = self._broker(self.rng.choice(["leader", "isr", "any"]))
-            inj.pause(target)
-            return lambda: inj.resume(target)
-        if kind == "page-cache-loss":
-            if not self._all_isr_full():
-                self.log("page-cache-loss skipped: not every ISR is full (fault budget)")
-                return None
-            target = self._broker(self.rng.choice(["leader", "isr"]))
-            inj.page_cache_loss(target)
-            return lambda: inj.start(target)
-        if kind == "controller-kill":
-            target = self._active_controller()
-            inj.kill(target)
-            return lambda: inj.start(target)
+            # A shape over all nodes has no target: its role is null.
+            why.setdefault("role", None)
+            inj.partition(grudge, step=f"mix:{shape}", kind=recorded, detail=why)
+            return lambda: inj.heal(step=f"mix:{shape}", detail=why)
         if kind == "controller-partition":
-            inj.partition(grudges.isolate(self._active_controller(), nodes),
-                          step="mix:controller-partition")
-            return inj.heal
+            target = self._target(Role.ACTIVE_CONTROLLER)
+            why["role"] = str(Role.ACTIVE_CONTROLLER)
+            inj.partition(grudges.isolate(target, nodes), step="mix:controller-partition",
+                          kind=recorded, detail=why)
+            return lambda: inj.heal(step="mix:controller-partition", detail=why)
         if kind == "isolate-from-controllers":
-            broker = self._broker(self.rng.choice(["leader", "isr", "any"]))
-            inj.partition(grudges.from_controllers(
-                [broker], [n.spec.name for n in self.cluster.controllers]),
-                step="mix:isolate-from-controllers")
-            return inj.heal
-        raise ValueError(f"unknown fault kind {kind}")
+            role = self._role(kind)
+            broker = self._target(role)
+            why["role"] = str(role)
+            inj.partition(grudges.from_controllers([broker], sorted(self.topology.controllers)),
+                          step="mix:isolate-from-controllers", kind=recorded, detail=why)
+            return lambda: inj.heal(step="mix:isolate-from-controllers", detail=why)
+        if kind == "page-cache-loss" and not all_isr_full(self._states(),
+                                                         self.replication_factor):
+            self.log("page-cache-loss skipped: not every ISR is full (fault budget)")
+            return None
+        role = Role.ACTIVE_CONTROLLER if kind == "controller-kill" else self._role(kind)
+        target = self._target(role)
+        why["role"] = str(role)
+        if kind in ("kill", "controller-kill"):
+            inj.kill(target, kind=recorded, detail=why)
+        elif kind == "stop":
+            inj.stop(target, detail=why)
+        elif kind == "page-cache-loss":
+            inj.page_cache_loss(target, detail=why)
+        elif kind == "pause":
+            inj.pause(target, detail=why)
+            return lambda: inj.resume(target, detail=why)
+        else:
+            raise ValueError(f"unknown fault kind {kind}")
+        return lambda: inj.start(target, detail=why)

@@ -1,0 +1,140 @@
+"""FaultInjector's recording and bookkeeping, whatever kind a fault is recorded as (#13).
+
+A unit test of the logic around the faults: the nodes are fakes that answer
+every command, and the recorder keeps lines in a list. That iptables, SIGKILL
+and restarts act on real Kafka is tests/integration/test_faults.py's job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from cluster.node import ExecResult, NodeSpec, Role
+from harness.core.history import NEMESIS_PROCESS, Fault
+from nemesis import grudges
+from nemesis.faults import FaultInjector
+
+
+class FakeNode:
+    def __init__(self, spec: NodeSpec) -> None:
+        self.spec = spec
+        self.pid: int | None = 100 + spec.node_id
+        self.commands: list[str] = []
+
+    def exec(self, cmd: str, timeout_s: float = 60.0) -> ExecResult:
+        self.commands.append(cmd)
+        return ExecResult(0, "")
+
+    def kafka_pid(self) -> int | None:
+        return self.pid
+
+    def signal_kafka(self, signal_name: str) -> bool:
+        if signal_name in ("KILL", "TERM"):
+            self.pid = None
+        return True
+
+    def wait_kafka_gone(self, timeout_s: float) -> bool:
+        return self.pid is None
+
+
+@dataclass
+class FakeConfig:
+    broker_port: int = 9092
+
+
+@dataclass
+class FakeCluster:
+    nodes: dict[str, FakeNode]
+    config: FakeConfig = field(default_factory=FakeConfig)
+
+    @property
+    def brokers(self) -> list[FakeNode]:
+        return [n for n in self.nodes.values() if n.spec.role is Role.BROKER]
+
+    @property
+    def controllers(self) -> list[FakeNode]:
+        return [n for n in self.nodes.values() if n.spec.role is Role.CONTROLLER]
+
+    def restart_kafka(self, node: FakeNode) -> None:
+        node.pid = 200 + node.spec.node_id
+
+
+class ListRecorder:
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+
+    def record(self, **fields: Any) -> dict[str, Any]:
+        self.lines.append(fields)
+        return fields
+
+
+@pytest.fixture
+def rig() -> tuple[FaultInjector, ListRecorder]:
+    specs = [NodeSpec(f"controller-{i}", Role.CONTROLLER, 100 + i, f"10.0.0.{i}")
+             for i in (1, 2, 3)]
+    specs += [NodeSpec(f"broker-{i}", Role.BROKER, i, f"10.0.0.{10 + i}") for i in (1, 2, 3)]
+    cluster = FakeCluster({s.name: FakeNode(s) for s in specs})
+    recorder = ListRecorder()
+    return FaultInjector(cluster, recorder), recorder  # type: ignore[arg-type]
+
+
+def test_a_controller_kill_is_recorded_as_such_and_tracked_down_until_started(rig) -> None:
+    injector, recorder = rig
+    why = {"mix": "controller-kill", "role": "active-controller"}
+    injector.kill("controller-2", kind=Fault.CONTROLLER_KILL, detail=why)
+    assert "controller-2" in injector.down
+    injector.start("controller-2", detail=why)
+    assert not injector.down
+    assert [(x["type"], x["fault"], x["nodes"]) for x in recorder.lines] == [
+        ("invoke", "controller-kill", ["controller-2"]),
+        ("ok", "controller-kill", ["controller-2"]),
+        ("invoke", "start", ["controller-2"]), ("ok", "start", ["controller-2"])]
+    assert all(x["process"] == NEMESIS_PROCESS and x["f"] == "fault" for x in recorder.lines)
+    assert recorder.lines[1]["detail"] == {**why, "pid": 202}  # the pid it had
+    assert set(injector.latencies) == {"controller-kill", "start"}
+
+
+def test_partitions_keep_their_kind_and_the_grudge_and_stale_brokers_follow(rig) -> None:
+    injector, recorder = rig
+    controllers = ["controller-1", "controller-2", "controller-3"]
+    grudge = grudges.from_controllers(["broker-3"], controllers)
+    injector.partition(grudge, step="mix:isolate-from-controllers",
+                       kind=Fault.ISOLATE_FROM_CONTROLLERS,
+                       detail={"mix": "isolate-from-controllers", "role": "isr"})
+    ok = recorder.lines[-1]
+    assert (ok["fault"], ok["detail"]["role"], ok["detail"]["step"]) == (
+        "isolate-from-controllers", "isr", "mix:isolate-from-controllers")
+    assert injector.grudge["broker-3"] == controllers
+    assert injector.stale_brokers() == {"10.0.0.13:9092"}
+    injector.heal_all()
+    assert injector.grudge == {} and injector.stale_brokers() == set()
+    assert recorder.lines[-1]["fault"] == "heal"
+
+
+def test_a_controller_partition_is_ended_by_heal_all(rig) -> None:
+    injector, recorder = rig
+    nodes = sorted(injector.cluster.nodes)
+    injector.partition(grudges.isolate("controller-1", nodes), kind="controller-partition")
+    assert recorder.lines[-1]["fault"] == "controller-partition"
+    injector.heal_all()
+    assert injector.grudge == {}
+
+
+def test_a_kind_that_is_not_of_the_action_is_refused_before_anything_is_recorded(rig) -> None:
+    injector, recorder = rig
+    with pytest.raises(ValueError):
+        injector.kill("broker-1", kind=Fault.CONTROLLER_PARTITION)
+    with pytest.raises(ValueError):
+        injector.partition({"broker-1": ["broker-2"]}, kind=Fault.KILL)
+    assert recorder.lines == [] and not injector.down
+
+
+def test_heal_all_starts_a_killed_controller_again(rig) -> None:
+    injector, recorder = rig
+    injector.kill("controller-1", kind=Fault.CONTROLLER_KILL)
+    injector.heal_all()
+    starts = [x["nodes"] for x in recorder.lines if x["fault"] == "start" and x["type"] == "ok"]
+    assert starts == [["controller-1"]] and not injector.down

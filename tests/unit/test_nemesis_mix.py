@@ -1,0 +1,277 @@
+"""The random mix's schedule logic: target choice by role, seeds, recorded kinds (#13).
+
+Unit tests of the choice and of what the mix asks the injector to record. The
+injector here is a fake that only writes down the fault lines it is asked for;
+that the faults act on Kafka is tests/integration/test_faults.py's job.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from cluster.observe import PartitionState
+from harness.core.history import ENDED_BY, Fault
+from nemesis.mix import FAULT_KINDS, RECORDED_AS, ROLES, RandomMix
+from nemesis.targets import BROKER_ROLES, Role, Topology, all_isr_full, choose_target
+from reports.faults import FaultEvent, pair_faults
+
+TOPOLOGY = Topology(brokers={"broker-1": 1, "broker-2": 2, "broker-3": 3},
+                    controllers={"controller-1": 101, "controller-2": 102, "controller-3": 103})
+BROKERS = set(TOPOLOGY.brokers)
+CONTROLLERS = set(TOPOLOGY.controllers)
+SEEDS = range(60)
+
+
+def state(partition: int, leader: int, isr: tuple[int, ...], elr: tuple[int, ...] | None = (),
+          topic: str = "t") -> PartitionState:
+    return PartitionState(topic, partition, leader, 5, isr, elr, (), None, (1, 2, 3))
+
+
+def targets(role: Role | str, states: list[PartitionState], active: int | None = None,
+            seeds=SEEDS) -> set[str]:
+    return {choose_target(role, states, TOPOLOGY, random.Random(s), active) for s in seeds}
+
+
+# -- choose_target: each role picks from its own set --------------------------------
+
+STATES = [state(0, 1, (1, 2), elr=(3,)), state(1, 2, (2, 3), elr=()),
+          state(2, -1, (), elr=(1,))]
+
+
+def test_leader_is_the_leader_of_a_partition_that_has_one() -> None:
+    assert targets(Role.LEADER, STATES) == {"broker-1", "broker-2"}
+    assert targets("leader", [state(0, -1, ()), state(1, 3, (3,))]) == {"broker-3"}
+
+
+def test_isr_is_a_member_of_one_partitions_isr() -> None:
+    assert targets(Role.ISR, [state(0, 1, (1, 2))]) == {"broker-1", "broker-2"}
+    assert targets(Role.ISR, STATES[:2]) == {"broker-1", "broker-2", "broker-3"}
+
+
+def test_elr_is_a_member_of_one_partitions_elr_else_any_broker() -> None:
+    assert targets(Role.ELR, [state(0, 1, (1,), elr=(3,))]) == {"broker-3"}
+    # No ELR (empty, or a cluster that cannot say): any broker, never a controller.
+    assert targets(Role.ELR, [state(0, 1, (1, 2, 3), elr=None)]) == BROKERS
+    assert targets(Role.ELR, [state(0, 1, (1, 2, 3), elr=())]) == BROKERS
+
+
+def test_any_is_any_broker_and_never_a_controller() -> None:
+    assert targets(Role.ANY, STATES) == BROKERS
+
+
+def test_active_controller_is_the_quorum_leader_else_any_controller() -> None:
+    assert targets(Role.ACTIVE_CONTROLLER, STATES, active=102) == {"controller-2"}
+    assert targets(Role.ACTIVE_CONTROLLER, STATES, active=None) == CONTROLLERS
+    assert targets(Role.ACTIVE_CONTROLLER, STATES, active=2) == CONTROLLERS  # a broker's id
+
+
+@pytest.mark.parametrize("role", BROKER_ROLES)
+def test_an_empty_state_falls_back_to_any_broker(role: Role) -> None:
+    assert targets(role, []) == BROKERS
+
+
+def test_an_id_that_is_no_broker_is_never_a_target() -> None:
+    assert targets(Role.ISR, [state(0, 99, (99,))]) == BROKERS
+    assert targets(Role.ISR, [state(0, 2, (2, 99))]) == {"broker-2"}
+
+
+def test_the_same_seed_gives_the_same_targets_whatever_the_observed_order() -> None:
+    def sequence(seed: int, states: list[PartitionState]) -> list[str]:
+        rng = random.Random(seed)
+        return [choose_target(role, states, TOPOLOGY, rng, 101)
+                for role in [*BROKER_ROLES, Role.ACTIVE_CONTROLLER] * 10]
+
+    shuffled = list(reversed(STATES))
+    assert sequence(7, STATES) == sequence(7, STATES) == sequence(7, shuffled)
+    assert len({tuple(sequence(s, STATES)) for s in range(10)}) > 1
+
+
+def test_all_isr_full_needs_a_full_isr_everywhere_and_something_observed() -> None:
+    assert all_isr_full([state(0, 1, (1, 2, 3)), state(1, 2, (2, 3, 1))], 3)
+    assert not all_isr_full([state(0, 1, (1, 2, 3)), state(1, 2, (2, 3))], 3)
+    assert not all_isr_full([], 3)
+
+
+def test_topology_of_a_clusters_nodes_splits_them_by_role() -> None:
+    from cluster.node import NodeSpec
+    from cluster.node import Role as NodeRole
+
+    class Node:
+        def __init__(self, spec: NodeSpec) -> None:
+            self.spec = spec
+
+    nodes = [Node(NodeSpec("controller-1", NodeRole.CONTROLLER, 101, "10.0.0.2")),
+             Node(NodeSpec("broker-1", NodeRole.BROKER, 1, "10.0.0.5"))]
+    topology = Topology.of(nodes)
+    assert (dict(topology.brokers), dict(topology.controllers)) == ({"broker-1": 1},
+                                                                    {"controller-1": 101})
+    assert topology.node_names == ["broker-1", "controller-1"]
+
+
+# -- RandomMix against a fake injector ----------------------------------------------
+
+class FakeObserver:
+    def __init__(self, states: list[PartitionState]) -> None:
+        self.states = states
+
+    def latest(self) -> list[PartitionState]:
+        return self.states
+
+    def wait_for(self, predicate, timeout_s: float):  # noqa: ANN001 - the Observer protocol
+        return self.states if predicate(self.states) else None
+
+
+class FakeInjector:
+    """Writes down the fault lines FaultInjector would record; acts on nothing."""
+
+    def __init__(self, stop_after: int | None = None,
+                 stop: threading.Event | None = None) -> None:
+        self.lines: list[dict[str, Any]] = []
+        self.stop_after, self.stop_event = stop_after, stop
+
+    def _line(self, fault: Fault, nodes: list[str], step: str | None,
+              detail: dict[str, Any] | None) -> None:
+        self.lines.append({"fault": Fault(fault), "nodes": sorted(nodes),
+                           "detail": {**({"step": step} if step else {}), **(detail or {})}})
+        begun = [x for x in self.lines if x["fault"] not in ENDED_BY]
+        if self.stop_event is not None and len(begun) == self.stop_after:
+            self.stop_event.set()
+
+    def partition(self, grudge, step=None, kind=Fault.PARTITION, detail=None):  # noqa: ANN001
+        self._line(kind, list(grudge), step, {"grudge": grudge, **(detail or {})})
+
+    def heal(self, step=None, detail=None):  # noqa: ANN001
+        self._line(Fault.HEAL, TOPOLOGY.node_names, step, detail)
+
+    def kill(self, name, step=None, kind=Fault.KILL, detail=None):  # noqa: ANN001
+        self._line(kind, [name], step, detail)
+
+    def stop(self, name, step=None, detail=None):  # noqa: ANN001
+        self._line(Fault.STOP, [name], step, detail)
+
+    def start(self, name, step=None, detail=None):  # noqa: ANN001
+        self._line(Fault.START, [name], step, detail)
+
+    def pause(self, name, step=None, detail=None):  # noqa: ANN001
+        self._line(Fault.PAUSE, [name], step, detail)
+
+    def resume(self, name, step=None, detail=None):  # noqa: ANN001
+        self._line(Fault.RESUME, [name], step, detail)
+
+    def page_cache_loss(self, name, step=None, detail=None):  # noqa: ANN001
+        self._line(Fault.PAGE_CACHE_LOSS, [name], step, detail)
+
+
+FULL = [state(0, 1, (1, 2, 3), elr=()), state(1, 2, (2, 3, 1), elr=())]
+SHRUNK = [state(0, 1, (1, 2), elr=(3,)), state(1, 2, (2, 3, 1), elr=())]
+
+
+def mix(injector: FakeInjector, states: list[PartitionState], kinds=FAULT_KINDS, seed: int = 3,
+        stop: threading.Event | None = None, active: int | None = 102) -> RandomMix:
+    return RandomMix(injector, FakeObserver(states), kinds, seed, interval_s=0.0,
+                     replication_factor=3, stop=stop, log=lambda _m: None,
+                     topology=TOPOLOGY, active_controller=lambda: active)
+
+
+def test_every_kind_of_the_mix_is_recorded_as_a_fault_that_something_ends() -> None:
+    assert tuple(RECORDED_AS) == FAULT_KINDS
+    lasting = {kind for ended in ENDED_BY.values() for kind in ended}
+    for kind in FAULT_KINDS:
+        assert isinstance(RECORDED_AS[kind], Fault)
+        assert RECORDED_AS[kind] in lasting, kind
+
+
+@pytest.mark.parametrize("kind", FAULT_KINDS)
+def test_each_kind_records_its_own_fault_with_mix_and_role_and_is_ended(kind: str) -> None:
+    injector = FakeInjector()
+    undo = mix(injector, FULL).inject(kind)
+    assert undo is not None
+    undo()
+    begin, end = injector.lines
+    assert begin["fault"] == RECORDED_AS[kind]
+    assert begin["detail"]["mix"] == kind and end["detail"]["mix"] == kind
+    assert "role" in begin["detail"]
+    assert begin["fault"] in ENDED_BY[end["fault"]]
+    # The report pairs the two into one band of the fault's own kind, ended.
+    events = [FaultEvent(i, float(i), str(x["fault"]), tuple(x["nodes"]), "ok", x["detail"])
+              for i, x in enumerate(injector.lines)]
+    (band,) = pair_faults(events)
+    assert (band.kind, band.end_s) == (str(RECORDED_AS[kind]), 1.0)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_roles_recorded_are_the_ones_the_target_was_chosen_by(seed: int) -> None:
+    for kind in FAULT_KINDS:
+        injector = FakeInjector()
+        mix(injector, SHRUNK + [state(2, 3, (3, 1, 2))], seed=seed).inject(kind)
+        if not injector.lines:
+            continue  # page-cache-loss skipped (SHRUNK)
+        line = injector.lines[0]
+        role = line["detail"]["role"]
+        if kind in ("controller-kill", "controller-partition"):
+            assert role == "active-controller"
+            assert "controller-2" in line["nodes"] and (
+                kind == "controller-partition" or line["nodes"] == ["controller-2"])
+        elif kind == "partition" and line["detail"]["step"] != "mix:isolate":
+            assert role is None  # a shape over every node: no target
+        else:
+            assert role in ROLES[kind]
+            grudge = line["detail"].get("grudge")
+            # A cut's target is the one node that lost every peer it lost.
+            target = max(grudge, key=lambda n: len(grudge[n])) if grudge else line["nodes"][0]
+            assert target in BROKERS
+
+
+def test_a_controller_kill_is_not_recorded_as_a_kill_and_its_restart_is_a_start() -> None:
+    injector = FakeInjector()
+    mix(injector, FULL, active=103).inject("controller-kill")()
+    assert [(x["fault"], x["nodes"]) for x in injector.lines] == [
+        (Fault.CONTROLLER_KILL, ["controller-3"]), (Fault.START, ["controller-3"])]
+
+
+def test_isolate_from_controllers_cuts_one_broker_from_every_controller_only() -> None:
+    injector = FakeInjector()
+    mix(injector, FULL).inject("isolate-from-controllers")
+    (line,) = injector.lines
+    grudge = line["detail"]["grudge"]
+    (broker,) = [n for n in grudge if n in BROKERS]
+    assert grudge[broker] == sorted(CONTROLLERS)
+    assert all(grudge[c] == [broker] for c in CONTROLLERS)
+
+
+def test_page_cache_loss_is_skipped_unless_every_isr_is_full() -> None:
+    for states in (SHRUNK, []):
+        injector = FakeInjector()
+        assert mix(injector, states, kinds=["page-cache-loss"]).inject("page-cache-loss") is None
+        assert injector.lines == []
+    injector = FakeInjector()
+    assert mix(injector, FULL, kinds=["page-cache-loss"]).inject("page-cache-loss") is not None
+    assert injector.lines[0]["fault"] == Fault.PAGE_CACHE_LOSS
+    assert injector.lines[0]["detail"]["role"] in ("leader", "isr")
+
+
+def _run(seed: int, faults: int = 25) -> list[tuple[str, list[str], Any]]:
+    stop = threading.Event()
+    injector = FakeInjector(stop_after=faults, stop=stop)
+    injected = mix(injector, SHRUNK, seed=seed, stop=stop).run(time.monotonic() + 60)
+    assert len(injected) == faults
+    return [(str(x["fault"]), x["nodes"], x["detail"].get("role")) for x in injector.lines]
+
+
+def test_the_same_seed_reproduces_kinds_and_targets_not_only_kinds() -> None:
+    first = _run(11)
+    assert first == _run(11)
+    assert first != _run(12)
+    # Every fault the run began, it ended before returning.
+    begun = [x for x in first if x[0] not in map(str, ENDED_BY)]
+    assert len(first) == 2 * len(begun)
+
+
+def test_an_unknown_kind_is_refused_before_the_mix_starts() -> None:
+    with pytest.raises(ValueError, match="unknown fault kinds"):
+        mix(FakeInjector(), FULL, kinds=["kill", "nap"])
