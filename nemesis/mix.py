@@ -42,14 +42,14 @@ RECORDED_AS: dict[str, Fault] = {
 }
 FAULT_KINDS = tuple(RECORDED_AS)
 
-#: The roles each broker-targeted entry draws its target's role from.
-ROLES: dict[str, tuple[Role, ...]] = {
-    "partition": (Role.LEADER, Role.ISR),        # the `isolate` shape
-    "kill": (Role.LEADER, Role.ISR, Role.ELR, Role.ANY),
-    "stop": (Role.LEADER, Role.ISR, Role.ELR, Role.ANY),
-    "pause": (Role.LEADER, Role.ISR, Role.ANY),
-    "page-cache-loss": (Role.LEADER, Role.ISR),
-    "isolate-from-controllers": (Role.LEADER, Role.ISR, Role.ANY),
+#: The roles a broker-targeted fault draws its target's role from.
+ROLES: dict[Fault, tuple[Role, ...]] = {
+    Fault.PARTITION: (Role.LEADER, Role.ISR),        # the `isolate` shape
+    Fault.KILL: (Role.LEADER, Role.ISR, Role.ELR, Role.ANY),
+    Fault.STOP: (Role.LEADER, Role.ISR, Role.ELR, Role.ANY),
+    Fault.PAUSE: (Role.LEADER, Role.ISR, Role.ANY),
+    Fault.PAGE_CACHE_LOSS: (Role.LEADER, Role.ISR),
+    Fault.ISOLATE_FROM_CONTROLLERS: (Role.LEADER, Role.ISR, Role.ANY),
 }
 
 PARTITION_SHAPES = ("isolate", "majority-minority", "ring", "bridge")
@@ -137,8 +137,8 @@ class RandomMix:
         leader = self.active_controller() if role is Role.ACTIVE_CONTROLLER else None
         return choose_target(role, self._states(), self.topology, self.rng, leader)
 
-    def _role(self, kind: str) -> Role:
-        return self.rng.choice(ROLES[kind])
+    def _role(self, fault: Fault) -> Role:
+        return self.rng.choice(ROLES[fault])
 
     # -- one fault and its undo ------------------------------------------------------
 
@@ -148,10 +148,10 @@ class RandomMix:
         recorded = RECORDED_AS[kind]
         nodes = self.topology.node_names
         why: dict[str, Any] = {"mix": kind}
-        if kind == "partition":
+        if recorded is Fault.PARTITION:
             shape = self.rng.choice(PARTITION_SHAPES)
             if shape == "isolate":
-                role = self._role(kind)
+                role = self._role(recorded)
                 grudge = grudges.isolate(self._target(role), nodes)
                 why["role"] = str(role)
             elif shape == "majority-minority":
@@ -164,33 +164,34 @@ class RandomMix:
             why.setdefault("role", None)
             inj.partition(grudge, step=f"mix:{shape}", kind=recorded, detail=why)
             return lambda: inj.heal(step=f"mix:{shape}", detail=why)
-        if kind == "controller-partition":
+        if recorded is Fault.CONTROLLER_PARTITION:
             target = self._target(Role.ACTIVE_CONTROLLER)
             why["role"] = str(Role.ACTIVE_CONTROLLER)
             inj.partition(grudges.isolate(target, nodes), step="mix:controller-partition",
                           kind=recorded, detail=why)
             return lambda: inj.heal(step="mix:controller-partition", detail=why)
-        if kind == "isolate-from-controllers":
-            role = self._role(kind)
+        if recorded is Fault.ISOLATE_FROM_CONTROLLERS:
+            role = self._role(recorded)
             broker = self._target(role)
             why["role"] = str(role)
             inj.partition(grudges.from_controllers([broker], sorted(self.topology.controllers)),
                           step="mix:isolate-from-controllers", kind=recorded, detail=why)
             return lambda: inj.heal(step="mix:isolate-from-controllers", detail=why)
-        if kind == "page-cache-loss" and not all_isr_full(self._states(),
-                                                         self.replication_factor):
+        if recorded is Fault.PAGE_CACHE_LOSS and not all_isr_full(self._states(),
+                                                                 self.replication_factor):
             self.log("page-cache-loss skipped: not every ISR is full (fault budget)")
             return None
-        role = Role.ACTIVE_CONTROLLER if kind == "controller-kill" else self._role(kind)
+        role = (Role.ACTIVE_CONTROLLER if recorded is Fault.CONTROLLER_KILL
+                else self._role(recorded))
         target = self._target(role)
         why["role"] = str(role)
-        if kind in ("kill", "controller-kill"):
+        if recorded in (Fault.KILL, Fault.CONTROLLER_KILL):
             inj.kill(target, kind=recorded, detail=why)
-        elif kind == "stop":
+        elif recorded is Fault.STOP:
             inj.stop(target, detail=why)
-        elif kind == "page-cache-loss":
+        elif recorded is Fault.PAGE_CACHE_LOSS:
             inj.page_cache_loss(target, detail=why)
-        elif kind == "pause":
+        elif recorded is Fault.PAUSE:
             inj.pause(target, detail=why)
             return lambda: inj.resume(target, detail=why)
         else:

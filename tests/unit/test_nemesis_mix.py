@@ -220,7 +220,7 @@ def test_roles_recorded_are_the_ones_the_target_was_chosen_by(seed: int) -> None
         elif kind == "partition" and line["detail"]["step"] != "mix:isolate":
             assert role is None  # a shape over every node: no target
         else:
-            assert role in ROLES[kind]
+            assert role in ROLES[RECORDED_AS[kind]]
             grudge = line["detail"].get("grudge")
             # A cut's target is the one node that lost every peer it lost.
             target = max(grudge, key=lambda n: len(grudge[n])) if grudge else line["nodes"][0]
