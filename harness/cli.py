@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.core.config import CheckerConfig, ReportConfig, cache_dir, default_store_dir
 from harness.core.errors import EXIT_UNKNOWN, HarnessError
-from harness.flags import finite_float, port, spark_master
+from harness.flags import finite_float, given_flags, port, spark_master
 
 
 def _add_run(sub: argparse._SubParsersAction) -> None:
@@ -51,34 +51,24 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--client-debug", default=w.client_debug, metavar="CONTEXTS",
                    help="librdkafka debug contexts for the clients, e.g. msg,protocol "
                         "(logged to the run's harness.log)")
+    p.add_argument("--spark-master", default=CheckerConfig.spark_master, type=spark_master,
+                   help="Spark master URL for the check (default: local[*])")
+    p.add_argument("--config", type=Path, default=None, metavar="FILE",
+                   help="settings from a TOML file ([cluster], [cluster.timings], [topic], "
+                        "[workload], [run], [checker]) or a run's test.json to replay it; "
+                        "flags given on the command line win")
     add_cluster_flags(p)
     add_topic_flags(p, topic_default="elr-test")
     p.set_defaults(func=_cmd_run)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
-    from harness.core.config import RunConfig, WorkloadConfig
-    from harness.flags import cluster_config, topic_config
     from harness.run import RunSpec, run_test
+    from harness.run_config import run_configs
 
-    scenario = args.nemesis.strip() == "unclean-last-replica"
-    time_limit = args.time_limit if args.time_limit is not None else (
-        300.0 if scenario else 60.0)
-    run = RunConfig(nemesis=args.nemesis, seed=args.seed, time_limit_s=time_limit,
-                    interval_s=args.interval, store=args.store,
-                    keep_cluster=args.keep_cluster, check=not args.no_check)
-    workload = replace(
-        WorkloadConfig(), producers=args.producers,
-        acks=tuple(a.strip() for a in args.acks.split(",") if a.strip()),
-        consumers=args.consumers, rate=args.rate, processes_per_client=args.concurrency,
-        idempotent=args.idempotent, client_debug=args.client_debug, time_limit_s=time_limit,
-        seed=args.seed)
-    topic = topic_config(args)
-    assert topic is not None
-    spec = RunSpec(cluster=cluster_config(args), topics=[topic], workload=workload, run=run,
-                   cli_args=list(sys.argv[1:]))
+    cluster, topic, workload, run, checker = run_configs(args)
+    spec = RunSpec(cluster=cluster, topics=[topic], workload=workload, run=run,
+                   checker=checker, cli_args=list(sys.argv[1:]))
     return run_test(spec)
 
 
@@ -150,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.given = given_flags(parser, argv)
     interrupted = threading.Event()
     with _noting_interrupts(interrupted):
         try:

@@ -10,6 +10,7 @@ import argparse
 import ipaddress
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -152,3 +153,28 @@ def topic_config(args: argparse.Namespace) -> TopicConfig | None:
         min_insync_replicas=args.min_insync_replicas,
         unclean_leader_election=args.unclean_leader_election,
     )
+
+
+def given_flags(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> set[str]:
+    """The dests of the options the command line named, defaults left out (so a
+    --config file's setting yields only to a flag the user typed)."""
+    actions = list(_every_action(parser))
+    saved = [(action, action.default) for action in actions]
+    try:
+        for action in actions:
+            if action.option_strings:
+                action.default = argparse.SUPPRESS
+        named = parser.parse_args(argv)
+    finally:
+        for action, default in saved:
+            action.default = default
+    return {dest for dest, _ in vars(named).items()
+            if any(a.dest == dest and a.option_strings for a in actions)}
+
+
+def _every_action(parser: argparse.ArgumentParser):
+    for action in parser._actions:
+        yield action
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _every_action(sub)

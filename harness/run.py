@@ -48,6 +48,7 @@ class RunSpec:
     topics: list[TopicConfig]
     workload: WorkloadConfig
     run: RunConfig
+    checker: CheckerConfig = field(default_factory=CheckerConfig)
     cli_args: list[str] = field(default_factory=list)
 
 
@@ -154,7 +155,7 @@ def run_test(spec: RunSpec) -> int:
         if "error" in outcome or interrupted:
             console.print(f"evidence kept in {run_dir}; `harness check {run_dir}` re-checks it")
         return EXIT_UNKNOWN
-    return check_and_report(run_dir, test, spec.run)
+    return check_and_report(run_dir, test, spec.run, spec.checker)
 
 
 def _log_to(path: Path) -> None:
@@ -374,5 +375,6 @@ def _test_json(spec: RunSpec, plan: NemesisPlan, started_at: datetime) -> dict[s
         "started_at": started_at.isoformat(timespec="seconds"),
         "config": json.loads(json.dumps({
             "cluster": asdict(spec.cluster), "topics": [asdict(t) for t in spec.topics],
-            "workload": asdict(spec.workload), "run": asdict(spec.run)}, default=str)),
+            "workload": asdict(spec.workload), "run": asdict(spec.run),
+            "checker": asdict(spec.checker)}, default=str)),
     }

@@ -1,0 +1,103 @@
+"""`--config FILE`: the typed config's settings from a TOML file (or a run's
+test.json, whose "config" records every setting the run used, so a run can be
+replayed from it).
+
+The file's tables are the config's sections ([cluster], [cluster.timings],
+[topic], [workload], [run], [checker]); each key is a field of that section's
+dataclass. An unknown section or key, or a value of the wrong type, is refused
+with a message naming it: a typo must not silently keep a default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+from harness.core.errors import BadInput
+
+Settings = dict[str, Any]
+
+
+def read_settings(path: Path) -> Settings:
+    """The file's sections as nested dicts (test.json: its "config" entry)."""
+    shown = str(path)[:120]
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise BadInput(f"--config {shown}: {getattr(err, 'strerror', None) or err}") from err
+    if Path(path).suffix == ".json":
+        try:
+            config = json.loads(text).get("config")
+        except (json.JSONDecodeError, AttributeError) as err:
+            raise BadInput(f"--config {shown}: not a run's test.json ({err})") from err
+        if not isinstance(config, dict):
+            raise BadInput(f"--config {shown}: no \"config\" entry (not a run's test.json)")
+        topics = config.pop("topics", None)
+        if topics:  # test.json lists topics; a run takes one
+            config["topic"] = topics[0]
+        return config
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise BadInput(f"--config {shown}: not TOML ({err})") from err
+
+
+def apply(section: Any, settings: Any, where: str) -> Any:
+    """A copy of the frozen dataclass `section` with `settings` (a dict) applied."""
+    if not isinstance(settings, dict):
+        raise BadInput(f"{where} must be a table of settings, got {settings!r:.60}")
+    fields = {f.name: f for f in dataclasses.fields(section)}
+    hints = typing.get_type_hints(type(section))
+    changes = {}
+    for key, value in settings.items():
+        if key not in fields:
+            raise BadInput(f"{where} has no setting '{key}'; known: {', '.join(sorted(fields))}")
+        current = getattr(section, key)
+        if dataclasses.is_dataclass(current):
+            changes[key] = apply(current, value, f"{where}.{key}")
+        else:
+            changes[key] = _typed(value, hints[key], f"{where}.{key}")
+    return dataclasses.replace(section, **changes)
+
+
+def _typed(value: Any, hint: Any, where: str) -> Any:
+    """value as the field's type, or BadInput naming the setting."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        if value is None and type(None) in args:
+            return None
+        for arg in (a for a in args if a is not type(None)):
+            try:
+                return _typed(value, arg, where)
+            except BadInput:
+                continue
+        raise BadInput(f"{where}: {value!r:.60} is not {hint}")
+    if origin is tuple:
+        if not isinstance(value, list | tuple):
+            raise BadInput(f"{where}: {value!r:.60} is not a list")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_typed(v, args[0], where) for v in value)
+        if len(value) != len(args):
+            raise BadInput(f"{where}: {value!r:.60} needs {len(args)} items")
+        return tuple(_typed(v, a, where) for v, a in zip(value, args, strict=True))
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+    elif hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif hint is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    elif hint is str:
+        if isinstance(value, str):
+            return value
+    elif hint is Path:
+        if isinstance(value, str) and value:
+            return Path(value)
+    raise BadInput(f"{where}: {value!r:.60} is not {getattr(hint, '__name__', hint)}")

@@ -1,0 +1,79 @@
+"""The typed config of one `harness run`: defaults, then a --config file, then the
+flags the user typed (harness/core/config_file.py reads the file)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from typing import Any
+
+from harness.core.config import (
+    CheckerConfig,
+    ClusterConfig,
+    RunConfig,
+    TopicConfig,
+    WorkloadConfig,
+)
+from harness.core.config_file import apply, read_settings
+from harness.core.errors import BadInput
+
+SECTIONS = ("cluster", "topic", "workload", "run", "checker")
+
+#: flag dest -> (section, field): where a typed flag lands in the config.
+FLAG_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "name": (("cluster", "name"),), "controllers": (("cluster", "controllers"),),
+    "brokers": (("cluster", "brokers"),), "elr": (("cluster", "elr"),),
+    "kafka_version": (("cluster", "kafka_version"),), "kafka_dist": (("cluster", "kafka_dist"),),
+    "subnet": (("cluster", "subnet"),),
+    "topic": (("topic", "name"),), "partitions": (("topic", "partitions"),),
+    "replication_factor": (("topic", "replication_factor"),),
+    "min_insync_replicas": (("topic", "min_insync_replicas"),),
+    "unclean_leader_election": (("topic", "unclean_leader_election"),),
+    "producers": (("workload", "producers"),), "consumers": (("workload", "consumers"),),
+    "rate": (("workload", "rate"),), "concurrency": (("workload", "processes_per_client"),),
+    "idempotent": (("workload", "idempotent"),), "client_debug": (("workload", "client_debug"),),
+    "nemesis": (("run", "nemesis"),), "interval": (("run", "interval_s"),),
+    "store": (("run", "store"),), "keep_cluster": (("run", "keep_cluster"),),
+    "seed": (("run", "seed"), ("workload", "seed")),
+    "time_limit": (("run", "time_limit_s"), ("workload", "time_limit_s")),
+    "spark_master": (("checker", "spark_master"),),
+}
+
+
+def run_configs(args: argparse.Namespace) -> tuple[ClusterConfig, TopicConfig, WorkloadConfig,
+                                                   RunConfig, CheckerConfig]:
+    settings = read_settings(args.config) if args.config else {}
+    unknown = sorted(set(settings) - set(SECTIONS))
+    if unknown:
+        raise BadInput(f"--config {args.config}: no section [{unknown[0]}]; "
+                       f"known: {', '.join(SECTIONS)}")
+    where = f"--config {args.config}: "
+    sections: dict[str, Any] = {
+        "cluster": ClusterConfig(), "topic": TopicConfig(), "workload": WorkloadConfig(),
+        "run": RunConfig(), "checker": CheckerConfig()}
+    for name, section in sections.items():
+        if name in settings:
+            sections[name] = apply(section, settings[name], f"{where}[{name}]")
+    given = getattr(args, "given", set())
+    for dest in given:
+        for section, field in FLAG_FIELDS.get(dest, ()):
+            sections[section] = replace(sections[section], **{field: getattr(args, dest)})
+    if "acks" in given:
+        sections["workload"] = replace(sections["workload"], acks=tuple(
+            a.strip() for a in args.acks.split(",") if a.strip()))
+    if "base_image" in given:
+        cluster = sections["cluster"]
+        sections["cluster"] = replace(cluster, image=replace(cluster.image,
+                                                            base_image=args.base_image))
+    if "no_check" in given:
+        sections["run"] = replace(sections["run"], check=False)
+    run = sections["run"]
+    if "time_limit" not in given and "time_limit_s" not in settings.get("run", {}):
+        # a scenario ends when its steps are done: its limit is only a cap
+        limit = 300.0 if run.nemesis.strip() == "unclean-last-replica" else 60.0
+        run = replace(run, time_limit_s=limit)
+    if "seed" not in given and "seed" in settings.get("run", {}):
+        sections["workload"] = replace(sections["workload"], seed=run.seed)
+    sections["workload"] = replace(sections["workload"], time_limit_s=run.time_limit_s)
+    return (sections["cluster"], sections["topic"], sections["workload"], run,
+            sections["checker"])
