@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from checker_agreement import assert_reference_agrees
 
+from harness.core.history import ENDED_BY
+
 pytestmark = pytest.mark.integration
 
 
@@ -72,28 +74,21 @@ def test_run_without_faults_records_a_complete_valid_history(tmp_path):
 
 
 def _unhealed_faults(history: list[dict]) -> list[str]:
-    """Faults in force at the end of the history (FORMATS.md: a partition lasts
-    until a heal, kill/stop/page-cache-loss until a start of the node, pause until
-    a resume)."""
-    cut, down, paused = False, set(), set()
+    """Faults in force at the end of the history (FORMATS.md, ENDED_BY: a partition,
+    controller-partition or isolate-from-controllers lasts until a heal of its
+    nodes, a kill, controller-kill, stop or page-cache-loss until a start of the
+    node, a pause until a resume)."""
+    in_force: set[tuple[str, str]] = set()
     for e in history:
         if e["f"] != "fault" or e["type"] != "ok":
             continue
         kind, nodes = e["fault"], set(e["nodes"])
-        if kind == "partition":
-            cut = True
-        elif kind == "heal":
-            cut = False
-        elif kind in ("kill", "stop", "page-cache-loss"):
-            down |= nodes
-        elif kind == "start":
-            down -= nodes
-        elif kind == "pause":
-            paused |= nodes
-        elif kind == "resume":
-            paused -= nodes
-    return (["partition"] if cut else []) + [f"down:{n}" for n in sorted(down)] \
-        + [f"paused:{n}" for n in sorted(paused)]
+        ends = ENDED_BY.get(kind)
+        if ends is not None:
+            in_force = {(k, n) for k, n in in_force if not (k in ends and n in nodes)}
+        else:
+            in_force |= {(kind, n) for n in nodes}
+    return sorted(f"{kind}:{node}" for kind, node in in_force)
 
 
 def test_random_mix_of_all_faults_heals_everything(tmp_path):
