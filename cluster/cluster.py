@@ -1,7 +1,7 @@
-"""A real KRaft cluster in containers: bring it up, watch it, take it down.
+"""A real KRaft cluster on nodes a provider makes: bring it up, watch it, take it down.
 
-`up` goes: validate -> engine -> sweep leftovers -> Kafka distribution ->
-node image -> network -> containers -> configs -> format (ELR on/off) ->
+`up` goes: validate -> sweep leftovers -> Kafka distribution -> nodes (for
+Docker: image, network, containers) -> configs -> format (ELR on/off) ->
 start controllers and brokers -> ready (every broker registered and
 unfenced, the quorum has a leader). A node that fails to start has its last
 log lines shown and everything is torn down.
@@ -9,28 +9,28 @@ log lines shown and everything is torn down.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import docker
-import docker.errors
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from cluster import docker_backend, kraft
+from cluster import kraft
 from cluster.distribution import KafkaDistribution, resolve_distribution
-from cluster.docker_backend import DockerNode
-from cluster.image import ensure_image
+from cluster.docker_backend import DockerProvider
 from cluster.kafka_wire import WireConnection, WireError
-from cluster.node import NodeSpec, Role, StorageLayer
+from cluster.node import Node, NodeProvider, NodeSpec, Role, StorageLayer
 from cluster.observe import ObservationError, PartitionObserver, PartitionState
-from harness.core.config import LABEL, ClusterConfig, TopicConfig
+from harness.core.config import ClusterConfig, TopicConfig
 from harness.core.errors import BadInput, ClusterStartError, HarnessError
+
+if TYPE_CHECKING:
+    import docker
 
 Log = Callable[[str], None]
 
@@ -65,36 +65,41 @@ class NodeStatus:
 
 
 class Cluster:
-    """The containers of one cluster, found by label, and what can be done with them."""
+    """A KRaft cluster on the nodes a NodeProvider makes (Docker containers unless
+    told otherwise): configs, format, start, readiness, topics, observation,
+    collection, written against the Node protocol alone."""
 
     def __init__(self, config: ClusterConfig, log: Log = print,
                  client: docker.DockerClient | None = None,
-                 broker_storage: StorageLayer | None = None) -> None:
+                 broker_storage: StorageLayer | None = None,
+                 provider: NodeProvider | None = None) -> None:
         self.config = config
         #: Mounted under every broker's log dirs when given (the page-cache layer).
         self.broker_storage = broker_storage
         self.log = log
-        self.client = client or docker_backend.connect()
+        self.provider: NodeProvider = provider or DockerProvider(config, client)
         self.specs = kraft.node_specs(config)
-        self.nodes: dict[str, DockerNode] = {}
+        self.nodes: dict[str, Node] = {}
         self.distribution: KafkaDistribution | None = None
+        #: what the nodes were created with ("kafka-version", "elr")
+        self.facts: dict[str, str] = {}
         self._attach_existing()
 
     # -- who is who ----------------------------------------------------------
 
     @property
-    def brokers(self) -> list[DockerNode]:
+    def brokers(self) -> list[Node]:
         return [n for n in self.nodes.values() if n.spec.role is Role.BROKER]
 
     @property
-    def controllers(self) -> list[DockerNode]:
+    def controllers(self) -> list[Node]:
         return [n for n in self.nodes.values() if n.spec.role is Role.CONTROLLER]
 
     @property
     def bootstrap(self) -> list[str]:
         return kraft.bootstrap_servers([n.spec for n in self.brokers], self.config)
 
-    def broker_by_id(self, broker_id: int) -> DockerNode:
+    def broker_by_id(self, broker_id: int) -> Node:
         for node in self.brokers:
             if node.spec.node_id == broker_id:
                 return node
@@ -104,25 +109,10 @@ class Cluster:
         return bool(self.nodes)
 
     def _attach_existing(self) -> None:
-        containers = self.client.containers.list(
-            all=True, filters={"label": [f"{LABEL}.cluster={self.config.name}"]})
-        by_name = {c.labels.get(f"{LABEL}.node"): c for c in containers}
-        self.specs = self._specs_from_labels(containers) or self.specs
-        for spec in self.specs:
-            if spec.name in by_name:
-                self.nodes[spec.name] = DockerNode(spec, by_name[spec.name])
-
-    @staticmethod
-    def _specs_from_labels(containers: list) -> list[NodeSpec]:
-        """The topology of a running cluster, as its containers' labels record it."""
-        specs = []
-        for c in containers:
-            spec = c.labels.get(f"{LABEL}.spec")
-            if spec:
-                data = json.loads(spec)
-                specs.append(NodeSpec(data["name"], Role(data["role"]), data["id"],
-                                      data["address"]))
-        return sorted(specs, key=lambda s: (s.role is Role.BROKER, s.node_id))
+        attached = self.provider.attach()
+        self.specs = attached.specs or self.specs
+        self.nodes = dict(attached.nodes)
+        self.facts = dict(attached.facts)
 
     # -- up and down ---------------------------------------------------------
 
@@ -133,10 +123,8 @@ class Cluster:
         self.specs = kraft.node_specs(self.config)
         self.distribution = resolve_distribution(self.config.kafka_version,
                                                  self.config.kafka_dist, self.log)
-        image = ensure_image(self.client, self.config.image, self.log)
         try:
-            self._create_network()
-            self._create_nodes(image)
+            self._create_nodes()
             self._format_and_start()
             self.wait_ready()
         except BaseException:
@@ -144,79 +132,25 @@ class Cluster:
             raise
 
     def down(self, quiet: bool = False) -> int:
-        """Remove this cluster's containers and network; returns how many containers."""
-        removed = 0
-        for container in self.client.containers.list(
-                all=True, filters={"label": [f"{LABEL}.cluster={self.config.name}"]}):
-            try:
-                container.remove(force=True)
-                removed += 1
-            except docker.errors.NotFound:
-                pass
-        for network in self.client.networks.list(
-                filters={"label": [f"{LABEL}.cluster={self.config.name}"]}):
-            _remove_network(network)
+        """Remove this cluster's nodes and network; returns how many nodes."""
+        removed = self.provider.remove()
         self.nodes.clear()
         if not quiet:
             self.log(f"removed {removed} containers of cluster '{self.config.name}'")
         return removed
 
     def sweep_leftovers(self) -> None:
-        """A crashed run may have left containers behind: remove them first, and
-        any harness network without containers on this cluster's subnet (one left
-        by a cluster of another name would make this one's network overlap)."""
-        if self.down(quiet=True):
-            self.log("removed leftovers of an earlier run")
-        for network in self._networks_on_subnet({"label": [LABEL]}):
-            if not network.attrs.get("Containers"):
-                _remove_network(network)
-                self.log(f"removed leftover network {network.name}")
+        """Remove what a crashed run left (the provider knows where to look)."""
+        self.provider.clear_leftovers(self.log)
 
-    def _create_network(self, attempts: int = 10) -> None:
-        """Create the cluster's network. The engine may still hold the pool of a
-        network removed a moment ago ("Pool overlaps"): sweep and retry, bounded."""
-        ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(
-            subnet=self.config.subnet, gateway=kraft.gateway(self.config))])
-        for attempt in range(attempts):
-            try:
-                self.client.networks.create(
-                    docker_backend.network_name(self.config), driver="bridge", ipam=ipam,
-                    labels=docker_backend.labels(self.config.name))
-                return
-            except docker.errors.APIError as err:
-                overlap = "overlap" in str(err.explanation).lower()
-                if not overlap or attempt == attempts - 1:
-                    users = self._subnet_users()
-                    raise ClusterStartError(
-                        f"cannot create network {self.config.subnet}: {err.explanation}"
-                        + (f" (in use by network {', '.join(users)}; `harness cluster "
-                           f"down --name NAME` or another --subnet)" if users else "")) from err
-                self.log(f"subnet {self.config.subnet} still taken; retrying")
-                time.sleep(1.0)
-                self.sweep_leftovers()
-
-    def _subnet_users(self) -> list[str]:
-        """Networks (any, not only ours) whose pool is this cluster's subnet."""
-        return [network.name for network in self._networks_on_subnet()]
-
-    def _networks_on_subnet(self, filters: dict | None = None) -> list:
-        """Docker networks (matching filters) whose pool is this cluster's subnet,
-        reloaded so their containers are listed too."""
-        found = []
-        for network in self.client.networks.list(filters=filters or {}):
-            network.reload()
-            pools = network.attrs.get("IPAM", {}).get("Config") or []
-            if any(p.get("Subnet") == self.config.subnet for p in pools):
-                found.append(network)
-        return found
-
-    def _create_nodes(self, image: str) -> None:
+    def _create_nodes(self) -> None:
         assert self.distribution is not None
+        self.facts = {"kafka-version": self.distribution.version,
+                      "elr": "on" if self.config.elr else "off"}
+        self.nodes = dict(self.provider.create(self.specs, str(self.distribution.home),
+                                               self.facts, self.log))
         for spec in self.specs:
-            node = docker_backend.create_node(self.client, self.config, spec, image,
-                                              str(self.distribution.home),
-                                              self._cluster_labels(spec))
-            self.nodes[spec.name] = node
+            node = self.nodes[spec.name]
             properties = kraft.server_properties(spec, self.specs, self.config)
             node.write_file(kraft.SERVER_PROPERTIES, properties.encode())
             if self._on_page_cache_layer(node):
@@ -226,15 +160,6 @@ class Cluster:
             node.write_file(kraft.LOG4J_CONFIG, kraft.log4j2_properties().encode())
             node.write_file(kraft.START_SCRIPT, kraft.start_script(spec, self.config).encode(),
                             mode=0o755)
-
-    def _cluster_labels(self, spec: NodeSpec) -> dict[str, str]:
-        assert self.distribution is not None
-        return {
-            f"{LABEL}.spec": json.dumps({"name": spec.name, "role": spec.role.value,
-                                         "id": spec.node_id, "address": spec.address}),
-            f"{LABEL}.kafka-version": self.distribution.version,
-            f"{LABEL}.elr": "on" if self.config.elr else "off",
-        }
 
     def _format_and_start(self) -> None:
         cluster_id = kafka_uuid()
@@ -254,10 +179,10 @@ class Cluster:
         for node in self.controllers + self.brokers:
             node.start_kafka()
 
-    def _on_page_cache_layer(self, node: DockerNode) -> bool:
+    def _on_page_cache_layer(self, node: Node) -> bool:
         return self.broker_storage is not None and node.spec.role is Role.BROKER
 
-    def restart_kafka(self, node: DockerNode) -> None:
+    def restart_kafka(self, node: Node) -> None:
         """Start Kafka on a node where it is down, its storage layer mounted first."""
         if self._on_page_cache_layer(node):
             assert self.broker_storage is not None
@@ -431,21 +356,16 @@ class Cluster:
             if node is None:
                 statuses.append(NodeStatus(spec, "missing", None))
                 continue
-            node.container.reload()
-            state = node.container.status
+            state = node.host_state()
             pid = node.kafka_pid() if state == "running" else None
             statuses.append(NodeStatus(spec, state, pid))
         return statuses
 
     def kafka_version(self) -> str | None:
-        for node in self.nodes.values():
-            return node.container.labels.get(f"{LABEL}.kafka-version")
-        return None
+        return self.facts.get("kafka-version")
 
     def elr_label(self) -> str | None:
-        for node in self.nodes.values():
-            return node.container.labels.get(f"{LABEL}.elr")
-        return None
+        return self.facts.get("elr")
 
     # -- logs ------------------------------------------------------------------
 
@@ -459,23 +379,8 @@ class Cluster:
                                (kraft.SERVER_PROPERTIES, "server.properties")):
                 try:
                     (target / name).write_bytes(node.read_file(path))
-                except (FileNotFoundError, HarnessError, docker.errors.APIError):
+                except (FileNotFoundError, HarnessError):
                     continue
-
-
-def _remove_network(network, attempts: int = 10) -> None:
-    """Remove a network; its endpoints can take a moment to go after a forced
-    container removal, so it is retried (bounded) rather than left behind."""
-    for attempt in range(attempts):
-        try:
-            network.remove()
-            return
-        except docker.errors.NotFound:
-            return
-        except docker.errors.APIError:
-            if attempt == attempts - 1:
-                raise
-            time.sleep(0.5)
 
 
 def kafka_uuid() -> str:

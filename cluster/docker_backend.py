@@ -10,8 +10,10 @@ would be.
 from __future__ import annotations
 
 import io
+import json
 import tarfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
 
 import docker
@@ -19,9 +21,10 @@ import docker.errors
 from docker.models.containers import Container
 
 from cluster import kraft
-from cluster.node import ExecResult, NodeSpec
+from cluster.image import ensure_image
+from cluster.node import Attached, ExecResult, Node, NodeSpec, Role
 from harness.core.config import LABEL, ClusterConfig
-from harness.core.errors import EngineUnavailable, HarnessError
+from harness.core.errors import ClusterStartError, EngineUnavailable, HarnessError
 
 SIGNALS = {"TERM", "KILL", "STOP", "CONT"}
 
@@ -102,7 +105,11 @@ class DockerNode:
 
     def read_file(self, path: str) -> bytes:
         """The file's bytes, read inside the node (so FUSE mounts are seen too)."""
-        result = self.container.exec_run(["cat", "--", path], demux=True)
+        try:
+            result = self.container.exec_run(["cat", "--", path], demux=True)
+        except docker.errors.APIError as err:
+            raise HarnessError(f"{self.spec.name}: reading {path} failed: "
+                               f"{err.explanation}") from err
         stdout, stderr = result.output if result.output else (None, None)
         if result.exit_code != 0:
             raise FileNotFoundError(
@@ -127,6 +134,11 @@ class DockerNode:
         cmd = (f"tail -n {lines} {kraft.SERVER_LOG} 2>/dev/null; "
                f"tail -n {lines} {kraft.STDOUT_LOG} 2>/dev/null")
         return self.exec(cmd, timeout_s=10).output
+
+    def host_state(self) -> str:
+        """The container's state as the engine reports it (running, exited, paused)."""
+        self.container.reload()
+        return str(self.container.status)
 
     def __repr__(self) -> str:
         return f"DockerNode({self.spec.name}, {self.spec.address})"
@@ -156,3 +168,124 @@ def create_node(client: docker.DockerClient, config: ClusterConfig, spec: NodeSp
     )
     return DockerNode(spec, container)
 
+
+
+class DockerProvider:
+    """The nodes of one cluster as containers on a private bridge network, found
+    again by label (the NodeProvider of cluster/node.py)."""
+
+    def __init__(self, config: ClusterConfig, client: docker.DockerClient | None = None) -> None:
+        self.config = config
+        self.client = client or connect()
+
+    def _ours(self) -> dict[str, list[str]]:
+        return {"label": [f"{LABEL}.cluster={self.config.name}"]}
+
+    def attach(self) -> Attached:
+        containers = self.client.containers.list(all=True, filters=self._ours())
+        by_name = {c.labels.get(f"{LABEL}.node"): c for c in containers}
+        specs = _specs_from_labels(containers)
+        nodes: dict[str, Node] = {s.name: DockerNode(s, by_name[s.name])
+                                  for s in specs if s.name in by_name}
+        facts = {}
+        for container in containers[:1]:
+            facts = {key: container.labels[f"{LABEL}.{key}"] for key in ("kafka-version", "elr")
+                     if f"{LABEL}.{key}" in container.labels}
+        return Attached(specs, nodes, facts)
+
+    def remove(self) -> int:
+        removed = 0
+        for container in self.client.containers.list(all=True, filters=self._ours()):
+            try:
+                container.remove(force=True)
+                removed += 1
+            except docker.errors.NotFound:
+                pass
+        for network in self.client.networks.list(filters=self._ours()):
+            _remove_network(network)
+        return removed
+
+    def clear_leftovers(self, log: Callable[[str], None]) -> None:
+        """A crashed run may have left containers behind: remove them first, and
+        any harness network without containers on this cluster's subnet (one left
+        by a cluster of another name would make this one's network overlap)."""
+        if self.remove():
+            log("removed leftovers of an earlier run")
+        for network in self._networks_on_subnet({"label": [LABEL]}):
+            if not network.attrs.get("Containers"):
+                _remove_network(network)
+                log(f"removed leftover network {network.name}")
+
+    def create(self, specs: Sequence[NodeSpec], kafka_home: str, facts: dict[str, str],
+               log: Callable[[str], None]) -> dict[str, Node]:
+        image = ensure_image(self.client, self.config.image, log)
+        self.create_network(log)
+        nodes: dict[str, Node] = {}
+        for spec in specs:
+            labels_of_node = {
+                f"{LABEL}.spec": json.dumps({"name": spec.name, "role": spec.role.value,
+                                             "id": spec.node_id, "address": spec.address}),
+                **{f"{LABEL}.{key}": value for key, value in facts.items()}}
+            nodes[spec.name] = create_node(self.client, self.config, spec, image, kafka_home,
+                                           labels_of_node)
+        return nodes
+
+    def create_network(self, log: Callable[[str], None], attempts: int = 10) -> None:
+        """Create the cluster's network. The engine may still hold the pool of a
+        network removed a moment ago ("Pool overlaps"): sweep and retry, bounded."""
+        ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(
+            subnet=self.config.subnet, gateway=kraft.gateway(self.config))])
+        for attempt in range(attempts):
+            try:
+                self.client.networks.create(network_name(self.config), driver="bridge",
+                                            ipam=ipam, labels=labels(self.config.name))
+                return
+            except docker.errors.APIError as err:
+                overlap = "overlap" in str(err.explanation).lower()
+                if not overlap or attempt == attempts - 1:
+                    users = [network.name for network in self._networks_on_subnet()]
+                    raise ClusterStartError(
+                        f"cannot create network {self.config.subnet}: {err.explanation}"
+                        + (f" (in use by network {', '.join(users)}; `harness cluster "
+                           f"down --name NAME` or another --subnet)" if users else "")) from err
+                log(f"subnet {self.config.subnet} still taken; retrying")
+                time.sleep(1.0)
+                self.clear_leftovers(log)
+
+    def _networks_on_subnet(self, filters: dict | None = None) -> list:
+        """Docker networks (matching filters) whose pool is this cluster's subnet,
+        reloaded so their containers are listed too."""
+        found = []
+        for network in self.client.networks.list(filters=filters or {}):
+            network.reload()
+            pools = network.attrs.get("IPAM", {}).get("Config") or []
+            if any(p.get("Subnet") == self.config.subnet for p in pools):
+                found.append(network)
+        return found
+
+
+def _specs_from_labels(containers: list) -> list[NodeSpec]:
+    """The topology of a running cluster, as its containers' labels record it."""
+    specs = []
+    for c in containers:
+        spec = c.labels.get(f"{LABEL}.spec")
+        if spec:
+            data = json.loads(spec)
+            specs.append(NodeSpec(data["name"], Role(data["role"]), data["id"],
+                                  data["address"]))
+    return sorted(specs, key=lambda s: (s.role is Role.BROKER, s.node_id))
+
+
+def _remove_network(network, attempts: int = 10) -> None:
+    """Remove a network; its endpoints can take a moment to go after a forced
+    container removal, so it is retried (bounded) rather than left behind."""
+    for attempt in range(attempts):
+        try:
+            network.remove()
+            return
+        except docker.errors.NotFound:
+            return
+        except docker.errors.APIError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.5)

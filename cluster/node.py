@@ -1,11 +1,14 @@
 """What every node backend offers: the operations nemeses and the cluster use.
 
 A Node is one Kafka process host (a Docker container by default, a real host
-over SSH later). Nothing outside cluster/ knows how the commands get there.
+over SSH later). Nothing outside cluster/ knows how the commands get there: the
+cluster (cluster/cluster.py) and the nemeses are written against Node alone, and
+a NodeProvider makes and finds the nodes of one cluster.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
@@ -62,6 +65,52 @@ class Node(Protocol):
         ...
 
     def write_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
+        ...
+
+    def wait_kafka_gone(self, timeout_s: float = 30.0) -> bool:
+        """True once no Kafka process is left on the node (after KILL or TERM)."""
+        ...
+
+    def log_tail(self, lines: int = 30) -> str:
+        """The last lines Kafka wrote (server.log, else the JVM's stdout)."""
+        ...
+
+    def host_state(self) -> str:
+        """The host's own state: "running" when commands can run on it (else e.g.
+        "exited", "paused", "unreachable")."""
+        ...
+
+
+@dataclass(frozen=True)
+class Attached:
+    """The nodes of a cluster that is up, and what was recorded when it was made."""
+
+    specs: list[NodeSpec]
+    nodes: dict[str, Node]
+    #: "kafka-version", "elr": as the nodes were created with
+    facts: dict[str, str]
+
+
+class NodeProvider(Protocol):
+    """Makes, finds and removes the nodes of one cluster (Docker containers on a
+    private network today; hosts over SSH in #11)."""
+
+    def attach(self) -> Attached:
+        """The cluster's nodes if it is up (empty specs and nodes if not)."""
+        ...
+
+    def clear_leftovers(self, log: Callable[[str], None]) -> None:
+        """Remove what a crashed run of this cluster (or one on its addresses) left."""
+        ...
+
+    def create(self, specs: Sequence[NodeSpec], kafka_home: str, facts: dict[str, str],
+               log: Callable[[str], None]) -> dict[str, Node]:
+        """Make every node, reachable at its spec's address, with the Kafka
+        distribution at kafka_home available as kraft.KAFKA_HOME (not started)."""
+        ...
+
+    def remove(self) -> int:
+        """Remove every node of the cluster and what connects them; how many nodes."""
         ...
 
 

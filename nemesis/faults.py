@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from cluster.cluster import Cluster
-from cluster.docker_backend import DockerNode
+from cluster.node import Node
 from harness.core.errors import HarnessError
 from harness.core.history import NEMESIS_PROCESS, Fault, Kind, OpType
 from nemesis.grudges import Grudge
@@ -83,7 +83,7 @@ class FaultInjector:
             self.recorder.record(type=OpType.OK, **base, detail=done)
             return done
 
-    def _node(self, name: str) -> DockerNode:
+    def _node(self, name: str) -> Node:
         try:
             return self.cluster.nodes[name]
         except KeyError:
@@ -167,7 +167,7 @@ class FaultInjector:
 
         return self._fault(kind, [name], _detail(step, detail), apply)
 
-    def _take_down(self, node: DockerNode, signal_name: str) -> int | None:
+    def _take_down(self, node: Node, signal_name: str) -> int | None:
         """Signal Kafka (a paused one is thawed first, or it could not act on TERM)
         and wait until it is gone; returns the pid it had."""
         name = node.spec.name

@@ -182,7 +182,7 @@ def test_leftover_network_of_another_cluster_on_the_subnet_is_swept(docker_clien
     try:
         cluster.sweep_leftovers()
         assert not docker_client.networks.list(names=["elr-harness-it-stale"])
-        cluster._create_network()  # the subnet is free again
+        cluster.provider.create_network(print)  # the subnet is free again
         assert cluster.down(quiet=True) == 0
         assert not docker_client.networks.list(
             filters={"label": ["elr-harness.cluster=it-sweep"]}), "down removes the network"
