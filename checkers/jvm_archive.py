@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gzip
 import hashlib
 import os
 import shutil
@@ -31,6 +32,9 @@ from harness.core.errors import HarnessError
 _VERSION = 3
 #: JVM messages (an archive it cannot map, classes it skips while dumping)
 #: go to stderr, which get_spark sends to the Spark log, not to stdout.
+#: The history the archive is trained on (see _training_history).
+TRAINING_HISTORY = Path(__file__).parent / "data" / "training-history.jsonl.gz"
+
 QUIET = "-Xlog:disable -Xlog:all=warning:stderr"
 
 
@@ -108,12 +112,15 @@ def build(config: CheckerConfig, *, force: bool = False) -> Path:
 
 
 def _training_history(directory: Path) -> Path:
-    """A small history that runs every check, poll-skip's walk of the final log included."""
-    from checkers.synthetic import every_anomaly, write_run_dir
-
+    """A small history that runs every check, poll-skip's walk of the final log
+    included: tests/synthetic.py's every_anomaly(20_000 lines, seed 1), shipped
+    as data (TRAINING_HISTORY) so no production code imports the generator."""
     run_dir = directory / "run"
-    write_run_dir(run_dir, every_anomaly(lines=20_000, seed=1))
-    return run_dir / "history.jsonl"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    history = run_dir / "history.jsonl"
+    with gzip.open(TRAINING_HISTORY, "rb") as packed, history.open("wb") as out:
+        shutil.copyfileobj(packed, out)
+    return history
 
 
 def _train(history: Path, dump_to: Path, config: CheckerConfig) -> int:

@@ -11,9 +11,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from synthetic import Generated, SyntheticSpec, write_run_dir
 
 from checkers.check import check_history
-from checkers.synthetic import Generated, SyntheticSpec, write_run_dir
 from harness.core.config import CheckerConfig
 
 #: Small shuffles: the test histories are tiny and the machine has 2 cores.

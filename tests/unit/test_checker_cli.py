@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from checker_fixtures import run_python, spark  # noqa: F401
+from synthetic import Injection, SyntheticSpec, write_run_dir
 
-from checkers.synthetic import Injection, SyntheticSpec, write_run_dir
 from harness.cli import main
 
 pytestmark = pytest.mark.usefixtures("spark")

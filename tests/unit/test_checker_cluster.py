@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
+from synthetic import Injection, SyntheticSpec, synthetic_test_json, write_run_dir
 
 from checkers.check import check_history
-from checkers.synthetic import Injection, SyntheticSpec, synthetic_test_json, write_run_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from checker_fixtures import spark  # noqa: F401
+from synthetic import Injection, SyntheticSpec, write_run_dir
 
 from checkers.events import (
     EVENTS_COLUMNS,
@@ -31,7 +32,6 @@ from checkers.load import (
     convert_without_spark,
     read_overview,
 )
-from checkers.synthetic import Injection, SyntheticSpec, write_run_dir
 from harness.core.config import CheckerConfig
 from harness.core.errors import HistoryError
 

@@ -10,8 +10,7 @@ import pytest
 from checker_fixtures import assert_found_exactly, check_synthetic, spark  # noqa: F401
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from checkers.synthetic import Injection, SyntheticSpec
+from synthetic import Injection, SyntheticSpec
 
 BAD_WHEN_FOUND = ["lost-committed-read", "inconsistent-offset", "aborted-read",
                   "realtime-order", "nonmonotonic-poll", "poll-skip", "garbage-read",

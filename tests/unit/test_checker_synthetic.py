@@ -6,8 +6,7 @@ import json
 import tracemalloc
 
 import pytest
-
-from checkers.synthetic import MIXABLE, Injection, SyntheticSpec, write_history
+from synthetic import MIXABLE, Injection, SyntheticSpec, write_history
 
 #: The fields HISTORY.md gives each kind of line (the common ones included).
 _COMMON = {"index", "time", "process", "type", "f"}

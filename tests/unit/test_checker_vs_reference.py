@@ -24,9 +24,9 @@ from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
 from history_strategies import GeneratedHistory, histories, malformed_histories
 from hypothesis import HealthCheck, given, settings
 from reference_checker import MalformedLine, reference_check
+from synthetic import MIXABLE, every_anomaly, synthetic_test_json, write_run_dir
 
 from checkers.check import check_history
-from checkers.synthetic import MIXABLE, every_anomaly, synthetic_test_json, write_run_dir
 from harness.core.errors import HarnessError
 
 pytestmark = pytest.mark.usefixtures("spark")

@@ -229,7 +229,7 @@ def test_ctrl_c_during_a_check_is_one_line_and_leaves_no_partial_table(tmp_path,
     interrupted" and the JVM dies under py4j; the user still reads one line."""
     import signal
 
-    from checkers.synthetic import SyntheticSpec, write_run_dir
+    from synthetic import SyntheticSpec, write_run_dir
 
     run = tmp_path / "run"
     write_run_dir(run, SyntheticSpec(lines=400_000))

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 from checker_fixtures import run_python
+from synthetic import SyntheticSpec, write_run_dir
 
 from checkers.jvm_archive import archive_path, build, startup_options
-from checkers.synthetic import SyntheticSpec, write_run_dir
 from harness.core.config import CheckerConfig
 
 REPO = Path(__file__).resolve().parents[2]
@@ -80,3 +80,18 @@ def test_a_damaged_archive_changes_nothing_but_speed(tmp_path):
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert "valid" in run.stdout
     assert "[warning]" not in run.stdout + run.stderr, "JVM messages stay in the Spark log"
+
+
+def test_the_shipped_training_history_is_the_generators(tmp_path):
+    """checkers/data holds every_anomaly(20_000 lines, seed 1) so that production code
+    never imports the test generator; it must stay what the generator writes."""
+    import gzip
+
+    from synthetic import every_anomaly, write_history
+
+    from checkers.jvm_archive import TRAINING_HISTORY, _training_history
+
+    expected = tmp_path / "expected.jsonl"
+    write_history(expected, every_anomaly(lines=20_000, seed=1))
+    assert gzip.decompress(TRAINING_HISTORY.read_bytes()) == expected.read_bytes()
+    assert _training_history(tmp_path / "t").read_bytes() == expected.read_bytes()

@@ -81,3 +81,10 @@ def test_the_walk_sees_an_upward_import(tmp_path, monkeypatch):
     assert _upward(fake) == [
         "checkers/_layers_probe.py:2 (checkers) imports reports (reports)",
         "checkers/_layers_probe.py:2 (checkers) imports reports.build (reports)"]
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_production_code_never_imports_the_tests_generator(path):
+    """The synthetic history generator lives in tests/ (#13)."""
+    assert not [name for _line, name in _imports(path)
+                if name.split(".")[0] in ("synthetic", "tests", "reference_checker")]

@@ -12,9 +12,9 @@ import re
 
 import pytest
 from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
+from synthetic import Injection, SyntheticSpec, write_run_dir
 
 from checkers.check import check_history, write_results
-from checkers.synthetic import Injection, SyntheticSpec, write_run_dir
 from harness.core.config import ReportConfig
 from reports.build import build_report
 
