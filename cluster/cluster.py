@@ -169,7 +169,7 @@ class Cluster:
             layered = self._on_page_cache_layer(node)
             properties = kraft.FORMAT_PROPERTIES if layered else kraft.SERVER_PROPERTIES
             result = node.exec(kraft.format_command(self.config, cluster_id, properties),
-                               timeout_s=120)
+                               timeout_s=self.config.timeouts.format_s)
             if not result.ok:
                 raise ClusterStartError(f"{node.spec.name}: formatting storage failed:\n"
                                         f"{_tail(result.output)}")
@@ -265,7 +265,7 @@ class Cluster:
                 ["java", "-Xmx96m", "-cp", f"{kraft.KAFKA_HOME}/libs/*",
                  "org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-controller",
                  f"{node.spec.address}:{self.config.controller_port}", "describe", "--status"],
-                timeout_s=30)
+                timeout_s=self.config.timeouts.quorum_tool_s)
             if result.ok:
                 return dict(re.findall(r"^(\w+):\s*(.*)$", result.output, re.M))
         return {}
@@ -275,7 +275,7 @@ class Cluster:
     def admin(self) -> AdminClient:
         return AdminClient({"bootstrap.servers": ",".join(self.bootstrap), "log_level": 0})
 
-    def create_topic(self, topic: TopicConfig, timeout_s: float = 60.0) -> None:
+    def create_topic(self, topic: TopicConfig) -> None:
         """Create the topic and wait until every partition has a leader and a full ISR."""
         validate_topic(topic, self.config)
         new = NewTopic(topic.name, num_partitions=topic.partitions,
@@ -286,7 +286,9 @@ class Cluster:
         admin = self.admin()  # must outlive the futures
         for attempt in range(1, 4):
             try:
-                admin.create_topics([new], request_timeout=30)[topic.name].result(timeout=40)
+                timeouts = self.config.timeouts
+                admin.create_topics([new], request_timeout=timeouts.create_topic_request_s)[
+                    topic.name].result(timeout=timeouts.create_topic_result_s)
                 break
             except KafkaException as err:
                 error = err.args[0]
@@ -296,7 +298,7 @@ class Cluster:
                         KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT)):
                     raise HarnessError(f"creating topic {topic.name} failed: {err}") from err
                 time.sleep(2)
-        self.wait_partitions_full(topic, timeout_s)
+        self.wait_partitions_full(topic, self.config.timeouts.topic_ready_s)
 
     def wait_partitions_full(self, topic: TopicConfig, timeout_s: float = 60.0) -> None:
         deadline = time.monotonic() + timeout_s
@@ -334,7 +336,8 @@ class Cluster:
 
         leader = self.quorum_leader()
         nodes = [n for n in self.controllers if n.spec.node_id == leader] or self.controllers
-        records = decode_metadata_log(nodes[0], self.config.metadata_log_dir)
+        records = decode_metadata_log(nodes[0], self.config.metadata_log_dir,
+                                      self.config.timeouts.metadata_dump_s)
         return [PartitionState(topic=t, partition=p, leader=s["leader"],
                                leader_epoch=s["leader_epoch"], isr=tuple(s["isr"]),
                                elr=tuple(s["elr"]), last_known_elr=tuple(s["last_known_elr"]),

@@ -23,16 +23,16 @@ from docker.models.containers import Container
 from cluster import kraft
 from cluster.image import ensure_image
 from cluster.node import Attached, ExecResult, Node, NodeSpec, Role
-from harness.core.config import LABEL, ClusterConfig
+from harness.core.config import LABEL, ClusterConfig, NodeTimeouts
 from harness.core.errors import ClusterStartError, EngineUnavailable, HarnessError
 
 SIGNALS = {"TERM", "KILL", "STOP", "CONT"}
 
 
-def connect() -> docker.DockerClient:
+def connect(timeout_s: float = NodeTimeouts.engine_s) -> docker.DockerClient:
     """A client of the local engine, or a clear message on how to start one."""
     try:
-        client = docker.from_env(timeout=120)
+        client = docker.from_env(timeout=int(timeout_s))
         client.ping()
         return client
     except docker.errors.DockerException as err:
@@ -58,18 +58,21 @@ def container_name(config: ClusterConfig, spec: NodeSpec) -> str:
 class DockerNode:
     """One node: a long-lived container in which Kafka comes and goes."""
 
-    def __init__(self, spec: NodeSpec, container: Container) -> None:
+    def __init__(self, spec: NodeSpec, container: Container,
+                 timeouts: NodeTimeouts | None = None) -> None:
         self.spec = spec
         self.container = container
+        self.timeouts = timeouts or NodeTimeouts()
 
-    def exec(self, cmd: list[str] | str, *, timeout_s: float = 60.0,
+    def exec(self, cmd: list[str] | str, *, timeout_s: float | None = None,
              detach: bool = False) -> ExecResult:
         argv = ["sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
         if detach:
             self.container.exec_run(argv, detach=True)
             return ExecResult(0, "")
         # `timeout` bounds the command inside the node; the engine call has its own bound.
-        bounded = ["timeout", "-s", "KILL", str(max(1, int(timeout_s))), *argv]
+        bound = self.timeouts.command_s if timeout_s is None else timeout_s
+        bounded = ["timeout", "-s", "KILL", str(max(1, int(bound))), *argv]
         try:
             result = self.container.exec_run(bounded, demux=False)
         except docker.errors.APIError as err:
@@ -78,7 +81,8 @@ class DockerNode:
         return ExecResult(result.exit_code if result.exit_code is not None else -1, output)
 
     def kafka_pid(self) -> int | None:
-        result = self.exec(["pgrep", "-f", kraft.KAFKA_PROCESS_PATTERN], timeout_s=10)
+        result = self.exec(["pgrep", "-f", kraft.KAFKA_PROCESS_PATTERN],
+                           timeout_s=self.timeouts.quick_command_s)
         pids = [int(p) for p in result.output.split() if p.isdigit()]
         return pids[0] if pids else None
 
@@ -86,17 +90,18 @@ class DockerNode:
         if signal_name not in SIGNALS:
             raise ValueError(f"unknown signal {signal_name}; one of {sorted(SIGNALS)}")
         result = self.exec(["pkill", f"-{signal_name}", "-f", kraft.KAFKA_PROCESS_PATTERN],
-                           timeout_s=10)
+                           timeout_s=self.timeouts.quick_command_s)
         return result.exit_code == 0
 
     def start_kafka(self) -> None:
-        result = self.exec(["sh", kraft.START_SCRIPT], timeout_s=20)
+        result = self.exec(["sh", kraft.START_SCRIPT], timeout_s=self.timeouts.start_kafka_s)
         if not result.ok:
             raise HarnessError(f"{self.spec.name}: starting Kafka failed: {result.output[-500:]}")
 
-    def wait_kafka_gone(self, timeout_s: float = 30.0) -> bool:
+    def wait_kafka_gone(self, timeout_s: float | None = None) -> bool:
         """True once no Kafka process is left in the node (after KILL or TERM)."""
-        deadline = time.monotonic() + timeout_s
+        deadline = time.monotonic() + (self.timeouts.kafka_gone_s if timeout_s is None
+                                       else timeout_s)
         while time.monotonic() < deadline:
             if self.kafka_pid() is None:
                 return True
@@ -118,7 +123,7 @@ class DockerNode:
 
     def write_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
         target = PurePosixPath(path)
-        self.exec(["mkdir", "-p", str(target.parent)], timeout_s=10)
+        self.exec(["mkdir", "-p", str(target.parent)], timeout_s=self.timeouts.quick_command_s)
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as tar:
             info = tarfile.TarInfo(target.name)
@@ -133,7 +138,7 @@ class DockerNode:
         """The last lines Kafka wrote (server.log, else the JVM's stdout)."""
         cmd = (f"tail -n {lines} {kraft.SERVER_LOG} 2>/dev/null; "
                f"tail -n {lines} {kraft.STDOUT_LOG} 2>/dev/null")
-        return self.exec(cmd, timeout_s=10).output
+        return self.exec(cmd, timeout_s=self.timeouts.quick_command_s).output
 
     def host_state(self) -> str:
         """The container's state as the engine reports it (running, exited, paused)."""
@@ -166,7 +171,7 @@ def create_node(client: docker.DockerClient, config: ClusterConfig, spec: NodeSp
         environment={"LANG": "C.UTF-8"},
         stop_signal="SIGKILL",
     )
-    return DockerNode(spec, container)
+    return DockerNode(spec, container, config.timeouts)
 
 
 
@@ -176,7 +181,7 @@ class DockerProvider:
 
     def __init__(self, config: ClusterConfig, client: docker.DockerClient | None = None) -> None:
         self.config = config
-        self.client = client or connect()
+        self.client = client or connect(config.timeouts.engine_s)
 
     def _ours(self) -> dict[str, list[str]]:
         return {"label": [f"{LABEL}.cluster={self.config.name}"]}
@@ -185,7 +190,7 @@ class DockerProvider:
         containers = self.client.containers.list(all=True, filters=self._ours())
         by_name = {c.labels.get(f"{LABEL}.node"): c for c in containers}
         specs = _specs_from_labels(containers)
-        nodes: dict[str, Node] = {s.name: DockerNode(s, by_name[s.name])
+        nodes: dict[str, Node] = {s.name: DockerNode(s, by_name[s.name], self.config.timeouts)
                                   for s in specs if s.name in by_name}
         facts = {}
         for container in containers[:1]:

@@ -60,10 +60,10 @@ def _control_type(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).upper()
 
 
-def decode_metadata_log(node: Node, metadata_dir: str, timeout_s: float = 120.0) -> list[dict]:
+def decode_metadata_log(node: Node, metadata_dir: str, timeout_s: float) -> list[dict]:
     """Decode every segment of a controller's metadata log, in offset order."""
     partition_dir = f"{metadata_dir}/__cluster_metadata-0"
-    listing = node.exec(f"ls {partition_dir}/*.log", timeout_s=10)
+    listing = node.exec(f"ls {partition_dir}/*.log")
     segments = sorted(listing.output.split()) if listing.ok else []
     if not segments:
         raise HarnessError(f"{node.spec.name}: no metadata log segments in {partition_dir}")

@@ -44,9 +44,10 @@ class Node(Protocol):
 
     spec: NodeSpec
 
-    def exec(self, cmd: list[str] | str, *, timeout_s: float = 60.0,
+    def exec(self, cmd: list[str] | str, *, timeout_s: float | None = None,
              detach: bool = False) -> ExecResult:
-        """Run a command in the node (a string runs under `sh -c`)."""
+        """Run a command in the node (a string runs under `sh -c`), within timeout_s
+        (default: the node's NodeTimeouts.command_s)."""
         ...
 
     def signal_kafka(self, signal_name: str) -> bool:
@@ -67,7 +68,7 @@ class Node(Protocol):
     def write_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
         ...
 
-    def wait_kafka_gone(self, timeout_s: float = 30.0) -> bool:
+    def wait_kafka_gone(self, timeout_s: float | None = None) -> bool:
         """True once no Kafka process is left on the node (after KILL or TERM)."""
         ...
 

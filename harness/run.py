@@ -325,7 +325,8 @@ def _collect(cluster: Cluster, run_dir: Path, outcome: dict[str, Any]) -> None:
     cluster.collect_logs(nodes_dir)
     for node in cluster.controllers:
         try:
-            records = decode_metadata_log(node, cluster.config.metadata_log_dir)
+            records = decode_metadata_log(node, cluster.config.metadata_log_dir,
+                                          cluster.config.timeouts.metadata_dump_s)
         except Exception as err:  # noqa: BLE001 - the rest of the run still counts
             outcome.setdefault("errors", []).append(f"metadata log of {node.spec.name}: {err}")
             continue

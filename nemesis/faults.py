@@ -109,7 +109,8 @@ class FaultInjector:
                     address = self._node(peer).spec.address
                     rules.append(f"iptables -A INPUT -s {address} -j DROP")
                     rules.append(f"iptables -A OUTPUT -d {address} -j DROP")
-                result = node.exec(" && ".join(rules), timeout_s=30)
+                result = node.exec(" && ".join(rules),
+                                   timeout_s=self.cluster.config.timeouts.iptables_s)
                 if not result.ok:
                     raise HarnessError(f"iptables on {name} failed: {result.output[-300:]}")
                 self.grudge.setdefault(name, [])
@@ -124,8 +125,9 @@ class FaultInjector:
 
         def apply() -> None:
             for name in names:
-                result = self._node(name).exec("iptables -F INPUT && iptables -F OUTPUT",
-                                               timeout_s=30)
+                result = self._node(name).exec(
+                    "iptables -F INPUT && iptables -F OUTPUT",
+                    timeout_s=self.cluster.config.timeouts.iptables_s)
                 if not result.ok:
                     raise HarnessError(f"iptables -F on {name} failed: {result.output[-300:]}")
             self.grudge = {}

@@ -74,6 +74,36 @@ class KafkaTimings:
 
 
 @dataclass(frozen=True)
+class NodeTimeouts:
+    """Bounds, in seconds, on what the harness asks of a node or of Kafka's tools:
+    every call returns or fails within one of these."""
+
+    #: A call to the Docker engine's API.
+    engine_s: float = 120.0
+    #: A command with no bound of its own.
+    command_s: float = 60.0
+    #: pgrep, pkill, mkdir, tail: commands that return at once on a live node.
+    quick_command_s: float = 10.0
+    #: The start script launching Kafka (it returns once the JVM is forked).
+    start_kafka_s: float = 20.0
+    #: Kafka's process gone after KILL or TERM.
+    kafka_gone_s: float = 30.0
+    #: kafka-storage format of one node.
+    format_s: float = 120.0
+    #: Kafka's metadata-quorum tool (a JVM) asked for the quorum's leader.
+    quorum_tool_s: float = 30.0
+    #: Kafka's log dump tool decoding the controller's metadata log.
+    metadata_dump_s: float = 120.0
+    #: The AdminClient's CreateTopics request, and the wait for its result.
+    create_topic_request_s: float = 30.0
+    create_topic_result_s: float = 40.0
+    #: Every partition of a new topic led, with a full ISR.
+    topic_ready_s: float = 60.0
+    #: iptables rules applied or removed on one node.
+    iptables_s: float = 30.0
+
+
+@dataclass(frozen=True)
 class ClusterConfig:
     """Topology and node settings of one KRaft cluster."""
 
@@ -94,6 +124,7 @@ class ClusterConfig:
     broker_heap: str = "-Xms256m -Xmx384m"
     jvm_opts: str = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k"
     timings: KafkaTimings = field(default_factory=KafkaTimings)
+    timeouts: NodeTimeouts = field(default_factory=NodeTimeouts)
     image: ImageConfig = field(default_factory=ImageConfig)
     #: Bound on waiting for the cluster to be ready after `up`.
     ready_timeout_s: float = 120.0

@@ -123,7 +123,8 @@ def test_cluster_elr(docker_client, elr, tmp_path):
             assert not state.elr, f"ELR must be empty or absent with ELR off, got {state.elr}"
         assert state.leader == leader
 
-        records = decode_metadata_log(cluster.controllers[0], cluster.config.metadata_log_dir)
+        records = decode_metadata_log(cluster.controllers[0], cluster.config.metadata_log_dir,
+                                      cluster.config.timeouts.metadata_dump_s)
         changes = [r for r in records if r["type"] == "PARTITION_CHANGE_RECORD"]
         assert changes, "the metadata log has no PartitionChangeRecord"
         assert any(r["data"].get("isr") == [leader] for r in changes), changes

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from cluster.node import ExecResult, NodeSpec, Role
+from harness.core.config import NodeTimeouts
 from harness.core.history import NEMESIS_PROCESS, Fault
 from nemesis import grudges
 from nemesis.faults import FaultInjector
@@ -43,6 +44,7 @@ class FakeNode:
 @dataclass
 class FakeConfig:
     broker_port: int = 9092
+    timeouts: NodeTimeouts = field(default_factory=NodeTimeouts)
 
 
 @dataclass
