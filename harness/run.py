@@ -244,7 +244,8 @@ def _run_nemesis(plan: NemesisPlan, spec: RunSpec, injector, observer,
     try:
         if plan.scenario == "unclean-last-replica":
             scenario = UncleanLastReplica(injector, observer, spec.topics[0].name, 0,
-                                          elr=spec.cluster.elr, stop=stop, log=log)
+                                          elr=spec.cluster.elr, timings=spec.run.scenario,
+                                          stop=stop, log=log)
             steps = scenario.run()
             result["steps"] = [asdict(s) for s in steps]
             stop.wait(spec.run.quiet_after_faults_s)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cluster.observe import PartitionState
+from harness.core.config import ScenarioTimings
 from harness.core.history import OBSERVER_PROCESS
 from nemesis import grudges
 from nemesis.faults import FaultInjector
@@ -35,17 +36,6 @@ class Observer(Protocol):
     def latest(self) -> Sequence[ObservedPartition]: ...
     def wait_for(self, predicate: Callable[[list[Any]], bool],
                  timeout_s: float) -> list[Any] | None: ...
-
-
-@dataclass(frozen=True)
-class ScenarioTimings:
-    """Bounds on each step's wait for the observed state it expects."""
-
-    step_timeout_s: float = 60.0
-    #: Quiet time before T0, so acks=all writes are acknowledged by all replicas.
-    warmup_s: float = 8.0
-    #: Time in T1 so that acks=1 writes land on L alone (and acks=all ones fail).
-    hold_t1_s: float = 5.0
 
 
 @dataclass
@@ -70,7 +60,7 @@ class UncleanLastReplica:
 
     def __init__(self, injector: FaultInjector, observer: Observer, topic: str,
                  partition: int = 0, elr: bool = True,
-                 timings: ScenarioTimings = ScenarioTimings(),
+                 timings: ScenarioTimings | None = None,
                  stop: threading.Event | None = None,
                  log: Callable[[str], None] = print) -> None:
         self.injector = injector
@@ -78,7 +68,7 @@ class UncleanLastReplica:
         self.topic = topic
         self.partition = partition
         self.elr = elr
-        self.timings = timings
+        self.timings = timings or ScenarioTimings()
         self.stop_event = stop or threading.Event()
         self.log = log
         self.outcomes: list[StepOutcome] = []

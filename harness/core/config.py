@@ -226,6 +226,18 @@ class WorkloadConfig:
 
 
 @dataclass(frozen=True)
+class ScenarioTimings:
+    """The unclean-last-replica scenario's bounds on each step's wait for the
+    observed state it expects (nemesis/scenario.py)."""
+
+    step_timeout_s: float = 60.0
+    #: Quiet time before T0, so acks=all writes are acknowledged by all replicas.
+    warmup_s: float = 8.0
+    #: Time in T1 so that acks=1 writes land on L alone (and acks=all ones fail).
+    hold_t1_s: float = 5.0
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """One `harness run`: which nemesis, how long, where the evidence goes."""
 
@@ -245,6 +257,8 @@ class RunConfig:
     store: Path = Path("store")
     keep_cluster: bool = False
     check: bool = True
+    #: The unclean-last-replica scenario's step bounds ([run.scenario] in --config).
+    scenario: ScenarioTimings = field(default_factory=ScenarioTimings)
 
 
 # --------------------------------------------------------------------------

@@ -27,6 +27,8 @@ brokers = 5
 kafka_version = "4.0.1"
 [cluster.timings]
 broker_session_timeout_ms = 9000
+[cluster.timeouts]
+format_s = 200
 [topic]
 partitions = 7
 [workload]
@@ -36,6 +38,8 @@ rate = 50
 nemesis = "kill,pause"
 interval_s = 4
 seed = 11
+[run.scenario]
+step_timeout_s = 90
 [checker]
 driver_memory = "3g"
 """
@@ -52,6 +56,7 @@ def test_the_file_sets_every_section_and_a_typed_flag_wins(tmp_path):
     assert (run.nemesis, run.interval_s, run.seed, workload.seed) == ("kill,pause", 4.0, 11, 11)
     assert run.time_limit_s == workload.time_limit_s == 60.0
     assert checker.driver_memory == "3g"
+    assert cluster.timeouts.format_s == 200.0 and run.scenario.step_timeout_s == 90.0
 
 
 def test_no_file_and_no_flags_is_the_defaults():
