@@ -1,9 +1,11 @@
 """Random fault mixes: `--nemesis partition,kill,pause,...` or `all`.
 
 The schedule alternates quiet and fault periods of `interval` seconds; each
-fault period picks a kind and a target by role (a partition's leader, an ISR
-or ELR member, the active controller, or any node) from the observed state,
-all from one seeded RNG, and ends its fault before the next quiet period.
+fault period takes the next kind of a seeded shuffled rotation (every kind of
+the mix once per round, so `--nemesis all` exercises each kind in a run of
+2 x interval x kinds seconds) and a target by role (a partition's leader, an
+ISR or ELR member, the active controller, or any node) from the observed
+state, all from one seeded RNG, and ends its fault before the next quiet period.
 A page-cache loss is only injected while every observed partition has a full
 ISR, so no partition loses unflushed data on more than one replica between
 two points where its ISR was full: the run stays within KIP-966's budget of
@@ -107,6 +109,8 @@ class RandomMix:
         self.topology = topology or Topology.of(cluster.nodes.values())
         self.active_controller = active_controller or cluster.quorum_leader
         self.injected: list[str] = []
+        #: What is left of this round of the rotation (the next kind is the last).
+        self._round: list[str] = []
 
     def run(self, deadline: float) -> list[str]:
         """Inject faults until the deadline or stop; every fault is ended before return."""
@@ -114,18 +118,27 @@ class RandomMix:
             self.stop_event.wait(self.interval_s)
             if self.stop_event.is_set():
                 break
-            kind = self.rng.choice(self.kinds)
+            kind = self.next_kind()
             try:
                 undo = self.inject(kind)
             except Exception as err:  # noqa: BLE001 - recorded as info; go on with the mix
                 self.log(f"{kind} failed: {err}")
                 continue
             if undo is None:
+                if self._round:  # skipped (fault budget): tried again last in this round
+                    self._round.insert(0, kind)
                 continue
             self.injected.append(kind)
             self.stop_event.wait(self.interval_s)
             undo()
         return self.injected
+
+    def next_kind(self) -> str:
+        """The next kind of the rotation: each round is the mix's kinds, shuffled."""
+        if not self._round:
+            self._round = list(self.kinds)
+            self.rng.shuffle(self._round)
+        return self._round.pop()
 
     # -- targets by role ----------------------------------------------------------
 

@@ -11,6 +11,7 @@ import pytest
 from checker_agreement import assert_reference_agrees
 
 from harness.core.history import ENDED_BY
+from nemesis.mix import FAULT_KINDS, RECORDED_AS
 
 pytestmark = pytest.mark.integration
 
@@ -92,21 +93,24 @@ def _unhealed_faults(history: list[dict]) -> list[str]:
 
 
 def test_random_mix_of_all_faults_heals_everything(tmp_path):
-    """A seeded mix of every fault kind ends with each fault undone, the cluster
-    recovered, complete final reads and a verdict (not a harness error)."""
-    proc = _harness("run", "--nemesis", "all", "--time-limit", "60", "--interval", "4",
+    """A seeded mix of every fault kind runs each kind, ends with each fault undone,
+    the cluster recovered and complete final reads; with ELR on and page-cache
+    losses kept within the fault budget, Kafka keeps its promises: valid, exit 0."""
+    proc = _harness("run", "--nemesis", "all", "--time-limit", "100", "--interval", "4",
                     "--seed", "3", "--name", "it-mix", store=tmp_path)
     run_dir = (tmp_path / "latest").resolve()
     test = json.loads((run_dir / "test.json").read_text())
     assert "error" not in test and (run_dir / "results.json").exists(), (
         f"{test.get('error')}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     injected = test["nemesis_result"]["injected"]
-    assert len(injected) >= 4 and len(set(injected)) >= 3, injected
+    assert set(injected) == set(FAULT_KINDS), f"kinds never injected: " \
+        f"{sorted(set(FAULT_KINDS) - set(injected))}"
+    recorded = {e["fault"] for e in _history(run_dir) if e["f"] == "fault" and e["type"] == "ok"}
+    assert {str(RECORDED_AS[k]) for k in FAULT_KINDS} <= recorded, recorded
     history = _history(run_dir)
     assert not _unhealed_faults(history), _unhealed_faults(history)
     assert test["recovered"] is True and test["final_reads"]["complete"] is True
     results = json.loads((run_dir / "results.json").read_text())
-    assert proc.returncode in (0, 1) and results["valid"] in (True, False)
-    lost = results["anomalies"].get("lost-write", {}).get("by_acks", {}).get("all", 0)
-    assert "lost-write" not in results["bad_anomaly_types"], (lost, results["reason"])
+    assert results["valid"] is True, results["reason"]
+    assert proc.returncode == 0, proc.stdout[-3000:]
     assert_reference_agrees(run_dir)

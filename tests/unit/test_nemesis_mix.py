@@ -275,3 +275,20 @@ def test_the_same_seed_reproduces_kinds_and_targets_not_only_kinds() -> None:
 def test_an_unknown_kind_is_refused_before_the_mix_starts() -> None:
     with pytest.raises(ValueError, match="unknown fault kinds"):
         mix(FakeInjector(), FULL, kinds=["kill", "nap"])
+
+
+def test_every_kind_runs_once_per_round_in_a_seeded_order():
+    """`--nemesis all` must exercise each kind: the rotation is each kind once per
+    round, shuffled by the seed (the same seed, the same order)."""
+    from nemesis.mix import FAULT_KINDS, RandomMix
+
+    def rounds(seed: int) -> list[str]:
+        mix = RandomMix.__new__(RandomMix)
+        mix.kinds, mix._round = list(FAULT_KINDS), []
+        mix.rng = __import__("random").Random(seed)
+        return [mix.next_kind() for _ in range(3 * len(FAULT_KINDS))]
+
+    order = rounds(3)
+    for start in range(0, len(order), len(FAULT_KINDS)):
+        assert sorted(order[start:start + len(FAULT_KINDS)]) == sorted(FAULT_KINDS)
+    assert order == rounds(3) and order != rounds(4)
