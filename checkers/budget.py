@@ -18,8 +18,10 @@ from pyspark.sql import functions as F
 from checkers.frames import local_rows, sql_string
 from checkers.observations import per_topic
 from checkers.testinfo import RunInfo
+from harness.core.history import BUDGET_FAULTS
 
-LOSS = "page-cache-loss"
+#: The one fault that counts against the budget (the contract's BUDGET_FAULTS).
+(LOSS,) = map(str, BUDGET_FAULTS)
 
 
 def page_cache_loss_nodes(faults: list[dict]) -> list[tuple[int, str]]:

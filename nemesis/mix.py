@@ -12,9 +12,10 @@ two points where its ISR was full: the run stays within KIP-966's budget of
 min.insync.replicas - 1 such losses (for min ISR >= 2), and the checker's
 budget rule still judges whatever happens.
 
-Each fault is recorded under its own kind (RECORDED_AS: a controller kill is
-`controller-kill`, not `kill`), with `detail.mix` (the entry of the mix that
-chose it) and `detail.role` (how its target was chosen; nemesis.targets).
+Each kind is a package (nemesis/packages.py): recorded under its own kind (a
+controller kill is `controller-kill`, not `kill`), with `detail.mix` (the entry
+of the mix that chose it) and `detail.role` (how its target was chosen;
+nemesis.targets).
 """
 
 from __future__ import annotations
@@ -27,34 +28,16 @@ from typing import Any, Protocol
 
 from harness.core.history import Fault
 from nemesis import grudges
+from nemesis.packages import PACKAGES
 from nemesis.scenario import Observer
-from nemesis.targets import Role, Topology, all_isr_full, choose_target
+from nemesis.targets import Role, Topology, choose_target
 
 #: Each entry of a mix and the kind its fault is recorded as (its end is
-#: ENDED_BY's: `start`, `heal` or `resume`).
-RECORDED_AS: dict[str, Fault] = {
-    "partition": Fault.PARTITION,
-    "kill": Fault.KILL,
-    "stop": Fault.STOP,
-    "pause": Fault.PAUSE,
-    "page-cache-loss": Fault.PAGE_CACHE_LOSS,
-    "controller-kill": Fault.CONTROLLER_KILL,
-    "controller-partition": Fault.CONTROLLER_PARTITION,
-    "isolate-from-controllers": Fault.ISOLATE_FROM_CONTROLLERS,
-}
-FAULT_KINDS = tuple(RECORDED_AS)
-
-#: The roles a broker-targeted fault draws its target's role from.
-ROLES: dict[Fault, tuple[Role, ...]] = {
-    Fault.PARTITION: (Role.LEADER, Role.ISR),        # the `isolate` shape
-    Fault.KILL: (Role.LEADER, Role.ISR, Role.ELR, Role.ANY),
-    Fault.STOP: (Role.LEADER, Role.ISR, Role.ELR, Role.ANY),
-    Fault.PAUSE: (Role.LEADER, Role.ISR, Role.ANY),
-    Fault.PAGE_CACHE_LOSS: (Role.LEADER, Role.ISR),
-    Fault.ISOLATE_FROM_CONTROLLERS: (Role.LEADER, Role.ISR, Role.ANY),
-}
-
-PARTITION_SHAPES = ("isolate", "majority-minority", "ring", "bridge")
+#: ENDED_BY's: `start`, `heal` or `resume`); the packages hold the rest.
+RECORDED_AS: dict[str, Fault] = {name: p.recorded for name, p in PACKAGES.items()}
+FAULT_KINDS = tuple(PACKAGES)
+#: The roles each recorded kind draws its target's role from.
+ROLES: dict[Fault, tuple[Role, ...]] = {p.recorded: p.roles for p in PACKAGES.values()}
 
 
 class Injector(Protocol):
@@ -140,73 +123,18 @@ class RandomMix:
             self.rng.shuffle(self._round)
         return self._round.pop()
 
-    # -- targets by role ----------------------------------------------------------
+    # -- what the packages read of the mix -------------------------------------------
 
-    def _states(self) -> list[Any]:
+    def states(self) -> list[Any]:
+        """The observer's latest partition states."""
         return list(self.observer.latest())
 
-    def _target(self, role: Role) -> str:
+    def target(self, role: Role) -> str:
         """The node in `role` now, from the observed state and the seeded RNG."""
         leader = self.active_controller() if role is Role.ACTIVE_CONTROLLER else None
-        return choose_target(role, self._states(), self.topology, self.rng, leader)
-
-    def _role(self, fault: Fault) -> Role:
-        return self.rng.choice(ROLES[fault])
-
-    # -- one fault and its undo ------------------------------------------------------
+        return choose_target(role, self.states(), self.topology, self.rng, leader)
 
     def inject(self, kind: str) -> Callable[[], Any] | None:
         """Inject one fault of the mix's `kind`; returns what ends it (None: skipped)."""
-        inj = self.injector
-        recorded = RECORDED_AS[kind]
-        nodes = self.topology.node_names
-        why: dict[str, Any] = {"mix": kind}
-        if recorded is Fault.PARTITION:
-            shape = self.rng.choice(PARTITION_SHAPES)
-            if shape == "isolate":
-                role = self._role(recorded)
-                grudge = grudges.isolate(self._target(role), nodes)
-                why["role"] = str(role)
-            elif shape == "majority-minority":
-                grudge = grudges.majority_minority(nodes, self.rng)
-            elif shape == "ring":
-                grudge = grudges.ring(nodes, self.rng)
-            else:
-                grudge = grudges.bridge(nodes, self.rng)
-            # A shape over all nodes has no target: its role is null.
-            why.setdefault("role", None)
-            inj.partition(grudge, step=f"mix:{shape}", kind=recorded, detail=why)
-            return lambda: inj.heal(step=f"mix:{shape}", detail=why)
-        if recorded is Fault.CONTROLLER_PARTITION:
-            target = self._target(Role.ACTIVE_CONTROLLER)
-            why["role"] = str(Role.ACTIVE_CONTROLLER)
-            inj.partition(grudges.isolate(target, nodes), step="mix:controller-partition",
-                          kind=recorded, detail=why)
-            return lambda: inj.heal(step="mix:controller-partition", detail=why)
-        if recorded is Fault.ISOLATE_FROM_CONTROLLERS:
-            role = self._role(recorded)
-            broker = self._target(role)
-            why["role"] = str(role)
-            inj.partition(grudges.from_controllers([broker], sorted(self.topology.controllers)),
-                          step="mix:isolate-from-controllers", kind=recorded, detail=why)
-            return lambda: inj.heal(step="mix:isolate-from-controllers", detail=why)
-        if recorded is Fault.PAGE_CACHE_LOSS and not all_isr_full(self._states(),
-                                                                 self.replication_factor):
-            self.log("page-cache-loss skipped: not every ISR is full (fault budget)")
-            return None
-        role = (Role.ACTIVE_CONTROLLER if recorded is Fault.CONTROLLER_KILL
-                else self._role(recorded))
-        target = self._target(role)
-        why["role"] = str(role)
-        if recorded in (Fault.KILL, Fault.CONTROLLER_KILL):
-            inj.kill(target, kind=recorded, detail=why)
-        elif recorded is Fault.STOP:
-            inj.stop(target, detail=why)
-        elif recorded is Fault.PAGE_CACHE_LOSS:
-            inj.page_cache_loss(target, detail=why)
-        elif recorded is Fault.PAUSE:
-            inj.pause(target, detail=why)
-            return lambda: inj.resume(target, detail=why)
-        else:
-            raise ValueError(f"unknown fault kind {kind}")
-        return lambda: inj.start(target, detail=why)
+        package = PACKAGES[kind]
+        return package.inject(self, package)

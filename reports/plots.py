@@ -22,20 +22,13 @@ from matplotlib.patches import Patch
 from matplotlib.transforms import blended_transform_factory
 
 from harness.core.history import ACKS_LEVELS
+from nemesis.packages import COLOURS
 from reports.faults import FaultBand
 from reports.history_scan import HistoryScan, ObservedState, PartitionKey
 from reports.lost_writes import LostWrites
 
-FAULT_COLOURS = {
-    "partition": "#e6550d",
-    "controller-partition": "#fd8d3c",
-    "isolate-from-controllers": "#fdae6b",
-    "kill": "#de2d26",
-    "stop": "#a50f15",
-    "controller-kill": "#fb6a4a",
-    "pause": "#756bb1",
-    "page-cache-loss": "#000000",
-}
+#: Each fault kind's colour, as its package (nemesis/packages.py) says.
+FAULT_COLOURS = COLOURS
 OTHER_FAULT_COLOUR = "#636363"
 SERIES_COLOURS = {
     "send acks=all": "#1f77b4",

@@ -67,3 +67,7 @@ ENDED_BY: dict[Fault, tuple[Fault, ...]] = {
     Fault.START: (Fault.KILL, Fault.STOP, Fault.PAGE_CACHE_LOSS, Fault.CONTROLLER_KILL),
     Fault.RESUME: (Fault.PAUSE,),
 }
+
+#: Faults that count against KIP-966's fault budget (HISTORY.md, "Fault budget"):
+#: an unclean shutdown that drops a replica's unflushed data.
+BUDGET_FAULTS = (Fault.PAGE_CACHE_LOSS,)

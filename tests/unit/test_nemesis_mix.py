@@ -292,3 +292,20 @@ def test_every_kind_runs_once_per_round_in_a_seeded_order():
     for start in range(0, len(order), len(FAULT_KINDS)):
         assert sorted(order[start:start + len(FAULT_KINDS)]) == sorted(FAULT_KINDS)
     assert order == rounds(3) and order != rounds(4)
+
+
+def test_each_package_is_one_complete_fault_kind():
+    """nemesis/packages.py: every kind has its recorded name, roles, an injector,
+    a colour the report draws it in, and the contract's budget rule."""
+    from harness.core.history import BUDGET_FAULTS, ENDED_BY
+    from nemesis.packages import PACKAGES
+    from reports.plots import fault_colour
+
+    lasting = {k for ended in ENDED_BY.values() for k in ended}
+    for name, package in PACKAGES.items():
+        assert package.name == name and package.recorded in lasting
+        assert package.roles and callable(package.inject)
+        assert fault_colour(str(package.recorded)) == package.colour
+        assert package.counts_against_budget == (package.recorded in BUDGET_FAULTS)
+    assert len({p.colour for p in PACKAGES.values()}) == len(PACKAGES), "one colour per kind"
+    assert [p.name for p in PACKAGES.values() if p.counts_against_budget] == ["page-cache-loss"]
