@@ -29,7 +29,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--nemesis", default=r.nemesis,
                    help="none, unclean-last-replica, or a comma list of fault kinds "
                         "(partition, kill, stop, pause, page-cache-loss, controller-kill, "
-                        "controller-partition, isolate-from-controllers) or all")
+                        "controller-partition, isolate-from-controllers) or all; lists "
+                        "joined by + overlap (partition+kill,pause: one network mix and "
+                        "one process mix at once)")
     p.add_argument("--time-limit", type=finite_float, default=None,
                    help="seconds of workload (default 60; a cap of 300 for a scenario, "
                         "which ends when its steps are done)")

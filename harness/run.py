@@ -234,31 +234,46 @@ def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, la
 
 def _run_nemesis(plan: NemesisPlan, spec: RunSpec, injector, observer,
                  stop: threading.Event, result: dict[str, Any]) -> None:
-    """The nemesis thread: a scenario or a random mix; never raises."""
-    from nemesis.mix import RandomMix
-    from nemesis.scenario import UncleanLastReplica
-
+    """The nemesis thread: the plan's schedule; never raises."""
     def log(message: str) -> None:
         console.print(f"[magenta]nemesis[/magenta] {message}")
 
     try:
-        if plan.scenario == "unclean-last-replica":
-            scenario = UncleanLastReplica(injector, observer, spec.topics[0].name, 0,
-                                          elr=spec.cluster.elr, timings=spec.run.scenario,
-                                          stop=stop, log=log)
-            steps = scenario.run()
-            result["steps"] = [asdict(s) for s in steps]
-            stop.wait(spec.run.quiet_after_faults_s)
-        elif plan.faults:
-            mix = RandomMix(injector, observer, plan.faults, spec.run.seed, spec.run.interval_s,
-                            min(t.replication_factor for t in spec.topics), stop=stop, log=log)
-            result["injected"] = mix.run(time.monotonic() + spec.run.time_limit_s)
+        schedule = _schedule(plan, spec, injector, observer, log)
+        if schedule is not None:
+            schedule.run(time.monotonic() + spec.run.time_limit_s, stop, result)
     except Exception as err:  # noqa: BLE001 - recorded; the run heals and goes on
         result["error"] = f"{type(err).__name__}: {err}"
         log(f"[red]error: {result['error']}[/red]")
     finally:
         result["latencies_s"] = injector.latencies
         result["done"] = True
+
+
+def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):
+    """The scenario then a quiet spell; or one mix; or mixes that overlap (each
+    seeded from --seed upward, so the run reproduces)."""
+    from nemesis.mix import RandomMix
+    from nemesis.scenario import UncleanLastReplica
+    from nemesis.schedules import Mix, Overlap, Phases, Quiet, Scenario
+
+    if plan.scenario == "unclean-last-replica":
+        return Phases([
+            Scenario(lambda stop: UncleanLastReplica(
+                injector, observer, spec.topics[0].name, 0, elr=spec.cluster.elr,
+                timings=spec.run.scenario, stop=stop, log=log)),
+            Quiet(spec.run.quiet_after_faults_s)])
+    replication = min(t.replication_factor for t in spec.topics)
+
+    def maker(seed: int):
+        return lambda kinds, stop: RandomMix(injector, observer, kinds, seed,
+                                             spec.run.interval_s, replication, stop=stop,
+                                             log=log)
+
+    mixes = [Mix(group, maker(spec.run.seed + i)) for i, group in enumerate(plan.groups)]
+    if not mixes:
+        return None
+    return mixes[0] if len(mixes) == 1 else Overlap(mixes)
 
 
 def _progress(phases: Phases, workload, nemesis_thread: threading.Thread, spec: RunSpec,

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from harness.core.errors import BadInput
 from nemesis.mix import FAULT_KINDS
+from nemesis.schedules import Mix, check_overlap
 
 SCENARIOS = ("unclean-last-replica",)
 NONE = "none"
@@ -13,11 +14,19 @@ NONE = "none"
 
 @dataclass(frozen=True)
 class NemesisPlan:
-    """`none`, one scripted scenario, or a random mix of fault kinds."""
+    """`none`, one scripted scenario, or random mixes of fault kinds: one mix, or
+    several that overlap (`partition+kill,pause`), each acting on its own
+    resources (nemesis.schedules.check_overlap)."""
 
     text: str
     scenario: str | None
-    faults: tuple[str, ...]
+    #: the mixes: one group of kinds each
+    groups: tuple[tuple[str, ...], ...] = ()
+
+    @property
+    def faults(self) -> tuple[str, ...]:
+        """Every kind of every mix."""
+        return tuple(dict.fromkeys(k for group in self.groups for k in group))
 
     @property
     def needs_page_cache_layer(self) -> bool:
@@ -27,7 +36,7 @@ class NemesisPlan:
     def test_name(self) -> str:
         if self.scenario:
             return self.scenario
-        return "-".join(self.faults) if self.faults else NONE
+        return "+".join("-".join(g) for g in self.groups) if self.groups else NONE
 
 
 def valid_names() -> list[str]:
@@ -35,23 +44,49 @@ def valid_names() -> list[str]:
 
 
 def parse_nemesis(text: str) -> NemesisPlan:
-    """`none`, a scenario name, or a comma list of fault kinds (or `all`)."""
+    """`none`, a scenario name, or a comma list of fault kinds (or `all`); `+`
+    between comma lists makes mixes that overlap."""
+    groups = [_kinds(part, text) for part in text.split("+")] if "+" in text else []
+    if groups:
+        plan = NemesisPlan(text, None, tuple(groups))
+        try:
+            check_overlap([Mix(g, make=_unused) for g in groups])
+        except ValueError as err:
+            raise BadInput(f"--nemesis {text}: {err}") from None
+        return plan
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise BadInput(f"--nemesis is empty; valid: {', '.join(valid_names())}")
-    unknown = [n for n in names if n not in valid_names()]
-    if unknown:
-        raise BadInput(f"unknown nemesis {', '.join(repr(n) for n in unknown)}; "
-                       f"valid: {', '.join(valid_names())}")
+    _known(names)
     if names == [NONE]:
-        return NemesisPlan(text, None, ())
+        return NemesisPlan(text, None)
     scenarios = [n for n in names if n in SCENARIOS]
     if scenarios:
         if len(names) > 1:
             raise BadInput(f"scenario {scenarios[0]} runs alone; do not combine it with "
                            "other nemeses")
-        return NemesisPlan(text, scenarios[0], ())
-    if NONE in names:
-        raise BadInput("'none' cannot be combined with fault kinds")
-    faults = FAULT_KINDS if "all" in names else tuple(dict.fromkeys(names))
-    return NemesisPlan(text, None, tuple(faults))
+        return NemesisPlan(text, scenarios[0])
+    return NemesisPlan(text, None, (_kinds(text, text),))
+
+
+def _known(names: list[str]) -> None:
+    unknown = [n for n in names if n not in valid_names()]
+    if unknown:
+        raise BadInput(f"unknown nemesis {', '.join(repr(n) for n in unknown)}; "
+                       f"valid: {', '.join(valid_names())}")
+
+
+def _kinds(part: str, text: str) -> tuple[str, ...]:
+    """The fault kinds of one mix of `text`."""
+    names = [n.strip() for n in part.split(",") if n.strip()]
+    if not names:
+        raise BadInput(f"--nemesis {text}: an empty mix; valid: {', '.join(valid_names())}")
+    _known(names)
+    if NONE in names or any(n in SCENARIOS for n in names):
+        raise BadInput(f"--nemesis {text}: 'none' and scenarios cannot be mixed with "
+                       "fault kinds")
+    return FAULT_KINDS if "all" in names else tuple(dict.fromkeys(names))
+
+
+def _unused(*_args: object) -> None:
+    raise AssertionError("a parsed plan's mixes are made by the run")

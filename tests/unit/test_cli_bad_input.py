@@ -31,6 +31,8 @@ BAD_INPUTS = [
     (["run", "--nemesis", ""], "--nemesis"),
     (["run", "--nemesis", "kill,bogus"], "unknown nemesis 'bogus'"),
     (["run", "--nemesis", ",,"], "--nemesis"),
+    (["run", "--nemesis", "partition+isolate-from-controllers"],
+     "--nemesis partition+isolate-from-controllers: overlapping schedules 1 and 2 both act"),
     (["run", "--acks", "all,2"], "unknown acks level '2'"),
     (["run", "--acks", ""], "--acks needs at least one level"),
     (["run", "--acks", "all,all"], "acks levels repeat"),

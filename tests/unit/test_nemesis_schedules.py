@@ -1,0 +1,86 @@
+"""Schedules compose: phases in order, overlaps at once on disjoint resources."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from harness.core.errors import BadInput
+from nemesis.registry import parse_nemesis
+from nemesis.schedules import Mix, Overlap, Phases, Quiet, check_overlap
+
+
+class FakeMix:
+    """Stands in for RandomMix: records when it ran and what it 'injected'."""
+
+    def __init__(self, kinds, stop, log, hold_s=0.2):
+        self.kinds, self.stop, self.log, self.hold_s = kinds, stop, log, hold_s
+
+    def run(self, deadline):
+        self.log.append(("start", self.kinds, time.monotonic()))
+        self.stop.wait(self.hold_s)
+        self.log.append(("end", self.kinds, time.monotonic()))
+        return list(self.kinds)
+
+
+def _mix(kinds, log):
+    return Mix(tuple(kinds), lambda k, stop: FakeMix(k, stop, log))
+
+
+def test_phases_run_in_order_and_collect_what_was_injected():
+    log, result = [], {}
+    Phases([_mix(["kill"], log), Quiet(0.05), _mix(["partition"], log)]).run(
+        time.monotonic() + 10, threading.Event(), result)
+    assert [(e[0], e[1]) for e in log] == [("start", ("kill",)), ("end", ("kill",)),
+                                           ("start", ("partition",)), ("end", ("partition",))]
+    assert result["injected"] == ["kill", "partition"]
+
+
+def test_phases_stop_at_the_deadline():
+    log, result = [], {}
+    Phases([Quiet(0.3), _mix(["kill"], log)]).run(time.monotonic() + 0.1, threading.Event(),
+                                                    result)
+    assert log == [] and "injected" not in result
+
+
+def test_overlapping_mixes_run_at_the_same_time():
+    log, result = [], {}
+    Overlap([_mix(["partition"], log), _mix(["kill", "pause"], log)]).run(
+        time.monotonic() + 10, threading.Event(), result)
+    starts = [e[2] for e in log if e[0] == "start"]
+    ends = [e[2] for e in log if e[0] == "end"]
+    assert len(starts) == 2 and max(starts) < min(ends), "both were in force at once"
+    assert sorted(result["injected"]) == ["kill", "partition", "pause"]
+
+
+@pytest.mark.parametrize("groups", [
+    (["partition"], ["controller-partition"]),       # both cut the network: a heal undoes both
+    (["kill"], ["pause"]),                           # a start would revive what the other paused
+    (["page-cache-loss"], ["controller-kill"]),
+])
+def test_overlapping_schedules_on_one_resource_are_refused(groups):
+    with pytest.raises(ValueError, match="both act on the"):
+        check_overlap([_mix(g, []) for g in groups])
+
+
+def test_the_command_line_spells_overlaps_with_plus():
+    plan = parse_nemesis("partition,isolate-from-controllers+kill,pause")
+    assert plan.groups == (("partition", "isolate-from-controllers"), ("kill", "pause"))
+    assert plan.faults == ("partition", "isolate-from-controllers", "kill", "pause")
+    assert plan.test_name == "partition-isolate-from-controllers+kill-pause"
+    assert parse_nemesis("kill,pause").groups == (("kill", "pause"),)
+    assert parse_nemesis("unclean-last-replica").groups == ()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("partition+controller-partition", "both act on the network"),
+    ("kill+", "an empty mix"),
+    ("kill+none", "'none' and scenarios cannot be mixed"),
+    ("kill+unclean-last-replica", "'none' and scenarios cannot be mixed"),
+    ("kill+bogus", "unknown nemesis 'bogus'"),
+])
+def test_a_bad_overlap_is_refused_by_name(text, message):
+    with pytest.raises(BadInput, match=message):
+        parse_nemesis(text)
