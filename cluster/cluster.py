@@ -332,17 +332,28 @@ class Cluster:
         Brokers cut off from the controllers answer from a stale cache; when no
         broker has a fresh view (the scenario's T2), this is the cluster's word.
         """
-        from cluster.metadata_log import decode_metadata_log, partition_states
+        from cluster.metadata_log import partition_states
 
         leader = self.quorum_leader()
         nodes = [n for n in self.controllers if n.spec.node_id == leader] or self.controllers
-        records = decode_metadata_log(nodes[0], self.config.metadata_log_dir,
-                                      self.config.timeouts.metadata_dump_s)
+        records = self.decode_metadata_log(nodes[0])
         return [PartitionState(topic=t, partition=p, leader=s["leader"],
                                leader_epoch=s["leader_epoch"], isr=tuple(s["isr"]),
                                elr=tuple(s["elr"]), last_known_elr=tuple(s["last_known_elr"]),
                                high_watermark=None)
                 for (t, p), s in sorted(partition_states(records).items()) if t == topic]
+
+    def decode_metadata_log(self, node: Node) -> list[dict]:
+        """A controller's metadata log, decoded by the log dump tool of the Kafka
+        under test (wherever that release keeps it)."""
+        from cluster.metadata_log import DUMP_LOG_CLASSES, decode_metadata_log
+
+        distribution = self.distribution or resolve_distribution(
+            self.facts.get("kafka-version", self.config.kafka_version), self.config.kafka_dist,
+            self.log)
+        return decode_metadata_log(node, self.config.metadata_log_dir,
+                                   self.config.timeouts.metadata_dump_s,
+                                   distribution.main_class(DUMP_LOG_CLASSES))
 
     def describe_all(self) -> list[PartitionState]:
         """Every user topic's partitions (internal topics left out)."""

@@ -38,6 +38,21 @@ class KafkaDistribution:
     def libs(self) -> Path:
         return self.home / "libs"
 
+    def main_class(self, candidates: tuple[str, ...]) -> str:
+        """The first of `candidates` (fully qualified class names) that the
+        distribution's jars hold: Kafka moves tools between releases (the log dump
+        tool left the Scala `kafka.tools` for Java's `org.apache.kafka.tools` in 4.2)."""
+        wanted = {name.replace(".", "/") + ".class": name for name in candidates}
+        found = set()
+        for jar in sorted(self.libs.glob("kafka*.jar")):
+            with zipfile.ZipFile(jar) as archive:
+                found |= wanted.keys() & set(archive.namelist())
+        for path, name in wanted.items():
+            if path in found:
+                return name
+        raise DistributionError(f"{self.source}: none of {', '.join(candidates)} in "
+                                f"{self.libs}; is this a Kafka distribution?")
+
 
 def check_request(version: str, dist: Path | None) -> None:
     """What can be told of the asked-for distribution without downloading or

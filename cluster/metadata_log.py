@@ -60,7 +60,13 @@ def _control_type(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).upper()
 
 
-def decode_metadata_log(node: Node, metadata_dir: str, timeout_s: float) -> list[dict]:
+#: Kafka's log dump tool, where releases keep it (newest first): Java from 4.2,
+#: Scala before (KafkaDistribution.main_class picks the one a release has).
+DUMP_LOG_CLASSES = ("org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments")
+
+
+def decode_metadata_log(node: Node, metadata_dir: str, timeout_s: float,
+                        dump_class: str = DUMP_LOG_CLASSES[-1]) -> list[dict]:
     """Decode every segment of a controller's metadata log, in offset order."""
     partition_dir = f"{metadata_dir}/__cluster_metadata-0"
     listing = node.exec(f"ls {partition_dir}/*.log")
@@ -68,7 +74,7 @@ def decode_metadata_log(node: Node, metadata_dir: str, timeout_s: float) -> list
     if not segments:
         raise HarnessError(f"{node.spec.name}: no metadata log segments in {partition_dir}")
     result = node.exec(
-        ["java", "-Xmx256m", "-cp", f"{kraft.KAFKA_HOME}/libs/*", "kafka.tools.DumpLogSegments",
+        ["java", "-Xmx256m", "-cp", f"{kraft.KAFKA_HOME}/libs/*", dump_class,
          "--cluster-metadata-decoder", "--files", ",".join(segments)],
         timeout_s=timeout_s)
     if not result.ok:

@@ -335,14 +335,12 @@ def _wait_recovered(observer, spec: RunSpec) -> bool:
 
 
 def _collect(cluster: Cluster, run_dir: Path, outcome: dict[str, Any]) -> None:
-    from cluster.metadata_log import decode_metadata_log
 
     nodes_dir = run_dir / "nodes"
     cluster.collect_logs(nodes_dir)
     for node in cluster.controllers:
         try:
-            records = decode_metadata_log(node, cluster.config.metadata_log_dir,
-                                          cluster.config.timeouts.metadata_dump_s)
+            records = cluster.decode_metadata_log(node)
         except Exception as err:  # noqa: BLE001 - the rest of the run still counts
             outcome.setdefault("errors", []).append(f"metadata log of {node.spec.name}: {err}")
             continue

@@ -10,7 +10,6 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from cluster.cluster import Cluster
 from cluster.kafka_wire import WireConnection
-from cluster.metadata_log import decode_metadata_log
 from harness.core.config import ClusterConfig, TopicConfig
 
 pytestmark = pytest.mark.integration
@@ -123,8 +122,7 @@ def test_cluster_elr(docker_client, elr, tmp_path):
             assert not state.elr, f"ELR must be empty or absent with ELR off, got {state.elr}"
         assert state.leader == leader
 
-        records = decode_metadata_log(cluster.controllers[0], cluster.config.metadata_log_dir,
-                                      cluster.config.timeouts.metadata_dump_s)
+        records = cluster.decode_metadata_log(cluster.controllers[0])
         changes = [r for r in records if r["type"] == "PARTITION_CHANGE_RECORD"]
         assert changes, "the metadata log has no PartitionChangeRecord"
         assert any(r["data"].get("isr") == [leader] for r in changes), changes
