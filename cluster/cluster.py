@@ -122,7 +122,8 @@ class Cluster:
         self.sweep_leftovers()
         self.specs = kraft.node_specs(self.config)
         self.distribution = resolve_distribution(self.config.kafka_version,
-                                                 self.config.kafka_dist, self.log)
+                                                 self.config.kafka_dist, self.log,
+                                                 self.config.releases)
         try:
             self._create_nodes()
             self._format_and_start()

@@ -19,7 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.core.config import SCALA_BINARY_VERSION, cache_dir
+from cluster.releases import LATEST, resolve_version
+from harness.core.config import SCALA_BINARY_VERSION, ReleasesConfig, cache_dir
 from harness.core.errors import DistributionError
 
 #: log4j2 runtime Kafka 4.x logs through (Maven brings no binding along); Kafka
@@ -58,7 +59,8 @@ def check_request(version: str, dist: Path | None) -> None:
     """What can be told of the asked-for distribution without downloading or
     unpacking anything: a version's form, a path's existence."""
     if dist is None:
-        _check_version_name(version)
+        if version != LATEST:
+            _check_version_name(version)
         return
     try:
         found = Path(dist).expanduser().exists()
@@ -80,11 +82,13 @@ def _check_version_name(version: str) -> None:
 
 
 def resolve_distribution(version: str, dist: Path | None,
-                         log: Callable[[str], None] = print) -> KafkaDistribution:
-    """The distribution to test: a user's `dist` if given, else `version` from Maven."""
+                         log: Callable[[str], None] = print,
+                         releases: ReleasesConfig | None = None) -> KafkaDistribution:
+    """The distribution to test: a user's `dist` if given, else `version` (or the
+    newest release, for `latest`) from Maven."""
     if dist is not None:
         return _from_user_dist(Path(dist).expanduser().resolve(), log)
-    return _from_maven(version, log)
+    return _from_maven(resolve_version(version, releases or ReleasesConfig(), log), log)
 
 
 # -- Maven Central -----------------------------------------------------------

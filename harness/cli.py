@@ -123,6 +123,24 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_versions(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("versions", help="Kafka 4.x releases on Maven Central, the tested marked")
+    p.set_defaults(func=_cmd_versions)
+
+
+def _cmd_versions(args: argparse.Namespace) -> int:
+    from cluster.releases import TESTED, releases
+    from harness.core.config import DEFAULT_KAFKA_VERSION, ReleasesConfig
+
+    found = releases(ReleasesConfig(), lambda m: print(m, file=sys.stderr))
+    for version in found:
+        notes = [n for n, yes in (("latest", version == found[-1]),
+                                  ("default", version == DEFAULT_KAFKA_VERSION)) if yes]
+        tested = f"tested: {TESTED[version]}" if version in TESTED else "not tested"
+        print(f"{version:8} {tested}{'  (' + ', '.join(notes) + ')' if notes else ''}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="harness",
@@ -136,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_check(sub)
     _add_report(sub)
     _add_serve(sub)
+    _add_versions(sub)
     return parser
 
 

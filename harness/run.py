@@ -107,7 +107,7 @@ def run_test(spec: RunSpec) -> int:
     connect().close()
 
     resolve_distribution(spec.cluster.kafka_version, spec.cluster.kafka_dist,
-                         lambda m: console.print(f"[dim]·[/dim] {m}"))
+                         lambda m: console.print(f"[dim]·[/dim] {m}"), spec.cluster.releases)
     from nemesis.pagecache import PageCacheLayer
     from workloads.recorder import HistoryRecorder
 
@@ -373,6 +373,7 @@ def _test_json(spec: RunSpec, plan: NemesisPlan, started_at: datetime) -> dict[s
         "nemesis": spec.run.nemesis,
         "seed": spec.run.seed,
         "kafka_version": spec.cluster.kafka_version,
+        "kafka_version_requested": spec.cluster.kafka_version,
         "kafka_dist": str(spec.cluster.kafka_dist) if spec.cluster.kafka_dist else None,
         "elr_enabled": spec.cluster.elr,
         "idempotent_producers": spec.workload.idempotent,

@@ -41,6 +41,17 @@ LABEL = "elr-harness"
 
 
 @dataclass(frozen=True)
+class ReleasesConfig:
+    """Where `--kafka-version latest` learns Kafka's releases, and how long that
+    list is trusted."""
+
+    metadata_url: str = ("https://repo1.maven.org/maven2/org/apache/kafka/kafka_"
+                         f"{SCALA_BINARY_VERSION}/maven-metadata.xml")
+    cache_hours: float = 24.0
+    fetch_timeout_s: float = 10.0
+
+
+@dataclass(frozen=True)
 class ImageConfig:
     """The node image: a debootstrapped Debian, tagged by a hash of this recipe."""
 
@@ -125,6 +136,7 @@ class ClusterConfig:
     jvm_opts: str = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k"
     timings: KafkaTimings = field(default_factory=KafkaTimings)
     timeouts: NodeTimeouts = field(default_factory=NodeTimeouts)
+    releases: ReleasesConfig = field(default_factory=ReleasesConfig)
     image: ImageConfig = field(default_factory=ImageConfig)
     #: Bound on waiting for the cluster to be ready after `up`.
     ready_timeout_s: float = 120.0
