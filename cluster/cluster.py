@@ -5,6 +5,12 @@ Docker: image, network, containers) -> configs -> format (ELR on/off) ->
 start controllers and brokers -> ready (every broker registered and
 unfenced, the quorum has a leader). A node that fails to start has its last
 log lines shown and everything is torn down.
+
+One way to talk to Kafka per purpose: the AdminClient creates topics; the
+harness's own wire client (kafka_wire) observes (DescribeTopicPartitions for
+leader/ISR/ELR, Metadata for registered brokers, ListOffsets for high
+watermarks); Kafka's metadata-quorum tool names the active controller; its log
+dump tool decodes the controller's metadata log.
 """
 
 from __future__ import annotations
