@@ -1,6 +1,7 @@
 """The KIP-966 headline, seed by seed: unclean-last-replica with ELR off and on.
 
     python benchmarks/scenario_verdicts.py --seeds 1-10 [--elr off,on] [--workdir DIR]
+        [--kafka-versions 4.1.1,4.3.1,latest]
     python benchmarks/scenario_verdicts.py --summarize RUN_DIR...
 
 Runs `harness run --nemesis unclean-last-replica` once per seed and ELR
@@ -36,11 +37,12 @@ def _seeds(text: str) -> list[int]:
 HARNESS = str(Path(sys.executable).with_name("harness"))
 
 
-def run_one(elr: str, seed: int, workdir: Path) -> Path:
+def run_one(elr: str, seed: int, workdir: Path, version: str | None = None) -> Path:
     """One scenario run from workdir with the default (relative) store; its run
     directory (the store's latest)."""
+    pinned = ["--kafka-version", version] if version else []
     subprocess.run([HARNESS, "run", "--nemesis", "unclean-last-replica", "--elr", elr,
-                    "--seed", str(seed)],
+                    "--seed", str(seed), *pinned],
                    cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    timeout=1800)
     return (workdir / "store" / "latest").resolve()
@@ -50,7 +52,9 @@ def summarize(run_dir: Path) -> dict:
     """The facts issue 5 asks for, read from one run directory."""
     test = json.loads((run_dir / "test.json").read_text())
     row = {"dir": str(run_dir), "elr": "on" if test["elr_enabled"] else "off",
-           "seed": test["seed"], "error": test.get("error")}
+           "seed": test["seed"], "error": test.get("error"),
+           "kafka": test.get("kafka_version"), "wall_s": test.get("duration_s"),
+           "metadata_log": any(run_dir.glob("nodes/controller-*/metadata-log.json"))}
     results_path = run_dir / "results.json"
     if not results_path.exists():
         return {**row, "verdict": "no verdict"}
@@ -102,20 +106,26 @@ def main() -> int:
     parser.add_argument("--workdir", type=Path, default=Path.cwd(),
                         help="where to run (its ./store is the runs' store)")
     parser.add_argument("--summarize", nargs="*", type=Path, metavar="RUN_DIR")
+    parser.add_argument("--kafka-versions", default="",
+                        help="comma list of --kafka-version values (default: the harness's)")
     args = parser.parse_args()
     if args.summarize is not None:
         dirs = args.summarize
     else:
         args.workdir.mkdir(parents=True, exist_ok=True)
-        dirs = [run_one(elr, seed, args.workdir) for elr in args.elr.split(",")
-                for seed in _seeds(args.seeds)]
+        versions = [v for v in args.kafka_versions.split(",") if v] or [None]
+        dirs = [run_one(elr, seed, args.workdir, version) for version in versions
+                for elr in args.elr.split(",") for seed in _seeds(args.seeds)]
     rows = [summarize(d) for d in dirs]
-    print(f"{'elr':<4}{'seed':>5}  {'verdict':<10}{'sends':>7}{'lost all/1/0':>16}"
+    print(f"{'kafka':<7}{'wall s':>7} {'mlog':<5}{'elr':<4}{'seed':>5}  {'verdict':<10}"
+          f"{'sends':>7}{'lost all/1/0':>16}"
           f"{'dropped B':>11}{'lost-c-read':>12}"
           f"{'L':>3}{'ELR@T1':>8}{'leader@T4':>10}{'resent':>8}  as expected")
     for r in rows:
         lost = f"{r.get('lost_all', '-')}/{r.get('lost_1', '-')}/{r.get('lost_0', '-')}"
-        print(f"{r['elr']:<4}{r['seed']:>5}  {r['verdict']:<10}{str(r.get('sends', '-')):>7}"
+        print(f"{str(r.get('kafka')):<7}{str(r.get('wall_s')):>7} "
+              f"{'yes' if r.get('metadata_log') else 'no':<5}{r['elr']:<4}{r['seed']:>5}  "
+              f"{r['verdict']:<10}{str(r.get('sends', '-')):>7}"
               f"{lost:>16}{str(r.get('dropped', '-')):>11}"
               f"{r.get('lost_committed_read', '-'):>12}{str(r.get('L', '-')):>3}"
               f"{str(r.get('elr_after_T1', '-')):>8}{str(r.get('leader_after_T4', '-')):>10}"
