@@ -28,9 +28,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the synthetic generator lives with the tests
+
+from synthetic import SyntheticSpec, every_anomaly, write_run_dir  # noqa: E402
 
 from harness.core.config import cache_dir  # noqa: E402
-from tests.synthetic import SyntheticSpec, every_anomaly, write_run_dir  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
