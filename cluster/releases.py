@@ -25,6 +25,9 @@ LATEST = "latest"
 #: what was seen (SCENARIOS.md has the table); `harness versions` marks them.
 TESTED: dict[str, str] = {
     "4.1.1": "ELR on valid, ELR off acks=all lost-write",
+    "4.2.2": "ELR on valid, ELR off acks=all lost-write",
+    "4.3.1": "ELR on valid, ELR off acks=all lost-write",
+    "4.4.0": "ELR on valid, ELR off acks=all lost-write",
 }
 
 

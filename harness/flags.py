@@ -110,7 +110,8 @@ def add_cluster_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--elr", type=_on_off, default=d.elr, metavar="on|off",
                    help="eligible.leader.replicas.version at format time (default on)")
     g.add_argument("--kafka-version", default=d.kafka_version,
-                   help=f"Kafka release resolved from Maven Central (default {d.kafka_version})")
+                   help="Kafka release resolved from Maven Central, or latest (the default: "
+                        "the newest 4.x release; `harness versions` lists them)")
     g.add_argument("--kafka-dist", type=Path, default=None,
                    help="a Kafka tarball, unpacked distribution or built source tree instead")
     g.add_argument("--subnet", type=_subnet, default=d.subnet,

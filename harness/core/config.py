@@ -16,9 +16,10 @@ from pathlib import Path
 # Where things live
 # --------------------------------------------------------------------------
 
-#: Default Kafka release: the newest 4.1.x known to resolve from Maven Central
-#: (ELR is on by default for new clusters from 4.1).
-DEFAULT_KAFKA_VERSION = "4.1.1"
+#: Default Kafka release: the newest 4.x release on Maven Central, learnt at run
+#: time (cluster/releases.py); a pinned version (`--kafka-version 4.1.1`) runs
+#: offline from the cache. ELR is on by default for new clusters from 4.1.
+DEFAULT_KAFKA_VERSION = "latest"
 SCALA_BINARY_VERSION = "2.13"
 
 

@@ -93,7 +93,7 @@ def test_metadata_response_lists_broker_ids() -> None:
 # -- golden bytes ---------------------------------------------------------------
 #
 # Every vector below is written field by field from Kafka 4.1.1's message schemas
-# (the harness's DEFAULT_KAFKA_VERSION, harness/core/config.py), the files
+# (the release the harness ran by default when they were written), the files
 # clients/src/main/resources/common/message/<Name>.json of apache/kafka, as shipped
 # in kafka-clients-4.1.1.jar (commitId be816b82d25370ce):
 #

@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from cluster.metadata_log import fold_partitions, partition_states
 from reports.metadata import decode_metadata
 
-#: A controller's log of a real ELR-on unclean-last-replica run on Kafka 4.1.1.
-REAL_LOG = Path(__file__).parent / "fixtures" / "kafka-4.1.1" / \
-    "unclean-last-replica-elr-on.metadata-log.json"
+#: A controller's log of a real ELR-on unclean-last-replica run, per Kafka release
+#: (4.4.0's decoded by the log dump tool's new home, org.apache.kafka.tools).
+REAL_LOGS = sorted((Path(__file__).parent / "fixtures").glob(
+    "kafka-*/unclean-last-replica-elr-on.metadata-log.json"))
 
 
 def _topic(name="t", topic_id="T1"):
@@ -49,8 +52,13 @@ def test_a_partition_of_an_unnamed_topic_is_left_out_of_the_view():
     assert [r.subject for r in decode_metadata(records).rows] == ["T1-0"]
 
 
-def test_the_view_and_the_report_agree_on_a_real_log():
-    records = json.loads(REAL_LOG.read_text())
+def test_a_log_of_each_release_is_there():
+    assert [p.parent.name for p in REAL_LOGS] == ["kafka-4.1.1", "kafka-4.4.0"]
+
+
+@pytest.mark.parametrize("real_log", REAL_LOGS, ids=lambda p: p.parent.name)
+def test_the_view_and_the_report_agree_on_a_real_log(real_log):
+    records = json.loads(real_log.read_text())
     view = partition_states(records)
     assert view, "the real log names partitions"
     last_rows = {row.subject: row.values for row in decode_metadata(records).rows
