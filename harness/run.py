@@ -182,6 +182,11 @@ def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, la
     cluster.up()
     test["kafka_version"] = cluster.distribution.version if cluster.distribution else None
     test["kafka_dist"] = cluster.distribution.source if cluster.distribution else None
+    test["reproduce"] = reproduce_command(spec.cli_args, test["kafka_version"],
+                                          spec.cluster.kafka_dist)
+    if spec.cluster.kafka_dist is None and test["kafka_version"]:
+        # `--config test.json` replays the release that ran, not tomorrow's latest
+        test["config"]["cluster"]["kafka_version"] = test["kafka_version"]
     test["nodes"] = {s.name: {"role": s.role.value, "id": s.node_id, "address": s.address}
                      for s in cluster.specs}
     write_json(run_dir / "test.json", test)
@@ -365,6 +370,24 @@ def check_and_report(run_dir: Path, test: dict[str, Any], run: RunConfig,
     report = build_report(run_dir, ReportConfig())
     print_summary(results, report)
     return exit_code(results)
+
+
+def reproduce_command(cli_args: list[str], ran: str | None, dist: Path | None) -> str:
+    """The command that runs this test again: the one typed, with the Kafka release
+    that ran pinned (a `latest` run repeated tomorrow may get another release)."""
+    args, skip = [], False
+    for arg in cli_args:
+        if skip:
+            skip = False
+        elif arg == "--kafka-version":
+            skip = True
+        elif not arg.startswith("--kafka-version="):
+            args.append(arg)
+    if dist is None and ran:
+        args += ["--kafka-version", ran]
+    elif dist is None:
+        args = list(cli_args)
+    return "harness " + " ".join(shlex.quote(a) for a in args)
 
 
 def _test_json(spec: RunSpec, plan: NemesisPlan, started_at: datetime) -> dict[str, Any]:

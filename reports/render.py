@@ -102,7 +102,9 @@ def _duration(test: dict[str, Any], scan: HistoryScan) -> str:
 
 
 def _command(test: dict[str, Any]) -> str:
-    command = test.get("command")
+    """The reproduce command: test.json's (the Kafka release that ran pinned), else
+    the command as typed (runs from before it was recorded)."""
+    command = test.get("reproduce") or test.get("command")
     if isinstance(command, str) and command:
         return command
     args = test.get("cli_args")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -114,3 +115,27 @@ def test_a_bad_file_is_one_line_naming_the_setting(tmp_path, capsys, text, messa
 def test_a_missing_file_is_one_line(tmp_path, capsys):
     assert main(["run", "--config", str(tmp_path / "nope.toml")]) == 2
     assert "--config" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("typed, expected", [
+    (["run", "--nemesis", "unclean-last-replica"],
+     "harness run --nemesis unclean-last-replica --kafka-version 4.4.0"),
+    (["run", "--kafka-version", "latest", "--seed", "3"],
+     "harness run --seed 3 --kafka-version 4.4.0"),
+    (["run", "--kafka-version=latest"], "harness run --kafka-version 4.4.0"),
+    (["run", "--kafka-version", "4.4.0"], "harness run --kafka-version 4.4.0"),
+])
+def test_the_reproduce_command_pins_the_release_that_ran(typed, expected):
+    """A run of `latest` repeated later may get another release: the report's
+    reproduce command names the one that ran."""
+    from harness.run import reproduce_command
+
+    assert reproduce_command(typed, "4.4.0", None) == expected
+    assert reproduce_command(typed, None, None) == "harness " + " ".join(typed)
+
+
+def test_a_users_distribution_is_reproduced_as_typed():
+    from harness.run import reproduce_command
+
+    assert reproduce_command(["run", "--kafka-dist", "k.tgz"], "4.2.0-SNAPSHOT",
+                             Path("k.tgz")) == "harness run --kafka-dist k.tgz"
