@@ -32,12 +32,8 @@ from nemesis.packages import PACKAGES
 from nemesis.scenario import Observer
 from nemesis.targets import Role, Topology, choose_target
 
-#: Each entry of a mix and the kind its fault is recorded as (its end is
-#: ENDED_BY's: `start`, `heal` or `resume`); the packages hold the rest.
-RECORDED_AS: dict[str, Fault] = {name: p.recorded for name, p in PACKAGES.items()}
+#: The entries a mix may hold: one per fault package.
 FAULT_KINDS = tuple(PACKAGES)
-#: The roles each recorded kind draws its target's role from.
-ROLES: dict[Fault, tuple[Role, ...]] = {p.recorded: p.roles for p in PACKAGES.values()}
 
 
 class Injector(Protocol):
@@ -74,7 +70,7 @@ class RandomMix:
                  log: Callable[[str], None] = print,
                  topology: Topology | None = None,
                  active_controller: Callable[[], int | None] | None = None) -> None:
-        unknown = [k for k in kinds if k not in RECORDED_AS]
+        unknown = [k for k in kinds if k not in PACKAGES]
         if unknown:
             raise ValueError(f"unknown fault kinds {unknown}")
         self.injector = injector

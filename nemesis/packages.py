@@ -24,6 +24,10 @@ Undo = Callable[[], Any]
 
 PARTITION_SHAPES = ("isolate", "majority-minority", "ring", "bridge")
 
+#: What a fault acts on: overlapping schedules may not share one (nemesis.schedules).
+NETWORK = "network"
+PROCESSES = "processes"
+
 
 @dataclass(frozen=True)
 class FaultPackage:
@@ -37,6 +41,8 @@ class FaultPackage:
     roles: tuple[Role, ...]
     #: How plots draw it.
     colour: str
+    #: What it acts on (NETWORK or PROCESSES).
+    resource: str
     inject: Callable[[RandomMix, FaultPackage], Undo | None]
 
     @property
@@ -55,7 +61,7 @@ def _partition(mix: RandomMix, package: FaultPackage) -> Undo:
     shape = mix.rng.choice(PARTITION_SHAPES)
     role = None
     if shape == "isolate":
-        role = mix.rng.choice(package.roles)
+        role = _role_of(mix, package)
         grudge = grudges.isolate(mix.target(role), nodes)
     elif shape == "majority-minority":
         grudge = grudges.majority_minority(nodes, mix.rng)
@@ -79,7 +85,7 @@ def _controller_partition(mix: RandomMix, package: FaultPackage) -> Undo:
 
 def _isolate_from_controllers(mix: RandomMix, package: FaultPackage) -> Undo:
     """A broker that still hears the other brokers but no controller."""
-    role = mix.rng.choice(package.roles)
+    role = _role_of(mix, package)
     broker = mix.target(role)
     why = _why(package, role)
     mix.injector.partition(grudges.from_controllers([broker], sorted(mix.topology.controllers)),
@@ -127,21 +133,23 @@ def _page_cache_loss(mix: RandomMix, package: FaultPackage) -> Undo | None:
 
 
 PACKAGES: dict[str, FaultPackage] = {p.name: p for p in (
-    FaultPackage("partition", Fault.PARTITION, (Role.LEADER, Role.ISR), "#e6550d",
+    FaultPackage("partition", Fault.PARTITION, (Role.LEADER, Role.ISR), "#e6550d", NETWORK,
                  _partition),
     FaultPackage("kill", Fault.KILL, (Role.LEADER, Role.ISR, Role.ELR, Role.ANY), "#de2d26",
-                 _kill),
+                 PROCESSES, _kill),
     FaultPackage("stop", Fault.STOP, (Role.LEADER, Role.ISR, Role.ELR, Role.ANY), "#a50f15",
-                 _stop),
-    FaultPackage("pause", Fault.PAUSE, (Role.LEADER, Role.ISR, Role.ANY), "#756bb1", _pause),
+                 PROCESSES, _stop),
+    FaultPackage("pause", Fault.PAUSE, (Role.LEADER, Role.ISR, Role.ANY), "#756bb1",
+                 PROCESSES, _pause),
     FaultPackage("page-cache-loss", Fault.PAGE_CACHE_LOSS, (Role.LEADER, Role.ISR),
-                 "#000000", _page_cache_loss),
+                 "#000000", PROCESSES, _page_cache_loss),
     FaultPackage("controller-kill", Fault.CONTROLLER_KILL, (Role.ACTIVE_CONTROLLER,),
-                 "#fb6a4a", _kill),
+                 "#fb6a4a", PROCESSES, _kill),
     FaultPackage("controller-partition", Fault.CONTROLLER_PARTITION,
-                 (Role.ACTIVE_CONTROLLER,), "#fd8d3c", _controller_partition),
+                 (Role.ACTIVE_CONTROLLER,), "#fd8d3c", NETWORK, _controller_partition),
     FaultPackage("isolate-from-controllers", Fault.ISOLATE_FROM_CONTROLLERS,
-                 (Role.LEADER, Role.ISR, Role.ANY), "#fdae6b", _isolate_from_controllers),
+                 (Role.LEADER, Role.ISR, Role.ANY), "#fdae6b", NETWORK,
+                 _isolate_from_controllers),
 )}
 
 #: How the report colours each recorded kind.

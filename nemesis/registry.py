@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from harness.core.errors import BadInput
 from nemesis.mix import FAULT_KINDS
-from nemesis.schedules import Mix, check_overlap
+from nemesis.schedules import check_overlap, resources_of
 
 SCENARIOS = ("unclean-last-replica",)
 NONE = "none"
@@ -50,7 +50,7 @@ def parse_nemesis(text: str) -> NemesisPlan:
     if groups:
         plan = NemesisPlan(text, None, tuple(groups))
         try:
-            check_overlap([Mix(g, make=_unused) for g in groups])
+            check_overlap([resources_of(g) for g in groups])
         except ValueError as err:
             raise BadInput(f"--nemesis {text}: {err}") from None
         return plan
@@ -86,7 +86,3 @@ def _kinds(part: str, text: str) -> tuple[str, ...]:
         raise BadInput(f"--nemesis {text}: 'none' and scenarios cannot be mixed with "
                        "fault kinds")
     return FAULT_KINDS if "all" in names else tuple(dict.fromkeys(names))
-
-
-def _unused(*_args: object) -> None:
-    raise AssertionError("a parsed plan's mixes are made by the run")

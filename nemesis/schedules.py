@@ -25,18 +25,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from harness.core.history import Fault
-from nemesis.packages import PACKAGES
+from nemesis.packages import NETWORK, PACKAGES, PROCESSES
 
-#: What a fault kind acts on: overlapping schedules may not share one.
-NETWORK = "network"
-PROCESSES = "processes"
-RESOURCE: dict[Fault, str] = {
-    Fault.PARTITION: NETWORK, Fault.CONTROLLER_PARTITION: NETWORK,
-    Fault.ISOLATE_FROM_CONTROLLERS: NETWORK, Fault.KILL: PROCESSES,
-    Fault.CONTROLLER_KILL: PROCESSES, Fault.STOP: PROCESSES, Fault.PAUSE: PROCESSES,
-    Fault.PAGE_CACHE_LOSS: PROCESSES,
-}
+
+def resources_of(kinds: Sequence[str]) -> set[str]:
+    """What the faults of a mix of `kinds` act on (their packages say)."""
+    return {PACKAGES[kind].resource for kind in kinds}
 
 
 class Schedule(Protocol):
@@ -61,7 +55,7 @@ class Mix:
         result.setdefault("injected", []).extend(injected)
 
     def resources(self) -> set[str]:
-        return {RESOURCE[PACKAGES[k].recorded] for k in self.kinds}
+        return resources_of(self.kinds)
 
 
 @dataclass
@@ -108,7 +102,7 @@ class Overlap:
     threads: list[threading.Thread] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
-        check_overlap(self.parts)
+        check_overlap([part.resources() for part in self.parts])
 
     def run(self, deadline: float, stop: threading.Event, result: dict[str, Any]) -> None:
         errors: list[str] = []
@@ -139,11 +133,11 @@ class Overlap:
         return set().union(*(p.resources() for p in self.parts))
 
 
-def check_overlap(parts: Sequence[Schedule]) -> None:
-    """ValueError unless the overlapping schedules act on disjoint resources."""
+def check_overlap(resources: Sequence[set[str]]) -> None:
+    """ValueError unless overlapping schedules, by what each acts on, share none."""
     seen: dict[str, int] = {}
-    for i, part in enumerate(parts):
-        for resource in part.resources():
+    for i, used in enumerate(resources):
+        for resource in sorted(used):
             if resource in seen:
                 raise ValueError(f"overlapping schedules {seen[resource] + 1} and {i + 1} "
                                  f"both act on the {resource}; their faults would undo "

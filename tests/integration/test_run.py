@@ -11,7 +11,8 @@ import pytest
 from checker_agreement import assert_reference_agrees
 
 from harness.core.history import ENDED_BY
-from nemesis.mix import FAULT_KINDS, RECORDED_AS
+from nemesis.mix import FAULT_KINDS
+from nemesis.packages import PACKAGES
 
 pytestmark = pytest.mark.integration
 
@@ -106,7 +107,7 @@ def test_random_mix_of_all_faults_heals_everything(tmp_path):
     assert set(injected) == set(FAULT_KINDS), f"kinds never injected: " \
         f"{sorted(set(FAULT_KINDS) - set(injected))}"
     recorded = {e["fault"] for e in _history(run_dir) if e["f"] == "fault" and e["type"] == "ok"}
-    assert {str(RECORDED_AS[k]) for k in FAULT_KINDS} <= recorded, recorded
+    assert {str(PACKAGES[k].recorded) for k in FAULT_KINDS} <= recorded, recorded
     history = _history(run_dir)
     assert not _unhealed_faults(history), _unhealed_faults(history)
     assert test["recovered"] is True and test["final_reads"]["complete"] is True

@@ -16,7 +16,8 @@ import pytest
 
 from cluster.observe import PartitionState
 from harness.core.history import ENDED_BY, Fault
-from nemesis.mix import FAULT_KINDS, RECORDED_AS, ROLES, RandomMix
+from nemesis.mix import FAULT_KINDS, RandomMix
+from nemesis.packages import PACKAGES
 from nemesis.targets import BROKER_ROLES, Role, Topology, all_isr_full, choose_target
 from reports.faults import FaultEvent, pair_faults
 
@@ -179,11 +180,11 @@ def mix(injector: FakeInjector, states: list[PartitionState], kinds=FAULT_KINDS,
 
 
 def test_every_kind_of_the_mix_is_recorded_as_a_fault_that_something_ends() -> None:
-    assert tuple(RECORDED_AS) == FAULT_KINDS
+    assert tuple(PACKAGES) == FAULT_KINDS
     lasting = {kind for ended in ENDED_BY.values() for kind in ended}
     for kind in FAULT_KINDS:
-        assert isinstance(RECORDED_AS[kind], Fault)
-        assert RECORDED_AS[kind] in lasting, kind
+        assert isinstance(PACKAGES[kind].recorded, Fault)
+        assert PACKAGES[kind].recorded in lasting, kind
 
 
 @pytest.mark.parametrize("kind", FAULT_KINDS)
@@ -193,7 +194,7 @@ def test_each_kind_records_its_own_fault_with_mix_and_role_and_is_ended(kind: st
     assert undo is not None
     undo()
     begin, end = injector.lines
-    assert begin["fault"] == RECORDED_AS[kind]
+    assert begin["fault"] == PACKAGES[kind].recorded
     assert begin["detail"]["mix"] == kind and end["detail"]["mix"] == kind
     assert "role" in begin["detail"]
     assert begin["fault"] in ENDED_BY[end["fault"]]
@@ -201,7 +202,7 @@ def test_each_kind_records_its_own_fault_with_mix_and_role_and_is_ended(kind: st
     events = [FaultEvent(i, float(i), str(x["fault"]), tuple(x["nodes"]), "ok", x["detail"])
               for i, x in enumerate(injector.lines)]
     (band,) = pair_faults(events)
-    assert (band.kind, band.end_s) == (str(RECORDED_AS[kind]), 1.0)
+    assert (band.kind, band.end_s) == (str(PACKAGES[kind].recorded), 1.0)
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -220,7 +221,7 @@ def test_roles_recorded_are_the_ones_the_target_was_chosen_by(seed: int) -> None
         elif kind == "partition" and line["detail"]["step"] != "mix:isolate":
             assert role is None  # a shape over every node: no target
         else:
-            assert role in ROLES[RECORDED_AS[kind]]
+            assert role in PACKAGES[kind].roles
             grudge = line["detail"].get("grudge")
             # A cut's target is the one node that lost every peer it lost.
             target = max(grudge, key=lambda n: len(grudge[n])) if grudge else line["nodes"][0]

@@ -9,7 +9,7 @@ import pytest
 
 from harness.core.errors import BadInput
 from nemesis.registry import parse_nemesis
-from nemesis.schedules import Mix, Overlap, Phases, Quiet, check_overlap
+from nemesis.schedules import Mix, Overlap, Phases, Quiet
 
 
 class FakeMix:
@@ -62,7 +62,7 @@ def test_overlapping_mixes_run_at_the_same_time():
 ])
 def test_overlapping_schedules_on_one_resource_are_refused(groups):
     with pytest.raises(ValueError, match="both act on the"):
-        check_overlap([_mix(g, []) for g in groups])
+        Overlap([_mix(g, []) for g in groups])
 
 
 def test_the_command_line_spells_overlaps_with_plus():
