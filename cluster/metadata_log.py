@@ -103,7 +103,14 @@ class PartitionStep:
     changed: frozenset[str]
 
 
-def fold_partitions(records: list[dict[str, Any]]) -> Iterator[PartitionStep]:
+def topic_names(records: list[dict[str, Any]]) -> dict[str, str]:
+    """Topic id -> name, from the log's TOPIC_RECORDs."""
+    return {str(r["data"].get("topicId")): str(r["data"].get("name")) for r in records
+            if r.get("type") == "TOPIC_RECORD" and isinstance(r.get("data"), dict)}
+
+
+def fold_partitions(records: list[dict[str, Any]],
+                    names: dict[str, str] | None = None) -> Iterator[PartitionStep]:
     """The one fold of the metadata log: each partition's state after each of its
     records, in log order.
 
@@ -112,8 +119,7 @@ def fold_partitions(records: list[dict[str, Any]]) -> Iterator[PartitionStep]:
     The leader epoch follows Kafka's PartitionRegistration.merge: a
     PARTITION_RECORD sets it, a change record that names a leader bumps it by one.
     """
-    names = {str(r["data"].get("topicId")): str(r["data"].get("name")) for r in records
-             if r.get("type") == "TOPIC_RECORD" and isinstance(r.get("data"), dict)}
+    names = topic_names(records) if names is None else names
     states: dict[tuple[str, Any], dict[str, Any]] = {}
     for record in records:
         kind, data = record.get("type"), record.get("data")
@@ -141,10 +147,10 @@ def fold_partitions(records: list[dict[str, Any]]) -> Iterator[PartitionStep]:
 def partition_states(records: list[dict]) -> dict[tuple[str, int], dict]:
     """Each partition's state as the controller's log says it is now:
     (topic, partition) -> {leader, leader_epoch, isr, elr, last_known_elr}."""
-    named = {str(r["data"].get("name")) for r in records
-             if r.get("type") == "TOPIC_RECORD" and isinstance(r.get("data"), dict)}
+    names = topic_names(records)
+    named = set(names.values())
     states: dict[tuple[str, int], dict] = {}
-    for step in fold_partitions(records):
+    for step in fold_partitions(records, names):
         if step.topic not in named:
             continue  # a partition of a topic the log never named
         s = step.state

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cluster.metadata_log import PARTITION_FIELDS as FOLDED_FIELDS
-from cluster.metadata_log import fold_partitions
+from cluster.metadata_log import fold_partitions, topic_names
 
 BROKER_TYPES = (
     "REGISTER_BROKER_RECORD",
@@ -77,9 +77,8 @@ def _broker_event(rtype: str, data: dict[str, Any]) -> tuple[str, str]:
 def decode_metadata(records: list[dict[str, Any]]) -> DecodedMetadata:
     """Rows for partition and broker records, in log order, with topic names resolved
     (the partition states come from cluster.metadata_log's one fold)."""
-    topics = {str(r["data"].get("topicId")): str(r["data"].get("name")) for r in records
-              if r.get("type") == "TOPIC_RECORD" and isinstance(r.get("data"), dict)}
-    steps = {id(step.record): step for step in fold_partitions(records)}
+    topics = topic_names(records)
+    steps = {id(step.record): step for step in fold_partitions(records, topics)}
     rows: list[MetadataRow] = []
     other: dict[str, int] = {}
     for record in records:
