@@ -8,6 +8,7 @@ version into the cache; a user's tarball is unpacked once per content hash.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import shutil
@@ -39,10 +40,12 @@ class KafkaDistribution:
     def libs(self) -> Path:
         return self.home / "libs"
 
+    @functools.cache  # noqa: B019 - few frozen distributions; the scenario asks each poll
     def main_class(self, candidates: tuple[str, ...]) -> str:
         """The first of `candidates` (fully qualified class names) that the
         distribution's jars hold: Kafka moves tools between releases (the log dump
-        tool left the Scala `kafka.tools` for Java's `org.apache.kafka.tools` in 4.2)."""
+        tool left the Scala `kafka.tools` for Java's `org.apache.kafka.tools` in 4.2).
+        Read once per distribution: the scenario's controller view asks at every poll."""
         wanted = {name.replace(".", "/") + ".class": name for name in candidates}
         found = set()
         for jar in sorted(self.libs.glob("kafka*.jar")):
@@ -62,6 +65,10 @@ def check_request(version: str, dist: Path | None) -> None:
         if version != LATEST:
             _check_version_name(version)
         return
+    _check_exists(dist)
+
+
+def _check_exists(dist: Path) -> None:
     try:
         found = Path(dist).expanduser().exists()
     except (OSError, ValueError) as err:
@@ -161,7 +168,7 @@ def _maven_error(output: str) -> str:
 
 
 def _from_user_dist(path: Path, log: Callable[[str], None]) -> KafkaDistribution:
-    check_request("", path)
+    _check_exists(path)
     if path.is_file():
         return _from_tarball(path, log)
     if (path / "libs").is_dir():

@@ -192,10 +192,9 @@ class DockerProvider:
         specs = _specs_from_labels(containers)
         nodes: dict[str, Node] = {s.name: DockerNode(s, by_name[s.name], self.config.timeouts)
                                   for s in specs if s.name in by_name}
-        facts = {}
-        for container in containers[:1]:
-            facts = {key: container.labels[f"{LABEL}.{key}"] for key in ("kafka-version", "elr")
-                     if f"{LABEL}.{key}" in container.labels}
+        labels_of_one = containers[0].labels if containers else {}
+        facts = {key: labels_of_one[f"{LABEL}.{key}"] for key in ("kafka-version", "elr")
+                 if f"{LABEL}.{key}" in labels_of_one}
         return Attached(specs, nodes, facts)
 
     def remove(self) -> int:
