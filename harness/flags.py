@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from harness.core.config import ClusterConfig, ImageConfig, TopicConfig
+from harness.core.config import ClusterConfig, TopicConfig
 
 
 def _on_off(value: str) -> bool:
@@ -134,26 +134,37 @@ def add_topic_flags(parser: argparse.ArgumentParser, topic_default: str | None) 
                    metavar="on|off", help="unclean.leader.election.enable (default off)")
 
 
-def cluster_config(args: argparse.Namespace) -> ClusterConfig:
-    image = ImageConfig()
-    if getattr(args, "base_image", None):
-        image = replace(image, base_image=args.base_image)
-    return ClusterConfig(
-        name=args.name, controllers=args.controllers, brokers=args.brokers, elr=args.elr,
-        kafka_version=args.kafka_version, kafka_dist=args.kafka_dist, image=image,
-        subnet=args.subnet,
-    )
+#: Cluster and topic flags (their dests) -> the config field each sets;
+#: `--base-image` sets ClusterConfig.image.base_image.
+CLUSTER_FLAGS = {"name": "name", "controllers": "controllers", "brokers": "brokers",
+                 "elr": "elr", "kafka_version": "kafka_version", "kafka_dist": "kafka_dist",
+                 "subnet": "subnet"}
+TOPIC_FLAGS = {"topic": "name", "partitions": "partitions",
+               "replication_factor": "replication_factor",
+               "min_insync_replicas": "min_insync_replicas",
+               "unclean_leader_election": "unclean_leader_election"}
 
 
-def topic_config(args: argparse.Namespace) -> TopicConfig | None:
+def cluster_config(args: argparse.Namespace, base: ClusterConfig | None = None,
+                   given: set[str] | None = None) -> ClusterConfig:
+    """`base` (the defaults) with the cluster flags applied: all of them, or only
+    those in `given` (the flags typed, which win over a --config file)."""
+    config = replace(base or ClusterConfig(), **{
+        field: getattr(args, dest) for dest, field in CLUSTER_FLAGS.items()
+        if given is None or dest in given})
+    if getattr(args, "base_image", None) and (given is None or "base_image" in given):
+        config = replace(config, image=replace(config.image, base_image=args.base_image))
+    return config
+
+
+def topic_config(args: argparse.Namespace, base: TopicConfig | None = None,
+                 given: set[str] | None = None) -> TopicConfig | None:
+    """As cluster_config, for the topic flags; None when no topic is named."""
     if not args.topic:
         return None
-    return TopicConfig(
-        name=args.topic, partitions=args.partitions,
-        replication_factor=args.replication_factor,
-        min_insync_replicas=args.min_insync_replicas,
-        unclean_leader_election=args.unclean_leader_election,
-    )
+    return replace(base or TopicConfig(), **{
+        field: getattr(args, dest) for dest, field in TOPIC_FLAGS.items()
+        if given is None or dest in given})
 
 
 def given_flags(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> set[str]:

@@ -16,19 +16,13 @@ from harness.core.config import (
 )
 from harness.core.config_file import apply, read_settings
 from harness.core.errors import BadInput
+from harness.flags import cluster_config, topic_config
 
 SECTIONS = ("cluster", "topic", "workload", "run", "checker")
 
-#: flag dest -> (section, field): where a typed flag lands in the config.
+#: flag dest -> (section, field): where a typed flag of `run` lands in the config
+#: (the cluster and topic flags: harness.flags.cluster_config and topic_config).
 FLAG_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
-    "name": (("cluster", "name"),), "controllers": (("cluster", "controllers"),),
-    "brokers": (("cluster", "brokers"),), "elr": (("cluster", "elr"),),
-    "kafka_version": (("cluster", "kafka_version"),), "kafka_dist": (("cluster", "kafka_dist"),),
-    "subnet": (("cluster", "subnet"),),
-    "topic": (("topic", "name"),), "partitions": (("topic", "partitions"),),
-    "replication_factor": (("topic", "replication_factor"),),
-    "min_insync_replicas": (("topic", "min_insync_replicas"),),
-    "unclean_leader_election": (("topic", "unclean_leader_election"),),
     "producers": (("workload", "producers"),), "consumers": (("workload", "consumers"),),
     "rate": (("workload", "rate"),), "concurrency": (("workload", "processes_per_client"),),
     "idempotent": (("workload", "idempotent"),), "client_debug": (("workload", "client_debug"),),
@@ -55,16 +49,14 @@ def run_configs(args: argparse.Namespace) -> tuple[ClusterConfig, TopicConfig, W
         if name in settings:
             sections[name] = apply(section, settings[name], f"{where}[{name}]")
     given = getattr(args, "given", set())
+    sections["cluster"] = cluster_config(args, sections["cluster"], given)
+    sections["topic"] = topic_config(args, sections["topic"], given)
     for dest in given:
         for section, field in FLAG_FIELDS.get(dest, ()):
             sections[section] = replace(sections[section], **{field: getattr(args, dest)})
     if "acks" in given:
         sections["workload"] = replace(sections["workload"], acks=tuple(
             a.strip() for a in args.acks.split(",") if a.strip()))
-    if "base_image" in given:
-        cluster = sections["cluster"]
-        sections["cluster"] = replace(cluster, image=replace(cluster.image,
-                                                            base_image=args.base_image))
     if "no_check" in given:
         sections["run"] = replace(sections["run"], check=False)
     run = sections["run"]
