@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness.core.config import CheckerConfig, cache_dir
+from harness.core.config import LOG_FORMAT, CheckerConfig, cache_dir
 from harness.core.errors import HarnessError
 
 _log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ def _root_log_to(path: Path) -> None:
     root = logging.getLogger()
     if not root.handlers:
         handler = logging.FileHandler(path)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
         root.addHandler(handler)
 
 

@@ -25,6 +25,7 @@ from cluster.cluster import Cluster, validate_topic
 from cluster.distribution import check_request
 from cluster.kraft import validate_topology
 from harness.core.config import (
+    LOG_FORMAT,
     CheckerConfig,
     ClusterConfig,
     ReportConfig,
@@ -164,7 +165,7 @@ def _log_to(path: Path) -> None:
     import logging
 
     handler = logging.FileHandler(path)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
     root = logging.getLogger()
     root.handlers = [handler]
     root.setLevel(logging.INFO)

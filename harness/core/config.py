@@ -23,6 +23,10 @@ DEFAULT_KAFKA_VERSION = "latest"
 SCALA_BINARY_VERSION = "2.13"
 
 
+#: How the harness's own log files (a run's harness.log, a check's Spark log) read.
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
 def cache_dir() -> Path:
     """Where downloaded jars and built root filesystems are kept between runs."""
     return Path(os.environ.get("ELR_HARNESS_CACHE", Path.home() / ".cache" / "elr-harness"))
