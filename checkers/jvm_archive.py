@@ -6,8 +6,10 @@ CDS archive holds those classes already parsed and verified, and a JVM started
 with it maps them from one file. The archive is built once per machine
 (scripts/setup.sh runs `python -m checkers.jvm_archive`) by a training check of
 a small synthetic history, and its name is a hash of the Java runtime and of
-Spark's jars and their folder, so upgrading either one, or checking from another
-clone's environment, leads to a new archive. A JVM that cannot
+Spark's jars (folder, sizes and modification times: what the JVM itself checks
+before it maps an archive), so upgrading either one, reinstalling the jars, or
+checking from another clone's environment leads to a new archive; only the
+newest few are kept. A JVM that cannot
 use an archive (a damaged file, a changed class path) starts without it:
 slower, never wrong.
 """
@@ -30,6 +32,9 @@ from harness.core.errors import HarnessError
 
 #: Bumped when the training changes, so old archives are left behind.
 _VERSION = 3
+#: Archives kept in the cache (~180 MB each); older ones, made for jars or
+#: clones since replaced, are removed when a new one is built.
+KEEP_ARCHIVES = 3
 #: JVM messages (an archive it cannot map, classes it skips while dumping)
 #: go to stderr, which get_spark sends to the Spark log, not to stdout.
 #: The history the archive is trained on (see _training_history).
@@ -61,13 +66,16 @@ def archive_path() -> Path | None:
         if runtime_file.exists():
             st = runtime_file.stat()
             digest.update(f"\0{st.st_size}\0{st.st_mtime_ns}".encode())
-    # A JVM maps an archive only under the class path it was dumped with, so the
-    # jars' folder is part of the name: another clone's environment (its own
-    # .venv) gets an archive of its own instead of silently mapping none.
+    # A JVM maps an archive only under the class path it was dumped with, and only
+    # if every jar has the size and modification time it had then: another
+    # clone's environment, or the same folder reinstalled (CI's fresh .venv at a
+    # path an earlier CI run used), gets an archive of its own instead of
+    # silently mapping none.
     jars = _spark_jars().resolve()
     digest.update(f"\0{jars}".encode())
     for jar in sorted(jars.glob("*.jar")):
-        digest.update(f"\0{jar.name}\0{jar.stat().st_size}".encode())
+        st = jar.stat()
+        digest.update(f"\0{jar.name}\0{st.st_size}\0{st.st_mtime_ns}".encode())
     return cache_dir() / "spark-cds" / f"{digest.hexdigest()[:16]}.jsa"
 
 
@@ -103,12 +111,22 @@ def build(config: CheckerConfig, *, force: bool = False) -> Path:
             raise HarnessError(f"the class archive was not built (exit {proc.returncode}): "
                                f"{detail[0]}")
         partial.replace(target)
+        _prune(target.parent, keep=target)
     except subprocess.TimeoutExpired as err:
         raise HarnessError(f"the class archive took over {err.timeout:.0f} s; "
                            "checks run without it") from err
     finally:
         partial.unlink(missing_ok=True)
     return target
+
+
+def _prune(folder: Path, keep: Path) -> None:
+    """Remove all but the newest KEEP_ARCHIVES archives (the one just built always
+    stays); a JVM that has one mapped keeps its pages, and a check that finds its archive
+    gone starts without it."""
+    archives = sorted(folder.glob("*.jsa"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in [p for p in archives if p != keep][KEEP_ARCHIVES - 1:]:
+        old.unlink(missing_ok=True)
 
 
 def _training_history(directory: Path) -> Path:

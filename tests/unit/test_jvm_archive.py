@@ -45,6 +45,39 @@ def test_another_environments_jars_get_an_archive_of_their_own(tmp_path, monkeyp
     assert paths[0] is not None and paths[0] != paths[1]
 
 
+def test_reinstalled_jars_get_an_archive_of_their_own(tmp_path, monkeypatch):
+    """The JVM maps an archive only if every jar keeps the modification time it had
+    when dumped: a fresh .venv at a folder an earlier clone used (CI, run after
+    run, at one path) must not be handed the old archive (the second CI failure:
+    0 of 4636 Spark classes mapped)."""
+    import checkers.jvm_archive as jvm_archive
+
+    monkeypatch.setenv("ELR_HARNESS_CACHE", str(tmp_path / "cache"))
+    jar = tmp_path / "jars" / "spark-core.jar"
+    jar.parent.mkdir()
+    jar.write_bytes(b"same jar")
+    monkeypatch.setattr(jvm_archive, "_spark_jars", lambda: jar.parent)
+    before = archive_path()
+    os.utime(jar, ns=(jar.stat().st_atime_ns, jar.stat().st_mtime_ns + 1_000_000_000))
+    assert before is not None and archive_path() != before
+
+
+def test_building_keeps_only_the_newest_archives(tmp_path):
+    from checkers.jvm_archive import KEEP_ARCHIVES, _prune
+
+    folder = tmp_path / "spark-cds"
+    folder.mkdir()
+    made = []
+    for age in range(6):
+        archive = folder / f"{age}.jsa"
+        archive.write_bytes(b"x")
+        os.utime(archive, (1000 - age, 1000 - age))  # 0.jsa is the newest
+        made.append(archive)
+    _prune(folder, keep=made[5])  # the one just built may carry an old time
+    assert sorted(p.name for p in folder.glob("*.jsa")) == sorted(
+        [a.name for a in made[:KEEP_ARCHIVES - 1]] + ["5.jsa"])
+
+
 def test_the_driver_jvm_maps_spark_classes_from_the_archive(tmp_path):
     archive = build(CheckerConfig())  # made by scripts/setup.sh; built here if not
     loads = tmp_path / "class-load.log"
