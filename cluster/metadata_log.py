@@ -21,13 +21,17 @@ from harness.core.errors import HarnessError
 
 _RECORD = re.compile(
     r"^\| offset: (?P<offset>\d+) CreateTime: (?P<time>-?\d+) .*?"
-    r"(?:payload: (?P<payload>\{.*\})|(?P<control>\w+): (?P<control_data>\{.*\}))\s*$"
+    r"(?:payload: (?P<payload>\{.*\})|(?P<control>\w+): (?P<control_data>\{.*\})"
+    r"|controlType: (?P<control_type>\w+)\(\d+\))\s*$"
 )
 SKIPPED_TYPES = {"NO_OP_RECORD"}
 
 
 def parse_dump(output: str, node_name: str) -> list[dict]:
-    """Records of a DumpLogSegments --cluster-metadata-decoder output, in log order."""
+    """Records of a DumpLogSegments --cluster-metadata-decoder output, in log order.
+
+    A control record is `LeaderChange: {...}` from 4.1 on, and only
+    `controlType: LEADER_CHANGE(2)` in 4.0.x (kept, with empty data)."""
     records = []
     for line in output.splitlines():
         match = _RECORD.match(line)
@@ -44,6 +48,10 @@ def parse_dump(output: str, node_name: str) -> list[dict]:
             records.append({"node": node_name, "offset": offset, "timestamp_ms": created,
                             "type": payload.get("type"), "version": payload.get("version"),
                             "data": payload.get("data", {})})
+        elif match["control_type"]:
+            # 4.0.x names a control record's type without decoding it
+            records.append({"node": node_name, "offset": offset, "timestamp_ms": created,
+                            "type": match["control_type"], "version": None, "data": {}})
         else:
             try:
                 data = json.loads(match["control_data"])

@@ -24,6 +24,7 @@ LATEST = "latest"
 #: Releases the unclean-last-replica scenario was run on with ELR on and off, and
 #: what was seen (SCENARIOS.md has the table); `harness versions` marks them.
 TESTED: dict[str, str] = {
+    "4.0.0": "ELR on (enabled at format) valid, ELR off acks=all lost-write",
     "4.1.1": "ELR on valid, ELR off acks=all lost-write",
     "4.2.2": "ELR on valid, ELR off acks=all lost-write",
     "4.3.1": "ELR on valid, ELR off acks=all lost-write",

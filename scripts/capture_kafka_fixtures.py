@@ -1,0 +1,98 @@
+"""Capture what a Kafka release really says to the harness, as unit-test fixtures.
+
+For each version: a cluster of that release (ELR on, its own name and subnet),
+a topic with a known number of acks=all records per partition, then the raw
+bytes of the three responses the harness decodes (DescribeTopicPartitions v0,
+ListOffsets v4, Metadata v8, from broker 1) and the raw text the release's own
+log dump tool prints for the active controller's metadata log. Written to
+tests/unit/fixtures/kafka-<version>/, where tests/unit/test_release_fixtures.py
+decodes them with the harness's code.
+
+    .venv/bin/python scripts/capture_kafka_fixtures.py 4.0.0 4.1.1 4.2.2 4.3.1 4.4.0
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from confluent_kafka import Producer
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from cluster import kafka_wire, kraft  # noqa: E402
+from cluster.cluster import Cluster  # noqa: E402
+from cluster.metadata_log import DUMP_LOG_CLASSES  # noqa: E402
+from harness.core.config import ClusterConfig, TopicConfig  # noqa: E402
+
+FIXTURES = REPO / "tests" / "unit" / "fixtures"
+RECORDS_PER_PARTITION = 10
+
+
+class RecordingConnection(kafka_wire.WireConnection):
+    """A WireConnection that keeps every response payload it was sent."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.payloads: list[bytes] = []
+
+    def _roundtrip(self, request: bytes) -> bytes:
+        payload = super()._roundtrip(request)
+        self.payloads.append(payload)
+        return payload
+
+
+def capture(version: str) -> Path:
+    config = ClusterConfig(name="elrfix", subnet="10.213.79.0/24", kafka_version=version)
+    cluster = Cluster(config, log=lambda m: print(f"  {m}"))
+    topic = TopicConfig()
+    out = FIXTURES / f"kafka-{version}"
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        cluster.up()
+        cluster.create_topic(topic)
+        producer = Producer({"bootstrap.servers": ",".join(cluster.bootstrap), "acks": "all",
+                             "log_level": 0})
+        for partition in range(topic.partitions):
+            for i in range(RECORDS_PER_PARTITION):
+                producer.produce(topic.name, value=f"v{i}".encode(), partition=partition)
+        assert producer.flush(30) == 0, "records left unsent"
+
+        broker = cluster.broker_by_id(1)
+        wire = RecordingConnection(f"{broker.spec.address}:{config.broker_port}", 5.0)
+        described = wire.describe_topic_partitions([topic.name])
+        epochs = {(topic.name, p.partition): p.leader_epoch for p in described[0].partitions}
+        wire.latest_offsets(epochs)
+        wire.broker_ids()
+        wire.close()
+        names = ("describe-topic-partitions-v0", "list-offsets-v4", "metadata-v8")
+        for name, payload in zip(names, wire.payloads, strict=True):
+            (out / f"{name}.bin").write_bytes(payload)
+
+        controller = next(n for n in cluster.controllers
+                          if n.spec.node_id == cluster.quorum_leader())
+        segments = controller.exec(f"ls {config.metadata_log_dir}/__cluster_metadata-0/*.log")
+        dump = controller.exec(
+            ["java", "-Xmx256m", "-cp", f"{kraft.KAFKA_HOME}/libs/*",
+             cluster.distribution.main_class(DUMP_LOG_CLASSES),
+             "--cluster-metadata-decoder", "--files", ",".join(segments.output.split())],
+            timeout_s=config.timeouts.metadata_dump_s)
+        assert dump.ok, dump.output[-500:]
+        (out / "metadata-log.dump.txt").write_text(dump.output)
+        (out / "facts.json").write_text(json.dumps({
+            "kafka_version": version, "topic": topic.name, "partitions": topic.partitions,
+            "replication_factor": topic.replication_factor,
+            "records_per_partition": RECORDS_PER_PARTITION,
+            "broker_ids": sorted(n.spec.node_id for n in cluster.brokers),
+            "controller": controller.spec.name}, indent=1) + "\n")
+    finally:
+        cluster.down(quiet=True)
+    return out
+
+
+if __name__ == "__main__":
+    for wanted in sys.argv[1:]:
+        print(f"Kafka {wanted}")
+        print(f"  -> {capture(wanted)}")
