@@ -59,6 +59,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                    help="settings from a TOML file ([cluster], [cluster.timings], [topic], "
                         "[workload], [run], [checker]) or a run's test.json to replay it; "
                         "flags given on the command line win")
+    # `harness soak` learns where its child run keeps the evidence from this file
+    p.add_argument("--record-run-dir", type=Path, default=None, help=argparse.SUPPRESS)
     add_cluster_flags(p)
     add_topic_flags(p, topic_default="elr-test")
     p.set_defaults(func=_cmd_run)
@@ -70,7 +72,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     cluster, topic, workload, run, checker = run_configs(args)
     spec = RunSpec(cluster=cluster, topics=[topic], workload=workload, run=run,
-                   checker=checker, cli_args=list(sys.argv[1:]))
+                   checker=checker, cli_args=list(sys.argv[1:]),
+                   record_run_dir=args.record_run_dir)
     return run_test(spec)
 
 
@@ -148,9 +151,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     from harness.cluster_cli import add_cluster_command
+    from harness.soak_cli import add_soak_command
 
     add_cluster_command(sub)
     _add_run(sub)
+    add_soak_command(sub)
     _add_check(sub)
     _add_report(sub)
     _add_serve(sub)

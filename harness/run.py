@@ -51,6 +51,8 @@ class RunSpec:
     run: RunConfig
     checker: CheckerConfig = field(default_factory=CheckerConfig)
     cli_args: list[str] = field(default_factory=list)
+    #: A file to write the run directory's path to once it exists (for `soak`).
+    record_run_dir: Path | None = None
 
 
 def validate(spec: RunSpec) -> NemesisPlan:
@@ -114,6 +116,8 @@ def run_test(spec: RunSpec) -> int:
 
     run_dir = new_run_dir(spec.run.store, plan.test_name)
     console.print(f"run directory: {run_dir}")
+    if spec.record_run_dir is not None:
+        spec.record_run_dir.write_text(f"{run_dir}\n")
     _log_to(run_dir / "harness.log")
     phases = Phases()
     started_at = datetime.now(UTC)
@@ -376,19 +380,27 @@ def check_and_report(run_dir: Path, test: dict[str, Any], run: RunConfig,
 def reproduce_command(cli_args: list[str], ran: str | None, dist: Path | None) -> str:
     """The command that runs this test again: the one typed, with the Kafka release
     that ran pinned (a `latest` run repeated tomorrow may get another release)."""
-    args, skip = [], False
-    for arg in cli_args:
-        if skip:
-            skip = False
-        elif arg == "--kafka-version":
-            skip = True
-        elif not arg.startswith("--kafka-version="):
-            args.append(arg)
+    # a soak's bookkeeping flag means nothing to a person repeating the run
+    typed = _without(cli_args, "--record-run-dir")
+    args = _without(typed, "--kafka-version")
     if dist is None and ran:
         args += ["--kafka-version", ran]
     elif dist is None:
-        args = list(cli_args)
+        args = typed
     return "harness " + " ".join(shlex.quote(a) for a in args)
+
+
+def _without(args: list[str], flag: str) -> list[str]:
+    """args without `flag VALUE` and `flag=VALUE`."""
+    kept, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == flag:
+            skip = True
+        elif not arg.startswith(f"{flag}="):
+            kept.append(arg)
+    return kept
 
 
 def _test_json(spec: RunSpec, plan: NemesisPlan, started_at: datetime) -> dict[str, Any]:

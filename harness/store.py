@@ -33,9 +33,16 @@ def check_store(store: Path) -> None:
 
 
 def new_run_dir(store: Path, test_name: str) -> Path:
-    """A fresh directory for a run; a second run in the same second gets a suffix."""
+    """A fresh directory for a run, and store/latest pointed at it."""
+    run_dir = fresh_dir(store / test_name)
+    _point_latest(store, run_dir)
+    return run_dir
+
+
+def fresh_dir(parent: Path) -> Path:
+    """A new directory named by the UTC time under parent; a second one in the
+    same second gets a suffix (made with mkdir, so two processes never share one)."""
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    parent = store / test_name
     parent.mkdir(parents=True, exist_ok=True)
     for suffix in ["", *(f"-{i}" for i in range(1, 100))]:
         candidate = parent / f"{stamp}{suffix}"
@@ -43,9 +50,8 @@ def new_run_dir(store: Path, test_name: str) -> Path:
             candidate.mkdir()
         except FileExistsError:
             continue
-        _point_latest(store, candidate)
         return candidate
-    raise FileExistsError(f"no free run directory under {parent}")
+    raise FileExistsError(f"no free directory under {parent}")
 
 
 def _point_latest(store: Path, run_dir: Path) -> None:

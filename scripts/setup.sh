@@ -62,6 +62,20 @@ fi
   exit 2
 }
 
+# actionlint, which the tests run on .github/workflows (built from the Go module
+# proxy into the environment's bin; Debian's golang-go when no Go is installed).
+actionlint_version=v1.7.7
+if [ "$("$venv/bin/actionlint" -version 2>/dev/null | head -n 1)" != "$actionlint_version" ]; then
+  go=$(command -v go || echo /usr/local/go/bin/go)
+  if [ ! -x "$go" ]; then
+    echo "setup: installing golang-go (to build actionlint)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go >/dev/null
+    go=$(command -v go)
+  fi
+  echo "setup: building actionlint $actionlint_version"
+  GOBIN="$(realpath "$venv")/bin" "$go" install "github.com/rhysd/actionlint/cmd/actionlint@$actionlint_version"
+fi
+
 # `harness` on the PATH of the next command: a link to this clone's entry point.
 bindir=/usr/local/bin
 [ -w "$bindir" ] || bindir="$HOME/.local/bin"

@@ -278,6 +278,36 @@ class RunConfig:
     scenario: ScenarioTimings = field(default_factory=ScenarioTimings)
 
 
+@dataclass(frozen=True)
+class SoakConfig:
+    """`harness soak`: runs one after another until the duration is used up."""
+
+    duration_s: float = 8 * 3600.0
+    #: First seed; run n of the soak has seed + n, so each run reproduces alone.
+    seed: int = 1
+    #: Kafka releases rotated over the plan's entries (each entry on each one).
+    kafka_versions: tuple[str, ...] = ("latest",)
+    #: What a finished run keeps: "all"; "no-cache" (a valid run drops its
+    #: Parquet cache, an invalid or unknown one keeps everything); "failing"
+    #: (a valid run keeps only test.json, results.json and report.html).
+    keep: str = "no-cache"
+    #: The soak stops cleanly when the store's disk has less free space than this.
+    min_free_bytes: int = 2 * 1024**3
+    #: Harness errors in a row that stop the soak (the machine is sick, not Kafka).
+    max_errors_in_a_row: int = 3
+    #: Before a plan entry has run once, its run is expected to take its workload
+    #: time plus this (cluster up, heal, final reads, collect, teardown, check)...
+    run_overhead_s: float = 75.0
+    #: ...where a scenario's workload (which ends when its steps are done) is
+    #: taken to last this long (61-66 s on 4.0.0-4.4.0, see docs/VERSIONS.md).
+    scenario_workload_s: float = 70.0
+    #: Bound on a run ending after the soak forwarded Ctrl-C to it (heal,
+    #: collect, teardown); after that it is killed.
+    interrupt_grace_s: float = 240.0
+    #: How often the live progress line is printed while a run goes on.
+    progress_every_s: float = 30.0
+
+
 # --------------------------------------------------------------------------
 # checkers/
 # --------------------------------------------------------------------------

@@ -1,0 +1,312 @@
+"""`harness soak`: ordinary runs, one after another, until a duration is used up.
+
+Each run is a `harness run` child process with its own run directory in the
+store; the soak keeps store/soak/<time>/ with soak.json (every run: plan
+entry, seed, release, verdict, counts, duration, the command that repeats it),
+junit.xml and index.html, all rewritten after every run, so a soak whose own
+process dies (kill -9) has lost nothing and `--resume` goes on from there.
+
+Why child processes: a run that crashes, hangs in a JVM or leaks threads ends
+with its process, not with the soak; the child runs in its own session (a
+terminal's Ctrl-C reaches the soak alone, which hands it on exactly once) and
+gets SIGINT from the kernel if the soak dies, so it still heals, collects and
+tears down its cluster.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from harness.core.config import ClusterConfig, SoakConfig
+from harness.core.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
+from harness.soak_plan import PlanEntry, PlannedRun, planned_run, workload_seconds
+from harness.store import fresh_dir, write_json
+
+console = Console(highlight=False, soft_wrap=True)
+
+SOAK_FILE = "soak.json"
+#: prctl(2) option: the signal a process gets when its parent dies.
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class SoakSetup:
+    """What a soak was started with; soak.json records it, --resume reads it back."""
+
+    config: SoakConfig
+    plan: tuple[PlanEntry, ...]
+    store: Path
+    cluster_name: str
+    command: str
+
+
+def start(setup: SoakSetup) -> int:
+    soak_dir = _new_soak_dir(setup.store)
+    state = {"soak_version": 1, "command": setup.command,
+             "started_at": _now(), "store": str(setup.store),
+             "cluster_name": setup.cluster_name, "config": asdict(setup.config),
+             "plan": [{"name": e.name, "args": list(e.args)} for e in setup.plan],
+             "used_s": 0.0, "runs": [], "abandoned": [], "current": None}
+    console.print(f"soak directory: {soak_dir}")
+    return Soak(soak_dir, state).go()
+
+
+def resume(soak_dir: Path) -> int:
+    """Go on with a soak whose process died, without repeating a finished run."""
+    soak_dir = soak_dir.absolute()
+    shown = str(soak_dir)[:200]
+    if not (soak_dir / SOAK_FILE).is_file():
+        raise BadInput(f"--resume {shown}: not a soak directory (no {SOAK_FILE})")
+    try:
+        state = json.loads((soak_dir / SOAK_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BadInput(f"--resume {shown}: not a soak directory (no {SOAK_FILE})") from None
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise BadInput(f"--resume {shown}: {SOAK_FILE} is unreadable ({err})") from None
+    if not isinstance(state, dict) or state.get("soak_version") != 1:
+        raise BadInput(f"--resume {shown}: {SOAK_FILE} is not a soak's record")
+    try:
+        soak = Soak(soak_dir, state)
+    except (KeyError, TypeError, ValueError) as err:
+        raise BadInput(f"--resume {shown}: {SOAK_FILE} is damaged ({err!r})") from None
+    if state.get("ended_at"):
+        console.print(f"this soak ended at {state['ended_at']} ({state.get('stopped_because')})")
+        soak.write_summary()
+        return soak.exit_code()
+    soak.abandon_current()
+    console.print(f"resuming {soak_dir}: {len(state['runs'])} runs done")
+    return soak.go()
+
+
+class Soak:
+    def __init__(self, soak_dir: Path, state: dict[str, Any]) -> None:
+        self.dir = soak_dir
+        self.state = state
+        self.config = SoakConfig(**{**state["config"], "kafka_versions": tuple(
+            state["config"]["kafka_versions"])})
+        self.plan = tuple(PlanEntry(e["name"], tuple(e["args"])) for e in state["plan"])
+        self.store = Path(state["store"])
+        self._errors_in_a_row = 0
+        for run in reversed(state["runs"]):
+            if run["status"] != "error":
+                break
+            self._errors_in_a_row += 1
+
+    # -- the loop -------------------------------------------------------------
+
+    def go(self) -> int:
+        stopped = None
+        try:
+            while stopped is None:
+                stopped = self._why_stop()
+                if stopped is None:
+                    self._one_run(self._next())
+        except KeyboardInterrupt:
+            stopped = "interrupted (Ctrl-C)"
+        self.state["ended_at"] = _now()
+        self.state["stopped_because"] = stopped
+        self.write_summary()
+        self._print_summary()
+        return self.exit_code()
+
+    def _next(self) -> PlannedRun:
+        return planned_run(self.plan, self.config.kafka_versions, self.config.seed,
+                           len(self.state["runs"]))
+
+    def _why_stop(self) -> str | None:
+        left = self.config.duration_s - self.state["used_s"]
+        if self._errors_in_a_row >= self.config.max_errors_in_a_row:
+            return f"{self._errors_in_a_row} harness errors in a row"
+        free = shutil.disk_usage(self.store).free
+        if free < self.config.min_free_bytes:
+            return (f"the store's disk has {free / 1024**3:.1f} GiB free, under the "
+                    f"margin of {self.config.min_free_bytes / 1024**3:.1f} GiB")
+        expected = self.expected_s(self._next().entry)
+        if expected > left:
+            return (f"duration used up: the next run (about {expected:.0f} s) would not "
+                    f"finish in the {max(left, 0):.0f} s left")
+        return None
+
+    def expected_s(self, entry: PlanEntry) -> float:
+        """The longest this entry took so far (+10%); before it ran, a prior."""
+        taken = [r["duration_s"] for r in self.state["runs"] if r["entry"] == entry.name]
+        if taken:
+            return max(taken) * 1.1
+        return workload_seconds(entry, self.config) + self.config.run_overhead_s
+
+    def _one_run(self, planned: PlannedRun) -> None:
+        runs_dir = self.dir / "runs"
+        runs_dir.mkdir(exist_ok=True)
+        marker = runs_dir / f"{planned.index:04d}.run-dir"
+        log_path = runs_dir / f"{planned.index:04d}.log"
+        argv = [sys.executable, "-m", "harness.cli",
+                *planned.run_args(self.store, self.state["cluster_name"]),
+                "--record-run-dir", str(marker)]
+        started = time.monotonic()
+        console.print(f"[bold]run {planned.index + 1}[/bold] {planned.entry.name} seed "
+                      f"{planned.seed} Kafka {planned.kafka_version}  [dim]{log_path}[/dim]")
+        with log_path.open("ab") as log:
+            proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True,
+                                    preexec_fn=_interrupt_me_when_parent_dies,
+                                    env={**os.environ, "COLUMNS": "120"})
+        self.state["current"] = {"index": planned.index, "pid": proc.pid,
+                                 "marker": str(marker), "started_at": _now()}
+        write_json(self.dir / SOAK_FILE, self.state)
+        try:
+            code = self._wait(proc, planned, started)
+        except KeyboardInterrupt:
+            console.print("[yellow]interrupted: the run heals, collects and tears down "
+                          "first[/yellow]")
+            code = self._end_child(proc)
+            self._record(planned, code, marker, log_path, time.monotonic() - started)
+            raise
+        self._record(planned, code, marker, log_path, time.monotonic() - started)
+
+    def _wait(self, proc: subprocess.Popen, planned: PlannedRun, started: float) -> int:
+        while True:
+            try:
+                return proc.wait(timeout=self.config.progress_every_s)
+            except subprocess.TimeoutExpired:
+                self._progress(planned, time.monotonic() - started)
+
+    def _end_child(self, proc: subprocess.Popen) -> int:
+        """Ctrl-C handed on once; a second Ctrl-C, or the grace running out, kills."""
+        try:
+            proc.send_signal(signal.SIGINT)
+            return proc.wait(timeout=self.config.interrupt_grace_s)
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):
+            proc.kill()
+            return proc.wait()
+
+    def _record(self, planned: PlannedRun, code: int, marker: Path, log_path: Path,
+                seconds: float) -> None:
+        from harness.soak_results import run_record
+
+        record = run_record(planned, code, marker, log_path, round(seconds, 1), self.config)
+        self.state["runs"].append(record)
+        self.state["used_s"] = round(self.state["used_s"] + seconds, 1)
+        self.state["current"] = None
+        if record["status"] in ("error", "interrupted"):
+            self._tear_down_leftovers()
+        self._errors_in_a_row = self._errors_in_a_row + 1 if record["status"] == "error" else 0
+        self.write_summary()
+        console.print(f"  -> {record['status']}{_counts_text(record)} in {seconds:.0f} s"
+                      + (f": {record['error']}" if record.get("error") else ""))
+
+    def abandon_current(self) -> None:
+        """The run in flight when the soak died: wait for its child (it got SIGINT
+        from the kernel and is tearing down), note it, and run its slot again."""
+        current = self.state.get("current")
+        if not current:
+            return
+        pid = current["pid"]
+        deadline = time.monotonic() + self.config.interrupt_grace_s
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(1)
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+        marker = Path(current["marker"])
+        run_dir = marker.read_text().strip() if marker.is_file() else None
+        self.state["abandoned"].append({**current, "run_dir": run_dir})
+        marker.unlink(missing_ok=True)
+        self.state["current"] = None
+        self._tear_down_leftovers()
+        write_json(self.dir / SOAK_FILE, self.state)
+
+    def _tear_down_leftovers(self) -> None:
+        from cluster.cluster import Cluster
+
+        try:
+            Cluster(ClusterConfig(name=self.state["cluster_name"]), log=lambda _m: None
+                    ).down(quiet=True)
+        except Exception as err:  # noqa: BLE001 - the next run sweeps leftovers again
+            console.print(f"[yellow]could not remove the cluster: {err}[/yellow]")
+
+    # -- output ---------------------------------------------------------------
+
+    def write_summary(self) -> None:
+        from harness.soak_junit import write_junit
+        from reports.soak_index import write_soak_index
+
+        write_json(self.dir / SOAK_FILE, self.state)
+        write_junit(self.state, self.dir / "junit.xml")
+        write_soak_index(self.state, self.dir)
+
+    def exit_code(self) -> int:
+        statuses = {r["status"] for r in self.state["runs"]}
+        if "invalid" in statuses:
+            return EXIT_INVALID
+        if not self.state["runs"] or statuses - {"valid"} or \
+                self.state.get("stopped_because", "").startswith("interrupted"):
+            return EXIT_UNKNOWN
+        return EXIT_VALID
+
+    def _progress(self, planned: PlannedRun, seconds: float) -> None:
+        runs = self.state["runs"]
+        tally = ", ".join(f"{sum(r['status'] == s for r in runs)} {s}"
+                          for s in ("valid", "invalid", "unknown", "error", "interrupted")
+                          if any(r["status"] == s for r in runs)) or "none yet"
+        left = self.config.duration_s - self.state["used_s"] - seconds
+        console.print(f"  [dim]run {planned.index + 1} at {seconds:.0f} s; done "
+                      f"{len(runs)} ({tally}); {max(left, 0) / 60:.0f} min left[/dim]")
+
+    def _print_summary(self) -> None:
+        runs = self.state["runs"]
+        console.print(f"[bold]soak ended[/bold]: {self.state['stopped_because']}; "
+                      f"{len(runs)} runs in {self.state['used_s'] / 60:.1f} min")
+        for status in ("invalid", "unknown", "error", "interrupted", "valid"):
+            picked = [r for r in runs if r["status"] == status]
+            if picked:
+                console.print(f"  {len(picked)} {status}: " + ", ".join(
+                    f"{r['entry']}/seed {r['seed']}" for r in picked[:10])
+                    + (" ..." if len(picked) > 10 else ""))
+        console.print(f"index: {self.dir / 'index.html'}\njunit: {self.dir / 'junit.xml'}")
+
+
+def _counts_text(record: dict[str, Any]) -> str:
+    bad = record.get("bad_anomalies") or {}
+    return (" (" + ", ".join(f"{n} {name}" for name, n in bad.items()) + ")") if bad else ""
+
+
+def _interrupt_me_when_parent_dies() -> None:
+    """In the child, before exec: SIGINT when the soak's process dies (Linux)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGINT)
+    except OSError:
+        pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie is dead for us
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def _new_soak_dir(store: Path) -> Path:
+    return fresh_dir(store / "soak")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")

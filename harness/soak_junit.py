@@ -1,0 +1,58 @@
+"""junit.xml of a soak, in the layout CI systems read (Jenkins' and GitHub's JUnit
+reporters, Ant's junit schema): one testcase per run, classname = plan entry,
+name = seed and Kafka release; an invalid run is a <failure>, a harness error or
+an interrupted run an <error>, an unknown verdict <skipped> with its reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+from reports.atomic import write_atomically
+
+
+def junit_xml(state: dict[str, Any]) -> str:
+    runs = state["runs"]
+    count = {status: sum(r["status"] == status for r in runs)
+             for status in ("invalid", "error", "interrupted", "unknown")}
+    suites = ET.Element("testsuites", name="elr-harness soak")
+    suite = ET.SubElement(suites, "testsuite", {
+        "name": "elr-harness soak", "tests": str(len(runs)),
+        "failures": str(count["invalid"]),
+        "errors": str(count["error"] + count["interrupted"]),
+        "skipped": str(count["unknown"]),
+        "time": f"{sum(r['duration_s'] for r in runs):.1f}",
+        "timestamp": state["started_at"].replace("+00:00", ""),
+    })
+    properties = ET.SubElement(suite, "properties")
+    for name, value in (("command", state["command"]),
+                        ("stopped_because", state.get("stopped_because") or "running")):
+        ET.SubElement(properties, "property", name=name, value=str(value))
+    for run in runs:
+        version = run.get("kafka_version") or run["kafka_version_requested"]
+        case = ET.SubElement(suite, "testcase", {
+            "classname": run["entry"], "name": f"seed {run['seed']} kafka {version}",
+            "time": f"{run['duration_s']:.1f}"})
+        evidence = f"reproduce: {run['reproduce']}\n" + (
+            f"report: {run['report']}\n" if run.get("report") else "") + (
+            f"run directory: {run['run_dir']}\n" if run.get("run_dir") else "") + (
+            f"log: {run['log']}\n")
+        status = run["status"]
+        if status == "invalid":
+            bad = run.get("bad_anomalies") or {}
+            message = ", ".join(f"{n} {name}" for name, n in bad.items()) or run.get("reason")
+            ET.SubElement(case, "failure", message=str(message), type="invalid").text = \
+                f"{run.get('reason')}\n{evidence}"
+        elif status in ("error", "interrupted"):
+            ET.SubElement(case, "error", message=str(run.get("error") or run.get("reason")),
+                          type=status).text = evidence
+        elif status == "unknown":
+            ET.SubElement(case, "skipped", message=str(run.get("reason") or "unknown"))
+        ET.SubElement(case, "system-out").text = evidence
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def write_junit(state: dict[str, Any], path: Path) -> None:
+    write_atomically(path, junit_xml(state))

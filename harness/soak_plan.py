@@ -1,0 +1,161 @@
+"""What a soak runs: plan entries (named `harness run` flag lists), rotated over
+Kafka releases, with seeds counting up from the soak's seed.
+
+A plan file is TOML, one table per entry:
+
+    [[entry]]
+    name = "unclean-last-replica"
+    args = ["--nemesis", "unclean-last-replica"]
+
+    [[entry]]
+    name = "mix"
+    args = ["--nemesis", "partition,kill,stop,pause,page-cache-loss", "--time-limit", "90"]
+
+Run n is entry n mod E on release (n div E) mod V with seed base + n: every
+entry meets every release, and any run is repeated alone by its command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import shlex
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.core.config import RunConfig, SoakConfig
+from harness.core.errors import BadInput, HarnessError
+from harness.flags import given_flags
+
+#: Flags the soak sets on every run itself; a plan entry may not.
+SOAK_OWNED = ("--seed", "--kafka-version", "--store", "--keep-cluster", "--no-check",
+              "--config", "--name", "--subnet")
+
+
+@dataclass(frozen=True)
+class PlanEntry:
+    name: str
+    args: tuple[str, ...]
+
+
+#: The default rotation: the KIP-966 scenario, then a random mix of every fault
+#: kind (role-targeted ones included) long enough for several rounds of faults.
+DEFAULT_PLAN = (
+    PlanEntry("unclean-last-replica", ("--nemesis", "unclean-last-replica")),
+    PlanEntry("mix-all", ("--nemesis", "all", "--time-limit", "90", "--interval", "8")),
+)
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """Run `index` of a soak: everything that decides what it does."""
+
+    index: int
+    entry: PlanEntry
+    seed: int
+    kafka_version: str
+
+    def run_args(self, store: Path, cluster_name: str) -> list[str]:
+        return ["run", *self.entry.args, "--seed", str(self.seed),
+                "--kafka-version", self.kafka_version, "--store", str(store),
+                "--name", cluster_name]
+
+    def command(self) -> str:
+        """What a person types to run it alone (before the release is resolved)."""
+        return shlex.join(["harness", "run", *self.entry.args, "--seed", str(self.seed),
+                           "--kafka-version", self.kafka_version])
+
+
+def planned_run(plan: Sequence[PlanEntry], versions: Sequence[str], base_seed: int,
+                index: int) -> PlannedRun:
+    entry = plan[index % len(plan)]
+    version = versions[(index // len(plan)) % len(versions)]
+    return PlannedRun(index, entry, base_seed + index, version)
+
+
+def read_plan(path: Path) -> tuple[PlanEntry, ...]:
+    """The entries of a plan file; anything wrong is one line naming the file."""
+    where = f"--plan {str(path)[:200]}"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BadInput(f"{where}: no such file") from None
+    except IsADirectoryError:
+        raise BadInput(f"{where}: is a folder, not a TOML file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise BadInput(f"{where}: cannot be read ({err})") from None
+    except tomllib.TOMLDecodeError as err:
+        raise BadInput(f"{where}: not TOML ({err})") from None
+    extra = sorted(set(data) - {"entry"})
+    if extra:
+        raise BadInput(f"{where}: unknown key {extra[0]!r} (a plan is a list of [[entry]])")
+    raw = data.get("entry")
+    if not isinstance(raw, list) or not raw:
+        raise BadInput(f"{where}: no [[entry]] tables")
+    entries = []
+    for number, item in enumerate(raw, 1):
+        name, args = item.get("name"), item.get("args", [])
+        unknown = sorted(set(item) - {"name", "args"})
+        if unknown:
+            raise BadInput(f"{where}: entry {number}: unknown key {unknown[0]!r}")
+        if not isinstance(name, str) or not name.strip() or len(name) > 80:
+            raise BadInput(f"{where}: entry {number}: `name` must be a short text")
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise BadInput(f"{where}: entry {name!r}: `args` must be a list of strings")
+        entries.append(PlanEntry(name.strip(), tuple(args)))
+    names = [e.name for e in entries]
+    if len(set(names)) != len(names):
+        raise BadInput(f"{where}: two entries are named "
+                       f"{next(n for n in names if names.count(n) > 1)!r}")
+    return tuple(entries)
+
+
+def validate_plan(plan: Sequence[PlanEntry], run_parser: argparse.ArgumentParser,
+                  store: Path) -> None:
+    """Every entry parses as `harness run` flags and passes the run's own checks,
+    before the soak starts anything (a typo found at hour six wastes the night)."""
+    from harness.run import RunSpec, validate
+    from harness.run_config import run_configs
+
+    for entry in plan:
+        owned = [a for a in entry.args if a.split("=")[0] in SOAK_OWNED]
+        if owned:
+            raise BadInput(f"plan entry {entry.name!r}: {owned[0].split('=')[0]} is set by "
+                           "the soak for every run")
+        argv = [*entry.args, "--store", str(store)]
+        try:
+            with contextlib.redirect_stderr(io.StringIO()) as said:
+                args = run_parser.parse_args(argv)
+                args.given = given_flags(run_parser, argv)
+        except SystemExit:
+            why = said.getvalue().strip().splitlines()[-1:] or ["not `harness run` flags"]
+            raise BadInput(f"plan entry {entry.name!r}: {why[0]}") from None
+        try:
+            cluster, topic, workload, run, checker = run_configs(args)
+            validate(RunSpec(cluster, [topic], workload, run, checker))
+        except HarnessError as err:
+            raise BadInput(f"plan entry {entry.name!r}: {err.message}") from None
+
+
+def workload_seconds(entry: PlanEntry, config: SoakConfig) -> float:
+    """How long an entry's workload runs: its --time-limit, else the run's default
+    (a scenario's typical length, since it ends when its steps are done)."""
+    args = list(entry.args)
+    value = _flag_value(args, "--time-limit")
+    if value is not None:
+        return float(value)
+    if _flag_value(args, "--nemesis") == "unclean-last-replica":
+        return config.scenario_workload_s
+    return RunConfig.time_limit_s
+
+
+def _flag_value(args: list[str], flag: str) -> str | None:
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(flag + "="):
+            return arg.split("=", 1)[1]
+    return None

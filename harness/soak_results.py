@@ -1,0 +1,106 @@
+"""One finished soak run as soak.json records it: read back from its run
+directory (test.json, results.json), never re-derived, then trimmed by --keep."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from harness.core.config import SoakConfig
+from harness.soak_plan import PlannedRun
+
+#: What a valid run keeps under --keep failing (the evidence of its verdict).
+VERDICT_FILES = ("test.json", "results.json", "report.html")
+KEEP_CHOICES = ("all", "no-cache", "failing")
+
+
+def run_record(planned: PlannedRun, exit_code: int, marker: Path, log_path: Path,
+               seconds: float, config: SoakConfig) -> dict[str, Any]:
+    run_dir = Path(marker.read_text().strip()) if marker.is_file() else None
+    test = _json(run_dir / "test.json") if run_dir else None
+    results = _json(run_dir / "results.json") if run_dir else None
+    record: dict[str, Any] = {
+        "index": planned.index, "entry": planned.entry.name, "seed": planned.seed,
+        "kafka_version_requested": planned.kafka_version,
+        "kafka_version": (test or {}).get("kafka_version"),
+        "exit_code": exit_code, "duration_s": seconds,
+        "run_dir": str(run_dir) if run_dir else None,
+        "log": str(log_path),
+        "reproduce": (test or {}).get("reproduce") or planned.command(),
+    }
+    record.update(_outcome(exit_code, test, results, log_path))
+    if run_dir is not None:
+        record["kept"] = keep(run_dir, config.keep, record["status"])
+        record["disk_bytes"] = _size(run_dir)
+        if (run_dir / "report.html").is_file():
+            record["report"] = str(run_dir / "report.html")
+    return record
+
+
+def _outcome(exit_code: int, test: dict | None, results: dict | None,
+             log_path: Path) -> dict[str, Any]:
+    """status (valid, invalid, unknown, error, interrupted) and what it rests on."""
+    if test is not None and test.get("interrupted"):
+        return {"status": "interrupted", "reason": "the run was interrupted"}
+    if test is not None and test.get("error"):
+        return {"status": "error", "error": str(test["error"])[:500]}
+    if results is None:
+        return {"status": "error", "error": _last_line(log_path) or
+                f"the run exited {exit_code} without results"}
+    anomalies = results.get("anomalies") or {}
+    record: dict[str, Any] = {
+        "reason": results.get("reason"),
+        "anomalies": {name: a.get("count", 0) for name, a in anomalies.items()},
+        "bad_anomalies": {name: a.get("bad", 0) for name, a in anomalies.items()
+                          if a.get("bad")},
+        "lost_write_by_acks": (anomalies.get("lost-write") or {}).get("by_acks", {}),
+    }
+    valid = results.get("valid")
+    record["status"] = "valid" if valid is True else "invalid" if valid is False else "unknown"
+    return record
+
+
+def keep(run_dir: Path, policy: str, status: str) -> str:
+    """Trim a finished run by policy; an invalid or unknown run always keeps all."""
+    if policy == "all" or status != "valid":
+        return "all"
+    cache = run_dir / "history.parquet"
+    if cache.is_dir():
+        shutil.rmtree(cache, ignore_errors=True)
+    else:
+        cache.unlink(missing_ok=True)
+    if policy == "no-cache":
+        return "all but the Parquet cache"
+    for item in run_dir.iterdir():
+        if item.name in VERDICT_FILES:
+            continue
+        if item.is_dir() and not item.is_symlink():
+            shutil.rmtree(item, ignore_errors=True)
+        else:
+            item.unlink(missing_ok=True)
+    return ", ".join(VERDICT_FILES)
+
+
+def _json(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def _last_line(log_path: Path) -> str | None:
+    """The child's last words: `harness: ...` when it refused or failed early."""
+    try:
+        lines = [line.strip() for line in log_path.read_text(errors="replace").splitlines()
+                 if line.strip()]
+    except OSError:
+        return None
+    said = [line for line in lines if line.startswith("harness:")]
+    return (said or lines or [None])[-1]

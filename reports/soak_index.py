@@ -1,0 +1,118 @@
+"""A soak's index.html: every run in order with its verdict and a link to its
+report, and a plot of verdicts and lost writes by acks level over the soak.
+
+It shows what soak.json records (read from each run's results.json when the
+run ended), and decides nothing itself.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from harness.core.config import ReportConfig
+from reports.atomic import write_atomically
+from reports.html import NO_FAVICON, Safe, join, stylesheet, table, tag
+from reports.plots import ACKS_COLOURS, to_data_uri
+
+STATUS_CSS = {"valid": "valid", "invalid": "invalid", "unknown": "unknown",
+              "error": "unchecked", "interrupted": "unchecked"}
+STATUS_COLOURS = {"valid": "#2ca02c", "invalid": "#d62728", "unknown": "#7f7f7f",
+                  "error": "#9467bd", "interrupted": "#bcbd22"}
+
+
+def _link(soak_dir: Path, target: str | None, text: str) -> Safe:
+    if not target:
+        return tag("span", "none", class_="muted")
+    return tag("a", text, href=quote(os.path.relpath(target, soak_dir)))
+
+
+def _row(run: dict[str, Any], soak_dir: Path) -> list[object]:
+    status = run["status"]
+    lost = run.get("lost_write_by_acks") or {}
+    bad = run.get("bad_anomalies") or {}
+    detail = ", ".join(f"{name} ×{n}" for name, n in bad.items()) or \
+        run.get("error") or run.get("reason") or ""
+    return [
+        run["index"] + 1, run["entry"], run["seed"],
+        run.get("kafka_version") or run["kafka_version_requested"],
+        tag("span", status.upper(), class_=f"pill {STATUS_CSS[status]}"),
+        " / ".join(str(lost.get(acks, "-")) for acks in ("all", "1", "0")),
+        detail, f"{run['duration_s']:.0f} s",
+        f"{run['disk_bytes'] / 1e6:.1f} MB" if "disk_bytes" in run else "",
+        join([_link(soak_dir, run.get("report"), "report"), " ",
+              _link(soak_dir, run.get("log"), "log")]),
+        tag("code", run["reproduce"]),
+    ]
+
+
+def soak_plot(runs: list[dict[str, Any]], dpi: int) -> str:
+    """Lost writes per run by acks level (log scale), each run's verdict beneath."""
+    fig = Figure(figsize=(10, 3.6))
+    top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [4, 1]})
+    xs = [r["index"] + 1 for r in runs]
+    width = 0.27
+    for offset, acks in zip((-width, 0.0, width), ("all", "1", "0"), strict=True):
+        ys = [(r.get("lost_write_by_acks") or {}).get(acks, 0) for r in runs]
+        top.bar([x + offset for x in xs], [y + 1 for y in ys], width, bottom=0,
+                color=ACKS_COLOURS[acks], label=f"acks={acks}")
+    top.set_yscale("log")
+    top.set_ylabel("lost writes + 1")
+    top.legend(loc="upper left", fontsize=8, bbox_to_anchor=(1.0, 1.0))
+    for status, colour in STATUS_COLOURS.items():
+        picked = [r["index"] + 1 for r in runs if r["status"] == status]
+        if picked:
+            bottom.scatter(picked, [0] * len(picked), color=colour, marker="s", s=40,
+                           label=status)
+    bottom.set_yticks([])
+    bottom.set_xlabel("run")
+    bottom.xaxis.set_major_locator(MaxNLocator(integer=True))
+    bottom.legend(loc="upper left", fontsize=8, bbox_to_anchor=(1.0, 1.0))
+    return to_data_uri(fig, dpi)
+
+
+def render_soak_index(state: dict[str, Any], soak_dir: Path,
+                      config: ReportConfig | None = None) -> str:
+    config = config or ReportConfig()
+    runs = state["runs"]
+    tally = ", ".join(f"{sum(r['status'] == s for r in runs)} {s}" for s in STATUS_CSS
+                      if any(r["status"] == s for r in runs)) or "no run yet"
+    ended = state.get("ended_at")
+    facts = [f"started {state['started_at']}",
+             f"ended {ended}: {state.get('stopped_because')}" if ended else "running",
+             f"{len(runs)} runs ({tally}) in {state['used_s'] / 60:.1f} min"]
+    if runs:
+        body = join([
+            tag("img", "", src=soak_plot(runs, config.plot_dpi), alt="lost writes per run"),
+            table(["run", "plan entry", "seed", "Kafka", "verdict",
+                   "lost writes acks=all / 1 / 0", "bad anomalies or error", "time", "disk",
+                   "", "reproduce"], [_row(r, soak_dir) for r in runs])])
+    else:
+        body = tag("div", "No run has finished yet.", class_="na")
+    abandoned = state.get("abandoned") or []
+    if abandoned:
+        body = join([body, tag("p", f"{len(abandoned)} run(s) were cut short when the "
+                                    "soak's own process died and ran again on --resume.",
+                               class_="muted")])
+    generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"{NO_FAVICON}<title>elr-harness soak</title>"
+        f"<style>{stylesheet()}</style></head><body><main>"
+        f"{tag('h1', 'elr-harness soak')}"
+        f"{tag('p', join([tag('code', state['command'])]))}"
+        f"{tag('p', ' · '.join(facts) + f' · generated {generated}', class_='muted')}"
+        f"{body}</main></body></html>\n")
+
+
+def write_soak_index(state: dict[str, Any], soak_dir: Path) -> Path:
+    path = soak_dir / "index.html"
+    write_atomically(path, render_soak_index(state, soak_dir))
+    return path
+

@@ -1,0 +1,135 @@
+"""`harness soak` on real Kafka: a soak of several runs whose soak.json, junit.xml
+and index.html agree with each run's results.json, and a soak whose own process
+is killed with SIGKILL mid-run and then resumed, repeating no finished run.
+
+Both use a plan of the unclean-last-replica scenario with ELR on, whose verdict
+is known (valid), so the exit code is asserted exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import docker
+import pytest
+from junitparser import JUnitXml
+
+pytestmark = pytest.mark.integration
+
+HARNESS = str(Path(sys.executable).with_name("harness"))
+PLAN = '[[entry]]\nname = "unclean-last-replica"\nargs = ["--nemesis", "unclean-last-replica"]\n'
+
+
+def _soak_dir(store: Path) -> Path:
+    [soak_dir] = list((store / "soak").iterdir())
+    return soak_dir
+
+
+def _no_container_left() -> None:
+    client = docker.from_env()
+    try:
+        left = client.containers.list(all=True, filters={"label": "elr-harness.cluster=elr"})
+        assert left == [], [c.name for c in left]
+    finally:
+        client.close()
+
+
+def _assert_summary_agrees(soak_dir: Path, exit_code: int) -> dict:
+    soak = json.loads((soak_dir / "soak.json").read_text())
+    runs = soak["runs"]
+    assert [r["index"] for r in runs] == list(range(len(runs)))
+    assert [r["seed"] for r in runs] == [7 + r["index"] for r in runs]
+    assert soak["ended_at"] and soak["stopped_because"].startswith("duration used up")
+    assert exit_code == 0, soak["stopped_because"]
+    for run in runs:
+        results = json.loads((Path(run["run_dir"]) / "results.json").read_text())
+        assert run["status"] == "valid" and results["valid"] is True
+        assert run["lost_write_by_acks"] == results["anomalies"].get(
+            "lost-write", {}).get("by_acks", {})
+        assert run["lost_write_by_acks"].get("all", 0) == 0
+        assert not (Path(run["run_dir"]) / "history.parquet").exists(), "--keep no-cache"
+        assert f"--seed {run['seed']}" in run["reproduce"]
+
+    [suite] = list(JUnitXml.fromfile(str(soak_dir / "junit.xml")))
+    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (len(runs), 0, 0, 0)
+    assert [c.name for c in suite] == [
+        f"seed {r['seed']} kafka {r['kafka_version']}" for r in runs]
+
+    index = (soak_dir / "index.html").read_text()
+    links = re.findall(r'href="([^"]+/report\.html)"', index)
+    assert len(links) == len(runs)
+    for link in links:
+        assert (soak_dir / link).resolve().is_file(), link
+    _no_container_left()
+    return soak
+
+
+def test_a_soak_of_several_runs_agrees_with_each_run(tmp_path, capsys):
+    (tmp_path / "plan.toml").write_text(PLAN)
+    started = time.monotonic()
+    proc = subprocess.run([HARNESS, "soak", "--duration", "6m", "--plan", "plan.toml",
+                           "--seed", "7"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=1200)
+    took = time.monotonic() - started
+    soak = _assert_summary_agrees(_soak_dir(tmp_path / "store"), proc.returncode)
+    with capsys.disabled():
+        print(f"\n[soak 6m] {len(soak['runs'])} runs in {took:.0f} s: "
+              f"{[r['status'] for r in soak['runs']]}")
+    assert len(soak["runs"]) >= 2, proc.stdout[-3000:]
+    assert took < 6 * 60 + 120, "no run started that could not finish in the time left"
+
+
+def test_a_killed_soak_resumes_without_repeating_a_finished_run(tmp_path):
+    (tmp_path / "plan.toml").write_text(PLAN)
+    soak_proc = subprocess.Popen(
+        [HARNESS, "soak", "--duration", "5m", "--plan", "plan.toml", "--seed", "7"],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        state_file = None
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:  # wait for the second run to be under way
+            time.sleep(2)
+            found = list((tmp_path / "store" / "soak").glob("*/soak.json"))
+            if found:
+                state_file = found[0]
+                state = json.loads(state_file.read_text())
+                if len(state["runs"]) == 1 and state["current"]:
+                    break
+        else:
+            pytest.fail("the soak never started its second run")
+        time.sleep(25)  # mid-run: the cluster is up, the workload going
+        child = state["current"]["pid"]
+        soak_proc.send_signal(signal.SIGKILL)
+        soak_proc.wait(timeout=30)
+    finally:
+        if soak_proc.poll() is None:
+            soak_proc.kill()
+    first = state["runs"][0]
+
+    resumed = subprocess.run([HARNESS, "soak", "--resume", str(state_file.parent)],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=1200)
+    assert not _alive(child), "the abandoned run's process is gone"
+    soak = _assert_summary_agrees(state_file.parent, resumed.returncode)
+    assert soak["runs"][0] == first, "the finished run is kept as it was, not repeated"
+    assert len(soak["runs"]) >= 2, resumed.stdout[-3000:]
+    [abandoned] = soak["abandoned"]
+    assert abandoned["index"] == 1 and abandoned["run_dir"]
+    cut = json.loads((Path(abandoned["run_dir"]) / "test.json").read_text())
+    assert cut["interrupted"] is True, "the killed soak's run was ended by SIGINT, cleanly"
+    run_dirs = [r["run_dir"] for r in soak["runs"]]
+    assert abandoned["run_dir"] not in run_dirs and len(set(run_dirs)) == len(run_dirs)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"

@@ -1,0 +1,206 @@
+"""`harness soak` without Kafka: the plan's rotation, the record of a finished run
+as its run directory says it, --keep, the exit code, junit.xml read back by a
+JUnit parser, and index.html's links. tests/integration/test_soak.py runs it on
+real Kafka."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from junitparser import Error, Failure, JUnitXml, Skipped
+
+from harness.cli import build_parser
+from harness.core.config import SoakConfig
+from harness.core.errors import BadInput
+from harness.soak import Soak
+from harness.soak_junit import write_junit
+from harness.soak_plan import (
+    DEFAULT_PLAN,
+    PlanEntry,
+    planned_run,
+    read_plan,
+    validate_plan,
+    workload_seconds,
+)
+from harness.soak_results import keep, run_record
+from reports.soak_index import render_soak_index
+
+
+def test_every_entry_meets_every_release_with_its_own_seed():
+    plan = (PlanEntry("a", ()), PlanEntry("b", ()))
+    runs = [planned_run(plan, ("4.1.1", "4.4.0"), 10, i) for i in range(5)]
+    assert [(r.entry.name, r.kafka_version, r.seed) for r in runs] == [
+        ("a", "4.1.1", 10), ("b", "4.1.1", 11), ("a", "4.4.0", 12), ("b", "4.4.0", 13),
+        ("a", "4.1.1", 14)]
+    assert runs[1].command() == "harness run --seed 11 --kafka-version 4.1.1"
+
+
+def test_a_scenario_is_expected_to_take_its_typical_time_not_its_cap():
+    config = SoakConfig()
+    assert workload_seconds(DEFAULT_PLAN[0], config) == config.scenario_workload_s
+    assert workload_seconds(DEFAULT_PLAN[1], config) == 90.0
+    assert workload_seconds(PlanEntry("x", ("--time-limit=45",)), config) == 45.0
+    assert workload_seconds(PlanEntry("x", ("--nemesis", "kill")), config) == 60.0
+
+
+def test_the_default_plan_is_valid_run_flags(tmp_path):
+    run_parser = build_parser()._subparsers._group_actions[0].choices["run"]
+    validate_plan(DEFAULT_PLAN, run_parser, tmp_path / "store")
+    assert not (tmp_path / "store").exists(), "validating makes nothing"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("[[entry]]\nname = 'a'\nargs = ['--nemesis', 'bogus']\n", "plan entry 'a': "),
+    ("[[entry]]\nname = 'a'\nargs = ['--time-limit', 'x']\n", "plan entry 'a': "),
+    ("[[entry]]\nname = 'a'\nargs = ['--seed', '3']\n", "--seed is set by the soak"),
+    ("[[entry]]\nname = 'a'\nargs = ['--kafka-version=4.1.1']\n", "--kafka-version is set"),
+])
+def test_a_bad_entry_is_refused_before_anything_runs(tmp_path, text, message):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(text)
+    run_parser = build_parser()._subparsers._group_actions[0].choices["run"]
+    with pytest.raises(BadInput, match=message):
+        validate_plan(read_plan(plan), run_parser, tmp_path)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("not = [toml", "not TOML"),
+    ("", "no \\[\\[entry\\]\\] tables"),
+    ("[[entry]]\nargs = []\n", "`name` must be a short text"),
+    ("[[entry]]\nname = 'a'\nargs = 'x'\n", "`args` must be a list of strings"),
+    ("[[entry]]\nname = 'a'\n[[entry]]\nname = 'a'\n", "two entries are named 'a'"),
+    ("[[entry]]\nname = 'a'\nnemesis = 'kill'\n", "unknown key 'nemesis'"),
+    ("[soak]\n", "unknown key 'soak'"),
+])
+def test_a_bad_plan_file_is_one_line(tmp_path, text, message):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(text)
+    with pytest.raises(BadInput, match=message):
+        read_plan(plan)
+
+
+def _run_dir(tmp_path: Path, valid, error=None, interrupted=False) -> Path:
+    run_dir = tmp_path / "store" / "t" / "20261125T000000"
+    (run_dir / "nodes" / "broker-1").mkdir(parents=True)
+    (run_dir / "nodes" / "broker-1" / "server.log").write_text("log")
+    (run_dir / "history.jsonl").write_text("{}\n")
+    (run_dir / "history.parquet").mkdir()
+    (run_dir / "history.parquet" / "part-0.parquet").write_bytes(b"x" * 100)
+    test = {"kafka_version": "4.4.0", "reproduce": "harness run --seed 3 --kafka-version 4.4.0"}
+    if error:
+        test["error"] = error
+    test["interrupted"] = interrupted
+    (run_dir / "test.json").write_text(json.dumps(test))
+    if valid is not None:
+        (run_dir / "report.html").write_text("<html>")
+        (run_dir / "results.json").write_text(json.dumps({
+            "valid": valid, "reason": "why",
+            "anomalies": {"lost-write": {"count": 40, "bad": 0 if valid else 12,
+                                         "by_acks": {"all": 0 if valid else 12, "1": 28}}}}))
+    return run_dir
+
+
+def _record(tmp_path, run_dir, exit_code, keep_policy="no-cache"):
+    marker = tmp_path / "0000.run-dir"
+    if run_dir is not None:
+        marker.write_text(f"{run_dir}\n")
+    log = tmp_path / "0000.log"
+    log.write_text("· resolving\nharness: Docker engine is not running\n")
+    planned = planned_run(DEFAULT_PLAN, ("latest",), 3, 0)
+    return run_record(planned, exit_code, marker, log, 95.0, SoakConfig(keep=keep_policy))
+
+
+def test_an_invalid_run_is_recorded_from_its_results_and_keeps_everything(tmp_path):
+    run_dir = _run_dir(tmp_path, valid=False)
+    record = _record(tmp_path, run_dir, 1)
+    assert record["status"] == "invalid"
+    assert record["bad_anomalies"] == {"lost-write": 12}
+    assert record["lost_write_by_acks"] == {"all": 12, "1": 28}
+    assert record["kafka_version"] == "4.4.0"
+    assert record["reproduce"] == "harness run --seed 3 --kafka-version 4.4.0"
+    assert record["kept"] == "all" and (run_dir / "history.parquet").is_dir()
+
+
+def test_a_valid_run_drops_only_its_parquet_cache_by_default(tmp_path):
+    run_dir = _run_dir(tmp_path, valid=True)
+    record = _record(tmp_path, run_dir, 0)
+    assert record["status"] == "valid" and record["bad_anomalies"] == {}
+    assert not (run_dir / "history.parquet").exists()
+    assert (run_dir / "history.jsonl").is_file() and (run_dir / "nodes").is_dir()
+    assert record["disk_bytes"] == sum(
+        p.stat().st_size for p in run_dir.rglob("*") if p.is_file())
+
+
+def test_keep_failing_leaves_a_valid_run_its_verdict_and_report(tmp_path):
+    run_dir = _run_dir(tmp_path, valid=True)
+    assert keep(run_dir, "failing", "valid") == "test.json, results.json, report.html"
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "report.html", "results.json", "test.json"]
+    invalid = _run_dir(tmp_path / "b", valid=False)
+    assert keep(invalid, "failing", "invalid") == "all"
+    assert (invalid / "history.parquet").is_dir()
+
+
+def test_errors_and_interrupts_are_told_apart_from_verdicts(tmp_path):
+    assert _record(tmp_path, None, 2)["error"] == "harness: Docker engine is not running"
+    crashed = _record(tmp_path, _run_dir(tmp_path / "c", None, error="node died"), 2)
+    assert (crashed["status"], crashed["error"]) == ("error", "node died")
+    cut = _record(tmp_path, _run_dir(tmp_path / "d", None, interrupted=True), 2)
+    assert cut["status"] == "interrupted"
+
+
+def _state(statuses, stopped="duration used up"):
+    runs = [{"index": i, "entry": "e", "seed": i, "kafka_version_requested": "latest",
+             "kafka_version": "4.4.0", "status": s, "duration_s": 10.0,
+             "reproduce": f"harness run --seed {i}", "log": "/x/runs/0000.log",
+             "reason": "r", "error": "boom" if s == "error" else None,
+             "bad_anomalies": {"lost-write": 2} if s == "invalid" else {},
+             "lost_write_by_acks": {"all": 2 if s == "invalid" else 0}}
+            for i, s in enumerate(statuses)]
+    return {"soak_version": 1, "command": "harness soak", "started_at": "2026-11-25T10:00:00+00:00",
+            "store": "/x", "cluster_name": "elr", "config": {
+                **SoakConfig().__dict__, "kafka_versions": ["latest"]},
+            "plan": [{"name": "e", "args": []}], "used_s": 10.0 * len(runs), "runs": runs,
+            "abandoned": [], "current": None, "ended_at": "2026-11-25T11:00:00+00:00",
+            "stopped_because": stopped}
+
+
+@pytest.mark.parametrize(("statuses", "stopped", "code"), [
+    (["valid", "valid"], "duration used up", 0),
+    (["valid", "invalid", "error"], "duration used up", 1),
+    (["valid", "unknown"], "duration used up", 2),
+    (["valid", "error"], "duration used up", 2),
+    (["valid"], "interrupted (Ctrl-C)", 2),
+    ([], "duration used up", 2),
+])
+def test_the_exit_code_is_the_worst_verdict(tmp_path, statuses, stopped, code):
+    assert Soak(tmp_path, _state(statuses, stopped)).exit_code() == code
+
+
+def test_junit_xml_reads_back_with_one_case_per_run(tmp_path):
+    state = _state(["valid", "invalid", "error", "unknown", "interrupted"])
+    write_junit(state, tmp_path / "junit.xml")
+    xml = JUnitXml.fromfile(str(tmp_path / "junit.xml"))
+    [suite] = list(xml)
+    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (5, 1, 2, 1)
+    cases = list(suite)
+    assert [c.classname for c in cases] == ["e"] * 5
+    assert cases[0].name == "seed 0 kafka 4.4.0" and cases[0].is_passed
+    [failure] = cases[1].result
+    assert isinstance(failure, Failure) and failure.message == "2 lost-write"
+    assert "harness run --seed 1" in failure.text
+    assert isinstance(cases[2].result[0], Error) and cases[2].result[0].message == "boom"
+    assert isinstance(cases[3].result[0], Skipped)
+    assert isinstance(cases[4].result[0], Error)
+
+
+def test_the_index_links_every_report_relative_to_the_soak(tmp_path):
+    state = _state(["valid", "invalid"])
+    for run in state["runs"]:
+        run["report"] = str(tmp_path / "store" / "t" / f"run{run['index']}" / "report.html")
+    page = render_soak_index(state, tmp_path / "store" / "soak" / "1")
+    assert 'href="../../t/run0/report.html"' in page
+    assert 'href="../../t/run1/report.html"' in page
+    assert "INVALID" in page and "data:image/png;base64," in page
