@@ -152,9 +152,7 @@ class Soak:
         runs_dir.mkdir(exist_ok=True)
         marker = runs_dir / f"{planned.index:04d}.run-dir"
         log_path = runs_dir / f"{planned.index:04d}.log"
-        argv = [sys.executable, "-m", "harness.cli",
-                *planned.run_args(self.store, self.state["cluster_name"]),
-                "--record-run-dir", str(marker)]
+        argv = self.child_argv(planned, marker)
         started = time.monotonic()
         console.print(f"[bold]run {planned.index + 1}[/bold] {planned.entry.name} seed "
                       f"{planned.seed} Kafka {planned.kafka_version}  [dim]{log_path}[/dim]")
@@ -175,6 +173,12 @@ class Soak:
             self._record(planned, code, marker, log_path, time.monotonic() - started)
             raise
         self._record(planned, code, marker, log_path, time.monotonic() - started)
+
+    def child_argv(self, planned: PlannedRun, marker: Path) -> list[str]:
+        """The `harness run` of a planned run, in this Python environment."""
+        return [sys.executable, "-m", "harness.cli",
+                *planned.run_args(self.store, self.state["cluster_name"]),
+                "--record-run-dir", str(marker)]
 
     def _wait(self, proc: subprocess.Popen, planned: PlannedRun, started: float) -> int:
         while True:

@@ -6,6 +6,11 @@ real Kafka."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -204,3 +209,88 @@ def test_the_index_links_every_report_relative_to_the_soak(tmp_path):
     assert 'href="../../t/run0/report.html"' in page
     assert 'href="../../t/run1/report.html"' in page
     assert "INVALID" in page and "data:image/png;base64," in page
+
+
+# -- the soak's own process: Ctrl-C and kill -9, with a child that is not Kafka --
+# (the child stands in for `harness run` only to count the signals it gets;
+# tests/integration/test_soak.py does the same with real runs)
+
+_CHILD = """
+import json, pathlib, signal, sys, time
+said, marker, run_dir = map(pathlib.Path, sys.argv[1:4])
+run_dir.mkdir(parents=True)
+(run_dir / "test.json").write_text(json.dumps({"kafka_version": "4.4.0"}))
+marker.write_text(str(run_dir))
+def on_sigint(*_):
+    with said.open("a") as f:
+        f.write("SIGINT\\n")
+    time.sleep(0.5)  # a run heals and tears down; a second SIGINT would show here
+    (run_dir / "test.json").write_text(json.dumps({"interrupted": True}))
+    sys.exit(2)
+signal.signal(signal.SIGINT, on_sigint)
+with said.open("a") as f:
+    f.write("started\\n")
+time.sleep(120)
+"""
+
+_DRIVER = """
+import json, sys
+from pathlib import Path
+from harness.soak import Soak
+soak_dir = Path(sys.argv[1])
+state = json.loads((soak_dir / "state.json").read_text())
+class Stand(Soak):
+    def child_argv(self, planned, marker):
+        return [sys.executable, "-c", CHILD, str(soak_dir / "child.txt"), str(marker),
+                str(soak_dir / "store" / "t" / f"run{planned.index}")]
+    def _tear_down_leftovers(self):
+        (soak_dir / "teardown.txt").write_text("called")
+sys.exit(Stand(soak_dir, state).go())
+"""
+
+
+def _start_driver(tmp_path):
+    state = _state([])
+    del state["ended_at"], state["stopped_because"]
+    state["store"] = str(tmp_path / "store")
+    state["config"].update(duration_s=600.0, progress_every_s=1.0, interrupt_grace_s=30.0)
+    (tmp_path / "store").mkdir()
+    (tmp_path / "state.json").write_text(json.dumps(state))
+    driver = subprocess.Popen(
+        [sys.executable, "-c", f"CHILD = {_CHILD!r}\n{_DRIVER}", str(tmp_path)],
+        start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    said = tmp_path / "child.txt"
+    deadline = time.monotonic() + 60
+    while not (said.is_file() and "started" in said.read_text()):
+        assert time.monotonic() < deadline and driver.poll() is None, driver.stdout.read()
+        time.sleep(0.1)
+    return driver, said
+
+
+def test_ctrl_c_reaches_the_run_once_and_the_summary_is_written(tmp_path):
+    driver, said = _start_driver(tmp_path)
+    os.killpg(driver.pid, signal.SIGINT)  # a terminal's Ctrl-C: the whole foreground group
+    out, _ = driver.communicate(timeout=60)
+    assert driver.returncode == 2, out
+    assert said.read_text() == "started\nSIGINT\n", "one SIGINT, handed on by the soak"
+    soak = json.loads((tmp_path / "soak.json").read_text())
+    assert soak["stopped_because"] == "interrupted (Ctrl-C)"
+    [run] = soak["runs"]
+    assert run["status"] == "interrupted" and run["run_dir"].endswith("run0")
+    assert soak["current"] is None
+    assert (tmp_path / "teardown.txt").is_file(), "the cluster of a cut run is removed"
+    [suite] = list(JUnitXml.fromfile(str(tmp_path / "junit.xml")))
+    assert (suite.tests, suite.errors) == (1, 1)
+
+
+def test_a_run_gets_sigint_when_the_soak_is_killed(tmp_path):
+    driver, said = _start_driver(tmp_path)
+    state = json.loads((tmp_path / "soak.json").read_text())
+    assert state["current"]["index"] == 0, "soak.json names the run in flight"
+    driver.send_signal(signal.SIGKILL)
+    driver.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while "SIGINT" not in said.read_text():
+        assert time.monotonic() < deadline, "the orphaned run was never told to stop"
+        time.sleep(0.1)
+    assert said.read_text() == "started\nSIGINT\n"
