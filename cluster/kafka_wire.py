@@ -1,5 +1,6 @@
 """Just enough of Kafka's wire protocol for the observer and the nemesis:
-DescribeTopicPartitions (key 75), ListOffsets (key 2) and Metadata (key 3).
+DescribeTopicPartitions (key 75), ListOffsets (key 2), Metadata (key 3) and
+DescribeCluster (key 60).
 
 The ELR fields (EligibleLeaderReplicas, LastKnownElr) are only exposed by
 DescribeTopicPartitions (KIP-966); librdkafka does not surface them, and
@@ -17,6 +18,10 @@ is only an unknown high watermark. For the same reason the registered,
 unfenced brokers come from a Metadata v8 request with no topics (a KRaft
 broker lists only unfenced brokers), not from librdkafka's DescribeCluster,
 which hit the same assertion while brokers were being fenced.
+
+Which brokers are fenced comes from DescribeCluster v2 (KIP-1073, Kafka 4.0+)
+with IncludeFencedBrokers: the `fenced` field of observe lines, which the
+checker's fenced-leader anomaly (KAFKA-19522) reads.
 """
 
 from __future__ import annotations
@@ -34,6 +39,11 @@ LIST_OFFSETS_VERSION = 4
 LATEST_TIMESTAMP = -1
 METADATA_KEY = 3
 METADATA_VERSION = 8
+#: DescribeCluster v2 (KIP-1073, Kafka 4.0+) lists fenced brokers when asked to.
+DESCRIBE_CLUSTER_KEY = 60
+DESCRIBE_CLUSTER_VERSION = 2
+#: DescribeCluster's EndpointType for broker listeners.
+ENDPOINT_TYPE_BROKERS = 1
 
 
 class WireError(Exception):
@@ -136,6 +146,15 @@ def encode_metadata_request(correlation_id: int, client_id: str) -> bytes:
     header = _header_v1(METADATA_KEY, METADATA_VERSION, correlation_id, client_id)
     # no topics (an empty array, not null = all), no auto-creation, no ACL details
     return _framed(header, struct.pack(">i???", 0, False, False, False))
+
+
+def encode_describe_cluster_request(correlation_id: int, client_id: str) -> bytes:
+    """A size-prefixed DescribeCluster v2 request (request header v2): broker
+    endpoints, fenced brokers included, no authorized operations."""
+    header = _header_v1(DESCRIBE_CLUSTER_KEY, DESCRIBE_CLUSTER_VERSION, correlation_id,
+                        client_id) + b"\x00"  # no tagged fields
+    body = struct.pack(">?b?", False, ENDPOINT_TYPE_BROKERS, True) + b"\x00"
+    return _framed(header, body)
 
 
 # -- decoding -----------------------------------------------------------------
@@ -252,6 +271,33 @@ def decode_list_offsets_response(payload: bytes) -> tuple[int, dict[tuple[str, i
     return correlation_id, result
 
 
+def decode_describe_cluster_response(payload: bytes) -> tuple[int, dict[int, bool]]:
+    """(correlation id, {broker id: is fenced}) of a DescribeCluster v2 response; a
+    response with an error code is a WireError (no view, not an empty one)."""
+    r = _Reader(payload)
+    correlation_id = r.int32()
+    r.skip_tagged_fields()  # response header v1
+    r.int32()  # throttle time
+    error_code = r.int16()
+    message = r.compact_nullable_string()
+    if error_code != 0:
+        raise WireError(f"DescribeCluster error {error_code}: {message}")
+    r.int8()  # endpoint type
+    r.compact_nullable_string()  # cluster id
+    r.int32()  # controller id
+    brokers: dict[int, bool] = {}
+    for _ in range(max(r.uvarint() - 1, 0)):
+        broker_id = r.int32()
+        r.compact_nullable_string()  # host
+        r.int32()  # port
+        r.compact_nullable_string()  # rack
+        brokers[broker_id] = r.int8() != 0
+        r.skip_tagged_fields()
+    r.int32()  # cluster authorized operations
+    r.skip_tagged_fields()
+    return correlation_id, brokers
+
+
 def decode_metadata_brokers(payload: bytes) -> tuple[int, list[int]]:
     """(correlation id, broker ids) of a Metadata v8 response; topics are not read."""
     r = _Reader(payload)
@@ -302,6 +348,12 @@ class WireConnection:
         """The brokers this broker's metadata lists: registered and unfenced."""
         _, brokers = decode_metadata_brokers(self._exchange(
             lambda c: encode_metadata_request(c, self.client_id)))
+        return brokers
+
+    def brokers_fenced(self) -> dict[int, bool]:
+        """Every broker this broker's metadata knows, and whether it is fenced."""
+        _, brokers = decode_describe_cluster_response(self._exchange(
+            lambda c: encode_describe_cluster_request(c, self.client_id)))
         return brokers
 
     def _exchange(self, build: Callable[[int], bytes]) -> bytes:

@@ -2,9 +2,11 @@
 
 Leader, epoch, ISR, ELR and LastKnownELR come from DescribeTopicPartitions
 (the only API that exposes the ELR fields); the high watermark comes from
-ListOffsets(latest) answered by the partition's leader. Both go over the
-harness's own small wire client (cluster.kafka_wire). Nothing is derived: the
-checker judges Kafka by exactly what Kafka said.
+ListOffsets(latest) answered by the partition's leader; the fenced brokers from
+DescribeCluster v2 (fenced brokers included, KIP-1073) asked of the broker that
+described the partitions. All go over the harness's own small wire client
+(cluster.kafka_wire). Nothing is derived: the checker judges Kafka by exactly
+what Kafka said.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ class PartitionState:
     last_known_elr: tuple[int, ...] | None
     high_watermark: int | None
     replicas: tuple[int, ...] = ()
+    #: Brokers the answering broker's metadata held fenced both just before and
+    #: just after it described the partitions (None: it could not say).
+    fenced: tuple[int, ...] | None = None
 
     def as_observation(self) -> dict:
         """The fields of a history `observe` line (HISTORY.md)."""
@@ -38,7 +43,18 @@ class PartitionState:
             "elr": None if self.elr is None else list(self.elr),
             "last_known_elr": None if self.last_known_elr is None else list(self.last_known_elr),
             "high_watermark": self.high_watermark,
+            **({} if self.fenced is None else {"fenced": list(self.fenced)}),
         }
+
+
+def _both(before: frozenset[int] | None, after: frozenset[int] | None
+          ) -> tuple[int, ...] | None:
+    """Fenced before and after the description: a broker fenced (or unfenced)
+    in between is not named, so a leader that was unfenced when described is
+    never reported fenced (a fenced-leader the checker would call a bug)."""
+    if before is None or after is None:
+        return None
+    return tuple(sorted(before & after))
 
 
 class ObservationError(Exception):
@@ -65,7 +81,7 @@ class PartitionObserver:
 
     def describe(self, topics: Sequence[str]) -> list[PartitionState]:
         avoid = self._avoid()
-        described = self._describe_any(topics, avoid)
+        described, fenced = self._describe_any(topics, avoid)
         partitions = [p for t in described for p in t.partitions]
         # A leader with a stale view may report an old high watermark: not asked.
         hwms = self._high_watermarks({
@@ -78,6 +94,7 @@ class PartitionObserver:
                 elr=None if p.elr is None else tuple(p.elr),
                 last_known_elr=None if p.last_known_elr is None else tuple(p.last_known_elr),
                 high_watermark=hwms.get((p.topic, p.partition)), replicas=tuple(p.replicas),
+                fenced=fenced,
             )
             for p in sorted(partitions, key=lambda p: (p.topic, p.partition))
         ]
@@ -92,10 +109,11 @@ class PartitionObserver:
                 errors.append(f"{connection.host}: view may be stale (cut off or down)")
                 continue
             try:
+                fenced_before = self._fenced(connection)
                 topics_found = connection.describe_topic_partitions(topics)
                 found = [t for t in topics_found if t.error_code == 0]
                 if not topics and not topics_found:
-                    return []  # asked for every topic: the cluster has none yet
+                    return [], None  # asked for every topic: the cluster has none yet
                 if found and self._went_back(found):
                     # a broker that missed metadata updates (cut off until a moment
                     # ago) describes an older leader epoch: not the cluster's state
@@ -105,7 +123,7 @@ class PartitionObserver:
                         for p in topic.partitions:
                             key = (p.topic, p.partition)
                             self._epochs[key] = max(self._epochs.get(key, -1), p.leader_epoch)
-                    return found
+                    return found, _both(fenced_before, self._fenced(connection))
                 else:
                     errors.append(f"{connection.host}: topic error "
                                   f"{[t.error_code for t in topics_found]}")
@@ -113,6 +131,15 @@ class PartitionObserver:
                 errors.append(str(err))
             self._connections.append(self._connections.pop(0))
         raise ObservationError("; ".join(errors) or "no broker to ask")
+
+    @staticmethod
+    def _fenced(connection: WireConnection) -> frozenset[int] | None:
+        """The brokers this broker's metadata holds fenced (None: no answer)."""
+        try:
+            return frozenset(b for b, is_fenced in connection.brokers_fenced().items()
+                             if is_fenced)
+        except (WireError, UnicodeDecodeError):
+            return None
 
     def _went_back(self, topics) -> bool:
         """Leader epochs never go down: a lower one than seen is a stale view."""

@@ -45,6 +45,8 @@ class ObservedPartition(Protocol):
     def last_known_elr(self) -> tuple[int, ...] | None: ...
     @property
     def high_watermark(self) -> int | None: ...
+    @property
+    def fenced(self) -> tuple[int, ...] | None: ...
 
 
 class PartitionStateSource(Protocol):
@@ -67,6 +69,8 @@ def observe_fields(state: ObservedPartition) -> dict[str, Any]:
     # never a watermark: recording it would read as a regression.
     if state.high_watermark is not None and state.high_watermark >= 0:
         fields["high_watermark"] = state.high_watermark
+    if state.fenced is not None:  # absent where the cluster could not say
+        fields["fenced"] = list(state.fenced)
     return fields
 
 

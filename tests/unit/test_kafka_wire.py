@@ -4,8 +4,10 @@
     DescribeTopicPartitions (key 75) v0   flexible      request header v2, response header v1
     ListOffsets             (key 2)  v4   not flexible  request header v1, response header v0
     Metadata                (key 3)  v8   not flexible  request header v1, response header v0
+    DescribeCluster         (key 60) v2   flexible      request header v2, response header v1
+                                          (4.0.0's DescribeCluster*.json; v2 is KIP-1073's)
 
-The module speaks no other API (no ApiVersions, no DescribeCluster). The golden vectors
+The module speaks no other API (no ApiVersions). The golden vectors
 further down are hex written from the schema JSON, not from the module's encoder."""
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ from cluster.kafka_wire import (
     DescribedTopic,
     WireConnection,
     WireError,
+    decode_describe_cluster_response,
     decode_describe_response,
     decode_list_offsets_response,
     decode_metadata_brokers,
+    encode_describe_cluster_request,
     encode_describe_request,
     encode_list_offsets_request,
     encode_metadata_request,
@@ -359,6 +363,72 @@ METADATA_RESPONSE = _golden(
 )
 
 
+# DescribeClusterRequest.json v2 ("validVersions": "0-2", "flexibleVersions": "0+"),
+# request header v2 (the fields as kafka-clients-4.0.0's DescribeClusterRequestData has them).
+DESCRIBE_CLUSTER_REQUEST = _golden(
+    "00000011",  # int32 size prefix: 17 bytes follow
+    "003c",  # RequestHeader v2 RequestApiKey int16 = 60 (DescribeCluster)
+    "0002",  # RequestApiVersion int16 = 2
+    "00000009",  # CorrelationId int32 = 9
+    "0002 6162",  # ClientId "ab" (int16 length even in header v2)
+    "00",  # header tagged fields: count 0
+    "00",  # IncludeClusterAuthorizedOperations bool = false
+    "01",  # EndpointType int8 = 1 (brokers; versions 1+)
+    "01",  # IncludeFencedBrokers bool = true (versions 2+)
+    "00",  # request tagged fields: count 0
+)
+
+# DescribeClusterResponse.json v2, response header v1: broker 1 unfenced, broker 3
+# fenced (rack "r1"), one unknown tagged field on broker 3. Both bodies were checked,
+# once, against kafka-clients-4.0.0's DescribeCluster{Request,Response}Data
+# serialised by MessageUtil.toByteBuffer(data, 2) (the same bytes, bar that field).
+DESCRIBE_CLUSTER_RESPONSE = _golden(
+    "00000009",  # ResponseHeader v1 CorrelationId int32 = 9
+    "00",  # header tagged fields: count 0
+    "00000000",  # ThrottleTimeMs int32 = 0
+    "0000",  # ErrorCode int16 = 0
+    "00",  # ErrorMessage: compact nullable string, 0 = null
+    "01",  # EndpointType int8 = 1 (versions 1+)
+    "04 616263",  # ClusterId: compact string, uvarint 3 + 1, "abc"
+    "000003e9",  # ControllerId int32 = 1001
+    "03",  # Brokers: compact array, uvarint 2 + 1
+    "00000001",  # Brokers[0].BrokerId int32 = 1
+    "0a 31302e302e302e3134",  # Brokers[0].Host: compact string "10.0.0.14"
+    "00002384",  # Brokers[0].Port int32 = 9092
+    "00",  # Brokers[0].Rack: compact nullable string, null
+    "00",  # Brokers[0].IsFenced bool = false (versions 2+)
+    "00",  # Brokers[0] tagged fields: count 0
+    "00000003",  # Brokers[1].BrokerId int32 = 3
+    "0a 31302e302e302e3136",  # Brokers[1].Host "10.0.0.16"
+    "00002384",  # Brokers[1].Port int32 = 9092
+    "03 7231",  # Brokers[1].Rack "r1"
+    "01",  # Brokers[1].IsFenced bool = true
+    "01 05 02 abcd",  # Brokers[1] tagged fields: 1 field, tag 5, 2 bytes (unknown: skipped)
+    "80000000",  # ClusterAuthorizedOperations int32 = -2147483648 (not asked)
+    "00",  # response tagged fields: count 0
+)
+
+DESCRIBE_CLUSTER_ERROR = _golden(
+    "00000002", "00", "00000000",
+    "001d",  # ErrorCode int16 = 29 (CLUSTER_AUTHORIZATION_FAILED)
+    "06 6e6f706521",  # ErrorMessage "nope!"
+    "01", "01 00", "ffffffff", "01", "80000000", "00",
+)
+
+
+def test_describe_cluster_request_matches_the_schema_bytes() -> None:
+    assert encode_describe_cluster_request(9, "ab") == DESCRIBE_CLUSTER_REQUEST
+
+
+def test_describe_cluster_response_says_which_brokers_are_fenced() -> None:
+    assert decode_describe_cluster_response(DESCRIBE_CLUSTER_RESPONSE) == (
+        9, {1: False, 3: True})
+
+
+def test_a_describe_cluster_error_is_no_view() -> None:
+    with pytest.raises(WireError, match="DescribeCluster error 29: nope!"):
+        decode_describe_cluster_response(DESCRIBE_CLUSTER_ERROR)
+
 @pytest.mark.parametrize(("request_bytes", "golden"), [
     (encode_describe_request(7, "ab", ["t", "u"]), DESCRIBE_REQUEST),
     (encode_describe_request(8, "ab", ["t", "u"], partition_limit=10, cursor=("u", 3)),
@@ -444,7 +514,10 @@ METADATA_BROKERS_END = METADATA_RESPONSE.index(bytes.fromhex("0003616263"))
     (decode_describe_response, DESCRIBE_RESPONSE_EMPTY, len(DESCRIBE_RESPONSE_EMPTY)),
     (decode_list_offsets_response, LIST_OFFSETS_RESPONSE, len(LIST_OFFSETS_RESPONSE)),
     (decode_metadata_brokers, METADATA_RESPONSE, METADATA_BROKERS_END),
-], ids=["describe", "describe-tagged", "describe-empty", "list-offsets", "metadata"])
+    (decode_describe_cluster_response, DESCRIBE_CLUSTER_RESPONSE,
+     len(DESCRIBE_CLUSTER_RESPONSE)),
+], ids=["describe", "describe-tagged", "describe-empty", "list-offsets", "metadata",
+        "describe-cluster"])
 def test_every_truncation_is_a_wire_error(decode: Callable[[bytes], object], golden: bytes,
                                           read_up_to: int) -> None:
     """Each golden response cut at every byte it needs: WireError, never IndexError,

@@ -76,3 +76,10 @@ def test_wait_for_times_out_when_the_state_never_comes(tmp_path: Path) -> None:
         assert loop.wait_for(lambda states: False, timeout_s=0.2) is None
         assert 0.2 <= time.monotonic() - started < 2
         loop.stop()
+
+
+def test_an_observe_line_carries_fenced_only_when_the_cluster_said():
+    said = State("t", 0, 3, 7, (), (), (3,), None, (1, 2, 3), fenced=(3,))
+    assert observe_fields(said)["fenced"] == [3]
+    silent = State("t", 0, 3, 7, (), (), (3,), None, (1, 2, 3))
+    assert "fenced" not in observe_fields(silent)
