@@ -38,6 +38,8 @@ from harness.core.errors import BadInput, ClusterStartError, HarnessError
 if TYPE_CHECKING:
     import docker
 
+    from cluster.replica_logs import ReplicaLog
+
 Log = Callable[[str], None]
 
 #: Replicas one broker of a test cluster is asked to host at most: Kafka's
@@ -353,14 +355,28 @@ class Cluster:
     def decode_metadata_log(self, node: Node) -> list[dict]:
         """A controller's metadata log, decoded by the log dump tool of the Kafka
         under test (wherever that release keeps it)."""
-        from cluster.metadata_log import DUMP_LOG_CLASSES, decode_metadata_log
+        from cluster.metadata_log import decode_metadata_log
+
+        return decode_metadata_log(node, self.config.metadata_log_dir,
+                                   self.config.timeouts.metadata_dump_s,
+                                   self._log_dump_class())
+
+    def _log_dump_class(self) -> str:
+        """DumpLogSegments of the Kafka under test, wherever that release keeps it."""
+        from cluster.metadata_log import DUMP_LOG_CLASSES
 
         distribution = self.distribution or resolve_distribution(
             self.facts.get("kafka-version", self.config.kafka_version), self.config.kafka_dist,
             self.log)
-        return decode_metadata_log(node, self.config.metadata_log_dir,
-                                   self.config.timeouts.metadata_dump_s,
-                                   distribution.main_class(DUMP_LOG_CLASSES))
+        return distribution.main_class(DUMP_LOG_CLASSES)
+
+    def replica_logs(self, node: Node, topics: Sequence[str]) -> list[ReplicaLog]:
+        """A broker's own replicas of `topics`, read from its files by the log dump
+        tool of the Kafka under test."""
+        from cluster.replica_logs import dump_replicas
+
+        return dump_replicas(node, self.config.log_dir, topics, self._log_dump_class(),
+                             self.config.timeouts.metadata_dump_s)
 
     def describe_all(self) -> list[PartitionState]:
         """Every user topic's partitions (internal topics left out)."""

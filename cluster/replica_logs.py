@@ -1,0 +1,97 @@
+"""Each replica's own log, read from its files by Kafka's log dump tool.
+
+After the final reads (cluster healed and quiet) every broker's log directory is
+dumped with `DumpLogSegments --deep-iteration --print-data-log`, one JVM per
+broker for all its partitions, and read into HISTORY.md's `replica` lines:
+offsets, values and the leader epoch of each record's batch, and the replica's
+checkpointed high watermark (replication-offset-checkpoint). A consumer reads
+only the leader; this is how replicas that silently diverged (KAFKA-18991) are
+seen at all.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cluster import kraft
+from cluster.node import Node
+
+_FILE = re.compile(r"^Dumping (?P<path>\S+)$")
+_BATCH = re.compile(r"^baseOffset: \d+ lastOffset: \d+ .*?partitionLeaderEpoch: (?P<epoch>-?\d+) "
+                    r".*?isControl: (?P<control>true|false)")
+_OFFSET = re.compile(r"^\| offset: (?P<offset>\d+) ")
+_PAYLOAD = re.compile(r" payload: ?(?P<payload>.*)$")
+_SEGMENT_DIR = re.compile(r"/(?P<topic>[^/]+)-(?P<partition>\d+)/\d+\.log$")
+
+
+@dataclass
+class ReplicaLog:
+    topic: str
+    partition: int
+    records: list[list]  # [offset, value (int or None), leader epoch]
+    high_watermark: int | None = None
+    #: one past the last offset in the files, control records included
+    log_end_offset: int = 0
+
+
+def parse_replica_dump(output: str) -> dict[tuple[str, int], ReplicaLog]:
+    """Records per partition of a --deep-iteration --print-data-log dump of
+    segment files; control batches (transaction markers) are left out."""
+    logs: dict[tuple[str, int], ReplicaLog] = {}
+    current: ReplicaLog | None = None
+    epoch, control = -1, False
+    for line in output.splitlines():
+        if match := _FILE.match(line):
+            where = _SEGMENT_DIR.search(match["path"])
+            if where is None:
+                current = None
+                continue
+            key = (where["topic"], int(where["partition"]))
+            current = logs.setdefault(key, ReplicaLog(key[0], key[1], []))
+        elif match := _BATCH.match(line):
+            epoch, control = int(match["epoch"]), match["control"] == "true"
+        elif (match := _OFFSET.match(line)) and current is not None:
+            offset = int(match["offset"])
+            current.log_end_offset = max(current.log_end_offset, offset + 1)
+            payload = _PAYLOAD.search(line)
+            if not control and payload is not None:
+                text = payload["payload"].strip()
+                value = int(text) if re.fullmatch(r"-?\d+", text) else None
+                current.records.append([offset, value, epoch])
+    return logs
+
+
+def parse_checkpoint(text: str) -> dict[tuple[str, int], int]:
+    """replication-offset-checkpoint: a version line, a count, `topic partition offset`."""
+    lines = text.splitlines()[2:]
+    found = {}
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 3 and parts[1].isdigit() and parts[2].lstrip("-").isdigit():
+            found[(parts[0], int(parts[1]))] = int(parts[2])
+    return found
+
+
+def dump_replicas(node: Node, log_dir: str, topics: Sequence[str], dump_class: str,
+                  timeout_s: float) -> list[ReplicaLog]:
+    """Every replica of `topics` this broker holds, from its own files."""
+    patterns = " ".join(f"{shlex.quote(log_dir)}/{shlex.quote(t)}-*/*.log" for t in topics)
+    listing = node.exec(f"ls {patterns} 2>/dev/null")
+    segments = sorted(listing.output.split()) if listing.ok else []
+    if not segments:
+        return []
+    result = node.exec(
+        ["java", "-Xmx256m", "-cp", f"{kraft.KAFKA_HOME}/libs/*", dump_class,
+         "--deep-iteration", "--print-data-log", "--files", ",".join(segments)],
+        timeout_s=timeout_s)
+    if not result.ok:
+        raise RuntimeError(f"{node.spec.name}: DumpLogSegments failed: {result.output[-300:]}")
+    logs = parse_replica_dump(result.output)
+    checkpoint = node.exec(["cat", f"{log_dir}/replication-offset-checkpoint"])
+    marks = parse_checkpoint(checkpoint.output) if checkpoint.ok else {}
+    for key, log in logs.items():
+        log.high_watermark = marks.get(key)
+    return [logs[k] for k in sorted(logs)]
