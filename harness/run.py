@@ -24,6 +24,7 @@ from rich.console import Console
 from cluster.cluster import Cluster, validate_topic
 from cluster.distribution import check_request
 from cluster.kraft import validate_topology
+from harness.collect import collect_nodes, record_replicas
 from harness.core.config import (
     LOG_FORMAT,
     CheckerConfig,
@@ -77,6 +78,14 @@ def validate(spec: RunSpec) -> NemesisPlan:
                           any(t.replication_factor < 3 for t in spec.topics)):
         raise HarnessError(f"{plan.scenario} needs 3 brokers and replication factor 3 "
                            "(a leader and two followers)")
+    if plan.scenario == "fenced-last-leader":
+        if spec.cluster.brokers <= max(t.replication_factor for t in spec.topics):
+            raise BadInput("fenced-last-leader needs a broker that is no replica of the "
+                           "partition (to answer while its replicas are down): --brokers "
+                           f"{max(t.replication_factor for t in spec.topics) + 1}")
+        if any(t.min_insync_replicas != 1 for t in spec.topics):
+            raise BadInput("fenced-last-leader needs --min-insync-replicas 1 (the ISR "
+                           "must shrink to the leader alone)")
     return plan
 
 
@@ -263,22 +272,27 @@ def _run_nemesis(plan: NemesisPlan, spec: RunSpec, injector, observer,
 def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):
     """The scenario then a quiet spell; or one mix; or mixes that overlap (each
     seeded from --seed upward, so the run reproduces)."""
+    from nemesis.fenced_last_leader import FencedLastLeader
     from nemesis.mix import RandomMix
     from nemesis.scenario import UncleanLastReplica
     from nemesis.schedules import Mix, Overlap, Phases, Quiet, Scenario
 
-    if plan.scenario == "unclean-last-replica":
+    if plan.scenario:
+        scripted = {"unclean-last-replica": UncleanLastReplica,
+                    "fenced-last-leader": FencedLastLeader}[plan.scenario]
         return Phases([
-            Scenario(lambda stop: UncleanLastReplica(
+            Scenario(lambda stop: scripted(
                 injector, observer, spec.topics[0].name, 0, elr=spec.cluster.elr,
                 timings=spec.run.scenario, stop=stop, log=log)),
             Quiet(spec.run.quiet_after_faults_s)])
     replication = min(t.replication_factor for t in spec.topics)
+    # a bounced leader stays stopped past its session timeout, so it is fenced
+    bounce_hold_s = spec.cluster.timings.broker_session_timeout_ms / 1000 + 2.0
 
     def maker(seed: int):
         return lambda kinds, stop: RandomMix(injector, observer, kinds, seed,
                                              spec.run.interval_s, replication, stop=stop,
-                                             log=log)
+                                             log=log, bounce_hold_s=bounce_hold_s)
 
     mixes = [Mix(group, maker(spec.run.seed + i)) for i, group in enumerate(plan.groups)]
     if not mixes:
@@ -326,7 +340,8 @@ def _heal_and_finish(cluster: Cluster, injector, observer, phases: Phases, spec:
         outcome["final_reads"] = final()
     observer.stop()
     phases.enter("collect")
-    _collect(cluster, run_dir, outcome)
+    record_replicas(cluster, [t.name for t in spec.topics], recorder, outcome)
+    collect_nodes(cluster, run_dir / "nodes", outcome)
 
 
 def _wait_recovered(observer, spec: RunSpec) -> bool:
@@ -342,21 +357,6 @@ def _wait_recovered(observer, spec: RunSpec) -> bool:
     console.print("cluster recovered" if ok else
                   "[yellow]cluster did not fully recover; final reads go ahead[/yellow]")
     return ok
-
-
-def _collect(cluster: Cluster, run_dir: Path, outcome: dict[str, Any]) -> None:
-
-    nodes_dir = run_dir / "nodes"
-    cluster.collect_logs(nodes_dir)
-    for node in cluster.controllers:
-        try:
-            records = cluster.decode_metadata_log(node)
-        except Exception as err:  # noqa: BLE001 - the rest of the run still counts
-            outcome.setdefault("errors", []).append(f"metadata log of {node.spec.name}: {err}")
-            continue
-        target = nodes_dir / node.spec.name
-        target.mkdir(parents=True, exist_ok=True)
-        (target / "metadata-log.json").write_text(json.dumps(records))
 
 
 def check_and_report(run_dir: Path, test: dict[str, Any], run: RunConfig,

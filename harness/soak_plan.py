@@ -29,6 +29,7 @@ from pathlib import Path
 from harness.core.config import RunConfig, SoakConfig
 from harness.core.errors import BadInput, HarnessError
 from harness.flags import given_flags
+from nemesis.registry import SCENARIOS
 
 #: Flags the soak sets on every run itself; a plan entry may not.
 SOAK_OWNED = ("--seed", "--kafka-version", "--store", "--keep-cluster", "--no-check",
@@ -147,7 +148,7 @@ def workload_seconds(entry: PlanEntry, config: SoakConfig) -> float:
     value = _flag_value(args, "--time-limit")
     if value is not None:
         return float(value)
-    if _flag_value(args, "--nemesis") == "unclean-last-replica":
+    if _flag_value(args, "--nemesis") in SCENARIOS:
         return config.scenario_workload_s
     return RunConfig.time_limit_s
 

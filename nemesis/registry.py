@@ -6,9 +6,10 @@ from dataclasses import dataclass
 
 from harness.core.errors import BadInput
 from nemesis.mix import FAULT_KINDS
+from nemesis.packages import NOT_IN_ALL
 from nemesis.schedules import check_overlap, resources_of
 
-SCENARIOS = ("unclean-last-replica",)
+SCENARIOS = ("unclean-last-replica", "fenced-last-leader")
 NONE = "none"
 
 
@@ -85,4 +86,7 @@ def _kinds(part: str, text: str) -> tuple[str, ...]:
     if NONE in names or any(n in SCENARIOS for n in names):
         raise BadInput(f"--nemesis {text}: 'none' and scenarios cannot be mixed with "
                        "fault kinds")
-    return FAULT_KINDS if "all" in names else tuple(dict.fromkeys(names))
+    if "all" in names:
+        return tuple(dict.fromkeys([k for k in FAULT_KINDS if k not in NOT_IN_ALL]
+                                   + [n for n in names if n != "all"]))
+    return tuple(dict.fromkeys(names))

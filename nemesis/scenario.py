@@ -53,10 +53,11 @@ def _summary(state: ObservedPartition | None) -> dict[str, Any]:
             "elr": None if state.elr is None else list(state.elr)}
 
 
-class UncleanLastReplica:
-    """Runs T0..T4 on one partition; every other partition goes along."""
+class ScriptedScenario:
+    """A scripted sequence of faults on one partition, each step waiting (bounded)
+    on the observed state; subclasses write `run`."""
 
-    name = "unclean-last-replica"
+    name = ""
 
     def __init__(self, injector: FaultInjector, observer: Observer, topic: str,
                  partition: int = 0, elr: bool = True,
@@ -105,20 +106,39 @@ class UncleanLastReplica:
     def _sleep(self, seconds: float) -> None:
         self.stop_event.wait(seconds)
 
-    # -- the steps -----------------------------------------------------------------
-
     def run(self) -> list[StepOutcome]:
+        raise NotImplementedError
+
+    def _roles(self) -> tuple[int, int, int]:
+        """Wait for a full ISR; its leader L and followers A, B (ids), logged."""
         self._sleep(self.timings.warmup_s)
         start = self._wait("setup", lambda s: s.leader >= 0 and len(s.isr) >= 3)
         if not start.reached:
             raise RuntimeError(f"partition {self.topic}-{self.partition} never had a full "
                                f"ISR: {start.observed}")
         leader = start.observed["leader"]
-        followers = [b for b in start.observed["isr"] if b != leader]
-        a_id, b_id = followers[0], followers[1]
+        a_id, b_id = [b for b in start.observed["isr"] if b != leader][:2]
+        self.log("roles: " + " ".join(f"{role}={self._broker_name(i)} ({i})" for role, i in
+                                      (("L", leader), ("A", a_id), ("B", b_id))))
+        return leader, a_id, b_id
+
+    def _steps(self, steps: Sequence[tuple[str, Callable[[], object]]]) -> list[StepOutcome]:
+        for _label, action in steps:
+            if self.stop_event.is_set():
+                break
+            action()
+        return self.outcomes
+
+
+class UncleanLastReplica(ScriptedScenario):
+    """Runs T0..T4 on one partition; every other partition goes along."""
+
+    name = "unclean-last-replica"
+
+    def run(self) -> list[StepOutcome]:
+        leader, a_id, b_id = self._roles()
         l_name, a_name, b_name = (self._broker_name(i) for i in (leader, a_id, b_id))
         nodes = sorted(self.injector.cluster.nodes)
-        self.log(f"roles: L={l_name} ({leader}) A={a_name} ({a_id}) B={b_name} ({b_id})")
 
         steps: list[tuple[str, Callable[[], None]]] = [
             ("T0", lambda: self.injector.partition(grudges.isolate(a_name, nodes), step="T0")),
@@ -138,11 +158,7 @@ class UncleanLastReplica:
             ("T4-wait", lambda: self._wait(
                 "T4", lambda s: s.leader == (b_id if self.elr else leader))),
         ]
-        for _label, action in steps:
-            if self.stop_event.is_set():
-                break
-            action()
-        return self.outcomes
+        return self._steps(steps)
 
     def _wait_controller(self, step: str,
                          predicate: Callable[[ObservedPartition], bool]) -> StepOutcome:

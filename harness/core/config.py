@@ -87,6 +87,9 @@ class KafkaTimings:
     controller_quorum_election_timeout_ms: int = 1000
     controller_quorum_fetch_timeout_ms: int = 2000
     request_timeout_ms: int = 10000
+    #: How often the controller moves leadership back to preferred replicas
+    #: (Kafka's default, 300 s, unless a bounce-leader mix asks for 5 s).
+    leader_imbalance_check_interval_s: int = 300
 
 
 @dataclass(frozen=True)
@@ -244,14 +247,20 @@ class WorkloadConfig:
 
 @dataclass(frozen=True)
 class ScenarioTimings:
-    """The unclean-last-replica scenario's bounds on each step's wait for the
-    observed state it expects (nemesis/scenario.py)."""
+    """The scripted scenarios' bounds on each step's wait for the observed state
+    it expects (nemesis/scenario.py, nemesis/fenced_last_leader.py)."""
 
     step_timeout_s: float = 60.0
     #: Quiet time before T0, so acks=all writes are acknowledged by all replicas.
     warmup_s: float = 8.0
     #: Time in T1 so that acks=1 writes land on L alone (and acks=all ones fail).
     hold_t1_s: float = 5.0
+    #: fenced-last-leader: how long the restarted last leader is kept paused
+    #: (registered, fenced) while the observer watches whom the controller elects.
+    hold_fenced_s: float = 20.0
+    #: fenced-last-leader: how often its log is read for the new registration
+    #: (SIGSTOP must land before it catches up and is unfenced).
+    registration_poll_s: float = 0.05
 
 
 @dataclass(frozen=True)
