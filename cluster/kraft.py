@@ -102,6 +102,7 @@ def server_properties(spec: NodeSpec, specs: list[NodeSpec], config: ClusterConf
             "listeners": f"CONTROLLER://{spec.address}:{config.controller_port}",
             "log.dirs": config.metadata_log_dir,
             "broker.session.timeout.ms": t.broker_session_timeout_ms,
+            "leader.imbalance.check.interval.seconds": t.leader_imbalance_check_interval_s,
         }
     else:
         internal_rf = min(3, brokers)

@@ -69,7 +69,8 @@ class RandomMix:
                  stop: threading.Event | None = None,
                  log: Callable[[str], None] = print,
                  topology: Topology | None = None,
-                 active_controller: Callable[[], int | None] | None = None) -> None:
+                 active_controller: Callable[[], int | None] | None = None,
+                 bounce_hold_s: float = 8.0) -> None:
         unknown = [k for k in kinds if k not in PACKAGES]
         if unknown:
             raise ValueError(f"unknown fault kinds {unknown}")
@@ -79,6 +80,8 @@ class RandomMix:
         self.rng = random.Random(seed)
         self.interval_s = interval_s
         self.replication_factor = replication_factor
+        #: bounce-leader's SIGSTOP: longer than the broker session timeout
+        self.bounce_hold_s = bounce_hold_s
         self.stop_event = stop or threading.Event()
         self.log = log
         cluster = getattr(injector, "cluster", None)

@@ -9,6 +9,7 @@ seeded RNG) and returns what ends the fault, or None when it is skipped.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -132,6 +133,23 @@ def _page_cache_loss(mix: RandomMix, package: FaultPackage) -> Undo | None:
     return lambda: mix.injector.start(target, detail=why)
 
 
+def _bounce_leader(mix: RandomMix, package: FaultPackage) -> Undo:
+    """SIGSTOP a partition's leader for longer than the broker session timeout (it
+    is fenced and loses leadership), then SIGCONT it; the controller's preferred
+    leader election hands leadership back (KAFKA-18991's trigger: a follower
+    moving to a new leader epoch while an old-epoch fetch is in flight)."""
+    target, why = mix.target(Role.LEADER), _why(package, Role.LEADER)
+    hold_s = mix.bounce_hold_s
+    paused_at = time.monotonic()
+    mix.injector.pause(target, detail={**why, "hold_s": hold_s})
+
+    def undo() -> None:
+        mix.stop_event.wait(max(0.0, paused_at + hold_s - time.monotonic()))
+        mix.injector.resume(target, detail=why)
+
+    return undo
+
+
 PACKAGES: dict[str, FaultPackage] = {p.name: p for p in (
     FaultPackage("partition", Fault.PARTITION, (Role.LEADER, Role.ISR), "#e6550d", NETWORK,
                  _partition),
@@ -150,7 +168,14 @@ PACKAGES: dict[str, FaultPackage] = {p.name: p for p in (
     FaultPackage("isolate-from-controllers", Fault.ISOLATE_FROM_CONTROLLERS,
                  (Role.LEADER, Role.ISR, Role.ANY), "#fdae6b", NETWORK,
                  _isolate_from_controllers),
+    # recorded (and drawn) as the pause it is; detail.mix and detail.hold_s tell it apart
+    FaultPackage("bounce-leader", Fault.PAUSE, (Role.LEADER,), "#756bb1", PROCESSES,
+                 _bounce_leader),
 )}
+
+#: Kinds `--nemesis all` leaves out: bounce-leader changes the cluster's config
+#: (preferred leader election every few seconds), so it is asked for by name.
+NOT_IN_ALL = ("bounce-leader",)
 
 #: How the report colours each recorded kind.
 COLOURS: dict[str, str] = {str(p.recorded): p.colour for p in PACKAGES.values()}

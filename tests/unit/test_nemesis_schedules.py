@@ -84,3 +84,29 @@ def test_the_command_line_spells_overlaps_with_plus():
 def test_a_bad_overlap_is_refused_by_name(text, message):
     with pytest.raises(BadInput, match=message):
         parse_nemesis(text)
+
+
+def test_bounce_leader_is_asked_for_by_name_not_by_all():
+    """bounce-leader changes the cluster's config (preferred leader election every
+    5 s), so `all` leaves it out and `all,bounce-leader` adds it."""
+    from nemesis.mix import FAULT_KINDS
+    from nemesis.registry import parse_nemesis
+
+    assert "bounce-leader" in FAULT_KINDS
+    assert "bounce-leader" not in parse_nemesis("all").faults
+    assert parse_nemesis("all").faults == tuple(k for k in FAULT_KINDS if k != "bounce-leader")
+    assert parse_nemesis("all,bounce-leader").faults[-1] == "bounce-leader"
+
+
+def test_a_bounce_leader_mix_shortens_the_preferred_leader_check(tmp_path):
+    from harness.cli import build_parser
+    from harness.flags import given_flags
+    from harness.run_config import run_configs
+
+    parser = build_parser()
+    for nemesis, interval in (("bounce-leader,kill", 5), ("kill", 300)):
+        argv = ["run", "--nemesis", nemesis, "--store", str(tmp_path)]
+        args = parser.parse_args(argv)
+        args.given = given_flags(parser, argv)
+        cluster = run_configs(args)[0]
+        assert cluster.timings.leader_imbalance_check_interval_s == interval
