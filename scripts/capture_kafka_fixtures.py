@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 from confluent_kafka import Producer
@@ -57,7 +58,7 @@ def capture(version: str) -> Path:
                              "log_level": 0})
         for partition in range(topic.partitions):
             for i in range(RECORDS_PER_PARTITION):
-                producer.produce(topic.name, value=f"v{i}".encode(), partition=partition)
+                producer.produce(topic.name, value=str(i).encode(), partition=partition)
         assert producer.flush(30) == 0, "records left unsent"
 
         broker = cluster.broker_by_id(1)
@@ -81,6 +82,21 @@ def capture(version: str) -> Path:
             timeout_s=config.timeouts.metadata_dump_s)
         assert dump.ok, dump.output[-500:]
         (out / "metadata-log.dump.txt").write_text(dump.output)
+
+        # broker 1's own replicas of the topic, as the collector dumps them
+        time.sleep(6)  # the high watermark checkpoint is written every 5 s
+        log_dir = config.log_dir
+        segments = broker.exec(f"ls {log_dir}/{topic.name}-*/*.log")
+        replicas = broker.exec(
+            ["java", "-Xmx256m", "-cp", f"{kraft.KAFKA_HOME}/libs/*",
+             cluster.distribution.main_class(DUMP_LOG_CLASSES), "--deep-iteration",
+             "--print-data-log", "--files", ",".join(segments.output.split())],
+            timeout_s=config.timeouts.metadata_dump_s)
+        assert replicas.ok, replicas.output[-500:]
+        (out / "replica-log.dump.txt").write_text(replicas.output)
+        checkpoint = broker.exec(["cat", f"{log_dir}/replication-offset-checkpoint"])
+        assert checkpoint.ok, checkpoint.output
+        (out / "replication-offset-checkpoint").write_text(checkpoint.output)
         (out / "facts.json").write_text(json.dumps({
             "kafka_version": version, "topic": topic.name, "partitions": topic.partitions,
             "replication_factor": topic.replication_factor,

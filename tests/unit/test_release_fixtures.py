@@ -20,6 +20,7 @@ from cluster.kafka_wire import (
 )
 from cluster.metadata_log import parse_dump, partition_states
 from cluster.releases import TESTED
+from cluster.replica_logs import parse_checkpoint, parse_replica_dump
 
 RELEASES = sorted(p.parent for p in (Path(__file__).parent / "fixtures").glob(
     "kafka-*/facts.json"))
@@ -89,3 +90,21 @@ def test_the_log_dump_parses_into_the_same_partitions(release):
             for key, s in view.items()} == {
         (facts["topic"], p.partition): (p.leader, p.leader_epoch, sorted(p.isr), [])
         for p in topic.partitions}
+
+
+@pytest.mark.parametrize("release", [r for r in RELEASES if (r / "replica-log.dump.txt").is_file()],
+                         ids=lambda p: p.name)
+def test_the_replica_dump_holds_the_records_written(release):
+    """Broker 1 holds a replica of every partition (RF 3 of 3 brokers): the values
+    written (0..9), each in a batch of a real leader epoch, and its checkpointed
+    high watermark at the end of them."""
+    facts = _facts(release)
+    logs = parse_replica_dump((release / "replica-log.dump.txt").read_text())
+    marks = parse_checkpoint((release / "replication-offset-checkpoint").read_text())
+    n = facts["records_per_partition"]
+    assert sorted(logs) == [(facts["topic"], p) for p in range(facts["partitions"])]
+    for key, log in logs.items():
+        assert [r[0] for r in log.records] == list(range(n))
+        assert [r[1] for r in log.records] == list(range(n))
+        assert all(r[2] >= 0 for r in log.records)
+        assert log.log_end_offset == n and marks[key] == n

@@ -294,3 +294,12 @@ def test_a_run_gets_sigint_when_the_soak_is_killed(tmp_path):
         assert time.monotonic() < deadline, "the orphaned run was never told to stop"
         time.sleep(0.1)
     assert said.read_text() == "started\nSIGINT\n"
+
+
+@pytest.mark.parametrize("plan_file", sorted((Path(__file__).parents[2] / "plans").glob(
+    "*.toml")), ids=lambda p: p.name)
+def test_every_shipped_plan_is_valid(tmp_path, plan_file):
+    run_parser = build_parser()._subparsers._group_actions[0].choices["run"]
+    plan = read_plan(plan_file)
+    assert plan
+    validate_plan(plan, run_parser, tmp_path / "store")

@@ -1,0 +1,90 @@
+"""Real Kafka bugs, on the release before the fix and the release with it.
+
+    python benchmarks/known_bugs.py [--runs 3] [--bugs KAFKA-19522]
+        [--before 4.0.2] [--after 4.1.1] [--workdir DIR]
+
+For each bug, runs its scenario N times on each release as a user types it
+(a working directory with the default relative store) and prints one row per
+release: runs, runs whose verdict found the bug's anomaly, its count over all
+runs, other bad anomalies, and the time per run.
+
+    KAFKA-19522  fenced-last-leader: a fenced last known leader is elected
+                 (canElectLastKnownLeader lacks a negation in 4.0.x; 4.0.0 and
+                 4.0.2's bytecode both have it; fixed in 4.1.0)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HARNESS = str(Path(sys.executable).with_name("harness"))
+
+
+@dataclass(frozen=True)
+class KnownBug:
+    name: str
+    args: tuple[str, ...]
+    anomaly: str
+
+
+BUGS = {
+    "KAFKA-19522": KnownBug("KAFKA-19522", ("--nemesis", "fenced-last-leader"), "fenced-leader"),
+}
+
+
+def run_once(bug: KnownBug, version: str, seed: int, workdir: Path) -> dict:
+    started = time.monotonic()
+    proc = subprocess.run([HARNESS, "run", *bug.args, "--kafka-version", version,
+                           "--seed", str(seed)], cwd=workdir, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL, timeout=1800)
+    took = time.monotonic() - started
+    run_dir = (workdir / "store" / "latest").resolve()
+    row = {"exit": proc.returncode, "seconds": took, "dir": str(run_dir), "found": 0,
+           "other": {}}
+    results = run_dir / "results.json"
+    if results.is_file():
+        data = json.loads(results.read_text())
+        anomalies = data.get("anomalies", {})
+        row["found"] = (anomalies.get(bug.anomaly) or {}).get("bad", 0)
+        row["other"] = {n: a["bad"] for n, a in anomalies.items()
+                        if a.get("bad") and n != bug.anomaly}
+        row["valid"] = data.get("valid")
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--bugs", default=",".join(BUGS))
+    parser.add_argument("--before", default="4.0.2", help="a release with the bug")
+    parser.add_argument("--after", default="4.1.1", help="a release with the fix")
+    parser.add_argument("--workdir", type=Path, default=Path.cwd())
+    args = parser.parse_args()
+    print(f"{'bug':12} {'Kafka':7} {'runs':>4} {'found':>5} {'anomalies':>9}  "
+          f"{'s/run':>5}  other bad anomalies")
+    for name in args.bugs.split(","):
+        bug = BUGS[name]
+        for version in (args.before, args.after):
+            rows = [run_once(bug, version, seed, args.workdir) for seed in range(args.runs)]
+            found = sum(1 for r in rows if r["found"])
+            other: dict[str, int] = {}
+            for r in rows:
+                for n, c in r["other"].items():
+                    other[n] = other.get(n, 0) + c
+            print(f"{name:12} {version:7} {len(rows):4} {found:5} "
+                  f"{sum(r['found'] for r in rows):9}  "
+                  f"{sum(r['seconds'] for r in rows) / len(rows):5.0f}  {other or '-'}",
+                  flush=True)
+            for r in rows:
+                print(f"    exit {r['exit']} valid={r.get('valid')} {r['dir']}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
