@@ -94,6 +94,7 @@ def parse_nodes(data: Any, path: Path, ssh: SshConfig) -> NodesFile:
             or not data["nodes"]:
         raise BadInput(f"{where}: expected a mapping with a list of nodes under 'nodes:'")
     _no_unknown(data, TOP_KEYS, where)
+    accept_new = _bool(data.get("accept_new_host_keys", False), "accept_new_host_keys", where)
     defaults = data.get("defaults") or {}
     if not isinstance(defaults, dict):
         raise BadInput(f"{where}: 'defaults' must be a mapping of node settings")
@@ -104,8 +105,7 @@ def parse_nodes(data: Any, path: Path, ssh: SshConfig) -> NodesFile:
     hosts = _numbered(entries, where)
     return NodesFile(path, hosts,
                      Path(str(data.get("known_hosts") or "~/.ssh/known_hosts")).expanduser(),
-                     _bool(data.get("accept_new_host_keys", False), "accept_new_host_keys",
-                           where))
+                     accept_new)
 
 
 def with_nodes_file(config: ClusterConfig, path: Path) -> ClusterConfig:
