@@ -1,129 +1,33 @@
-"""The SSH backend (#11) end to end: six containers that run nothing but sshd,
-reached by the harness over SSH alone (a key made for the test; no `docker
-exec` after they start), running KIP-966's scenario with ELR on and off.
-
-The containers are made from the node image (it carries openssh-server) on
-their own network, named and labelled "elrssh-hosts", so nothing of another
-cluster is touched; they are removed whatever happens.
-"""
+"""The SSH backend (#11) end to end: six containers that run nothing but sshd
+(tests/sshd_hosts.py), reached by the harness over SSH alone, running KIP-966's
+scenario with ELR on and off. They live on their own network, "elrssh-hosts"
+on 10.213.111.0/24, and are removed whatever happens."""
 
 from __future__ import annotations
 
 import ipaddress
 import json
-import socket
 import subprocess
 import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
-import docker
-import paramiko
 import pytest
-import yaml
+from sshd_hosts import NODES, Hosts, sshd_hosts
 
-from cluster.image import ensure_image
-from harness.core.config import LABEL, ImageConfig
+from harness.core.config import LABEL
 
 pytestmark = pytest.mark.integration
 
 NAME = "elrssh-hosts"
 SUBNET = "10.213.111.0/24"
-NODES = ["controller-1", "controller-2", "controller-3", "broker-1", "broker-2", "broker-3"]
 #: An address on the hosts' network where no host is.
 NOBODY = str(ipaddress.ip_network(SUBNET).network_address + 40)
-#: sshd as the container's only job; the test's public key is its only login.
-SSHD = ("mkdir -p /run/sshd /root/.ssh && chmod 700 /root/.ssh && "
-        'printf "%s\\n" "$AUTHORIZED_KEY" > /root/.ssh/authorized_keys && '
-        "chmod 600 /root/.ssh/authorized_keys && ssh-keygen -A >/dev/null && "
-        "exec /usr/sbin/sshd -D -e")
-
-
-@dataclass
-class Hosts:
-    addresses: dict[str, str]
-    key_file: Path
-    folder: Path
-
-    def nodes_file(self, name: str, *, accept_new: bool, known_hosts: Path | None = None,
-                   replace: dict[str, str] | None = None) -> Path:
-        """A nodes file for the six hosts (an address of `replace` swapped in)."""
-        addresses = {**self.addresses, **(replace or {})}
-        path = self.folder / name
-        path.write_text(yaml.safe_dump({
-            "accept_new_host_keys": accept_new,
-            "known_hosts": str(known_hosts or self.folder / "known_hosts"),
-            "defaults": {"user": "root", "key_file": str(self.key_file)},
-            "nodes": [{"name": n, "role": n.split("-")[0], "address": addresses[n]}
-                      for n in NODES]}))
-        return path
-
-    def ssh(self, node: str, command: str) -> tuple[int, str]:
-        """A command on a host, from the test itself (to look, never to help)."""
-        client = paramiko.SSHClient()
-        client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
-        client.connect(self.addresses[node], username="root", key_filename=str(self.key_file),
-                       look_for_keys=False, allow_agent=False, timeout=10)
-        try:
-            _, out, _ = client.exec_command(command, timeout=60)
-            text = out.read().decode()
-            return out.channel.recv_exit_status(), text
-        finally:
-            client.close()
-
-
-def _remove_ours(client: docker.DockerClient) -> None:
-    for container in client.containers.list(all=True,
-                                            filters={"label": f"{LABEL}.cluster={NAME}"}):
-        container.remove(force=True)
-    for network in client.networks.list(names=[f"{LABEL}-{NAME}"]):
-        network.remove()
 
 
 @pytest.fixture(scope="module")
 def hosts(docker_client, tmp_path_factory) -> Hosts:
-    folder = tmp_path_factory.mktemp("ssh")
-    key = paramiko.RSAKey.generate(2048)
-    key_file = folder / "id_rsa"
-    key.write_private_key_file(str(key_file))
-    image = ensure_image(docker_client, ImageConfig())
-    _remove_ours(docker_client)
-    network = ipaddress.ip_network(SUBNET)
-    addresses = {node: str(network.network_address + 11 + i) for i, node in enumerate(NODES)}
-    try:
-        docker_client.networks.create(
-            f"{LABEL}-{NAME}", driver="bridge", labels={LABEL: "1", f"{LABEL}.cluster": NAME},
-            ipam=docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(
-                subnet=SUBNET, gateway=str(network.network_address + 1))]))
-        for node, address in addresses.items():
-            docker_client.containers.run(
-                image, ["sh", "-c", SSHD], name=f"{LABEL}-{NAME}-{node}", hostname=node,
-                detach=True, init=True, labels={LABEL: "1", f"{LABEL}.cluster": NAME},
-                environment={"AUTHORIZED_KEY": f"{key.get_name()} {key.get_base64()}",
-                             "LANG": "C.UTF-8"},
-                network=f"{LABEL}-{NAME}",
-                networking_config={f"{LABEL}-{NAME}": docker_client.api.create_endpoint_config(
-                    ipv4_address=address)},
-                cap_add=["NET_ADMIN", "SYS_ADMIN"], devices=["/dev/fuse:/dev/fuse:rwm"],
-                security_opt=["apparmor:unconfined"], stop_signal="SIGKILL")
-        for address in addresses.values():
-            _wait_for_port(address, 22, 30)
-        yield Hosts(addresses, key_file, folder)
-    finally:
-        _remove_ours(docker_client)
-
-
-def _wait_for_port(address: str, port: int, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            socket.create_connection((address, port), timeout=1).close()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.3)
+    with sshd_hosts(docker_client, tmp_path_factory.mktemp("ssh"), NAME, SUBNET) as made:
+        yield made
 
 
 def _harness(*args: str, cwd: Path, timeout_s: float = 1200) -> subprocess.CompletedProcess:
