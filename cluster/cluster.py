@@ -28,10 +28,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from cluster import kraft
 from cluster.distribution import KafkaDistribution, resolve_distribution
-from cluster.docker_backend import DockerProvider
 from cluster.kafka_wire import WireConnection, WireError
 from cluster.node import Node, NodeProvider, NodeSpec, Role, StorageLayer
 from cluster.observe import ObservationError, PartitionObserver, PartitionState
+from cluster.providers import provider_for
 from harness.core.config import ClusterConfig, TopicConfig
 from harness.core.errors import BadInput, ClusterStartError, HarnessError
 
@@ -85,8 +85,8 @@ class Cluster:
         #: Mounted under every broker's log dirs when given (the page-cache layer).
         self.broker_storage = broker_storage
         self.log = log
-        self.provider: NodeProvider = provider or DockerProvider(config, client)
-        self.specs = kraft.node_specs(config)
+        self.provider: NodeProvider = provider or provider_for(config, client)
+        self.specs = self.provider.node_specs()
         self.nodes: dict[str, Node] = {}
         self.distribution: KafkaDistribution | None = None
         #: what the nodes were created with ("kafka-version", "elr")
@@ -127,8 +127,9 @@ class Cluster:
     def up(self) -> None:
         """Start every node and wait until the cluster is ready; tear down on failure."""
         kraft.validate_topology(self.config)
+        self.provider.preflight(self.log)
         self.sweep_leftovers()
-        self.specs = kraft.node_specs(self.config)
+        self.specs = self.provider.node_specs()
         self.distribution = resolve_distribution(self.config.kafka_version,
                                                  self.config.kafka_dist, self.log,
                                                  self.config.releases)
@@ -145,7 +146,7 @@ class Cluster:
         removed = self.provider.remove()
         self.nodes.clear()
         if not quiet:
-            self.log(f"removed {removed} containers of cluster '{self.config.name}'")
+            self.log(f"removed {removed} nodes of cluster '{self.config.name}'")
         return removed
 
     def sweep_leftovers(self) -> None:

@@ -23,10 +23,9 @@ from docker.models.containers import Container
 from cluster import kraft
 from cluster.image import ensure_image
 from cluster.node import Attached, ExecResult, Node, NodeSpec, Role
+from cluster.node_commands import KafkaProcessCommands
 from harness.core.config import LABEL, ClusterConfig, NodeTimeouts
 from harness.core.errors import ClusterStartError, EngineUnavailable, HarnessError
-
-SIGNALS = {"TERM", "KILL", "STOP", "CONT"}
 
 
 def connect(timeout_s: float = NodeTimeouts.engine_s) -> docker.DockerClient:
@@ -55,7 +54,7 @@ def container_name(config: ClusterConfig, spec: NodeSpec) -> str:
     return f"{LABEL}-{config.name}-{spec.name}"
 
 
-class DockerNode:
+class DockerNode(KafkaProcessCommands):
     """One node: a long-lived container in which Kafka comes and goes."""
 
     def __init__(self, spec: NodeSpec, container: Container,
@@ -79,34 +78,6 @@ class DockerNode:
             raise HarnessError(f"{self.spec.name}: exec failed: {err.explanation}") from err
         output = (result.output or b"").decode(errors="replace")
         return ExecResult(result.exit_code if result.exit_code is not None else -1, output)
-
-    def kafka_pid(self) -> int | None:
-        result = self.exec(["pgrep", "-f", kraft.KAFKA_PROCESS_PATTERN],
-                           timeout_s=self.timeouts.quick_command_s)
-        pids = [int(p) for p in result.output.split() if p.isdigit()]
-        return pids[0] if pids else None
-
-    def signal_kafka(self, signal_name: str) -> bool:
-        if signal_name not in SIGNALS:
-            raise ValueError(f"unknown signal {signal_name}; one of {sorted(SIGNALS)}")
-        result = self.exec(["pkill", f"-{signal_name}", "-f", kraft.KAFKA_PROCESS_PATTERN],
-                           timeout_s=self.timeouts.quick_command_s)
-        return result.exit_code == 0
-
-    def start_kafka(self) -> None:
-        result = self.exec(["sh", kraft.START_SCRIPT], timeout_s=self.timeouts.start_kafka_s)
-        if not result.ok:
-            raise HarnessError(f"{self.spec.name}: starting Kafka failed: {result.output[-500:]}")
-
-    def wait_kafka_gone(self, timeout_s: float | None = None) -> bool:
-        """True once no Kafka process is left in the node (after KILL or TERM)."""
-        deadline = time.monotonic() + (self.timeouts.kafka_gone_s if timeout_s is None
-                                       else timeout_s)
-        while time.monotonic() < deadline:
-            if self.kafka_pid() is None:
-                return True
-            time.sleep(0.1)
-        return False
 
     def read_file(self, path: str) -> bytes:
         """The file's bytes, read inside the node (so FUSE mounts are seen too)."""
@@ -133,12 +104,6 @@ class DockerNode:
             tar.addfile(info, io.BytesIO(data))
         if not self.container.put_archive(str(target.parent), buffer.getvalue()):
             raise HarnessError(f"{self.spec.name}: could not write {path}")
-
-    def log_tail(self, lines: int = 30) -> str:
-        """The last lines Kafka wrote (server.log, else the JVM's stdout)."""
-        cmd = (f"tail -n {lines} {kraft.SERVER_LOG} 2>/dev/null; "
-               f"tail -n {lines} {kraft.STDOUT_LOG} 2>/dev/null")
-        return self.exec(cmd, timeout_s=self.timeouts.quick_command_s).output
 
     def host_state(self) -> str:
         """The container's state as the engine reports it (running, exited, paused)."""
@@ -182,6 +147,12 @@ class DockerProvider:
     def __init__(self, config: ClusterConfig, client: docker.DockerClient | None = None) -> None:
         self.config = config
         self.client = client or connect(config.timeouts.engine_s)
+
+    def node_specs(self) -> list[NodeSpec]:
+        return kraft.node_specs(self.config)
+
+    def preflight(self, log: Callable[[str], None]) -> None:
+        """Nothing to check: the engine answered when this provider was made."""
 
     def _ours(self) -> dict[str, list[str]]:
         return {"label": [f"{LABEL}.cluster={self.config.name}"]}

@@ -1,7 +1,7 @@
 """What every node backend offers: the operations nemeses and the cluster use.
 
 A Node is one Kafka process host (a Docker container by default, a real host
-over SSH later). Nothing outside cluster/ knows how the commands get there: the
+over SSH with --nodes-file). Nothing outside cluster/ knows how the commands get there: the
 cluster (cluster/cluster.py) and the nemeses are written against Node alone, and
 a NodeProvider makes and finds the nodes of one cluster.
 """
@@ -94,7 +94,17 @@ class Attached:
 
 class NodeProvider(Protocol):
     """Makes, finds and removes the nodes of one cluster (Docker containers on a
-    private network today; hosts over SSH in #11)."""
+    private network, cluster/docker_backend.py; hosts of a nodes file over SSH,
+    cluster/ssh_backend.py)."""
+
+    def node_specs(self) -> list[NodeSpec]:
+        """The topology this provider makes: names, roles, ids and addresses."""
+        ...
+
+    def preflight(self, log: Callable[[str], None]) -> None:
+        """Refuse at once (HarnessError, one line naming the node) when the nodes
+        cannot be made or reached, before anything is changed on any of them."""
+        ...
 
     def attach(self) -> Attached:
         """The cluster's nodes if it is up (empty specs and nodes if not)."""

@@ -13,10 +13,12 @@ from harness.core.config import ClusterConfig
 from harness.core.errors import EXIT_UNKNOWN, BadInput
 from harness.flags import (
     add_cluster_flags,
+    add_nodes_file_flag,
     add_topic_flags,
     cluster_config,
     cluster_name,
     topic_config,
+    with_hosts,
 )
 
 console = Console(highlight=False)
@@ -37,6 +39,7 @@ def add_cluster_command(sub: argparse._SubParsersAction) -> None:
         p = actions.add_parser(name, help=text)
         p.add_argument("--name", default=ClusterConfig.name, type=cluster_name,
                        help="cluster name")
+        add_nodes_file_flag(p)
         if name == "logs":
             p.add_argument("node", nargs="?", help="one node (default: all)")
             p.add_argument("--lines", type=int, default=40)
@@ -44,10 +47,12 @@ def add_cluster_command(sub: argparse._SubParsersAction) -> None:
         p.set_defaults(func=func)
 
 
-def _cluster(name: str, config: ClusterConfig | None = None):
+def _cluster(args: argparse.Namespace, config: ClusterConfig | None = None):
+    """The cluster of --name (and --nodes-file, when given)."""
     from cluster.cluster import Cluster
 
-    return Cluster(config or ClusterConfig(name=name), log=_log)
+    return Cluster(config or with_hosts(ClusterConfig(name=args.name,
+                                                      nodes_file=args.nodes_file)), log=_log)
 
 
 def _log(message: str) -> None:
@@ -64,7 +69,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
     from cluster import kraft
 
     kraft.validate_topology(config)
-    cluster = _cluster(config.name, config)
+    cluster = _cluster(args, config)
     try:
         cluster.up()
         if topic is not None:
@@ -78,18 +83,20 @@ def _cmd_up(args: argparse.Namespace) -> int:
     return 0
 
 
-def _running_cluster(name: str):
-    """The cluster called `name`, or None (and a message) when it is not up."""
-    cluster = _cluster(name)
+def _running_cluster(args: argparse.Namespace):
+    """The cluster of --name (or --nodes-file), or None (and a message) when it is
+    not up."""
+    cluster = _cluster(args)
     if not cluster.is_up():
-        print(f"harness: cluster '{name}' is not up (harness cluster up starts it)",
-              file=sys.stderr)
+        where = f"on the hosts of {args.nodes_file}" if args.nodes_file else ""
+        print(f"harness: cluster '{args.name}' is not up{' ' + where if where else ''} "
+              "(harness cluster up starts it)", file=sys.stderr)
         return None
     return cluster
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    cluster = _running_cluster(args.name)
+    cluster = _running_cluster(args)
     if cluster is None:
         return EXIT_UNKNOWN  # no cluster is a harness error (2), never "invalid" (1)
     _print_status(cluster)
@@ -97,12 +104,12 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_down(args: argparse.Namespace) -> int:
-    _cluster(args.name).down()
+    _cluster(args).down()
     return 0
 
 
 def _cmd_logs(args: argparse.Namespace) -> int:
-    cluster = _running_cluster(args.name)
+    cluster = _running_cluster(args)
     if cluster is None:
         return EXIT_UNKNOWN  # no cluster is a harness error (2), never "invalid" (1)
     if args.node and args.node not in cluster.nodes:

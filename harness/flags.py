@@ -119,6 +119,15 @@ def add_cluster_flags(parser: argparse.ArgumentParser) -> None:
                         f"at once need two subnets")
     g.add_argument("--base-image", default=None, type=_image_name,
                    help="start the node image from this registry image instead of debootstrap")
+    add_nodes_file_flag(g)
+
+
+def add_nodes_file_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """--nodes-file: real hosts over SSH instead of containers (docs/SSH.md); every
+    command that makes or finds a cluster takes it."""
+    parser.add_argument("--nodes-file", type=Path, default=None, metavar="HOSTS.yaml",
+                        help="run on the hosts this YAML file names, over SSH, instead of "
+                             "Docker containers (it sets the topology; see docs/SSH.md)")
 
 
 def add_topic_flags(parser: argparse.ArgumentParser, topic_default: str | None) -> None:
@@ -138,7 +147,7 @@ def add_topic_flags(parser: argparse.ArgumentParser, topic_default: str | None) 
 #: `--base-image` sets ClusterConfig.image.base_image.
 CLUSTER_FLAGS = {"name": "name", "controllers": "controllers", "brokers": "brokers",
                  "elr": "elr", "kafka_version": "kafka_version", "kafka_dist": "kafka_dist",
-                 "subnet": "subnet"}
+                 "subnet": "subnet", "nodes_file": "nodes_file"}
 TOPIC_FLAGS = {"topic": "name", "partitions": "partitions",
                "replication_factor": "replication_factor",
                "min_insync_replicas": "min_insync_replicas",
@@ -154,7 +163,17 @@ def cluster_config(args: argparse.Namespace, base: ClusterConfig | None = None,
         if given is None or dest in given})
     if getattr(args, "base_image", None) and (given is None or "base_image" in given):
         config = replace(config, image=replace(config.image, base_image=args.base_image))
-    return config
+    return with_hosts(config)
+
+
+def with_hosts(config: ClusterConfig) -> ClusterConfig:
+    """config with the topology of its nodes file, when it names one (read and
+    checked now: a bad file is one line before anything starts)."""
+    if config.nodes_file is None:
+        return config
+    from cluster.nodes_file import with_nodes_file
+
+    return with_nodes_file(config, config.nodes_file)
 
 
 def topic_config(args: argparse.Namespace, base: TopicConfig | None = None,

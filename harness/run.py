@@ -110,13 +110,14 @@ def run_test(spec: RunSpec) -> int:
     # which resolves relative ones under its own warehouse folder
     spec.run = replace(spec.run, store=Path(spec.run.store).absolute())
     plan = validate(spec)
-    # No engine, or a Kafka version that does not resolve: refuse before a run
-    # directory exists, so store/latest keeps pointing at the last real evidence
-    # (the jars are cached, so up() finds them again at once).
+    # No engine, a host that does not answer, or a Kafka version that does not
+    # resolve: refuse before a run directory exists, so store/latest keeps pointing
+    # at the last real evidence (the jars are cached, so up() finds them again at once).
     from cluster.distribution import resolve_distribution
-    from cluster.docker_backend import connect
+    from cluster.providers import provider_for
 
-    connect().close()
+    provider = provider_for(spec.cluster)
+    provider.preflight(lambda m: console.print(f"[dim]·[/dim] {m}"))
 
     resolve_distribution(spec.cluster.kafka_version, spec.cluster.kafka_dist,
                          lambda m: console.print(f"[dim]·[/dim] {m}"), spec.cluster.releases)
@@ -134,7 +135,7 @@ def run_test(spec: RunSpec) -> int:
     write_json(run_dir / "test.json", test)
     layer = PageCacheLayer() if plan.needs_page_cache_layer else None
     cluster = Cluster(spec.cluster, log=lambda m: console.print(f"[dim]·[/dim] {m}"),
-                      broker_storage=layer)
+                      broker_storage=layer, provider=provider)
     recorder = HistoryRecorder(run_dir / "history.jsonl",
                                flush_interval_s=spec.workload.recorder_flush_interval_s)
     outcome: dict[str, Any] = {"phases": {}}

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from cluster.cluster import Cluster
+from cluster.firewall import drop_peers_command, remove_tagged_command
 from cluster.node import Node
 from harness.core.errors import HarnessError
 from harness.core.history import NEMESIS_PROCESS, Fault, Kind, OpType
@@ -104,12 +105,8 @@ class FaultInjector:
         def apply() -> None:
             for name, peers in grudge.items():
                 node = self._node(name)
-                rules = []
-                for peer in peers:
-                    address = self._node(peer).spec.address
-                    rules.append(f"iptables -A INPUT -s {address} -j DROP")
-                    rules.append(f"iptables -A OUTPUT -d {address} -j DROP")
-                result = node.exec(" && ".join(rules),
+                addresses = [self._node(peer).spec.address for peer in peers]
+                result = node.exec(drop_peers_command(addresses),
                                    timeout_s=self.cluster.config.timeouts.iptables_s)
                 if not result.ok:
                     raise HarnessError(f"iptables on {name} failed: {result.output[-300:]}")
@@ -120,16 +117,17 @@ class FaultInjector:
 
     def heal(self, step: str | None = None,
              detail: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Remove every rule on every node."""
+        """Remove every rule the harness installed on every node (tagged rules only:
+        a real host's own firewall stays as it was)."""
         names = sorted(self.cluster.nodes)
 
         def apply() -> None:
             for name in names:
                 result = self._node(name).exec(
-                    "iptables -F INPUT && iptables -F OUTPUT",
-                    timeout_s=self.cluster.config.timeouts.iptables_s)
+                    remove_tagged_command(), timeout_s=self.cluster.config.timeouts.iptables_s)
                 if not result.ok:
-                    raise HarnessError(f"iptables -F on {name} failed: {result.output[-300:]}")
+                    raise HarnessError(f"removing iptables rules on {name} failed: "
+                                       f"{result.output[-300:]}")
             self.grudge = {}
 
         return self._fault(Fault.HEAL, names, _detail(step, detail), apply)

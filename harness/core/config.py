@@ -123,6 +123,26 @@ class NodeTimeouts:
 
 
 @dataclass(frozen=True)
+class SshConfig:
+    """How the SSH node backend (cluster/ssh_backend.py) reaches real hosts: the
+    bounds on connecting and on moving the Kafka distribution there. A command's
+    own bound is NodeTimeouts'."""
+
+    #: TCP connect, the SSH banner and authentication, each.
+    connect_timeout_s: float = 10.0
+    #: Keep-alive packets on an idle connection (a NAT or firewall may drop it).
+    keepalive_s: float = 15.0
+    #: Upload and unpack of one Kafka distribution (~130 MB) to one host.
+    upload_timeout_s: float = 600.0
+    #: Extra time the harness waits for a command's answer beyond its own bound
+    #: (the command runs under `timeout`, so it ends first).
+    answer_grace_s: float = 5.0
+    #: Where the harness keeps uploaded distributions on a host (one folder per
+    #: content hash, kept between runs), unless the nodes file says otherwise.
+    kafka_dir: str = "/opt/elr-harness/dist"
+
+
+@dataclass(frozen=True)
 class ClusterConfig:
     """Topology and node settings of one KRaft cluster."""
 
@@ -153,6 +173,10 @@ class ClusterConfig:
     #: Log dirs of a broker (the page-cache layer mounts over this later).
     log_dir: str = "/data/kafka"
     metadata_log_dir: str = "/data/metadata"
+    #: Real hosts over SSH (a YAML file naming them, cluster/nodes_file.py)
+    #: instead of Docker containers; the file also sets the topology.
+    nodes_file: Path | None = None
+    ssh: SshConfig = field(default_factory=SshConfig)
 
 
 @dataclass(frozen=True)

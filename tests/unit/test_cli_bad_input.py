@@ -24,7 +24,8 @@ LONG = "y" * 300
 #: arguments and words the one-line message must hold, naming the flag or path.
 #: In arguments and messages, {file} is a text file, {dir} an empty folder,
 #: {bin} a binary file, {hist_dir} a run folder whose history.jsonl is a folder,
-#: {garbage} a run folder whose history is not JSON, {bad8} a name that is not UTF-8.
+#: {garbage} a run folder whose history is not JSON, {bad8} a name that is not UTF-8;
+#: {nodes_*} nodes files (--nodes-file) with the mistake their name says.
 BAD_INPUTS = [
     # run: the nemesis and the workload
     (["run", "--nemesis", "bogus"], "unknown nemesis 'bogus'; valid: none, unclean-last-replica"),
@@ -156,6 +157,25 @@ BAD_INPUTS = [
     (["cluster", "status", "--name", "elr-nothing-here"], "'elr-nothing-here' is not up"),
     (["cluster", "logs", "--name", "elr-nothing-here"], "'elr-nothing-here' is not up"),
     (["cluster", "bogus"], "invalid choice: 'bogus'"),
+    # the nodes file of the SSH backend (run, cluster up|status|down|logs)
+    (["run", "--nodes-file", "/nonexistent/hosts.yaml"],
+     "--nodes-file /nonexistent/hosts.yaml: no such file"),
+    (["run", "--nodes-file", "{dir}"], "--nodes-file {dir}: cannot read it"),
+    (["run", "--nodes-file", "{bin}"], "--nodes-file {bin}: cannot read it"),
+    (["run", "--nodes-file", "{nodes_not_yaml}"], "--nodes-file {nodes_not_yaml}: not YAML at "
+                                                  "line 2 (mapping values are not allowed"),
+    (["run", "--nodes-file", "{file}"], "--nodes-file {file}: expected a mapping with a list "
+                                        "of nodes under 'nodes:'"),
+    (["run", "--nodes-file", "{nodes_bad_role}"],
+     "--nodes-file {nodes_bad_role}: node 'c1': role 'leader' is not controller or broker"),
+    (["run", "--nodes-file", "{nodes_twice}"], "--nodes-file {nodes_twice}: name 'c1' appears "
+                                               "twice"),
+    (["run", "--nodes-file", "{nodes_no_controller}"],
+     "--nodes-file {nodes_no_controller}: no controller"),
+    (["cluster", "up", "--nodes-file", "{nodes_twice}"], "name 'c1' appears twice"),
+    (["cluster", "status", "--nodes-file", "{nodes_bad_role}"], "role 'leader' is not"),
+    (["cluster", "down", "--nodes-file", "/nonexistent/hosts.yaml"], "no such file"),
+    (["cluster", "logs", "--nodes-file", "{nodes_no_controller}"], "no controller"),
     # the command itself
     (["bogus"], "invalid choice: 'bogus'"),
     ([], "the following arguments are required: command"),
@@ -173,6 +193,16 @@ def _materialize(tmp_path: Path) -> dict[str, str]:
     (files["{hist_dir}"] / "history.jsonl").mkdir(parents=True)
     files["{garbage}"].mkdir()
     (files["{garbage}"] / "history.jsonl").write_text("not json\nnot json either\n")
+    node = "{{name: {}, role: {}, address: {}, agent: true}}"
+    nodes_files = {
+        "{nodes_not_yaml}": "nodes:\n  - name: c1: controller\n",
+        "{nodes_bad_role}": f"nodes: [{node.format('c1', 'leader', 'h1')}]\n",
+        "{nodes_twice}": f"nodes: [{node.format('c1', 'controller', 'h1')}, "
+                         f"{node.format('c1', 'broker', 'h2')}]\n",
+        "{nodes_no_controller}": f"nodes: [{node.format('b1', 'broker', 'h1')}]\n"}
+    for key, text in nodes_files.items():
+        files[key] = tmp_path / f"{key.strip('{}')}.yaml"
+        files[key].write_text(text)
     return {key: str(path) for key, path in files.items()}
 
 
