@@ -51,6 +51,8 @@ class SoakSetup:
     store: Path
     cluster_name: str
     command: str
+    #: real hosts over SSH (docs/SSH.md) instead of containers
+    nodes_file: Path | None = None
 
 
 def start(setup: SoakSetup) -> int:
@@ -58,6 +60,7 @@ def start(setup: SoakSetup) -> int:
     state = {"soak_version": 1, "command": setup.command,
              "started_at": _now(), "store": str(setup.store),
              "cluster_name": setup.cluster_name, "config": asdict(setup.config),
+             "nodes_file": str(setup.nodes_file) if setup.nodes_file else None,
              "plan": [{"name": e.name, "args": list(e.args)} for e in setup.plan],
              "used_s": 0.0, "runs": [], "abandoned": [], "current": None}
     console.print(f"soak directory: {soak_dir}")
@@ -99,6 +102,7 @@ class Soak:
             state["config"]["kafka_versions"])})
         self.plan = tuple(PlanEntry(e["name"], tuple(e["args"])) for e in state["plan"])
         self.store = Path(state["store"])
+        self.nodes_file = Path(state["nodes_file"]) if state.get("nodes_file") else None
         self._errors_in_a_row = 0
         for run in reversed(state["runs"]):
             if run["status"] != "error":
@@ -177,7 +181,7 @@ class Soak:
     def child_argv(self, planned: PlannedRun, marker: Path) -> list[str]:
         """The `harness run` of a planned run, in this Python environment."""
         return [sys.executable, "-m", "harness.cli",
-                *planned.run_args(self.store, self.state["cluster_name"]),
+                *planned.run_args(self.store, self.state["cluster_name"], self.nodes_file),
                 "--record-run-dir", str(marker)]
 
     def _wait(self, proc: subprocess.Popen, planned: PlannedRun, started: float) -> int:
@@ -233,10 +237,12 @@ class Soak:
 
     def _tear_down_leftovers(self) -> None:
         from cluster.cluster import Cluster
+        from harness.flags import with_hosts
 
         try:
-            Cluster(ClusterConfig(name=self.state["cluster_name"]), log=lambda _m: None
-                    ).down(quiet=True)
+            config = with_hosts(ClusterConfig(name=self.state["cluster_name"],
+                                              nodes_file=self.nodes_file))
+            Cluster(config, log=lambda _m: None).down(quiet=True)
         except Exception as err:  # noqa: BLE001 - the next run sweeps leftovers again
             console.print(f"[yellow]could not remove the cluster: {err}[/yellow]")
 

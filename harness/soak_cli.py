@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.core.config import ClusterConfig, SoakConfig, default_store_dir
 from harness.core.errors import BadInput
-from harness.flags import cluster_name
+from harness.flags import add_nodes_file_flag, cluster_name
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _SIZES = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
@@ -58,6 +58,7 @@ def add_soak_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--store", type=Path, default=default_store_dir())
     p.add_argument("--name", type=cluster_name, default=ClusterConfig.name,
                    help="cluster name the runs use")
+    add_nodes_file_flag(p)
     p.add_argument("--resume", type=Path, default=None, metavar="SOAK_DIR",
                    help="go on with the soak of store/soak/<time> whose process died")
     p.set_defaults(func=_cmd_soak, parser_of_run=_run_parser(sub))
@@ -84,9 +85,10 @@ def _cmd_soak(args: argparse.Namespace) -> int:
     store = args.store.absolute()
     check_store(store)
     plan = read_plan(args.plan) if args.plan else DEFAULT_PLAN
-    validate_plan(plan, args.parser_of_run, store)
+    nodes_file = args.nodes_file.absolute() if args.nodes_file else None
+    validate_plan(plan, args.parser_of_run, store, nodes_file)
     config = SoakConfig(duration_s=args.duration, seed=args.seed, kafka_versions=versions,
                         keep=args.keep, min_free_bytes=args.min_free)
     command = shlex.join(["harness", *sys.argv[1:]]) if sys.argv[1:2] == ["soak"] else \
         "harness soak"
-    return soak.start(soak.SoakSetup(config, plan, store, args.name, command))
+    return soak.start(soak.SoakSetup(config, plan, store, args.name, command, nodes_file))

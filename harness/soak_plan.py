@@ -33,7 +33,7 @@ from nemesis.registry import SCENARIOS
 
 #: Flags the soak sets on every run itself; a plan entry may not.
 SOAK_OWNED = ("--seed", "--kafka-version", "--store", "--keep-cluster", "--no-check",
-              "--config", "--name", "--subnet")
+              "--config", "--name", "--subnet", "--nodes-file")
 
 
 @dataclass(frozen=True)
@@ -59,10 +59,12 @@ class PlannedRun:
     seed: int
     kafka_version: str
 
-    def run_args(self, store: Path, cluster_name: str) -> list[str]:
+    def run_args(self, store: Path, cluster_name: str,
+                 nodes_file: Path | None = None) -> list[str]:
+        hosts = ["--nodes-file", str(nodes_file)] if nodes_file else []
         return ["run", *self.entry.args, "--seed", str(self.seed),
                 "--kafka-version", self.kafka_version, "--store", str(store),
-                "--name", cluster_name]
+                "--name", cluster_name, *hosts]
 
     def command(self) -> str:
         """What a person types to run it alone (before the release is resolved)."""
@@ -115,7 +117,7 @@ def read_plan(path: Path) -> tuple[PlanEntry, ...]:
 
 
 def validate_plan(plan: Sequence[PlanEntry], run_parser: argparse.ArgumentParser,
-                  store: Path) -> None:
+                  store: Path, nodes_file: Path | None = None) -> None:
     """Every entry parses as `harness run` flags and passes the run's own checks,
     before the soak starts anything (a typo found at hour six wastes the night)."""
     from harness.run import RunSpec, validate
@@ -126,7 +128,8 @@ def validate_plan(plan: Sequence[PlanEntry], run_parser: argparse.ArgumentParser
         if owned:
             raise BadInput(f"plan entry {entry.name!r}: {owned[0].split('=')[0]} is set by "
                            "the soak for every run")
-        argv = [*entry.args, "--store", str(store)]
+        argv = [*entry.args, "--store", str(store),
+                *(["--nodes-file", str(nodes_file)] if nodes_file else [])]
         try:
             with contextlib.redirect_stderr(io.StringIO()) as said:
                 args = run_parser.parse_args(argv)

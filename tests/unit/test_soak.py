@@ -303,3 +303,13 @@ def test_every_shipped_plan_is_valid(tmp_path, plan_file):
     plan = read_plan(plan_file)
     assert plan
     validate_plan(plan, run_parser, tmp_path / "store")
+
+
+def test_a_soak_on_real_hosts_hands_its_nodes_file_to_every_run(tmp_path):
+    planned = planned_run(DEFAULT_PLAN, ("4.4.0",), 1, 0)
+    args = planned.run_args(tmp_path / "store", "elr", tmp_path / "hosts.yaml")
+    assert args[-2:] == ["--nodes-file", str(tmp_path / "hosts.yaml")]
+    assert "--nodes-file" not in planned.run_args(tmp_path / "store", "elr")
+    with pytest.raises(BadInput, match="--nodes-file is set by the soak"):
+        run_parser = build_parser()._subparsers._group_actions[0].choices["run"]
+        validate_plan((PlanEntry("x", ("--nodes-file", "h.yaml")),), run_parser, tmp_path)
