@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from checker_agreement import assert_reference_agrees
 
 pytestmark = pytest.mark.integration
 
@@ -44,6 +45,7 @@ def test_fenced_last_leader_before_and_after_the_fix(tmp_path, capsys, version, 
                        if '"fenced": [' in line and '"f": "observe"' in line]
     assert any(o["fenced"] for o in observed_fenced), "the observer saw fenced brokers"
     assert proc.returncode == exit_code, results["reason"]
+    assert_reference_agrees(run_dir)  # the reference checker reads the same verdict
     if exit_code == 1:
         assert results["bad_anomaly_types"] == ["fenced-leader"], results["reason"]
         assert fenced_leader["bad"] > 0 and steps["F4"]["reached"]
