@@ -248,6 +248,8 @@ def op_detail(op: dict[str, Any], interest: Interest, cap: int) -> Safe:
                      f"ELR={ids(op.get('elr'))} LastKnownELR={ids(op.get('last_known_elr'))}")
         if "high_watermark" in op:
             parts.append(f" hwm={op.get('high_watermark')}")
+        if op.get("fenced") is not None:
+            parts.append(f" fenced={ids(op.get('fenced'))}")
     elif f == "fault":
         parts.append(f"{op.get('fault')} {_json(op.get('nodes'))}")
         if op.get("detail"):
