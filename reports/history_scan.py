@@ -35,6 +35,8 @@ class ObservedState:
     isr: tuple[int, ...]
     elr: tuple[int, ...] | None
     last_known_elr: tuple[int, ...] | None
+    #: brokers the observation listed fenced (None: it could not say)
+    fenced: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -246,6 +248,7 @@ def _observe(scan: HistoryScan, op: dict[str, Any], t: float,
         _ints(op.get("isr")) or (),
         _ints(op.get("elr")),
         _ints(op.get("last_known_elr")),
+        _ints(op.get("fenced")),
     )
     if last_state.get(key) != state:
         last_state[key] = state

@@ -45,6 +45,7 @@ LANE_COLOURS = {
     "ISR": "#2ca02c",
     "ELR": "#ff7f0e",
     "LastKnownELR": "#9467bd",
+    "fenced": "#7f7f7f",
 }
 
 
@@ -209,7 +210,8 @@ def _intervals(states: list[ObservedState], end_s: float
 
 def membership_plot(key: PartitionKey, states: list[ObservedState], brokers: list[int],
                     bands: list[FaultBand], end_s: float, max_labels: int, dpi: int) -> str:
-    """Per broker one lane for leader, ISR, ELR and LastKnownELR, faults beside them."""
+    """Per broker one lane for leader, ISR, ELR, LastKnownELR and fenced, faults
+    beside them (a leader inside its fenced lane is KIP-966's fenced-leader)."""
     seen = {b for s in states for b in (s.isr + (s.elr or ()) + (s.last_known_elr or ()))}
     seen |= {s.leader for s in states if s.leader is not None and s.leader >= 0}
     ids = sorted(set(brokers) | seen)
@@ -226,7 +228,8 @@ def membership_plot(key: PartitionKey, states: list[ObservedState], brokers: lis
             elif cat == "ISR":
                 inside = broker in s.isr
             else:
-                members = s.elr if cat == "ELR" else s.last_known_elr
+                members = {"ELR": s.elr, "LastKnownELR": s.last_known_elr,
+                           "fenced": s.fenced}[cat]
                 if members is None:
                     unknown.append((start, width))
                     continue
@@ -243,8 +246,8 @@ def membership_plot(key: PartitionKey, states: list[ObservedState], brokers: lis
     for boundary in range(1, len(LANE_COLOURS)):
         ax.axhline(boundary * len(ids) - 0.5, color="#999999", lw=0.6)
     ax.set_ylim(-0.6, len(lanes) - 0.4)
-    ax.set_title(plain(f"{key[0]}-{key[1]}: leader, ISR, ELR, LastKnownELR per broker "
-                       "(hatched: the cluster could not say)"), fontsize=9)
+    ax.set_title(plain(f"{key[0]}-{key[1]}: leader, ISR, ELR, LastKnownELR, fenced per "
+                       "broker (hatched: the cluster could not say)"), fontsize=9)
     draw_fault_bands(ax, bands, end_s, max_labels)
     legend(ax, bands)
     _finish(ax, end_s)

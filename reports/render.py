@@ -410,12 +410,13 @@ def state_table(states: list[ObservedState], bands: list[FaultBand], limit: int)
             cells = []
             for name, value in (("leader", item.leader), ("epoch", item.leader_epoch),
                                 ("isr", item.isr), ("elr", item.elr),
-                                ("lke", item.last_known_elr)):
+                                ("lke", item.last_known_elr), ("fenced", item.fenced)):
                 old = None if previous is None else {
                     "leader": previous.leader, "epoch": previous.leader_epoch,
                     "isr": previous.isr, "elr": previous.elr, "lke": previous.last_known_elr,
+                    "fenced": previous.fenced,
                 }[name]
-                text = ids(value) if name in ("isr", "elr", "lke") else str(value)
+                text = ids(value) if name in ("isr", "elr", "lke", "fenced") else str(value)
                 changed = previous is not None and old != value
                 cells.append(Safe(f'<span class="changed">{h(text)}</span>') if changed
                              else text)
@@ -431,14 +432,14 @@ def state_table(states: list[ObservedState], bands: list[FaultBand], limit: int)
             if band.uncertain and what == "start":
                 label += " (info: may have half happened)"
             rows.append(Safe(tag("tr", join([tag("td", f"{time_s:.3f}"),
-                                             tag("td", "fault"), tag("td", label, colspan=5)]),
+                                             tag("td", "fault"), tag("td", label, colspan=6)]),
                                  class_="fault")))
     more = ""
     if len(events) > limit:
         more = tag("div", f"{len(events) - limit} more rows not shown "
                           "(ReportConfig.max_state_rows).", class_="muted")
     head = join(tag("th", c) for c in ["time (s)", "event", "leader", "leader epoch", "ISR",
-                                      "ELR", "LastKnownELR"])
+                                      "ELR", "LastKnownELR", "fenced"])
     body = Safe("".join(rows))
     return join([tag("table", Safe(f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody>")),
                  more])

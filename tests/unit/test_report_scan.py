@@ -101,3 +101,17 @@ def test_downsample_keeps_spikes_and_the_bound() -> None:
     assert list(dx) == sorted(dx)
     small_x, small_y = downsample([1.0, 2.0], [3.0, 4.0], 400)
     assert list(small_y) == [3.0, 4.0]
+
+
+def test_an_observe_of_fenced_brokers_is_a_state_of_its_own(tmp_path):
+    """The partition lanes and the state table show fenced brokers (fenced-leader's
+    evidence): a change of `fenced` alone is a new observed state."""
+
+    lines = [{"index": i, "time": i * 10**9, "process": -2, "type": "ok", "f": "observe",
+              "topic": "t", "partition": 0, "leader": 1, "leader_epoch": 2, "isr": [1],
+              "elr": [], "last_known_elr": [], **fenced}
+             for i, fenced in enumerate([{}, {"fenced": [1]}, {"fenced": [1]}, {"fenced": []}])]
+    history = tmp_path / "history.jsonl"
+    history.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    states = scan_history(history).states[("t", 0)]
+    assert [s.fenced for s in states] == [None, (1,), ()]
