@@ -43,7 +43,9 @@ def _row(run: dict[str, Any], soak_dir: Path) -> list[object]:
         run["index"] + 1, run["entry"], run["seed"],
         run.get("kafka_version") or run["kafka_version_requested"],
         tag("span", status.upper(), class_=f"pill {STATUS_CSS[status]}"),
-        " / ".join(str(lost.get(acks, "-")) for acks in ("all", "1", "0")),
+        # a checked run with no lost write at all lost 0; a run never checked, "-"
+        " / ".join(str(lost.get(acks, 0 if "anomalies" in run else "-"))
+                   for acks in ("all", "1", "0")),
         detail, f"{run['duration_s']:.0f} s",
         f"{run['disk_bytes'] / 1e6:.1f} MB" if "disk_bytes" in run else "",
         join([_link(soak_dir, run.get("report"), "report"), " ",
