@@ -1,7 +1,7 @@
 """Real Kafka bugs, on the release before the fix and the release with it.
 
-    python benchmarks/known_bugs.py [--runs 3] [--bugs KAFKA-19522]
-        [--before 4.0.2] [--after 4.1.1] [--workdir DIR]
+    python benchmarks/known_bugs.py [--runs 3] [--bugs KAFKA-19522,KAFKA-18991]
+        [--before VERSION] [--after VERSION] [--workdir DIR]
 
 For each bug, runs its scenario N times on each release as a user types it
 (a working directory with the default relative store) and prints one row per
@@ -10,7 +10,10 @@ runs, other bad anomalies, and the time per run.
 
     KAFKA-19522  fenced-last-leader: a fenced last known leader is elected
                  (canElectLastKnownLeader lacks a negation in 4.0.x; 4.0.0 and
-                 4.0.2's bytecode both have it; fixed in 4.1.0)
+                 4.0.2's bytecode both have it; fixed in 4.1.0); 4.0.2 vs 4.1.1
+    KAFKA-18991  bounce-leader mixes, idempotent acks=all on 12 partitions: a
+                 follower truncating committed records on a stale fetch response
+                 (replica-divergence; fixed in 4.0.1); 4.0.0 vs 4.0.2. A race.
 """
 
 from __future__ import annotations
@@ -31,10 +34,18 @@ class KnownBug:
     name: str
     args: tuple[str, ...]
     anomaly: str
+    #: a release with the bug, and one with its fix
+    before: str
+    after: str
 
 
 BUGS = {
-    "KAFKA-19522": KnownBug("KAFKA-19522", ("--nemesis", "fenced-last-leader"), "fenced-leader"),
+    "KAFKA-19522": KnownBug("KAFKA-19522", ("--nemesis", "fenced-last-leader"),
+                            "fenced-leader", "4.0.2", "4.1.1"),
+    "KAFKA-18991": KnownBug("KAFKA-18991", (
+        "--nemesis", "bounce-leader,kill", "--time-limit", "120", "--interval", "10",
+        "--idempotent", "--acks", "all", "--partitions", "12", "--rate", "120"),
+        "replica-divergence", "4.0.0", "4.0.2"),
 }
 
 
@@ -62,15 +73,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--bugs", default=",".join(BUGS))
-    parser.add_argument("--before", default="4.0.2", help="a release with the bug")
-    parser.add_argument("--after", default="4.1.1", help="a release with the fix")
+    parser.add_argument("--before", default=None, help="a release with the bug "
+                        "(default: the bug's own)")
+    parser.add_argument("--after", default=None, help="a release with the fix")
     parser.add_argument("--workdir", type=Path, default=Path.cwd())
     args = parser.parse_args()
     print(f"{'bug':12} {'Kafka':7} {'runs':>4} {'found':>5} {'anomalies':>9}  "
           f"{'s/run':>5}  other bad anomalies")
     for name in args.bugs.split(","):
         bug = BUGS[name]
-        for version in (args.before, args.after):
+        for version in (args.before or bug.before, args.after or bug.after):
             rows = [run_once(bug, version, seed, args.workdir) for seed in range(args.runs)]
             found = sum(1 for r in rows if r["found"])
             other: dict[str, int] = {}
