@@ -41,9 +41,9 @@ def test_fenced_last_leader_before_and_after_the_fix(tmp_path, capsys, version, 
     assert sorted(n for n in test["nodes"] if n.startswith("broker")) == [
         "broker-1", "broker-2", "broker-3", "broker-4"]
     assert all(steps[s]["reached"] for s in ("setup", "F0", "F1", "F2", "F3")), steps
-    observed_fenced = [json.loads(line) for line in (run_dir / "history.jsonl").open()
-                       if '"fenced": [' in line and '"f": "observe"' in line]
-    assert any(o["fenced"] for o in observed_fenced), "the observer saw fenced brokers"
+    observed_fenced = [line for line in map(json.loads, (run_dir / "history.jsonl").open())
+                       if line["f"] == "observe" and line.get("fenced")]
+    assert observed_fenced, "the observer saw fenced brokers"
     assert proc.returncode == exit_code, results["reason"]
     assert_reference_agrees(run_dir)  # the reference checker reads the same verdict
     if exit_code == 1:
