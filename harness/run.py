@@ -110,17 +110,17 @@ def run_test(spec: RunSpec) -> int:
     # which resolves relative ones under its own warehouse folder
     spec.run = replace(spec.run, store=Path(spec.run.store).absolute())
     plan = validate(spec)
-    # No engine, a host that does not answer, or a Kafka version that does not
-    # resolve: refuse before a run directory exists, so store/latest keeps pointing
-    # at the last real evidence (the jars are cached, so up() finds them again at once).
+    # A Kafka version that does not resolve, no engine, or a host that does not
+    # answer: refuse before a run directory exists, so store/latest keeps pointing
+    # at the last real evidence (the jars are cached, so up() finds them again at
+    # once). The user's own flags are judged first, the machine after.
     from cluster.distribution import resolve_distribution
     from cluster.providers import provider_for
 
-    provider = provider_for(spec.cluster)
-    provider.preflight(lambda m: console.print(f"[dim]·[/dim] {m}"))
-
     resolve_distribution(spec.cluster.kafka_version, spec.cluster.kafka_dist,
                          lambda m: console.print(f"[dim]·[/dim] {m}"), spec.cluster.releases)
+    provider = provider_for(spec.cluster)
+    provider.preflight(lambda m: console.print(f"[dim]·[/dim] {m}"))
     from nemesis.pagecache import PageCacheLayer
     from workloads.recorder import HistoryRecorder
 

@@ -1,0 +1,114 @@
+"""#9's sweep of bad inputs, counted: how many give a clean error on a checkout.
+
+Runs every row of tests/unit/test_cli_bad_input.py's BAD_INPUTS against the
+harness of --checkout (this one by default, or an old commit's worktree, to
+count before and after) and sorts each outcome into one class:
+
+  clean       exit 2, no traceback, one line naming the flag or path
+  traceback   a Python traceback on either stream
+  wrong-exit  an exit code other than 2 (1 means "Kafka lost data")
+  unclear     exit 2 without naming the flag or path (often: the bad value was
+              accepted and the run failed later for another reason)
+  debris      anything else left behind in the working folder
+  absent      the checkout has no such command or flag (argparse says so)
+
+No Docker engine is reachable from the rows (DOCKER_HOST points at a socket that
+does not exist), so an old checkout that accepts a bad value starts nothing;
+only `cluster status` and `cluster logs`, which change nothing, reach it.
+
+    python benchmarks/bad_input_sweep.py [--checkout DIR] [--list]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "unit"))
+
+from test_cli_bad_input import BAD_INPUTS, _filled, _materialize  # noqa: E402
+
+CLASSES = ("clean", "traceback", "wrong-exit", "unclear", "debris", "absent")
+ROW_TIMEOUT_S = 120
+#: Rows that only read the engine's state: they keep the engine, as the test does.
+READ_ONLY = (["cluster", "status"], ["cluster", "logs"])
+
+
+def _named(args: list[str], expected: str, err: str) -> bool:
+    """Whether the message names what was wrong: the test's words, or the flag or path."""
+    if expected in err:
+        return True
+    flags = [a.split("=")[0] for a in args if a.startswith("--")]
+    paths = [a for a in args if "/" in a]
+    return any(f in err for f in flags) or any(p[:40] in err for p in paths)
+
+
+def _absent(args: list[str], expected: str, err: str) -> bool:
+    """Whether argparse refused a command or flag the checkout does not have (and
+    the row is not about exactly that)."""
+    said = [f"invalid choice: '{args[0]}'" if args else "", "unrecognized arguments"]
+    return any(words and words in err and words not in expected for words in said)
+
+
+def classify(checkout: Path, args: list[str], expected: str) -> tuple[str, str]:
+    """One row's class and the first line of what it printed."""
+    with tempfile.TemporaryDirectory(prefix="sweep-") as tmp:
+        tmp_path = Path(tmp)
+        places = _materialize(tmp_path)
+        bad8 = os.fsencode(tmp_path) + b"/\xff\xfe"
+        argv = [bad8 if a == "{bad8}" else _filled(a, places) for a in args]
+        work = tmp_path / "cwd"
+        work.mkdir()
+        env = {**os.environ, "PYTHONPATH": str(checkout)}
+        if args[:2] not in READ_ONLY:
+            env["DOCKER_HOST"] = f"unix://{tmp_path}/no-engine.sock"
+        try:
+            proc = subprocess.run([sys.executable, "-m", "harness.cli", *argv],
+                                  capture_output=True, timeout=ROW_TIMEOUT_S, cwd=work, env=env)
+        except subprocess.TimeoutExpired:
+            return "wrong-exit", f"still running after {ROW_TIMEOUT_S} s"
+        out = proc.stdout.decode(errors="replace")
+        err = " ".join(proc.stderr.decode(errors="replace").split())
+        first = (err or out).strip()[:100]
+        if "Traceback" in out + proc.stderr.decode(errors="replace"):
+            return "traceback", first
+        if _absent(args, _filled(expected, places), err):
+            return "absent", first
+        if proc.returncode != 2:
+            return "wrong-exit", f"exit {proc.returncode}: {first}"
+        if not _named([_filled(a, places) for a in args if a != "{bad8}"],
+                      _filled(expected, places), err):
+            return "unclear", first
+        if list(work.iterdir()):
+            return "debris", f"left {[p.name for p in work.iterdir()]}"
+        return "clean", first
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkout", type=Path, default=ROOT,
+                        help="the harness to try (a git worktree of another commit)")
+    parser.add_argument("--list", action="store_true", help="print every row's class")
+    opts = parser.parse_args()
+    counts: Counter[str] = Counter()
+    for args, expected in BAD_INPUTS:
+        kind, said = classify(opts.checkout.resolve(), args, expected)
+        counts[kind] += 1
+        if opts.list or kind != "clean":
+            print(f"{kind:10} {' '.join(args)[:70]!s:72} {said}")
+    print(f"{len(BAD_INPUTS)} rows on {opts.checkout}: "
+          + ", ".join(f"{c} {counts[c]}" for c in CLASSES))
+    tried = len(BAD_INPUTS) - counts["absent"]
+    print(f"of the {tried} rows the checkout has the commands and flags for: "
+          + ", ".join(f"{c} {counts[c]}" for c in CLASSES if c != "absent"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
