@@ -33,8 +33,9 @@ class PartitionState:
     fenced: tuple[int, ...] | None = None
 
     def as_observation(self) -> dict:
-        """The fields of a history `observe` line (HISTORY.md)."""
-        return {
+        """The partition's fields of a history `observe` line (HISTORY.md), the one
+        form the observer and the scenario's controller view both record."""
+        fields: dict = {
             "topic": self.topic,
             "partition": self.partition,
             "leader": self.leader,
@@ -42,9 +43,14 @@ class PartitionState:
             "isr": list(self.isr),
             "elr": None if self.elr is None else list(self.elr),
             "last_known_elr": None if self.last_known_elr is None else list(self.last_known_elr),
-            "high_watermark": self.high_watermark,
-            **({} if self.fenced is None else {"fenced": list(self.fenced)}),
         }
+        # A negative value is a client's "unknown" sentinel (librdkafka's -1001),
+        # never a watermark: recording it would read as a regression.
+        if self.high_watermark is not None and self.high_watermark >= 0:
+            fields["high_watermark"] = self.high_watermark
+        if self.fenced is not None:  # absent where the cluster could not say
+            fields["fenced"] = list(self.fenced)
+        return fields
 
 
 def _both(before: frozenset[int] | None, after: frozenset[int] | None

@@ -28,12 +28,9 @@ from harness.core.history import OBSERVER_PROCESS
 from nemesis import grudges
 from nemesis.faults import FaultInjector
 
-#: What the observer hands out: the cluster's own reading of a partition.
-ObservedPartition = PartitionState
-
 
 class Observer(Protocol):
-    def latest(self) -> Sequence[ObservedPartition]: ...
+    def latest(self) -> Sequence[PartitionState]: ...
     def wait_for(self, predicate: Callable[[list[Any]], bool],
                  timeout_s: float) -> list[Any] | None: ...
 
@@ -45,7 +42,7 @@ class StepOutcome:
     observed: dict[str, Any]
 
 
-def _summary(state: ObservedPartition | None) -> dict[str, Any]:
+def _summary(state: PartitionState | None) -> dict[str, Any]:
     """What a step records of the partition it waited on."""
     if state is None:
         return {}
@@ -76,13 +73,13 @@ class ScriptedScenario:
 
     # -- observed state ----------------------------------------------------------
 
-    def _state(self, states: Sequence[ObservedPartition]) -> ObservedPartition | None:
+    def _state(self, states: Sequence[PartitionState]) -> PartitionState | None:
         for s in states:
             if s.topic == self.topic and s.partition == self.partition:
                 return s
         return None
 
-    def _wait(self, step: str, predicate: Callable[[ObservedPartition], bool],
+    def _wait(self, step: str, predicate: Callable[[PartitionState], bool],
               timeout_s: float | None = None) -> StepOutcome:
         def check(states: list[Any]) -> bool:
             s = self._state(states)
@@ -161,7 +158,7 @@ class UncleanLastReplica(ScriptedScenario):
         return self._steps(steps)
 
     def _wait_controller(self, step: str,
-                         predicate: Callable[[ObservedPartition], bool]) -> StepOutcome:
+                         predicate: Callable[[PartitionState], bool]) -> StepOutcome:
         """Wait on the active controller's own metadata log.
 
         In T2 no broker has a fresh view (L is dead, A and B are cut off and

@@ -13,9 +13,10 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any
 
 from cluster.node import Role as NodeRole
+from cluster.observe import PartitionState
 
 
 class Role(StrEnum):
@@ -30,21 +31,6 @@ class Role(StrEnum):
 
 #: Broker roles: a member of one (randomly chosen) partition's leader/ISR/ELR, or any broker.
 BROKER_ROLES = (Role.LEADER, Role.ISR, Role.ELR, Role.ANY)
-
-
-class Observed(Protocol):
-    """What a target choice reads of a partition (cluster.observe.PartitionState has it)."""
-
-    @property
-    def topic(self) -> str: ...
-    @property
-    def partition(self) -> int: ...
-    @property
-    def leader(self) -> int: ...
-    @property
-    def isr(self) -> Sequence[int]: ...
-    @property
-    def elr(self) -> Sequence[int] | None: ...
 
 
 @dataclass(frozen=True)
@@ -75,7 +61,7 @@ class Topology:
         return None
 
 
-def choose_target(role: Role | str, states: Sequence[Observed], topology: Topology,
+def choose_target(role: Role | str, states: Sequence[PartitionState], topology: Topology,
                   rng: random.Random, active_controller: int | None = None) -> str:
     """The node a fault acts on.
 
@@ -109,6 +95,6 @@ def choose_target(role: Role | str, states: Sequence[Observed], topology: Topolo
     return name
 
 
-def all_isr_full(states: Sequence[Observed], replication_factor: int) -> bool:
+def all_isr_full(states: Sequence[PartitionState], replication_factor: int) -> bool:
     """Every observed partition has a full ISR (nothing observed: not known to be)."""
     return bool(states) and all(len(s.isr) >= replication_factor for s in states)

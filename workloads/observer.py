@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from cluster.observe import PartitionState
 from harness.core.errors import HistoryError
 from harness.core.history import OBSERVER_PROCESS
 from workloads.recorder import HistoryRecorder
@@ -26,52 +27,16 @@ from workloads.recorder import HistoryRecorder
 log = logging.getLogger(__name__)
 
 
-class ObservedPartition(Protocol):
-    """The fields of cluster.observe.PartitionState the observer records."""
-
-    @property
-    def topic(self) -> str: ...
-    @property
-    def partition(self) -> int: ...
-    @property
-    def leader(self) -> int: ...
-    @property
-    def leader_epoch(self) -> int: ...
-    @property
-    def isr(self) -> tuple[int, ...]: ...
-    @property
-    def elr(self) -> tuple[int, ...] | None: ...
-    @property
-    def last_known_elr(self) -> tuple[int, ...] | None: ...
-    @property
-    def high_watermark(self) -> int | None: ...
-    @property
-    def fenced(self) -> tuple[int, ...] | None: ...
-
-
 class PartitionStateSource(Protocol):
     """Anything that can describe the partitions of some topics right now."""
 
-    def describe(self, topics: Sequence[str]) -> Sequence[ObservedPartition]: ...
+    def describe(self, topics: Sequence[str]) -> Sequence[PartitionState]: ...
 
 
-def observe_fields(state: ObservedPartition) -> dict[str, Any]:
+def observe_fields(state: PartitionState) -> dict[str, Any]:
     """One `observe` line's fields (HISTORY.md), without index and time."""
-    fields: dict[str, Any] = {
-        "process": OBSERVER_PROCESS, "type": "ok", "f": "observe",
-        "topic": state.topic, "partition": state.partition,
-        "leader": state.leader, "leader_epoch": state.leader_epoch,
-        "isr": list(state.isr),
-        "elr": None if state.elr is None else list(state.elr),
-        "last_known_elr": None if state.last_known_elr is None else list(state.last_known_elr),
-    }
-    # A negative value is a client's "unknown" sentinel (librdkafka's -1001),
-    # never a watermark: recording it would read as a regression.
-    if state.high_watermark is not None and state.high_watermark >= 0:
-        fields["high_watermark"] = state.high_watermark
-    if state.fenced is not None:  # absent where the cluster could not say
-        fields["fenced"] = list(state.fenced)
-    return fields
+    return {"process": OBSERVER_PROCESS, "type": "ok", "f": "observe",
+            **state.as_observation()}
 
 
 class ObserverLoop:
@@ -89,7 +54,7 @@ class ObserverLoop:
         self._clock = clock
         self._stop = threading.Event()
         self._changed = threading.Condition()
-        self._latest: list[ObservedPartition] = []
+        self._latest: list[PartitionState] = []
         self._samples = 0
         self._failures = 0
         self.last_error: str | None = None
@@ -108,7 +73,7 @@ class ObserverLoop:
     def running(self) -> bool:
         return self._thread.is_alive()
 
-    def latest(self) -> list[ObservedPartition]:
+    def latest(self) -> list[PartitionState]:
         """The states of the last successful sample (empty before the first)."""
         with self._changed:
             return list(self._latest)
@@ -124,8 +89,8 @@ class ObserverLoop:
         with self._changed:
             return self._failures
 
-    def wait_for(self, predicate: Callable[[list[ObservedPartition]], bool],
-                 timeout_s: float) -> list[ObservedPartition] | None:
+    def wait_for(self, predicate: Callable[[list[PartitionState]], bool],
+                 timeout_s: float) -> list[PartitionState] | None:
         """Block until a sample satisfies `predicate`; that sample, or None on timeout."""
         end = self._clock() + timeout_s
         with self._changed:
