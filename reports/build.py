@@ -17,7 +17,8 @@ from reports.faults import pair_faults
 from reports.history_scan import Interest, example_interest, scan_history
 from reports.index import write_index
 from reports.lost_writes import lost_writes_of
-from reports.render import ReportInputs, render_report
+from reports.render import render_report
+from reports.report_inputs import ReportInputs
 from reports.rundir import load_run, store_of
 
 REPORT_NAME = "report.html"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reports.history_scan import Interest
-from reports.render import op_detail
+from reports.evidence import op_detail
 
 
 def test_an_observe_shows_the_fenced_brokers_it_recorded():

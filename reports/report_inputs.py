@@ -1,0 +1,63 @@
+"""What every report section reads (ReportInputs) and the few formats they share."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from harness.core.config import ReportConfig
+from reports.faults import FaultBand
+from reports.history_scan import HistoryScan
+from reports.lost_writes import LostWrites
+from reports.rundir import RunFiles
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    """Everything a report is made of, gathered by reports.build."""
+
+    run: RunFiles
+    scan: HistoryScan
+    bands: list[FaultBand]
+    lost: LostWrites
+    config: ReportConfig
+
+
+def seconds(time_ns: Any) -> str:
+    """History times (ns since start) as seconds, the unit the whole report uses."""
+    if isinstance(time_ns, int | float):
+        return f"{time_ns / 1e9:.3f}"
+    return "?"
+
+
+def ids(members: Any) -> str:
+    if members is None:
+        return "unknown"
+    if isinstance(members, list | tuple):
+        return "{" + ", ".join(str(m) for m in members) + "}"
+    return str(members)
+
+
+def json_text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def parse_time(text: Any) -> datetime | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def no_history_reason(inputs: ReportInputs) -> str:
+    """Why a section that reads the history has nothing to show, or ''."""
+    if inputs.run.history_path is None:
+        return "history.jsonl is missing."
+    if inputs.scan.lines == 0:
+        return "history.jsonl is empty."
+    return ""
