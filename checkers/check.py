@@ -84,7 +84,7 @@ def resolve_history(path: Path) -> Path:
 
 def check_history(history_path: Path, test: dict | None, config: CheckerConfig) -> dict:
     """Check one history (test is test.json's dict, or None for the defaults)."""
-    from checkers.load import convert_without_spark
+    from checkers.convert_duckdb import convert_without_spark
     from checkers.spark import get_spark
     from checkers.testinfo import parse_test_info
 

@@ -3,7 +3,7 @@ keyed and bucketed by topic-partition.
 
 The checks group, window and join these rows by topic-partition (the values
 table by (tp, value), the consumers' order by (process, tp), the final log by
-tp). Both converters of checkers/load.py write them once as a Spark bucketed
+tp). Both converters (DuckDB's and Spark's) write them once as a Spark bucketed
 table: bucket i of N holds the rows whose `pmod(hash(tp), N)` is i, Spark's own
 bucketing function. Spark then reads each bucket in one task already
 partitioned as those checks need, so their big aggregations and windows run

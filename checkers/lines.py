@@ -1,8 +1,8 @@
 """Which history lines follow the contract: one rule set, in three forms.
 
-Both converters of checkers/load.py decide per line whether it is valid (a
-column `_bad`), Spark in its SQL and DuckDB in its own; they never keep a bad
-line. Only when a conversion found a bad line does `describe` read that one
+Both converters (checkers/convert_duckdb.py, checkers/load.py) decide per line
+whether it is valid (a column `_bad`), Spark in its SQL and DuckDB in its own;
+they never keep a bad line. Only when a conversion found a bad line does `describe` read that one
 line in Python, to say in words what is wrong with it (an int beyond 64 bits,
 a line that is JSON but not an object, ...) and to tell a cut-short last line
 (not JSON at all) from a malformed one. docs/CHECKING.md states the rules.

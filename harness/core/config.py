@@ -368,7 +368,7 @@ class CheckerConfig:
     #: Convert history.jsonl once to Parquet next to it (history.parquet) and reuse it.
     parquet_cache: bool = True
     #: Convert with DuckDB's parallel JSON reader when the history is well formed
-    #: (checkers/load.py); Spark's reader handles the rest and finds bad lines.
+    #: (checkers/convert_duckdb.py); Spark's reader handles the rest and finds bad lines.
     convert_with_duckdb: bool = True
     #: Threads (0: one per core) and memory cap of that conversion; it streams,
     #: so its memory stays flat whatever the history's size.

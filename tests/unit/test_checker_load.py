@@ -1,5 +1,5 @@
-"""The two JSONL -> Parquet converters of checkers/load.py write the same tables,
-and the fast one gives way to Spark's reader on every line that breaks the
+"""The two JSONL -> Parquet converters (checkers/convert_duckdb.py, checkers/load.py)
+write the same tables, and the fast one gives way to Spark's reader on every line that breaks the
 contract (so a corrupt history is still reported by its line number)."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import pytest
 from checker_fixtures import spark  # noqa: F401
 from synthetic import Injection, SyntheticSpec, write_run_dir
 
+from checkers.convert_duckdb import _convert_with_duckdb, convert_without_spark
 from checkers.events import (
     EVENTS_COLUMNS,
     FINAL_RECORD,
@@ -20,18 +21,8 @@ from checkers.events import (
     bucket_of,
 )
 from checkers.lines import FIELDS
-from checkers.load import (
-    _LAYOUT,
-    _OVERVIEW,
-    EVENTS,
-    OPS,
-    SIDE,
-    SIDE_COLUMNS,
-    _convert_with_duckdb,
-    _convert_with_spark,
-    convert_without_spark,
-    read_overview,
-)
+from checkers.load import _convert_with_spark, read_overview
+from checkers.parquet_cache import EVENTS, LAYOUT, OPS, OVERVIEW, SIDE, SIDE_COLUMNS
 from harness.core.config import CheckerConfig
 from harness.core.errors import HistoryError
 
@@ -58,11 +49,11 @@ def _tables(session, history: Path, parquet: Path, duckdb: bool) -> dict[str, li
         out[table] = sorted(tuple(json.dumps(v, sort_keys=True, default=str)
                                   for v in r.asDict().values())
                             for r in df.select(*columns).collect())
-    out["layout"] = json.loads((parquet / _LAYOUT).read_text())
+    out["layout"] = json.loads((parquet / LAYOUT).read_text())
     # the overview, less the line bookkeeping (only Spark's converter fills it)
     out["overview"] = sorted(json.dumps({k: v for k, v in r.items() if k not in _BOOKKEEPING},
                                         sort_keys=True)
-                             for r in json.loads((parquet / _OVERVIEW).read_text())["rows"])
+                             for r in json.loads((parquet / OVERVIEW).read_text())["rows"])
     _assert_bucketed(session, parquet / EVENTS, out["layout"]["buckets"])
     return out
 
@@ -209,17 +200,17 @@ def test_a_cache_is_reused_while_whole_and_rebuilt_when_a_side_file_is_gone(tmp_
     write_run_dir(tmp_path, SyntheticSpec(lines=200, seed=1))
     history, parquet = tmp_path / "history.jsonl", tmp_path / "history.parquet"
     assert convert_without_spark(history, CheckerConfig())
-    overview = (parquet / _OVERVIEW).read_text()
-    built = (parquet / _LAYOUT).stat().st_mtime_ns
+    overview = (parquet / OVERVIEW).read_text()
+    built = (parquet / LAYOUT).stat().st_mtime_ns
     assert convert_without_spark(history, CheckerConfig())
-    assert (parquet / _LAYOUT).stat().st_mtime_ns == built  # reused as it is
-    (parquet / _OVERVIEW).unlink()
+    assert (parquet / LAYOUT).stat().st_mtime_ns == built  # reused as it is
+    (parquet / OVERVIEW).unlink()
     assert convert_without_spark(history, CheckerConfig())
-    assert (parquet / _OVERVIEW).read_text() == overview
-    assert (parquet / _LAYOUT).stat().st_mtime_ns != built  # converted again
+    assert (parquet / OVERVIEW).read_text() == overview
+    assert (parquet / LAYOUT).stat().st_mtime_ns != built  # converted again
     # nothing but the tables and their side files (DuckDB spilled, if at all, inside)
     assert sorted(p.name for p in parquet.iterdir()) == sorted(
-        [EVENTS, SIDE, _LAYOUT, _OVERVIEW, "_elr_source.json"])
+        [EVENTS, SIDE, LAYOUT, OVERVIEW, "_elr_source.json"])
 
 
 def test_a_cache_counting_bad_lines_without_its_table_of_lines_is_a_clear_error(tmp_path):

@@ -1,0 +1,159 @@
+"""The Parquet copy of a history: where it lives, its layout, and installing it whole.
+
+history.parquet sits beside history.jsonl (or in the cache folder when that is
+read-only) and holds events/ (bucketed by topic-partition, checkers/events.py),
+side/ (the lines the checks read whole) and, from Spark's converter only, ops/
+(every line, for a bad line's number). Beside them: a marker naming the source
+history's size and time (a changed history is converted again), the layout
+(topics and bucket count) and the overview (counts of lines by kind). Both
+converters (checkers/convert_duckdb.py, and Spark's in checkers/load.py) write
+into a temporary folder and install it with one rename, so a reader never sees
+half a table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+from checkers.events import TopicKeys, choose_buckets
+from checkers.lines import FIELDS, INT_HWM_KINDS, SCHEMA, SCHEMA_DDL
+from harness.core.config import cache_dir
+from harness.core.errors import HarnessError
+
+#: Bumped whenever the Parquet layout changes, so old caches are rebuilt.
+CACHE_VERSION = 9
+MARKER = "_elr_source.json"
+#: The topics the events table's keys were made from, and its bucket count.
+LAYOUT = "_elr_layout.json"
+#: The overview's rows, as JSON (read_overview).
+OVERVIEW = "_elr_overview.json"
+
+#: The tables of a conversion.
+OPS, EVENTS, SIDE = "ops", "events", "side"
+#: Which valid lines the side table holds (without their records).
+SIDE_WHERE = "f IN ('fault', 'observe', 'replica') OR (f = 'poll' AND final)"
+INT_HWM = ", ".join(repr(k) for k in INT_HWM_KINDS)
+#: The side table: the fields but records, an int high watermark (observe and
+#: replica lines), a poll's high watermarks by partition, the partitions of a
+#: final poll's records.
+_SIDE_FIELDS = tuple(c for c in FIELDS if c not in ("records", "high_watermark"))
+_SIDE_SCHEMA = (*((name, kind) for name, kind in SCHEMA if name in _SIDE_FIELDS),
+                ("hwm", "BIGINT"), ("hwm_map", "MAP<STRING, BIGINT>"),
+                ("record_partitions", "ARRAY<INT>"))
+SIDE_DDL = ", ".join(f"{name} {kind}" for name, kind in _SIDE_SCHEMA)
+SIDE_COLUMNS = tuple(name for name, _ in _SIDE_SCHEMA)
+#: Spark's ops table: every physical line, its fields and its bookkeeping.
+BOOKKEEPING_DDL = ("_bad BOOLEAN", "_blank BOOLEAN", "_blk BIGINT", "_row BIGINT")
+OPS_DDL = ", ".join([SCHEMA_DDL, *BOOKKEEPING_DDL])
+#: Where a converter writes the events by bucket before naming them as Spark's.
+BY_BUCKET = "_events_by_bucket"
+#: Where DuckDB spills, inside the conversion's temporary folder.
+SPILL = "_spill"
+#: How DuckDB writes the tables: uncompressed, as Spark writes them (checkers/spark.py).
+PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION uncompressed"
+#: The overview: one small aggregate of the lines' rows (in both converters' SQL)
+#: serves the line bookkeeping (per input split), the counts by f/type/acks, the
+#: fault kinds and the partitions sends went to, and the records the lines carry.
+OVERVIEW_KEYS = (
+    "_blk", "_bad", "_blank", "f", "type", "acks", "fault", "final", "topic",
+    "CASE WHEN f = 'send' THEN partition END AS partition",
+)
+_CARRIES_RECORDS = "(f = 'replica' OR (f = 'poll' AND type = 'ok'))"
+
+
+def overview_aggregates(length: str) -> tuple[str, ...]:
+    """The overview's aggregates; `length` is the dialect's array-length function."""
+    return ("count(1) AS count", "min(_row) AS first",
+            f"sum(CASE WHEN {_CARRIES_RECORDS} AND records IS NOT NULL "
+            f"THEN {length}(records) ELSE 0 END) AS records")
+
+
+#: The same aggregates over groups of the overview's keys that were finer (the
+#: DuckDB converter's summary: see _duckdb_summary).
+OVERVIEW_REAGGREGATES = ("sum(count)::BIGINT AS count", "min(first) AS first",
+                          "sum(records)::BIGINT AS records")
+
+def parquet_location(history: Path) -> Path:
+    """history.parquet beside the history, or a cache folder if that is read-only."""
+    if os.access(history.parent, os.W_OK):
+        return history.with_suffix(".parquet")
+    key = hashlib.sha1(str(history).encode()).hexdigest()[:16]
+    return cache_dir() / "checker-parquet" / key / "history.parquet"
+
+
+def source_marker(history: Path) -> dict:
+    st = history.stat()
+    return {"version": CACHE_VERSION, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+            "source": str(history)}
+
+
+def is_cached(parquet: Path, marker: dict) -> bool:
+    """The cache is of this history and whole (a side file deleted by hand: rebuilt)."""
+    try:
+        current = json.loads((parquet / MARKER).read_text()) == marker
+    except (OSError, ValueError):
+        return False
+    return current and all((parquet / name).is_file() for name in (LAYOUT, OVERVIEW))
+
+
+def require_absolute(history: Path) -> Path:
+    """A relative path reaches Spark's catalog as a folder of its warehouse (an
+    empty table): only resolve_history's absolute paths go further."""
+    if not history.is_absolute():
+        raise HarnessError(f"internal error: the checker was handed a relative path "
+                           f"{history}; paths are resolved at the entry points")
+    return history
+
+
+def name_buckets(tmp: Path) -> None:
+    """Move the files of tmp/_events_by_bucket/bucket=i/ into tmp/events/, named
+    as Spark names a bucket's files (`..._{i:05d}.ext`: BucketingUtils reads the
+    bucket from the last `_digits` of the name)."""
+    staging, events = tmp / BY_BUCKET, tmp / EVENTS
+    events.mkdir()
+    if staging.exists():
+        n = 0
+        for folder in sorted(staging.glob("bucket=*")):
+            bucket = int(folder.name.split("=", 1)[1])
+            for part in sorted(folder.glob("*.parquet")):
+                part.replace(events / f"part-{n:05d}_{bucket:05d}.parquet")
+                n += 1
+        shutil.rmtree(staging)
+
+
+def layout_of(overview: list[dict]) -> tuple[TopicKeys, list[int], int]:
+    """From the overview's valid rows: the topics' keys, the keys of the partitions
+    sends went to, and the events table's bucket count (choose_buckets)."""
+    valid = [r for r in overview if not r["_bad"] and not r["_blank"]]
+    keys = TopicKeys.of(r["topic"] for r in valid)
+    sent_keys = sorted({keys.encode(r["topic"], r["partition"])
+                        for r in valid if r["f"] == "send"})
+    return keys, sent_keys, choose_buckets(sent_keys)
+
+
+def write_layout(tmp: Path, keys: TopicKeys, buckets: int) -> None:
+    (tmp / LAYOUT).write_text(json.dumps({"topics": list(keys.topics), "buckets": buckets}))
+
+
+def write_overview(tmp: Path, rows: list[dict]) -> None:
+    """The overview's rows (few: each of its keys takes few values)."""
+    rows = sorted(rows, key=lambda r: json.dumps(r, sort_keys=True))
+    (tmp / OVERVIEW).write_text(json.dumps({"rows": rows}))
+
+
+def temporary_folder(parquet: Path) -> Path:
+    """Where a conversion is written before install (each converter clears it)."""
+    return parquet.with_name(parquet.name + f".tmp-{os.getpid()}")
+
+
+def install(tmp: Path, parquet: Path, marker: dict) -> None:
+    """Put a finished conversion in place (a reader never sees half a table)."""
+    (tmp / MARKER).write_text(json.dumps(marker))
+    shutil.rmtree(parquet, ignore_errors=True)
+    tmp.replace(parquet)
+
+
