@@ -11,6 +11,10 @@ harness's own wire client (kafka_wire) observes (DescribeTopicPartitions for
 leader/ISR/ELR, Metadata for registered brokers, ListOffsets for high
 watermarks); Kafka's metadata-quorum tool names the active controller; its log
 dump tool decodes the controller's metadata log.
+
+It runs a little over 400 lines because it is the one class the layers above
+talk to for a cluster (the node seam's KafkaCluster); the pieces that stand
+alone already live beside it (kraft, kafka_wire, observe, replica_logs).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from cluster.node import Node, NodeProvider, NodeSpec, Role, StorageLayer
 from cluster.observe import ObservationError, PartitionObserver, PartitionState
 from cluster.providers import provider_for
 from harness.core.config import ClusterConfig, TopicConfig
-from harness.core.errors import BadInput, ClusterStartError, HarnessError
+from harness.core.errors import ClusterStartError, HarnessError
 
 if TYPE_CHECKING:
     import docker
@@ -41,29 +45,6 @@ if TYPE_CHECKING:
     from cluster.replica_logs import ReplicaLog
 
 Log = Callable[[str], None]
-
-#: Replicas one broker of a test cluster is asked to host at most: Kafka's
-#: operators' rule of thumb for a broker (a few thousand), here on a shared machine.
-MAX_REPLICAS_PER_BROKER = 4000
-
-
-def validate_topic(topic: TopicConfig, config: ClusterConfig) -> None:
-    """Refuse a topic the cluster cannot host, before anything starts."""
-    if topic.partitions < 1:
-        raise BadInput("a topic needs at least 1 partition (--partitions)")
-    if topic.replication_factor < 1:
-        raise BadInput("replication factor must be at least 1 (--replication-factor)")
-    if topic.replication_factor > config.brokers:
-        raise BadInput(f"replication factor {topic.replication_factor} is more than the "
-                       f"{config.brokers} brokers of the cluster (--brokers)")
-    if not 1 <= topic.min_insync_replicas <= topic.replication_factor:
-        raise BadInput(f"min.insync.replicas {topic.min_insync_replicas} must be between 1 "
-                       f"and the replication factor {topic.replication_factor}")
-    per_broker = -(-topic.partitions * topic.replication_factor // config.brokers)
-    if per_broker > MAX_REPLICAS_PER_BROKER:
-        raise BadInput(f"--partitions {topic.partitions} puts {per_broker} replicas on each "
-                       f"broker; at most {MAX_REPLICAS_PER_BROKER} are allowed")
-
 
 @dataclass(frozen=True)
 class NodeStatus:
@@ -287,7 +268,7 @@ class Cluster:
 
     def create_topic(self, topic: TopicConfig) -> None:
         """Create the topic and wait until every partition has a leader and a full ISR."""
-        validate_topic(topic, self.config)
+        kraft.validate_topic(topic, self.config)
         new = NewTopic(topic.name, num_partitions=topic.partitions,
                        replication_factor=topic.replication_factor,
                        config={"min.insync.replicas": str(topic.min_insync_replicas),

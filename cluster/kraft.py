@@ -13,7 +13,7 @@ import ipaddress
 import shlex
 
 from cluster.node import NodeSpec, Role
-from harness.core.config import ClusterConfig
+from harness.core.config import ClusterConfig, TopicConfig
 from harness.core.errors import BadInput
 
 CONTROLLER_ID_BASE = 1000
@@ -33,6 +33,29 @@ KAFKA_MAIN_CLASS = "kafka.Kafka"
 KAFKA_PROCESS_PATTERN = r"kafka\.Kafka /opt/harness"
 #: Largest node count that fits the /24 network and this machine.
 MAX_NODES = 32
+
+
+#: Replicas one broker of a test cluster is asked to host at most: Kafka's
+#: operators' rule of thumb for a broker (a few thousand), here on a shared machine.
+MAX_REPLICAS_PER_BROKER = 4000
+
+
+def validate_topic(topic: TopicConfig, config: ClusterConfig) -> None:
+    """Refuse a topic the cluster cannot host, before anything starts."""
+    if topic.partitions < 1:
+        raise BadInput("a topic needs at least 1 partition (--partitions)")
+    if topic.replication_factor < 1:
+        raise BadInput("replication factor must be at least 1 (--replication-factor)")
+    if topic.replication_factor > config.brokers:
+        raise BadInput(f"replication factor {topic.replication_factor} is more than the "
+                       f"{config.brokers} brokers of the cluster (--brokers)")
+    if not 1 <= topic.min_insync_replicas <= topic.replication_factor:
+        raise BadInput(f"min.insync.replicas {topic.min_insync_replicas} must be between 1 "
+                       f"and the replication factor {topic.replication_factor}")
+    per_broker = -(-topic.partitions * topic.replication_factor // config.brokers)
+    if per_broker > MAX_REPLICAS_PER_BROKER:
+        raise BadInput(f"--partitions {topic.partitions} puts {per_broker} replicas on each "
+                       f"broker; at most {MAX_REPLICAS_PER_BROKER} are allowed")
 
 
 def validate_topology(config: ClusterConfig) -> None:

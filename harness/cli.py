@@ -67,8 +67,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from harness.run import RunSpec, run_test
+    from harness.run import run_test
     from harness.run_config import run_configs
+    from harness.run_spec import RunSpec
 
     cluster, topic, workload, run, checker = run_configs(args)
     spec = RunSpec(cluster=cluster, topics=[topic], workload=workload, run=run,

@@ -60,7 +60,7 @@ def _log(message: str) -> None:
 
 
 def _cmd_up(args: argparse.Namespace) -> int:
-    from cluster.cluster import validate_topic
+    from cluster.kraft import validate_topic
 
     config = cluster_config(args)
     topic = topic_config(args)

@@ -120,8 +120,8 @@ def validate_plan(plan: Sequence[PlanEntry], run_parser: argparse.ArgumentParser
                   store: Path, nodes_file: Path | None = None) -> None:
     """Every entry parses as `harness run` flags and passes the run's own checks,
     before the soak starts anything (a typo found at hour six wastes the night)."""
-    from harness.run import RunSpec, validate
     from harness.run_config import run_configs
+    from harness.run_spec import RunSpec, validate
 
     for entry in plan:
         owned = [a for a in entry.args if a.split("=")[0] in SOAK_OWNED]

@@ -3,7 +3,7 @@
 Each stage reads its own section: the CLI builds these dataclasses from flags,
 test.json stores them, and nothing else in the code base hard-codes a timeout,
 a port or a size. Sections are frozen so a run's configuration cannot drift
-while it runs.
+while it runs. The file is long on purpose: one place to read every setting.
 """
 
 from __future__ import annotations

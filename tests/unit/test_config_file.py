@@ -11,8 +11,8 @@ import pytest
 
 from harness.cli import build_parser, main
 from harness.flags import given_flags
-from harness.run import RunSpec, _test_json
 from harness.run_config import run_configs
+from harness.run_spec import RunSpec, started_test_json
 from nemesis.registry import parse_nemesis
 
 
@@ -86,7 +86,7 @@ def test_a_run_replays_from_its_test_json(tmp_path):
                        "--subnet", "10.213.90.0/24", "--partitions", "5")
     cluster, topic, workload, run, checker = configs
     spec = RunSpec(cluster=cluster, topics=[topic], workload=workload, run=run, checker=checker)
-    test = _test_json(spec, parse_nemesis(run.nemesis), datetime.now(UTC))
+    test = started_test_json(spec, parse_nemesis(run.nemesis), datetime.now(UTC))
     (tmp_path / "test.json").write_text(json.dumps(test))
     replayed = _configs("--config", str(tmp_path / "test.json"))
     assert [asdict(c) for c in replayed] == [asdict(c) for c in configs]
@@ -128,14 +128,14 @@ def test_a_missing_file_is_one_line(tmp_path, capsys):
 def test_the_reproduce_command_pins_the_release_that_ran(typed, expected):
     """A run of `latest` repeated later may get another release: the report's
     reproduce command names the one that ran."""
-    from harness.run import reproduce_command
+    from harness.run_spec import reproduce_command
 
     assert reproduce_command(typed, "4.4.0", None) == expected
     assert reproduce_command(typed, None, None) == "harness " + " ".join(typed)
 
 
 def test_a_users_distribution_is_reproduced_as_typed():
-    from harness.run import reproduce_command
+    from harness.run_spec import reproduce_command
 
     assert reproduce_command(["run", "--kafka-dist", "k.tgz"], "4.2.0-SNAPSHOT",
                              Path("k.tgz")) == "harness run --kafka-dist k.tgz"

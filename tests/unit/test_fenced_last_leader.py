@@ -146,7 +146,7 @@ def test_the_recipe_defaults_four_brokers_and_min_isr_one(tmp_path):
 ])
 def test_a_topology_the_recipe_cannot_use_is_refused(tmp_path, flags, message):
     from harness.core.errors import HarnessError
-    from harness.run import RunSpec, validate
+    from harness.run_spec import RunSpec, validate
 
     cluster, topic, workload, run, checker = _configs(tmp_path, *flags)
     with pytest.raises(HarnessError, match=message):
