@@ -1,9 +1,11 @@
-"""`harness soak` on real Kafka: a soak of several runs whose soak.json, junit.xml
-and index.html agree with each run's results.json, and a soak whose own process
-is killed with SIGKILL mid-run and then resumed, repeating no finished run.
+"""`harness soak` on real Kafka: a soak whose own process is killed with SIGKILL
+mid-run and then resumed repeats no finished run, and its soak.json, junit.xml
+and index.html agree with each run's results.json.
 
-Both use a plan of the unclean-last-replica scenario with ELR on, whose verdict
-is known (valid), so the exit code is asserted exactly.
+One soak covers both (a second, uninterrupted soak cost CI 5 more minutes and
+checked nothing this one does not). Its plan is the unclean-last-replica
+scenario with ELR on, whose verdict is known (valid), so the exit code is
+asserted exactly.
 """
 
 from __future__ import annotations
@@ -71,22 +73,7 @@ def _assert_summary_agrees(soak_dir: Path, exit_code: int) -> dict:
     return soak
 
 
-def test_a_soak_of_several_runs_agrees_with_each_run(tmp_path, capsys):
-    (tmp_path / "plan.toml").write_text(PLAN)
-    started = time.monotonic()
-    proc = subprocess.run([HARNESS, "soak", "--duration", "6m", "--plan", "plan.toml",
-                           "--seed", "7"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=1200)
-    took = time.monotonic() - started
-    soak = _assert_summary_agrees(_soak_dir(tmp_path / "store"), proc.returncode)
-    with capsys.disabled():
-        print(f"\n[soak 6m] {len(soak['runs'])} runs in {took:.0f} s: "
-              f"{[r['status'] for r in soak['runs']]}")
-    assert len(soak["runs"]) >= 2, proc.stdout[-3000:]
-    assert took < 6 * 60 + 120, "no run started that could not finish in the time left"
-
-
-def test_a_killed_soak_resumes_without_repeating_a_finished_run(tmp_path):
+def test_a_killed_soak_resumes_without_repeating_a_finished_run(tmp_path, capsys):
     (tmp_path / "plan.toml").write_text(PLAN)
     soak_proc = subprocess.Popen(
         [HARNESS, "soak", "--duration", "5m", "--plan", "plan.toml", "--seed", "7"],
@@ -125,6 +112,10 @@ def test_a_killed_soak_resumes_without_repeating_a_finished_run(tmp_path):
     assert cut["interrupted"] is True, "the killed soak's run was ended by SIGINT, cleanly"
     run_dirs = [r["run_dir"] for r in soak["runs"]]
     assert abandoned["run_dir"] not in run_dirs and len(set(run_dirs)) == len(run_dirs)
+    assert soak["used_s"] < 5 * 60 + 120, "no run started that could not finish in the time left"
+    with capsys.disabled():
+        print(f"\n[soak 5m, killed and resumed] {len(soak['runs'])} runs, "
+              f"{soak['used_s']:.0f} s used: {[r['status'] for r in soak['runs']]}")
 
 
 def _alive(pid: int) -> bool:
