@@ -14,6 +14,7 @@ import mmap
 import shutil
 from pathlib import Path
 
+from checkers import parquet_cache as cache
 from checkers.events import duckdb_events, duckdb_string
 from checkers.lines import (
     DUCKDB_SHAPED,
@@ -24,28 +25,6 @@ from checkers.lines import (
     duckdb_bad,
     duckdb_mistyped,
     duckdb_typed_text,
-)
-from checkers.parquet_cache import (
-    BY_BUCKET,
-    INT_HWM,
-    OVERVIEW_KEYS,
-    OVERVIEW_REAGGREGATES,
-    PARQUET_OPTIONS,
-    SIDE,
-    SIDE_COLUMNS,
-    SIDE_WHERE,
-    SPILL,
-    install,
-    is_cached,
-    layout_of,
-    name_buckets,
-    overview_aggregates,
-    parquet_location,
-    require_absolute,
-    source_marker,
-    temporary_folder,
-    write_layout,
-    write_overview,
 )
 from harness.core.config import CheckerConfig
 
@@ -86,7 +65,7 @@ def _duckdb_select() -> str:
     shaped = (f"SELECT * EXCLUDE (detail) REPLACE ({duckdb_typed_text()}), "
               f"({duckdb_mistyped()}) AS _mistyped FROM {_read_json(read)}")
     return (f"SELECT {', '.join(typed)},"
-            f" CASE WHEN f IN ({INT_HWM}) THEN high_watermark::BIGINT END AS hwm,"
+            f" CASE WHEN f IN ({cache.INT_HWM}) THEN high_watermark::BIGINT END AS hwm,"
             " CASE WHEN f = 'poll' THEN high_watermark::MAP(VARCHAR, BIGINT) END AS hwm_map,"
             " CASE WHEN f = 'poll' AND final THEN list_sort(list_distinct("
             "list_transform(records::BIGINT[][], lambda r: r[1]::INTEGER))) END"
@@ -106,10 +85,10 @@ def _duckdb_summary() -> str:
     holding every line: the groups are the overview's few plus one per distinct
     side line (identical lines share one, and its count restores them).
     """
-    side = "struct_pack(" + ", ".join(f'"{c}" := "{c}"' for c in SIDE_COLUMNS) + ")"
-    return (f"SELECT {', '.join(OVERVIEW_KEYS)}, "
-            f"CASE WHEN ({SIDE_WHERE}) AND NOT _bad THEN {side} END AS side, "
-            f"{', '.join(overview_aggregates('len'))} FROM ({_duckdb_select()}) GROUP BY ALL")
+    side = "struct_pack(" + ", ".join(f'"{c}" := "{c}"' for c in cache.SIDE_COLUMNS) + ")"
+    return (f"SELECT {', '.join(cache.OVERVIEW_KEYS)}, "
+            f"CASE WHEN ({cache.SIDE_WHERE}) AND NOT _bad THEN {side} END AS side, "
+            f"{', '.join(cache.overview_aggregates('len'))} FROM ({_duckdb_select()}) GROUP BY ALL")
 
 
 def _duckdb_lines() -> str:
@@ -154,36 +133,37 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
     tmp.mkdir(parents=True)
     settings = {"memory_limit": config.convert_memory, "preserve_insertion_order": False,
                 # what does not fit the cap goes here, not to DuckDB's default ./.tmp
-                "temp_directory": str(tmp / SPILL)}
+                "temp_directory": str(tmp / cache.SPILL)}
     if config.convert_threads:
         settings["threads"] = config.convert_threads
     con = duckdb.connect(config=settings)
     try:
         con.execute(f"CREATE TEMP TABLE summary AS {_duckdb_summary()}", [str(history)])
-        names = [k.rsplit(" AS ", 1)[-1] for k in OVERVIEW_KEYS]
-        overview = con.execute(f"SELECT {', '.join(names + list(OVERVIEW_REAGGREGATES))} "
+        names = [k.rsplit(" AS ", 1)[-1] for k in cache.OVERVIEW_KEYS]
+        overview = con.execute(f"SELECT {', '.join(names + list(cache.OVERVIEW_REAGGREGATES))} "
                                "FROM summary GROUP BY ALL")
         columns = [column[0] for column in overview.description]
         rows = [dict(zip(columns, row, strict=True)) for row in overview.fetchall()]
         bad = sum(r["count"] for r in rows if r["_bad"])
         if bad == 0:
-            (tmp / SIDE).mkdir()
-            side = duckdb_string(str(tmp / SIDE / "part-00000.parquet"))
+            (tmp / cache.SIDE).mkdir()
+            side = duckdb_string(str(tmp / cache.SIDE / "part-00000.parquet"))
             con.execute("COPY (SELECT * EXCLUDE (copy) FROM (SELECT unnest(side), "
                         "unnest(range(count)) AS copy FROM summary WHERE side IS NOT NULL)) "
-                        f"TO {side} ({PARQUET_OPTIONS})")
-            keys, sent_keys, buckets = layout_of(rows)
-            staging = duckdb_string(str(tmp / BY_BUCKET))
+                        f"TO {side} ({cache.PARQUET_OPTIONS})")
+            keys, sent_keys, buckets = cache.layout_of(rows)
+            staging = duckdb_string(str(tmp / cache.BY_BUCKET))
             con.execute(f"COPY ({duckdb_events(_duckdb_lines(), keys, buckets, sent_keys)}) "
-                        f"TO {staging} ({PARQUET_OPTIONS}, PARTITION_BY (bucket))", [str(history)])
-            name_buckets(tmp)
-            write_layout(tmp, keys, buckets)
-            write_overview(tmp, rows)
+                        f"TO {staging} ({cache.PARQUET_OPTIONS}, PARTITION_BY (bucket))",
+                        [str(history)])
+            cache.name_buckets(tmp)
+            cache.write_layout(tmp, keys, buckets)
+            cache.write_overview(tmp, rows)
     except duckdb.Error:
         bad = -1
     finally:
         con.close()
-        shutil.rmtree(tmp / SPILL, ignore_errors=True)
+        shutil.rmtree(tmp / cache.SPILL, ignore_errors=True)
     if bad != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         return False
@@ -196,21 +176,21 @@ def convert_without_spark(history: Path, config: CheckerConfig) -> bool:
     Needs no Spark session, so check_history runs it while the JVM starts.
     False leaves the conversion to load_history's Spark reader.
     """
-    history = require_absolute(history)
-    parquet, marker = parquet_location(history), source_marker(history)
-    if config.parquet_cache and is_cached(parquet, marker):
+    history = cache.require_absolute(history)
+    parquet, marker = cache.parquet_location(history), cache.source_marker(history)
+    if config.parquet_cache and cache.is_cached(parquet, marker):
         return True
     if not config.convert_with_duckdb:
         return False
     parquet.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temporary_folder(parquet)
+    tmp = cache.temporary_folder(parquet)
     try:
         if not _convert_with_duckdb(history, tmp, config):
             return False
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    install(tmp, parquet, marker)
+    cache.install(tmp, parquet, marker)
     return True
 
 

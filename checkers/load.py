@@ -34,6 +34,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from checkers import parquet_cache as cache
 from checkers.convert_duckdb import convert_without_spark
 from checkers.events import BUCKET_COLUMN, EVENTS_DDL, TopicKeys, spark_events, spark_string
 from checkers.lines import (
@@ -45,30 +46,6 @@ from checkers.lines import (
     read_line,
     spark_bad,
     spark_kind,
-)
-from checkers.parquet_cache import (
-    BY_BUCKET,
-    EVENTS,
-    INT_HWM,
-    LAYOUT,
-    OPS,
-    OPS_DDL,
-    OVERVIEW,
-    OVERVIEW_KEYS,
-    SIDE,
-    SIDE_COLUMNS,
-    SIDE_DDL,
-    SIDE_WHERE,
-    install,
-    layout_of,
-    name_buckets,
-    overview_aggregates,
-    parquet_location,
-    require_absolute,
-    source_marker,
-    temporary_folder,
-    write_layout,
-    write_overview,
 )
 from harness.core.config import CheckerConfig
 from harness.core.errors import HistoryError
@@ -83,7 +60,7 @@ class LoadedHistory:
     history: Path
     #: DataFrame of the events table (checkers/events.py), read bucketed
     events: object
-    #: DataFrame of the side table (SIDE_DDL): faults, observations, replica
+    #: DataFrame of the side table (cache.SIDE_DDL): faults, observations, replica
     #: lines and final polls, without records
     side: object
     #: the keys the events table's tp column was written with
@@ -93,7 +70,7 @@ class LoadedHistory:
     #: the ops table, every line valid or not, for the line numbers of bad ones (only
     #: Spark's converter writes it, and only its caches can hold a bad line)
     lines: object | None
-    #: the overview's rows, from the conversion (see OVERVIEW_KEYS)
+    #: the overview's rows, from the conversion (see cache.OVERVIEW_KEYS)
     overview_rows: list[dict]
 
 
@@ -137,67 +114,67 @@ def _convert_with_spark(spark, history: Path, parquet: Path, marker: dict) -> No
           else common[c].alias(c) if c in common else c for c in FIELDS],
         bad.alias("_bad"), "_blank", "_blk", "_row")
     parquet.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temporary_folder(parquet)
+    tmp = cache.temporary_folder(parquet)
     try:
-        table.write.mode("overwrite").parquet(str(tmp / OPS))
-        ops = spark.read.schema(OPS_DDL).parquet(str(tmp / OPS))
+        table.write.mode("overwrite").parquet(str(tmp / cache.OPS))
+        ops = spark.read.schema(cache.OPS_DDL).parquet(str(tmp / cache.OPS))
         overview = [r.asDict() for r in
-                    ops.groupBy(*[F.expr(k) for k in OVERVIEW_KEYS])
-                    .agg(*[F.expr(a) for a in overview_aggregates("size")]).collect()]
-        write_overview(tmp, overview)
+                    ops.groupBy(*[F.expr(k) for k in cache.OVERVIEW_KEYS])
+                    .agg(*[F.expr(a) for a in cache.overview_aggregates("size")]).collect()]
+        cache.write_overview(tmp, overview)
         written = ops.filter("NOT _bad AND NOT _blank")
-        keys, _, buckets = layout_of(overview)
+        keys, _, buckets = cache.layout_of(overview)
         # the bucket is computed, not left to the shuffle's partitioner: the same
         # pmod(hash(tp), n) whatever the session's adaptive settings
         (spark_events(written, keys)
          .withColumn("bucket", F.expr(f"pmod(hash({BUCKET_COLUMN}), {buckets})"))
          .repartition(buckets, BUCKET_COLUMN)
-         .write.partitionBy("bucket").mode("overwrite").parquet(str(tmp / BY_BUCKET)))
-        name_buckets(tmp)
-        write_layout(tmp, keys, buckets)
-        _spark_side(written).coalesce(1).write.mode("overwrite").parquet(str(tmp / SIDE))
+         .write.partitionBy("bucket").mode("overwrite").parquet(str(tmp / cache.BY_BUCKET)))
+        cache.name_buckets(tmp)
+        cache.write_layout(tmp, keys, buckets)
+        _spark_side(written).coalesce(1).write.mode("overwrite").parquet(str(tmp / cache.SIDE))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    install(tmp, parquet, marker)
+    cache.install(tmp, parquet, marker)
 
 
 def _spark_side(valid):
     """The side table's rows of Spark's valid lines (SIDE_DDL's columns)."""
     extra = {
-        "hwm": f"CASE WHEN f IN ({INT_HWM}) THEN CAST(high_watermark AS BIGINT) END",
+        "hwm": f"CASE WHEN f IN ({cache.INT_HWM}) THEN CAST(high_watermark AS BIGINT) END",
         "hwm_map": "CASE WHEN f = 'poll' THEN from_json(high_watermark, "
                    "'MAP<STRING, BIGINT>') END",
         "record_partitions": "CASE WHEN f = 'poll' AND final THEN array_sort(array_distinct("
                              "transform(records, r -> CAST(r[0] AS INT)))) END",
     }
-    return valid.filter(SIDE_WHERE).selectExpr(
-        *[extra.get(c, c) + (f" AS {c}" if c in extra else "") for c in SIDE_COLUMNS])
+    return valid.filter(cache.SIDE_WHERE).selectExpr(
+        *[extra.get(c, c) + (f" AS {c}" if c in extra else "") for c in cache.SIDE_COLUMNS])
 
 
 def load_history(spark, history: Path, config: CheckerConfig,
                  converted: bool | None = None) -> LoadedHistory:
     """The Parquet-cached tables of history, converted first if need be (converted
     is what convert_without_spark returned, if it was already called)."""
-    history = require_absolute(history)
-    parquet = parquet_location(history)
+    history = cache.require_absolute(history)
+    parquet = cache.parquet_location(history)
     if converted is None:
         converted = convert_without_spark(history, config)
     if not converted:
-        _convert_with_spark(spark, history, parquet, source_marker(history))
+        _convert_with_spark(spark, history, parquet, cache.source_marker(history))
     # explicit schemas: no job to read the footers
-    table = (spark.read.schema(OPS_DDL).parquet(str(parquet / OPS))
-             if (parquet / OPS).is_dir() else None)
-    layout = json.loads((parquet / LAYOUT).read_text())
+    table = (spark.read.schema(cache.OPS_DDL).parquet(str(parquet / cache.OPS))
+             if (parquet / cache.OPS).is_dir() else None)
+    layout = json.loads((parquet / cache.LAYOUT).read_text())
     events_table = f"elr_events_{os.getpid()}_{next(_table_names)}"
     spark.sql(f"CREATE TABLE {events_table} ({EVENTS_DDL}) USING parquet "
               f"CLUSTERED BY ({BUCKET_COLUMN}) INTO {int(layout['buckets'])} BUCKETS "
-              f"LOCATION {spark_string(str(parquet / EVENTS))}")
-    side = spark.read.schema(SIDE_DDL).parquet(str(parquet / SIDE))
+              f"LOCATION {spark_string(str(parquet / cache.EVENTS))}")
+    side = spark.read.schema(cache.SIDE_DDL).parquet(str(parquet / cache.SIDE))
     return LoadedHistory(history=history, events=spark.table(events_table), side=side,
                          keys=TopicKeys(tuple(layout["topics"])),
                          events_table=events_table, lines=table,
-                         overview_rows=json.loads((parquet / OVERVIEW).read_text())["rows"])
+                         overview_rows=json.loads((parquet / cache.OVERVIEW).read_text())["rows"])
 
 
 def read_overview(loaded: LoadedHistory) -> Overview:
