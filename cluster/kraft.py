@@ -31,7 +31,8 @@ STDOUT_LOG = f"{LOG_DIR}/stdout.log"
 KAFKA_MAIN_CLASS = "kafka.Kafka"
 #: pgrep/pkill pattern that matches the Kafka JVM and nothing else in a node.
 KAFKA_PROCESS_PATTERN = r"kafka\.Kafka /opt/harness"
-#: Largest node count that fits the /24 network and this machine.
+#: Largest node count of one test cluster: what fits the /24 network and one
+#: machine's containers, and the most nodes a nodes file may name too.
 MAX_NODES = 32
 
 
@@ -65,7 +66,7 @@ def validate_topology(config: ClusterConfig) -> None:
     if config.brokers < 1:
         raise BadInput("a cluster needs at least 1 broker (--brokers)")
     if config.controllers + config.brokers > MAX_NODES:
-        raise BadInput(f"at most {MAX_NODES} nodes fit on one machine; --controllers "
+        raise BadInput(f"a test cluster has at most {MAX_NODES} nodes; --controllers "
                        f"{config.controllers} and --brokers {config.brokers} ask for "
                        f"{config.controllers + config.brokers}")
     network = ipaddress.ip_network(config.subnet)
