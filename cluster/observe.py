@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from cluster.kafka_wire import WireConnection, WireError
+from harness.core.history import OBSERVER_PROCESS
 
 
 @dataclass(frozen=True)
@@ -33,9 +34,10 @@ class PartitionState:
     fenced: tuple[int, ...] | None = None
 
     def as_observation(self) -> dict:
-        """The partition's fields of a history `observe` line (HISTORY.md), the one
-        form the observer and the scenario's controller view both record."""
+        """A history `observe` line's fields (HISTORY.md) without index and time: the
+        one form the observer and the scenario's controller view both record."""
         fields: dict = {
+            "process": OBSERVER_PROCESS, "type": "ok", "f": "observe",
             "topic": self.topic,
             "partition": self.partition,
             "leader": self.leader,

@@ -24,7 +24,6 @@ from typing import Any, Protocol
 
 from cluster.observe import PartitionState
 from harness.core.config import ScenarioTimings
-from harness.core.history import OBSERVER_PROCESS
 from nemesis import grudges
 from nemesis.faults import FaultInjector
 
@@ -177,8 +176,7 @@ class UncleanLastReplica(ScriptedScenario):
                 self.log(f"{step}: controller view unavailable: {err}")
                 views = []
             for view in views:
-                self.injector.recorder.record(process=OBSERVER_PROCESS, type="ok", f="observe",
-                                              source="controller", **view.as_observation())
+                self.injector.recorder.record(source="controller", **view.as_observation())
             state = self._state(views)
             if state is not None and predicate(state):
                 break

@@ -17,11 +17,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from cluster.observe import PartitionState
 from harness.core.errors import HistoryError
-from harness.core.history import OBSERVER_PROCESS
 from workloads.recorder import HistoryRecorder
 
 log = logging.getLogger(__name__)
@@ -31,12 +30,6 @@ class PartitionStateSource(Protocol):
     """Anything that can describe the partitions of some topics right now."""
 
     def describe(self, topics: Sequence[str]) -> Sequence[PartitionState]: ...
-
-
-def observe_fields(state: PartitionState) -> dict[str, Any]:
-    """One `observe` line's fields (HISTORY.md), without index and time."""
-    return {"process": OBSERVER_PROCESS, "type": "ok", "f": "observe",
-            **state.as_observation()}
 
 
 class ObserverLoop:
@@ -113,7 +106,7 @@ class ObserverLoop:
             log.debug("observer tick failed: %s", err)
             return False
         for state in states:
-            self._recorder.record(**observe_fields(state))
+            self._recorder.record(**state.as_observation())
         with self._changed:
             self._latest = states
             self._samples += 1

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from cluster.observe import PartitionState as State
-from workloads.observer import ObserverLoop, observe_fields
+from workloads.observer import ObserverLoop
 from workloads.recorder import HistoryRecorder
 
 
@@ -32,14 +32,14 @@ class FlakySource:
 
 
 def test_observe_lines_follow_the_contract() -> None:
-    fields = observe_fields(State("t", 2, 3, 7, (3, 1), (2,), (), 55))
+    fields = State("t", 2, 3, 7, (3, 1), (2,), (), 55).as_observation()
     assert fields == {"process": -2, "type": "ok", "f": "observe", "topic": "t",
                       "partition": 2, "leader": 3, "leader_epoch": 7, "isr": [3, 1],
                       "elr": [2], "last_known_elr": [], "high_watermark": 55}
-    unknown = observe_fields(State("t", 0, -1, 0, (), None, None, None))
+    unknown = State("t", 0, -1, 0, (), None, None, None).as_observation()
     assert unknown["elr"] is None and unknown["last_known_elr"] is None
     assert "high_watermark" not in unknown  # optional in HISTORY.md
-    sentinel = observe_fields(State("t", 0, 1, 0, (1,), (), (), -1001))
+    sentinel = State("t", 0, 1, 0, (1,), (), (), -1001).as_observation()
     assert "high_watermark" not in sentinel  # librdkafka's "no offset" is not a watermark
 
 
@@ -80,6 +80,6 @@ def test_wait_for_times_out_when_the_state_never_comes(tmp_path: Path) -> None:
 
 def test_an_observe_line_carries_fenced_only_when_the_cluster_said():
     said = State("t", 0, 3, 7, (), (), (3,), None, (1, 2, 3), fenced=(3,))
-    assert observe_fields(said)["fenced"] == [3]
+    assert said.as_observation()["fenced"] == [3]
     silent = State("t", 0, 3, 7, (), (), (3,), None, (1, 2, 3))
-    assert "fenced" not in observe_fields(silent)
+    assert "fenced" not in silent.as_observation()
