@@ -63,10 +63,13 @@ def run_test(spec: RunSpec) -> int:
     from cluster.distribution import resolve_distribution
     from cluster.providers import provider_for
 
-    resolve_distribution(spec.cluster.kafka_version, spec.cluster.kafka_dist,
-                         lambda m: console.print(f"[dim]·[/dim] {m}"), spec.cluster.releases)
+    def say(message: str) -> None:
+        console.print(f"[dim]·[/dim] {message}")
+
+    resolve_distribution(spec.cluster.kafka_version, spec.cluster.kafka_dist, say,
+                         spec.cluster.releases)
     provider = provider_for(spec.cluster)
-    provider.preflight(lambda m: console.print(f"[dim]·[/dim] {m}"))
+    provider.preflight(say)
     from nemesis.pagecache import PageCacheLayer
     from workloads.recorder import HistoryRecorder
 
@@ -80,7 +83,7 @@ def run_test(spec: RunSpec) -> int:
     test = started_test_json(spec, plan, started_at)
     write_json(run_dir / "test.json", test)
     layer = PageCacheLayer() if plan.needs_page_cache_layer else None
-    cluster = Cluster(spec.cluster, log=lambda m: console.print(f"[dim]·[/dim] {m}"),
+    cluster = Cluster(spec.cluster, log=say,
                       broker_storage=layer, provider=provider)
     recorder = HistoryRecorder(run_dir / "history.jsonl",
                                flush_interval_s=spec.workload.recorder_flush_interval_s)
