@@ -47,8 +47,8 @@ _SIDE_SCHEMA = (*((name, kind) for name, kind in SCHEMA if name in _SIDE_FIELDS)
 SIDE_DDL = ", ".join(f"{name} {kind}" for name, kind in _SIDE_SCHEMA)
 SIDE_COLUMNS = tuple(name for name, _ in _SIDE_SCHEMA)
 #: Spark's ops table: every physical line, its fields and its bookkeeping.
-BOOKKEEPING_DDL = ("_bad BOOLEAN", "_blank BOOLEAN", "_blk BIGINT", "_row BIGINT")
-OPS_DDL = ", ".join([SCHEMA_DDL, *BOOKKEEPING_DDL])
+_BOOKKEEPING_DDL = ("_bad BOOLEAN", "_blank BOOLEAN", "_blk BIGINT", "_row BIGINT")
+OPS_DDL = ", ".join([SCHEMA_DDL, *_BOOKKEEPING_DDL])
 #: Where a converter writes the events by bucket before naming them as Spark's.
 BY_BUCKET = "_events_by_bucket"
 #: Where DuckDB spills, inside the conversion's temporary folder.
@@ -73,9 +73,10 @@ def overview_aggregates(length: str) -> tuple[str, ...]:
 
 
 #: The same aggregates over groups of the overview's keys that were finer (the
-#: DuckDB converter's summary: see _duckdb_summary).
+#: DuckDB converter's summary: convert_duckdb._duckdb_summary).
 OVERVIEW_REAGGREGATES = ("sum(count)::BIGINT AS count", "min(first) AS first",
                           "sum(records)::BIGINT AS records")
+
 
 def parquet_location(history: Path) -> Path:
     """history.parquet beside the history, or a cache folder if that is read-only."""
