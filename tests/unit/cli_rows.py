@@ -1,0 +1,52 @@
+"""The four assertions every bad-input row makes, shared by the table test
+(test_cli_bad_input.py) and its sibling modules (test_hardening_*.py), and
+read by benchmarks/bad_input_sweep.py.
+
+A sibling module holds `ROWS`, a list of (argv, words) like BAD_INPUTS, and
+`materialize(tmp_path) -> {placeholder: text}` making the files its rows name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def filled(text: str, places: dict[str, str]) -> str:
+    for key, value in places.items():
+        text = text.replace(key, value)
+    return text
+
+
+def run_row(tmp_path: Path, args: list[str], message: str, places: dict[str, str],
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run `harness ARGS` in an empty folder and assert: exit 2, one line naming
+    the input, no traceback, nothing made in the working folder."""
+    argv = [filled(a, places) for a in args]
+    work = tmp_path / "cwd"
+    work.mkdir(exist_ok=True)
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", *argv], capture_output=True,
+                          timeout=300, cwd=work, env={**os.environ, **(env or {})})
+    out, err = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
+    assert proc.returncode == 2, out + err
+    assert filled(message, places) in " ".join(err.split()), err
+    assert "Traceback" not in out + err
+    assert list(work.iterdir()) == [], "nothing is made for refused input"
+    return proc
+
+
+def digests(root: Path) -> dict[str, str]:
+    """sha256 of every file under root (symlinks by their target text): to show
+    that nothing outside the harness's own was deleted or rewritten."""
+    seen = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_symlink():
+            seen[str(path)] = "link:" + os.readlink(path)
+        elif path.is_file():
+            seen[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+        elif path.is_dir():
+            seen[str(path)] = "dir"
+    return seen
