@@ -18,6 +18,7 @@ from pathlib import Path
 from harness.core.config import CheckerConfig, ReportConfig, cache_dir, default_store_dir
 from harness.core.errors import EXIT_UNKNOWN, HarnessError
 from harness.flags import finite_float, given_flags, port, spark_master
+from harness.stdout import tolerate_closed_stdout
 
 
 def _add_run(sub: argparse._SubParsersAction) -> None:
@@ -165,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    tolerate_closed_stdout()
     parser = build_parser()
     args = parser.parse_args(argv)
     args.given = given_flags(parser, argv)
