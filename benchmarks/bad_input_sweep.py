@@ -1,8 +1,10 @@
-"""#9's sweep of bad inputs, counted: how many give a clean error on a checkout.
+"""#9's and #31's sweep of bad inputs, counted: how many give a clean error on a checkout.
 
-Runs every row of tests/unit/test_cli_bad_input.py's BAD_INPUTS against the
-harness of --checkout (this one by default, or an old commit's worktree, to
-count before and after) and sorts each outcome into one class:
+Runs every row of tests/unit/test_cli_bad_input.py's BAD_INPUTS, and the ROWS of
+its sibling modules (tests/unit/test_hardening_*.py: hostile config files, soak
+records, paths), against the harness of --checkout (this one by default, or an
+old commit's worktree, to count before and after) and sorts each outcome into
+one class:
 
   clean       exit 2, no traceback, one line naming the flag or path
   traceback   a Python traceback on either stream
@@ -22,17 +24,32 @@ only `cluster status` and `cluster logs`, which change nothing, reach it.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import subprocess
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "unit"))
 
 from test_cli_bad_input import BAD_INPUTS, _filled, _materialize  # noqa: E402
+
+Row = tuple[list[str], str, Callable[[Path], dict[str, str]]]
+
+
+def all_rows() -> list[tuple[str, Row]]:
+    """(module, row) for the table and every sibling module that has ROWS."""
+    rows: list[tuple[str, Row]] = [("table", (a, m, _materialize)) for a, m in BAD_INPUTS]
+    for path in sorted((ROOT / "tests" / "unit").glob("test_hardening_*.py")):
+        module = importlib.import_module(path.stem)
+        for args, message in getattr(module, "ROWS", ()):
+            rows.append((path.stem.removeprefix("test_hardening_"),
+                         (args, message, module.materialize)))
+    return rows
 
 CLASSES = ("clean", "traceback", "wrong-exit", "unclear", "debris", "absent")
 ROW_TIMEOUT_S = 120
@@ -56,11 +73,12 @@ def _absent(args: list[str], expected: str, err: str) -> bool:
     return any(words and words in err and words not in expected for words in said)
 
 
-def classify(checkout: Path, args: list[str], expected: str) -> tuple[str, str]:
+def classify(checkout: Path, args: list[str], expected: str,
+             materialize: Callable[[Path], dict[str, str]] = _materialize) -> tuple[str, str]:
     """One row's class and the first line of what it printed."""
     with tempfile.TemporaryDirectory(prefix="sweep-") as tmp:
         tmp_path = Path(tmp)
-        places = _materialize(tmp_path)
+        places = materialize(tmp_path)
         bad8 = os.fsencode(tmp_path) + b"/\xff\xfe"
         argv = [bad8 if a == "{bad8}" else _filled(a, places) for a in args]
         work = tmp_path / "cwd"
@@ -97,14 +115,20 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="print every row's class")
     opts = parser.parse_args()
     counts: Counter[str] = Counter()
-    for args, expected in BAD_INPUTS:
-        kind, said = classify(opts.checkout.resolve(), args, expected)
+    by_module: dict[str, Counter[str]] = {}
+    rows = all_rows()
+    for module, (args, expected, materialize) in rows:
+        kind, said = classify(opts.checkout.resolve(), args, expected, materialize)
         counts[kind] += 1
+        by_module.setdefault(module, Counter())[kind] += 1
         if opts.list or kind != "clean":
-            print(f"{kind:10} {' '.join(args)[:70]!s:72} {said}")
-    print(f"{len(BAD_INPUTS)} rows on {opts.checkout}: "
+            print(f"{kind:10} {module:7} {' '.join(map(str, args))[:64]!s:66} {said}")
+    for module, got in by_module.items():
+        print(f"{module:8} {sum(got.values()):4} rows: "
+              + ", ".join(f"{c} {got[c]}" for c in CLASSES))
+    print(f"{len(rows)} rows on {opts.checkout}: "
           + ", ".join(f"{c} {counts[c]}" for c in CLASSES))
-    tried = len(BAD_INPUTS) - counts["absent"]
+    tried = len(rows) - counts["absent"]
     print(f"of the {tried} rows the checkout has the commands and flags for: "
           + ", ".join(f"{c} {counts[c]}" for c in CLASSES if c != "absent"))
     return 0
