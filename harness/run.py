@@ -29,7 +29,7 @@ from harness.core.config import (
 )
 from harness.core.errors import EXIT_UNKNOWN, HarnessError
 from harness.run_spec import RunSpec, reproduce_command, started_test_json, validate
-from harness.store import new_run_dir, write_json
+from harness.store import check_run_dir_marker, new_run_dir, write_json, write_run_dir_marker
 from nemesis.registry import NemesisPlan
 
 console = Console(highlight=False)
@@ -56,6 +56,8 @@ def run_test(spec: RunSpec) -> int:
     # which resolves relative ones under its own warehouse folder
     spec.run = replace(spec.run, store=Path(spec.run.store).absolute())
     plan = validate(spec)
+    if spec.record_run_dir is not None:
+        check_run_dir_marker(spec.record_run_dir)
     # A Kafka version that does not resolve, no engine, or a host that does not
     # answer: refuse before a run directory exists, so store/latest keeps pointing
     # at the last real evidence (the jars are cached, so up() finds them again at
@@ -76,7 +78,7 @@ def run_test(spec: RunSpec) -> int:
     run_dir = new_run_dir(spec.run.store, plan.test_name)
     console.print(f"run directory: {run_dir}")
     if spec.record_run_dir is not None:
-        spec.record_run_dir.write_text(f"{run_dir}\n")
+        write_run_dir_marker(spec.record_run_dir, run_dir)
     _log_to(run_dir / "harness.log")
     phases = Phases()
     started_at = datetime.now(UTC)

@@ -28,6 +28,11 @@ def check_store(store: Path) -> None:
             raise BadInput(f"--store {shown}: not a folder{where}")
         if not os.access(existing, os.W_OK | os.X_OK):
             raise BadInput(f"--store {shown}: {existing} is not writable")
+        latest = Path(store) / "latest"
+        if latest.exists() and not latest.is_symlink():
+            raise BadInput(f"--store {shown}: its 'latest' is a file or folder of yours, not "
+                           "the harness's link to the newest run; move it away or pick "
+                           "another --store")
     except OSError as err:
         raise BadInput(f"--store {shown}: {err.strerror or err}") from err
 
@@ -55,13 +60,40 @@ def fresh_dir(parent: Path) -> Path:
 
 
 def _point_latest(store: Path, run_dir: Path) -> None:
-    """store/latest -> the newest run, replaced atomically."""
+    """store/latest -> the newest run, replaced atomically; only ever a link the
+    harness made is replaced (check_store refused a store whose 'latest' is not)."""
     link = store / "latest"
+    if link.exists() and not link.is_symlink():
+        return
     tmp = store / f".latest-{os.getpid()}"
-    if tmp.is_symlink() or tmp.exists():
+    if tmp.is_symlink():
         tmp.unlink()
     tmp.symlink_to(run_dir.relative_to(store))
     os.replace(tmp, link)
+
+
+#: The name `harness soak` gives the file a child run writes its directory to.
+RUN_DIR_MARKER_SUFFIX = ".run-dir"
+
+
+def check_run_dir_marker(path: Path) -> None:
+    """--record-run-dir names a new file of the soak's kind in an existing folder:
+    never a file that is already there (it would be overwritten)."""
+    shown = str(path)[:120]
+    if not path.name.endswith(RUN_DIR_MARKER_SUFFIX):
+        raise BadInput(f"--record-run-dir {shown}: not a soak's marker (*{RUN_DIR_MARKER_SUFFIX})")
+    if path.is_symlink() or path.exists():
+        raise BadInput(f"--record-run-dir {shown}: already exists (never overwritten)")
+    if not path.parent.is_dir():
+        raise BadInput(f"--record-run-dir {shown}: no such folder")
+
+
+def write_run_dir_marker(path: Path, run_dir: Path) -> None:
+    """The run directory's path into a marker file that must not exist yet."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o644)
+    with os.fdopen(fd, "w") as marker:
+        marker.write(f"{run_dir}\n")
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
