@@ -3,22 +3,34 @@ directory (test.json, results.json), never re-derived, then trimmed by --keep.""
 
 from __future__ import annotations
 
-import json
+import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.core.config import SoakConfig
-from harness.soak_plan import PlannedRun
+from harness.core.errors import BadInput
+from harness.core.files import read_json, read_text
+
+if TYPE_CHECKING:  # soak_cli imports KEEP_CHOICES: the plan's imports stay out of startup
+    from harness.soak_plan import PlannedRun
 
 #: What a valid run keeps under --keep failing (the evidence of its verdict).
 VERDICT_FILES = ("test.json", "results.json", "report.html")
+#: --keep's choices; soak_cli's flag and soak.json's check both use this one.
 KEEP_CHOICES = ("all", "no-cache", "failing")
+#: The name of the file a run writes its run directory's path to.
+MARKER_NAME = re.compile(r"[0-9]{4,9}\.run-dir")
+#: Longest marker read: one path.
+_MARKER_BYTES = 8192
 
 
 def run_record(planned: PlannedRun, exit_code: int, marker: Path, log_path: Path,
-               seconds: float, config: SoakConfig) -> dict[str, Any]:
-    run_dir = Path(marker.read_text().strip()) if marker.is_file() else None
+               seconds: float, config: SoakConfig,
+               store: Path | None = None) -> dict[str, Any]:
+    """The record of a finished run; its run directory counts only inside `store`
+    (--keep deletes in it, so a marker naming /etc must not lead there)."""
+    run_dir = run_dir_from_marker(marker, store)
     test = _json(run_dir / "test.json") if run_dir else None
     results = _json(run_dir / "results.json") if run_dir else None
     record: dict[str, Any] = {
@@ -83,10 +95,35 @@ def keep(run_dir: Path, policy: str, status: str) -> str:
     return ", ".join(VERDICT_FILES)
 
 
+def run_dir_from_marker(marker: Path, store: Path | None) -> Path | None:
+    """The run directory a marker names, when it is a folder inside the store
+    (resolved, so no symlink or `..` leads out); None otherwise."""
+    try:
+        if not marker.is_file() or marker.is_symlink():
+            return None
+        text = read_text(marker, "marker", _MARKER_BYTES).strip()
+        if not text or "\x00" in text:
+            return None
+        run_dir = Path(text)
+        if not run_dir.is_absolute() or not run_dir.is_dir():
+            return None
+        if store is not None and not _a_run_of(run_dir.resolve(), store.resolve()):
+            return None
+    except (BadInput, OSError, ValueError):
+        return None
+    return run_dir
+
+
+def _a_run_of(real: Path, store: Path) -> bool:
+    """Below the store, and neither the store itself nor its soaks' folder."""
+    return real.is_relative_to(store) and real != store and \
+        not real.is_relative_to(store / "soak")
+
+
 def _json(path: Path) -> dict | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_json(path, path.name)
+    except BadInput:
         return None
     return data if isinstance(data, dict) else None
 
