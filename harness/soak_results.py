@@ -36,11 +36,11 @@ def run_record(planned: PlannedRun, exit_code: int, marker: Path, log_path: Path
     record: dict[str, Any] = {
         "index": planned.index, "entry": planned.entry.name, "seed": planned.seed,
         "kafka_version_requested": planned.kafka_version,
-        "kafka_version": (test or {}).get("kafka_version"),
+        "kafka_version": _text((test or {}).get("kafka_version")),
         "exit_code": exit_code, "duration_s": seconds,
         "run_dir": str(run_dir) if run_dir else None,
         "log": str(log_path),
-        "reproduce": (test or {}).get("reproduce") or planned.command(),
+        "reproduce": _text((test or {}).get("reproduce")) or planned.command(),
     }
     record.update(_outcome(exit_code, test, results, log_path))
     if run_dir is not None:
@@ -57,21 +57,40 @@ def _outcome(exit_code: int, test: dict | None, results: dict | None,
     if test is not None and test.get("interrupted"):
         return {"status": "interrupted", "reason": "the run was interrupted"}
     if test is not None and test.get("error"):
-        return {"status": "error", "error": str(test["error"])[:500]}
+        return {"status": "error", "error": _text(test["error"], 500)}
     if results is None:
-        return {"status": "error", "error": _last_line(log_path) or
+        return {"status": "error", "error": _text(_last_line(log_path), 500) or
                 f"the run exited {exit_code} without results"}
-    anomalies = results.get("anomalies") or {}
+    anomalies = {str(name): a for name, a in _dict(results.get("anomalies")).items()
+                 if isinstance(a, dict)}
     record: dict[str, Any] = {
-        "reason": results.get("reason"),
-        "anomalies": {name: a.get("count", 0) for name, a in anomalies.items()},
-        "bad_anomalies": {name: a.get("bad", 0) for name, a in anomalies.items()
-                          if a.get("bad")},
-        "lost_write_by_acks": (anomalies.get("lost-write") or {}).get("by_acks", {}),
+        "reason": _text(results.get("reason")),
+        "anomalies": {name: _count(a.get("count")) for name, a in anomalies.items()},
+        "bad_anomalies": {name: _count(a.get("bad")) for name, a in anomalies.items()
+                          if _count(a.get("bad"))},
+        "lost_write_by_acks": {str(acks): _count(n) for acks, n in _dict(
+            _dict(anomalies.get("lost-write")).get("by_acks")).items()},
     }
     valid = results.get("valid")
     record["status"] = "valid" if valid is True else "invalid" if valid is False else "unknown"
     return record
+
+
+def _text(value: Any, limit: int = 2000) -> str | None:
+    """A field of the run's JSON as soak.json's check wants it: text, no NUL or
+    lone surrogate, or None."""
+    if value is None:
+        return None
+    text = str(value)[:limit].replace("\x00", "\\x00")
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def keep(run_dir: Path, policy: str, status: str) -> str:
