@@ -293,19 +293,25 @@ def test_a_run_dir_outside_the_store_is_not_trimmed_by_keep(tmp_path):
     assert record["run_dir"] is None and record["status"] == "error"
 
 
-def test_control_characters_in_a_run_error_or_entry_name_keep_junit_xml_xml(tmp_path):
-    nasty = "".join(chr(c) for c in range(32)) + "\ud800\ufffe"
+def _junit_of(tmp_path: Path, nasty: str) -> ET.Element:
     run = {"index": 0, "entry": f"e{nasty}", "seed": 1, "kafka_version_requested": "latest",
            "kafka_version": None, "status": "error", "duration_s": 1.0, "error": nasty,
            "reproduce": "harness run", "log": "/x/0000.log"}
     state = {"runs": [run, copy.deepcopy({**run, "status": "invalid", "reason": nasty})],
              "started_at": "2026-11-25T10:00:00+00:00", "command": f"harness soak {nasty}"}
     write_junit(state, tmp_path / "junit.xml")
-    root = ET.parse(tmp_path / "junit.xml").getroot()
+    return ET.parse(tmp_path / "junit.xml").getroot()
+
+
+def test_control_characters_in_a_run_error_or_entry_name_keep_junit_xml_xml(tmp_path):
+    root = _junit_of(tmp_path, "".join(chr(c) for c in range(32)))
     [error] = root.iter("error")
     assert error.get("message").startswith("\\x00\\x01") and "\\x1f" in error.get("message")
     assert "\t\n" in error.get("message"), "tab and newline are XML and stay"
     assert [c.get("classname")[:4] for c in root.iter("testcase")] == ["e\\x0"] * 2
+    # a lone surrogate (JSON can carry one) or U+FFFE is no XML either, nor UTF-8
+    root = _junit_of(tmp_path, "\ud800\ufffe")
+    assert next(root.iter("error")).get("message") == "\\xd800\\xfffe"
 
 
 def test_a_plan_names_no_reserved_flag_in_any_spelling():
