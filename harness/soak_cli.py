@@ -108,4 +108,7 @@ def _cmd_soak(args: argparse.Namespace) -> int:
                         keep=args.keep, min_free_bytes=args.min_free)
     command = shlex.join(["harness", *sys.argv[1:]]) if sys.argv[1:2] == ["soak"] else \
         "harness soak"
+    # a non-UTF-8 byte of argv (a lone surrogate here) shown as \udcff: soak.json's
+    # check on --resume and index.html take text only
+    command = command.encode("utf-8", "backslashreplace").decode("utf-8")
     return soak.start(soak.SoakSetup(config, plan, store, args.name, command, nodes_file))

@@ -75,12 +75,17 @@ def check_state(state: Any, run_parser: argparse.ArgumentParser) -> None:
         raise Damaged(f"plan: {err.message}") from None
 
 
+#: Fields holding a path: a lone surrogate there is a file name's non-UTF-8 byte
+#: (Python's surrogateescape), elsewhere no text.
+_PATHS = ("store", "nodes_file", "marker", "run_dir", "log", "report")
+
+
 def _text(obj: dict, key: str, where: str = "", optional: bool = False) -> str | None:
     value = obj.get(key)
     if value is None and optional:
         return None
     if not isinstance(value, str) or "\x00" in value or \
-            re.search(r"[\ud800-\udfff]", value):
+            (key not in _PATHS and re.search(r"[\ud800-\udfff]", value)):
         raise Damaged(f"{where}{key}: not a text")
     return value
 

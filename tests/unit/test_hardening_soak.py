@@ -322,3 +322,29 @@ def test_a_plan_names_no_reserved_flag_in_any_spelling():
     assert reserved_flag("--nemesis") is None and reserved_flag("--") is None
     assert reserved_flag("kill") is None
     assert PlanEntry("a", ()).args == ()
+
+
+def test_what_the_soak_itself_records_passes_the_resume_check(tmp_path):
+    from harness.cli import build_parser
+    from harness.soak_state import check_state
+
+    store = tmp_path / "store"
+    run_dir = store / "t" / "20261125T000000"
+    run_dir.mkdir(parents=True)
+    (run_dir / "test.json").write_text(json.dumps({"kafka_version": "4.4.0"}))
+    (run_dir / "results.json").write_text(json.dumps({
+        "valid": False, "reason": "lost",
+        "anomalies": {"lost-write": {"count": 3, "bad": 3, "by_acks": {"all": 3}}}}))
+    marker = tmp_path / "0000.run-dir"
+    marker.write_text(str(run_dir))
+    log = tmp_path / "0000.log"
+    log.write_text("harness: \x00odd\n")
+    planned = planned_run((PlanEntry("a", ("--nemesis", "kill")),), ("latest",), 1, 0)
+    state = _state(store)
+    state["runs"] = [run_record(planned, 1, marker, log, 9.0, SoakConfig(), store),
+                     run_record(planned, 2, tmp_path / "none", log, 1.0, SoakConfig(), store)]
+    assert [r["status"] for r in state["runs"]] == ["invalid", "error"]
+    state["current"] = {"index": 2, "pid": 1234, "start_time": 5, "token": "ab" * 16,
+                        "marker": "/s/runs/0002.run-dir", "started_at": "2026-11-25T10:00:00"}
+    run_parser = build_parser()._subparsers._group_actions[0].choices["run"]
+    check_state(json.loads(json.dumps(state)), run_parser)
