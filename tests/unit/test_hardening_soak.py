@@ -348,3 +348,65 @@ def test_what_the_soak_itself_records_passes_the_resume_check(tmp_path):
                         "marker": "/s/runs/0002.run-dir", "started_at": "2026-11-25T10:00:00"}
     run_parser = build_parser()._subparsers._group_actions[0].choices["run"]
     check_state(json.loads(json.dumps(state)), run_parser)
+
+
+_STUBBORN_CHILD = """
+import pathlib, signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # a run stuck in its teardown
+said, marker, run_dir = map(pathlib.Path, sys.argv[1:4])
+run_dir.mkdir(parents=True)
+marker.write_text(str(run_dir))
+said.write_text("started")
+time.sleep(120)
+"""
+
+_DRIVER = """
+import json, sys
+from pathlib import Path
+from harness.soak import Soak
+soak_dir = Path(sys.argv[1])
+class Stand(Soak):
+    def child_argv(self, planned, marker):
+        return [sys.executable, "-c", CHILD, str(soak_dir / "child.txt"), str(marker),
+                str(Path(self.state["store"]) / "t" / f"run{planned.index}")]
+    def _tear_down_leftovers(self):
+        pass
+sys.exit(Stand(soak_dir, json.loads((soak_dir / "state.json").read_text())).go())
+"""
+
+
+def test_its_own_stuck_run_is_recognised_killed_and_its_run_dir_kept(tmp_path):
+    """The positive side: the child the soak started carries the token, so a
+    resume after the soak was killed waits out the grace and kills it."""
+    from harness.soak import Soak, _alive
+
+    soak_dir = tmp_path / "store" / "soak" / "20261125T100000"
+    soak_dir.mkdir(parents=True)
+    state = _state(tmp_path / "store")
+    state["used_s"] = 0.0
+    state["config"].update(duration_s=600.0, interrupt_grace_s=1.0, progress_every_s=60.0)
+    (soak_dir / "state.json").write_text(json.dumps(state))
+    driver = subprocess.Popen([sys.executable, "-c", f"CHILD = {_STUBBORN_CHILD!r}\n{_DRIVER}",
+                               str(soak_dir)], start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not (soak_dir / "child.txt").is_file():
+        assert time.monotonic() < deadline and driver.poll() is None
+        time.sleep(0.1)
+    driver.kill()
+    driver.wait()
+    state = json.loads((soak_dir / "soak.json").read_text())
+    current = state["current"]
+    assert current["start_time"] == start_time(current["pid"])
+    assert is_our_child(current) is None, "soak.json names its own run by pid, time and token"
+    stand = Soak(soak_dir, state)
+    stand._tear_down_leftovers = lambda: None
+    stand.abandon_current()
+    deadline = time.monotonic() + 10
+    # killed (a zombie until something reaps it, or gone)
+    while start_time(current["pid"]) == current["start_time"] and _alive(current["pid"]):
+        assert time.monotonic() < deadline, "the stuck run was not killed"
+        time.sleep(0.1)
+    [abandoned] = json.loads((soak_dir / "soak.json").read_text())["abandoned"]
+    assert abandoned["run_dir"] == str(tmp_path / "store" / "t" / "run0")
+    assert "note" not in abandoned
+    assert not (soak_dir / "runs" / "0000.run-dir").exists(), "its own marker is removed"
