@@ -17,13 +17,13 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
+from cli_rows import digests, run_row
 
 from harness.core.config import SoakConfig
 from harness.soak_junit import write_junit
 from harness.soak_plan import DEFAULT_PLAN, PlanEntry, planned_run
 from harness.soak_results import run_record
 from harness.soak_state import TOKEN_ENV, is_our_child, start_time
-from tests.unit.cli_rows import digests, run_row
 
 #: No Docker engine answers here: a resume that goes on to tear down touches nothing.
 NO_ENGINE = {"DOCKER_HOST": "unix:///nonexistent/docker.sock"}
