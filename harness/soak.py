@@ -15,9 +15,10 @@ tears down its cluster.
 
 from __future__ import annotations
 
+import argparse
 import ctypes
-import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -32,8 +33,10 @@ from rich.console import Console
 
 from harness.core.config import ClusterConfig, SoakConfig
 from harness.core.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
+from harness.core.files import read_json
 from harness.soak_plan import PlanEntry, PlannedRun, planned_run, workload_seconds
-from harness.store import fresh_dir, write_json
+from harness.soak_state import TOKEN_ENV, is_our_child, marker_in, start_time
+from harness.store import check_store, fresh_dir, write_json
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -67,24 +70,27 @@ def start(setup: SoakSetup) -> int:
     return Soak(soak_dir, state).go()
 
 
-def resume(soak_dir: Path) -> int:
-    """Go on with a soak whose process died, without repeating a finished run."""
+def resume(soak_dir: Path, run_parser: argparse.ArgumentParser) -> int:
+    """Go on with a soak whose process died, without repeating a finished run.
+
+    soak.json is checked whole (soak_state) before anything is signalled,
+    deleted or written: a damaged one is one line and leaves everything as it is."""
+    from harness.soak_state import Damaged, check_state
+
     soak_dir = soak_dir.absolute()
     shown = str(soak_dir)[:200]
     if not (soak_dir / SOAK_FILE).is_file():
         raise BadInput(f"--resume {shown}: not a soak directory (no {SOAK_FILE})")
+    state = read_json(soak_dir / SOAK_FILE, f"--resume {shown}: {SOAK_FILE}")
     try:
-        state = json.loads((soak_dir / SOAK_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BadInput(f"--resume {shown}: not a soak directory (no {SOAK_FILE})") from None
-    except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise BadInput(f"--resume {shown}: {SOAK_FILE} is unreadable ({err})") from None
-    if not isinstance(state, dict) or state.get("soak_version") != 1:
-        raise BadInput(f"--resume {shown}: {SOAK_FILE} is not a soak's record")
+        check_state(state, run_parser)
+    except Damaged as err:
+        raise BadInput(f"--resume {shown}: {SOAK_FILE} is damaged ({err})") from None
     try:
-        soak = Soak(soak_dir, state)
-    except (KeyError, TypeError, ValueError) as err:
-        raise BadInput(f"--resume {shown}: {SOAK_FILE} is damaged ({err!r})") from None
+        check_store(Path(state["store"]))
+    except BadInput as err:
+        raise BadInput(f"--resume {shown}: the soak's store: {err.message}") from None
+    soak = Soak(soak_dir, state)
     if state.get("ended_at"):
         console.print(f"this soak ended at {state['ended_at']} ({state.get('stopped_because')})")
         soak.write_summary()
@@ -160,12 +166,16 @@ class Soak:
         started = time.monotonic()
         console.print(f"[bold]run {planned.index + 1}[/bold] {planned.entry.name} seed "
                       f"{planned.seed} Kafka {planned.kafka_version}  [dim]{log_path}[/dim]")
+        # the token and the start time let --resume tell this child from a
+        # process that got its pid after a reboot
+        token = secrets.token_hex(16)
         with log_path.open("ab") as log:
             proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True,
                                     preexec_fn=_interrupt_me_when_parent_dies,
-                                    env={**os.environ, "COLUMNS": "120"})
+                                    env={**os.environ, "COLUMNS": "120", TOKEN_ENV: token})
         self.state["current"] = {"index": planned.index, "pid": proc.pid,
+                                 "start_time": start_time(proc.pid), "token": token,
                                  "marker": str(marker), "started_at": _now()}
         write_json(self.dir / SOAK_FILE, self.state)
         try:
@@ -204,7 +214,8 @@ class Soak:
                 seconds: float) -> None:
         from harness.soak_results import run_record
 
-        record = run_record(planned, code, marker, log_path, round(seconds, 1), self.config)
+        record = run_record(planned, code, marker, log_path, round(seconds, 1), self.config,
+                            self.store)
         self.state["runs"].append(record)
         self.state["used_s"] = round(self.state["used_s"] + seconds, 1)
         self.state["current"] = None
@@ -217,20 +228,33 @@ class Soak:
 
     def abandon_current(self) -> None:
         """The run in flight when the soak died: wait for its child (it got SIGINT
-        from the kernel and is tearing down), note it, and run its slot again."""
+        from the kernel and is tearing down), note it, and run its slot again.
+
+        The pid is waited for and killed only when /proc shows it is that child
+        (start time and token); the marker is read and deleted only inside
+        <soak_dir>/runs/, and the run directory it names counts only inside the store."""
+        from harness.soak_results import run_dir_from_marker
+
         current = self.state.get("current")
         if not current:
             return
         pid = current["pid"]
-        deadline = time.monotonic() + self.config.interrupt_grace_s
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(1)
-        if _alive(pid):
-            os.kill(pid, signal.SIGKILL)
-        marker = Path(current["marker"])
-        run_dir = marker.read_text().strip() if marker.is_file() else None
-        self.state["abandoned"].append({**current, "run_dir": run_dir})
-        marker.unlink(missing_ok=True)
+        refused = is_our_child(current)
+        if refused is None:
+            deadline = time.monotonic() + self.config.interrupt_grace_s
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(1)
+            if _alive(pid) and is_our_child(current) is None:
+                os.kill(pid, signal.SIGKILL)
+        marker = marker_in(self.dir, current["marker"])
+        run_dir = run_dir_from_marker(marker, self.store) if marker else None
+        note = [refused] if refused and _alive(pid) else []
+        if marker is None:
+            note.append("marker not read: not a NNNN.run-dir in this soak's runs/")
+        self.state["abandoned"].append({**current, "run_dir": str(run_dir) if run_dir else None,
+                                        **({"note": "; ".join(note)} if note else {})})
+        if marker is not None and (marker.is_file() or marker.is_symlink()):
+            marker.unlink(missing_ok=True)
         self.state["current"] = None
         self._tear_down_leftovers()
         write_json(self.dir / SOAK_FILE, self.state)

@@ -11,30 +11,47 @@ from pathlib import Path
 from harness.core.config import ClusterConfig, SoakConfig, default_store_dir
 from harness.core.errors import BadInput
 from harness.flags import add_nodes_file_flag, cluster_name
+from harness.soak_results import KEEP_CHOICES
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _SIZES = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 #: The longest soak accepted (a typo like 80h for 8h is refused, not run for days).
 MAX_DURATION_S = 7 * 86400
+#: The shortest: the message says 1 s, so 0.5 is refused too.
+MIN_DURATION_S = 1.0
+#: The largest --min-free (far above any disk; bounds the float arithmetic).
+MAX_SIZE_BYTES = 1024**5
 
 
 def duration(value: str) -> float:
-    """`8h`, `30m`, `90s`, `1d` or plain seconds."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", value)
+    """`8h`, `30m`, `90s`, `1d` or plain seconds, in ASCII digits (Python's \\d and
+    float() would take '٣' for 3), from 1 s to MAX_DURATION_S."""
+    match = re.fullmatch(r"[ \t]*([0-9]+(?:\.[0-9]+)?)[ \t]*([smhd]?)[ \t]*", value)
     if not match:
         raise argparse.ArgumentTypeError(f"{value[:40]!r} is not a duration like 8h, 30m or 90s")
     seconds = float(match[1]) * _UNITS[match[2] or "s"]
-    if not 0 < seconds <= MAX_DURATION_S:
-        raise argparse.ArgumentTypeError(f"{value!r} is not between 1 s and 7 days")
+    if not MIN_DURATION_S <= seconds <= MAX_DURATION_S:
+        raise argparse.ArgumentTypeError(f"{value[:40]!r} is not between 1 s and 7 days")
     return seconds
 
 
 def size(value: str) -> int:
-    """`2G`, `500M` or bytes."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)i?[bB]?\s*", value)
+    """`2G`, `500M` or bytes, in ASCII digits, at most MAX_SIZE_BYTES."""
+    match = re.fullmatch(r"[ \t]*([0-9]+(?:\.[0-9]+)?)[ \t]*([kKmMgGtT]?)i?[bB]?[ \t]*", value)
     if not match:
         raise argparse.ArgumentTypeError(f"{value[:40]!r} is not a size like 2G or 500M")
-    return int(float(match[1]) * _SIZES[match[2].lower()])
+    number = int(float(match[1]) * _SIZES[match[2].lower()])
+    if number > MAX_SIZE_BYTES:
+        raise argparse.ArgumentTypeError(f"{value[:40]!r} is more than 1024T")
+    return number
+
+
+def seed(value: str) -> int:
+    """A seed in ASCII digits (int() alone takes '٣' and '1_000'), within 64 bits."""
+    if not re.fullmatch(r"-?[0-9]{1,18}", value):
+        raise argparse.ArgumentTypeError(f"{value[:40]!r} is not a seed (an integer, "
+                                         "at most 18 digits)")
+    return int(value)
 
 
 def add_soak_command(sub: argparse._SubParsersAction) -> None:
@@ -47,11 +64,11 @@ def add_soak_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--plan", type=Path, default=None, metavar="FILE",
                    help="TOML file of [[entry]] name/args (`harness run` flags); default: "
                         "unclean-last-replica, then a mix of every fault kind")
-    p.add_argument("--seed", type=int, default=s.seed,
+    p.add_argument("--seed", type=seed, default=s.seed,
                    help="seed of the first run; run n gets seed + n")
     p.add_argument("--kafka-version", default=",".join(s.kafka_versions),
                    help="releases to rotate, comma separated (e.g. 4.1.1,4.3.1)")
-    p.add_argument("--keep", choices=("all", "no-cache", "failing"), default=s.keep,
+    p.add_argument("--keep", choices=KEEP_CHOICES, default=s.keep,
                    help="what a valid run keeps (invalid and unknown runs keep all)")
     p.add_argument("--min-free", type=size, default=s.min_free_bytes, metavar="SIZE",
                    help="stop cleanly when the store's disk has less free (default 2G)")
@@ -74,7 +91,7 @@ def _cmd_soak(args: argparse.Namespace) -> int:
     from harness.store import check_store
 
     if args.resume is not None:
-        return soak.resume(args.resume)
+        return soak.resume(args.resume, args.parser_of_run)
     versions = tuple(v.strip() for v in args.kafka_version.split(",") if v.strip())
     if not versions:
         raise BadInput("--kafka-version: give at least one release (or latest)")
@@ -91,4 +108,7 @@ def _cmd_soak(args: argparse.Namespace) -> int:
                         keep=args.keep, min_free_bytes=args.min_free)
     command = shlex.join(["harness", *sys.argv[1:]]) if sys.argv[1:2] == ["soak"] else \
         "harness soak"
+    # a non-UTF-8 byte of argv (a lone surrogate here) shown as \udcff: soak.json's
+    # check on --resume and index.html take text only
+    command = command.encode("utf-8", "backslashreplace").decode("utf-8")
     return soak.start(soak.SoakSetup(config, plan, store, args.name, command, nodes_file))

@@ -5,14 +5,39 @@ an interrupted run an <error>, an unknown verdict <skipped> with its reason."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
 from reports.atomic import write_atomically
 
+#: What XML 1.0 cannot hold at all, not even escaped (control characters but tab
+#: and newlines, lone surrogates, U+FFFE/U+FFFF): a run's error or an entry's
+#: name with one would make junit.xml a file no CI parser reads.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(value: object) -> str:
+    """str(value) with every character XML cannot hold shown as \\xNN."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m[0]):02x}", str(value))
+
 
 def junit_xml(state: dict[str, Any]) -> str:
+    """The XML text; every text and attribute from soak.json passes xml_text."""
+    return _sanitized(_junit_xml(state))
+
+
+def _sanitized(element: ET.Element) -> str:
+    for node in element.iter():
+        node.attrib = {key: xml_text(value) for key, value in node.attrib.items()}
+        if node.text is not None:
+            node.text = xml_text(node.text)
+    ET.indent(element)
+    return ET.tostring(element, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _junit_xml(state: dict[str, Any]) -> ET.Element:
     runs = state["runs"]
     count = {status: sum(r["status"] == status for r in runs)
              for status in ("invalid", "error", "interrupted", "unknown")}
@@ -50,8 +75,7 @@ def junit_xml(state: dict[str, Any]) -> str:
         elif status == "unknown":
             ET.SubElement(case, "skipped", message=str(run.get("reason") or "unknown"))
         ET.SubElement(case, "system-out").text = evidence
-    ET.indent(suites)
-    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+    return suites
 
 
 def write_junit(state: dict[str, Any], path: Path) -> None:

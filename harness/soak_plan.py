@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import re
 import shlex
 import tomllib
 from collections.abc import Sequence
@@ -28,12 +29,19 @@ from pathlib import Path
 
 from harness.core.config import RunConfig, SoakConfig
 from harness.core.errors import BadInput, HarnessError
+from harness.core.files import read_text
 from harness.flags import given_flags
 from nemesis.registry import SCENARIOS
 
 #: Flags the soak sets on every run itself; a plan entry may not.
 SOAK_OWNED = ("--seed", "--kafka-version", "--store", "--keep-cluster", "--no-check",
               "--config", "--name", "--subnet", "--nodes-file")
+#: ...and may not name in any spelling: the owned flags, and the run's hidden
+#: --record-run-dir (the file the run writes its run directory's path to).
+RESERVED = (*SOAK_OWNED, "--record-run-dir")
+#: What a plan entry's name may hold: printable text (it goes into junit.xml,
+#: index.html and the terminal).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -82,16 +90,13 @@ def planned_run(plan: Sequence[PlanEntry], versions: Sequence[str], base_seed: i
 def read_plan(path: Path) -> tuple[PlanEntry, ...]:
     """The entries of a plan file; anything wrong is one line naming the file."""
     where = f"--plan {str(path)[:200]}"
+    if path.is_dir():
+        raise BadInput(f"{where}: is a folder, not a TOML file")
+    text = read_text(path, where)  # a FIFO, /dev/zero or a huge file: one line
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BadInput(f"{where}: no such file") from None
-    except IsADirectoryError:
-        raise BadInput(f"{where}: is a folder, not a TOML file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise BadInput(f"{where}: cannot be read ({err})") from None
-    except tomllib.TOMLDecodeError as err:
-        raise BadInput(f"{where}: not TOML ({err})") from None
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError) as err:
+        raise BadInput(f"{where}: not TOML ({str(err)[:120]})") from None
     extra = sorted(set(data) - {"entry"})
     if extra:
         raise BadInput(f"{where}: unknown key {extra[0]!r} (a plan is a list of [[entry]])")
@@ -100,14 +105,21 @@ def read_plan(path: Path) -> tuple[PlanEntry, ...]:
         raise BadInput(f"{where}: no [[entry]] tables")
     entries = []
     for number, item in enumerate(raw, 1):
+        if not isinstance(item, dict):
+            raise BadInput(f"{where}: entry {number}: not a table (write [[entry]] with "
+                           "name = ... and args = [...])")
         name, args = item.get("name"), item.get("args", [])
         unknown = sorted(set(item) - {"name", "args"})
         if unknown:
             raise BadInput(f"{where}: entry {number}: unknown key {unknown[0]!r}")
         if not isinstance(name, str) or not name.strip() or len(name) > 80:
             raise BadInput(f"{where}: entry {number}: `name` must be a short text")
+        if _CONTROL.search(name):
+            raise BadInput(f"{where}: entry {number}: `name` holds a control character")
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             raise BadInput(f"{where}: entry {name!r}: `args` must be a list of strings")
+        if any("\x00" in a for a in args):
+            raise BadInput(f"{where}: entry {name!r}: `args` holds a NUL character")
         entries.append(PlanEntry(name.strip(), tuple(args)))
     names = [e.name for e in entries]
     if len(set(names)) != len(names):
@@ -124,10 +136,13 @@ def validate_plan(plan: Sequence[PlanEntry], run_parser: argparse.ArgumentParser
     from harness.run_spec import RunSpec, validate
 
     for entry in plan:
-        owned = [a for a in entry.args if a.split("=")[0] in SOAK_OWNED]
-        if owned:
-            raise BadInput(f"plan entry {entry.name!r}: {owned[0].split('=')[0]} is set by "
-                           "the soak for every run")
+        for arg in entry.args:
+            flag = reserved_flag(arg)
+            if flag is not None:
+                said = arg.split("=", 1)[0]
+                spelt = "" if said == flag else f" ({said[:40]!r} abbreviates it)"
+                raise BadInput(f"plan entry {entry.name!r}: {flag} is set by the soak for "
+                               f"every run{spelt}")
         argv = [*entry.args, "--store", str(store),
                 *(["--nodes-file", str(nodes_file)] if nodes_file else [])]
         try:
@@ -142,6 +157,18 @@ def validate_plan(plan: Sequence[PlanEntry], run_parser: argparse.ArgumentParser
             validate(RunSpec(cluster, [topic], workload, run, checker))
         except HarnessError as err:
             raise BadInput(f"plan entry {entry.name!r}: {err.message}") from None
+
+
+def reserved_flag(arg: str) -> str | None:
+    """The reserved flag `arg` names, exactly or as a prefix argparse might
+    expand (`--sto` for --store), whatever the run parser's allow_abbrev."""
+    if not arg.startswith("--") or arg == "--":
+        return None
+    said = arg.split("=", 1)[0]
+    for flag in RESERVED:
+        if flag.startswith(said) and len(said) > 2:
+            return flag
+    return None
 
 
 def workload_seconds(entry: PlanEntry, config: SoakConfig) -> float:

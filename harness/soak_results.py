@@ -3,32 +3,44 @@ directory (test.json, results.json), never re-derived, then trimmed by --keep.""
 
 from __future__ import annotations
 
-import json
+import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.core.config import SoakConfig
-from harness.soak_plan import PlannedRun
+from harness.core.errors import BadInput
+from harness.core.files import read_json, read_text
+
+if TYPE_CHECKING:  # soak_cli imports KEEP_CHOICES: the plan's imports stay out of startup
+    from harness.soak_plan import PlannedRun
 
 #: What a valid run keeps under --keep failing (the evidence of its verdict).
 VERDICT_FILES = ("test.json", "results.json", "report.html")
+#: --keep's choices; soak_cli's flag and soak.json's check both use this one.
 KEEP_CHOICES = ("all", "no-cache", "failing")
+#: The name of the file a run writes its run directory's path to.
+MARKER_NAME = re.compile(r"[0-9]{4,9}\.run-dir")
+#: Longest marker read: one path.
+_MARKER_BYTES = 8192
 
 
 def run_record(planned: PlannedRun, exit_code: int, marker: Path, log_path: Path,
-               seconds: float, config: SoakConfig) -> dict[str, Any]:
-    run_dir = Path(marker.read_text().strip()) if marker.is_file() else None
+               seconds: float, config: SoakConfig,
+               store: Path | None = None) -> dict[str, Any]:
+    """The record of a finished run; its run directory counts only inside `store`
+    (--keep deletes in it, so a marker naming /etc must not lead there)."""
+    run_dir = run_dir_from_marker(marker, store)
     test = _json(run_dir / "test.json") if run_dir else None
     results = _json(run_dir / "results.json") if run_dir else None
     record: dict[str, Any] = {
         "index": planned.index, "entry": planned.entry.name, "seed": planned.seed,
         "kafka_version_requested": planned.kafka_version,
-        "kafka_version": (test or {}).get("kafka_version"),
+        "kafka_version": _text((test or {}).get("kafka_version")),
         "exit_code": exit_code, "duration_s": seconds,
         "run_dir": str(run_dir) if run_dir else None,
         "log": str(log_path),
-        "reproduce": (test or {}).get("reproduce") or planned.command(),
+        "reproduce": _text((test or {}).get("reproduce")) or planned.command(),
     }
     record.update(_outcome(exit_code, test, results, log_path))
     if run_dir is not None:
@@ -45,21 +57,40 @@ def _outcome(exit_code: int, test: dict | None, results: dict | None,
     if test is not None and test.get("interrupted"):
         return {"status": "interrupted", "reason": "the run was interrupted"}
     if test is not None and test.get("error"):
-        return {"status": "error", "error": str(test["error"])[:500]}
+        return {"status": "error", "error": _text(test["error"], 500)}
     if results is None:
-        return {"status": "error", "error": _last_line(log_path) or
+        return {"status": "error", "error": _text(_last_line(log_path), 500) or
                 f"the run exited {exit_code} without results"}
-    anomalies = results.get("anomalies") or {}
+    anomalies = {str(name): a for name, a in _dict(results.get("anomalies")).items()
+                 if isinstance(a, dict)}
     record: dict[str, Any] = {
-        "reason": results.get("reason"),
-        "anomalies": {name: a.get("count", 0) for name, a in anomalies.items()},
-        "bad_anomalies": {name: a.get("bad", 0) for name, a in anomalies.items()
-                          if a.get("bad")},
-        "lost_write_by_acks": (anomalies.get("lost-write") or {}).get("by_acks", {}),
+        "reason": _text(results.get("reason")),
+        "anomalies": {name: _count(a.get("count")) for name, a in anomalies.items()},
+        "bad_anomalies": {name: _count(a.get("bad")) for name, a in anomalies.items()
+                          if _count(a.get("bad"))},
+        "lost_write_by_acks": {str(acks): _count(n) for acks, n in _dict(
+            _dict(anomalies.get("lost-write")).get("by_acks")).items()},
     }
     valid = results.get("valid")
     record["status"] = "valid" if valid is True else "invalid" if valid is False else "unknown"
     return record
+
+
+def _text(value: Any, limit: int = 2000) -> str | None:
+    """A field of the run's JSON as soak.json's check wants it: text, no NUL or
+    lone surrogate, or None."""
+    if value is None:
+        return None
+    text = str(value)[:limit].replace("\x00", "\\x00")
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def keep(run_dir: Path, policy: str, status: str) -> str:
@@ -83,10 +114,35 @@ def keep(run_dir: Path, policy: str, status: str) -> str:
     return ", ".join(VERDICT_FILES)
 
 
+def run_dir_from_marker(marker: Path, store: Path | None) -> Path | None:
+    """The run directory a marker names, when it is a folder inside the store
+    (resolved, so no symlink or `..` leads out); None otherwise."""
+    try:
+        if not marker.is_file() or marker.is_symlink():
+            return None
+        text = read_text(marker, "marker", _MARKER_BYTES).strip()
+        if not text or "\x00" in text:
+            return None
+        run_dir = Path(text)
+        if not run_dir.is_absolute() or not run_dir.is_dir():
+            return None
+        if store is not None and not _a_run_of(run_dir.resolve(), store.resolve()):
+            return None
+    except (BadInput, OSError, ValueError):
+        return None
+    return run_dir
+
+
+def _a_run_of(real: Path, store: Path) -> bool:
+    """Below the store, and neither the store itself nor its soaks' folder."""
+    return real.is_relative_to(store) and real != store and \
+        not real.is_relative_to(store / "soak")
+
+
 def _json(path: Path) -> dict | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_json(path, path.name)
+    except BadInput:
         return None
     return data if isinstance(data, dict) else None
 
