@@ -14,9 +14,10 @@ from harness.core.config import (
     TopicConfig,
     WorkloadConfig,
 )
-from harness.core.config_file import apply, read_settings
+from harness.core.config_file import apply, read_settings, setting_paths
 from harness.core.errors import BadInput
-from harness.flags import cluster_config, topic_config
+from harness.core.validate import default_where, validate_config
+from harness.flags import CLUSTER_FLAGS, TOPIC_FLAGS, cluster_config, topic_config
 from nemesis.registry import SCENARIOS
 
 SECTIONS = ("cluster", "topic", "workload", "run", "checker")
@@ -33,6 +34,20 @@ FLAG_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
     "time_limit": (("run", "time_limit_s"), ("workload", "time_limit_s")),
     "spark_master": (("checker", "spark_master"),),
 }
+
+
+def flag_of(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+#: "section.field" -> the flag that sets it (the names a message gives a typed value).
+FIELD_FLAGS: dict[str, str] = {
+    **{f"cluster.{field}": flag_of(dest) for dest, field in CLUSTER_FLAGS.items()},
+    **{f"topic.{field}": flag_of(dest) for dest, field in TOPIC_FLAGS.items()},
+    **{f"{section}.{field}": flag_of(dest) for dest, places in FLAG_FIELDS.items()
+       for section, field in places},
+    "cluster.image.base_image": "--base-image", "workload.acks": "--acks",
+    "run.check": "--no-check"}
 
 
 def run_configs(args: argparse.Namespace) -> tuple[ClusterConfig, TopicConfig, WorkloadConfig,
@@ -80,5 +95,22 @@ def run_configs(args: argparse.Namespace) -> tuple[ClusterConfig, TopicConfig, W
     if "seed" not in given and "seed" in settings.get("run", {}):
         sections["workload"] = replace(sections["workload"], seed=run.seed)
     sections["workload"] = replace(sections["workload"], time_limit_s=run.time_limit_s)
+    validate_config(sections, _sources(args, settings, given))
     return (sections["cluster"], sections["topic"], sections["workload"], run,
             sections["checker"])
+
+
+def _sources(args: argparse.Namespace, settings: dict[str, Any], given: set[str]):
+    """where(path) for validate_config: the flag typed, else the --config file's
+    table and key, else the field (a default or a derived value)."""
+    from_file = setting_paths(settings)
+    typed = {path for path, flag in FIELD_FLAGS.items()
+             if flag.removeprefix("--").replace("-", "_") in given}
+
+    def where(path: str) -> str:
+        if path in typed:
+            return FIELD_FLAGS[path]
+        if path in from_file:
+            return f"--config {str(args.config)[:120]}: {default_where(path)}"
+        return default_where(path)
+    return where
