@@ -4,6 +4,7 @@ flags the user typed (harness/core/config_file.py reads the file)."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -95,12 +96,18 @@ def run_configs(args: argparse.Namespace) -> tuple[ClusterConfig, TopicConfig, W
     if "seed" not in given and "seed" in settings.get("run", {}):
         sections["workload"] = replace(sections["workload"], seed=run.seed)
     sections["workload"] = replace(sections["workload"], time_limit_s=run.time_limit_s)
-    validate_config(sections, _sources(args, settings, given))
-    return (sections["cluster"], sections["topic"], sections["workload"], run,
+    sections["run"] = run
+    # run before workload: the workload's seed and time limit are copied from the run's,
+    # so a bad one is named where it was set
+    validate_config({name: sections[name] for name in ("cluster", "topic", "run", "workload",
+                                                       "checker")},
+                    _sources(args, settings, given))
+    return (sections["cluster"], sections["topic"], sections["workload"], sections["run"],
             sections["checker"])
 
 
-def _sources(args: argparse.Namespace, settings: dict[str, Any], given: set[str]):
+def _sources(args: argparse.Namespace, settings: dict[str, Any],
+             given: set[str]) -> Callable[[str], str]:
     """where(path) for validate_config: the flag typed, else the --config file's
     table and key, else the field (a default or a derived value)."""
     from_file = setting_paths(settings)

@@ -37,7 +37,8 @@ class Invalid(ValueError):
 
 
 def _shown(value: Any) -> str:
-    return repr(value)[:62] if not isinstance(value, str) else f"'{value[:60]}'"
+    """A value for a one-line message: quoted, control characters escaped, cut short."""
+    return repr(value[:60] if isinstance(value, str) else value)[:64]
 
 
 # -- names, paths, options ------------------------------------------------------
