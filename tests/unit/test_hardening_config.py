@@ -325,3 +325,25 @@ def test_jvm_options_of_the_defaults_and_common_ones_are_accepted():
                   "-XX:MaxGCPauseMillis=20 -Dfoo.bar=baz -ea", "-Xlog:gc:file=/tmp/gc.log"):
         assert jvm_options(value) == value
     assert jvm_heap("-Xms128m -Xmx256m") == "-Xms128m -Xmx256m"
+
+
+def test_a_run_spec_built_without_run_configs_meets_the_same_rules(tmp_path):
+    """run_spec.validate (every run, soak children included) checks the boundary too."""
+    from dataclasses import replace
+
+    from harness.core.config import (
+        CheckerConfig,
+        ClusterConfig,
+        RunConfig,
+        TopicConfig,
+        WorkloadConfig,
+    )
+    from harness.core.errors import BadInput
+    from harness.run_spec import RunSpec, validate
+
+    spec = RunSpec(replace(ClusterConfig(), metadata_log_dir="/data/m;reboot"), [TopicConfig()],
+                   WorkloadConfig(), replace(RunConfig(), store=tmp_path / "store"),
+                   CheckerConfig())
+    with pytest.raises(BadInput, match=r"^\[cluster\] metadata_log_dir: '/data/m;reboot' is"):
+        validate(spec)
+    assert not (tmp_path / "store").exists()
