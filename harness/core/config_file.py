@@ -39,8 +39,8 @@ def read_settings(path: Path) -> Settings:
         return config
     try:
         return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise BadInput(f"{shown}: not TOML ({err})") from err
+    except ValueError as err:  # TOMLDecodeError, or an int of more than 4300 digits
+        raise BadInput(f"{shown}: not TOML ({str(err)[:120]})") from None
     except RecursionError:
         raise BadInput(f"{shown}: not TOML (nested too deep)") from None
 
@@ -106,7 +106,10 @@ def _typed(value: Any, hint: Any, where: str) -> Any:
             return value
     elif hint is float:
         if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
+            try:
+                return float(value)
+            except OverflowError:
+                raise BadInput(f"{where}: {value!r:.60} is not a finite number") from None
     elif hint is str:
         if isinstance(value, str):
             return value

@@ -42,6 +42,8 @@ CONFIG_FILES = {
     "driver_memory": '[checker]\ndriver_memory = "2g -Dx"\n',
     "seed_huge": "[run]\nseed = 99999999999999999999\n",
     "toml_deep": "a = " + "[" * 5000 + "]" * 5000 + "\n",
+    "float_overflow": "[run]\ntime_limit_s = 1" + "0" * 400 + "\n",
+    "int_digits": "[run]\nseed = 1" + "0" * 5000 + "\n",
 }
 
 #: A run's test.json with one setting changed: {json_<key>} -> (section, key, value).
@@ -82,6 +84,8 @@ ROWS = [
         ("driver_memory", "[checker] driver_memory: '2g -Dx' is not a JVM memory size"),
         ("seed_huge", "[run] seed: 99999999999999999999 is not between"),
         ("toml_deep", "--config {cfg_toml_deep}: not TOML (nested too deep)"),
+        ("float_overflow", "--config {cfg_float_overflow}: [run] time_limit_s: 1000000"),
+        ("int_digits", "--config {cfg_int_digits}: not TOML (Exceeds the limit (4300 digits)"),
     ]],
     # a replayed test.json is a --config file like any other
     (["run", "--config", "{json_jvm_opts}"],
@@ -347,3 +351,20 @@ def test_a_run_spec_built_without_run_configs_meets_the_same_rules(tmp_path):
     with pytest.raises(BadInput, match=r"^\[cluster\] metadata_log_dir: '/data/m;reboot' is"):
         validate(spec)
     assert not (tmp_path / "store").exists()
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("rate", float("nan"), "--rate must be a number >= 0, got nan"),
+    ("rate", float("inf"), "--rate must be a number >= 0, got inf"),
+    ("stop_timeout_s", float("inf"), "stop_timeout_s must be a positive number of seconds"),
+])
+def test_the_workloads_own_check_refuses_nan_and_inf(field, value, words):
+    """nan >= 0 is False and nan < 0 is False too: the workload's check saw no problem."""
+    from dataclasses import replace
+
+    from harness.core.config import WorkloadConfig
+    from harness.core.errors import BadInput
+    from workloads.validation import validate
+
+    with pytest.raises(BadInput, match=words):
+        validate(replace(WorkloadConfig(), **{field: value}))
