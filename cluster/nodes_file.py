@@ -143,7 +143,7 @@ def _entry(node: Any, index: int, where: str, ssh: SshConfig) -> dict[str, Any]:
         if node.get(key) in (None, ""):
             raise BadInput(f"{where}: node {index} has no {key}")
     name = str(node["name"])
-    at = f"{where}: node '{name}'"
+    at = f"{where}: node {name[:60]!r}"
     _no_unknown(node, NODE_KEYS, at)
     if not _NODE_NAME.fullmatch(name):
         raise BadInput(f"{at}: a name is 1-63 of a-z A-Z 0-9 _ . - (starting with a letter "
@@ -151,10 +151,11 @@ def _entry(node: Any, index: int, where: str, ssh: SshConfig) -> dict[str, Any]:
     try:
         role = Role(str(node["role"]))
     except ValueError:
-        raise BadInput(f"{at}: role '{node['role']}' is not controller or broker") from None
+        raise BadInput(f"{at}: role {str(node['role'])[:40]!r} is not controller or "
+                       "broker") from None
     address = str(node["address"])
     if not _ADDRESS.fullmatch(address):
-        raise BadInput(f"{at}: '{address[:60]}' is not a host name or address")
+        raise BadInput(f"{at}: {address[:60]!r} is not a host name or address")
     port = node.get("port", 22)
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise BadInput(f"{at}: port {port!r} is not between 1 and 65535")

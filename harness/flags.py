@@ -23,7 +23,7 @@ def _on_off(value: str) -> bool:
         return True
     if value.lower() in ("off", "false", "no", "0"):
         return False
-    raise argparse.ArgumentTypeError(f"expected on or off, got '{value}'")
+    raise argparse.ArgumentTypeError(f"expected on or off, got {value[:60]!r}")
 
 
 def _flag_type(rule: Callable[[Any], Any], name: str) -> Callable[[str], Any]:
@@ -54,7 +54,7 @@ _ASCII_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
 def ascii_int(value: str) -> int:
     """An int flag: ASCII digits, an optional sign."""
     if not _ASCII_INT.fullmatch(value):
-        raise argparse.ArgumentTypeError(f"invalid int value: '{value[:60]}'")
+        raise argparse.ArgumentTypeError(f"invalid int value: {value[:60]!r}")
     return int(value)
 
 
@@ -72,10 +72,10 @@ def bounded_int(low: int, high: int) -> Callable[[str], int]:
 def finite_float(value: str) -> float:
     """A number of seconds or a rate: ASCII, finite, >= 0 (nan and inf are refused)."""
     if not _ASCII_FLOAT.fullmatch(value):
-        raise argparse.ArgumentTypeError(f"'{value[:60]}' is not a number")
+        raise argparse.ArgumentTypeError(f"{value[:60]!r} is not a number")
     number = float(value)
     if not math.isfinite(number) or number < 0:
-        raise argparse.ArgumentTypeError(f"'{value[:60]}' is not a finite number >= 0")
+        raise argparse.ArgumentTypeError(f"{value[:60]!r} is not a finite number >= 0")
     return number
 
 
@@ -84,13 +84,13 @@ def seconds(value: str) -> float:
     number = finite_float(value)
     if number > validate.MAX_SECONDS:
         raise argparse.ArgumentTypeError(
-            f"'{value[:60]}' is more than 7 days ({validate.MAX_SECONDS:g} s)")
+            f"{value[:60]!r} is more than 7 days ({validate.MAX_SECONDS:g} s)")
     return number
 
 
 def port(value: str) -> int:
     if not _ASCII_INT.fullmatch(value):
-        raise argparse.ArgumentTypeError(f"'{value[:60]}' is not a port number")
+        raise argparse.ArgumentTypeError(f"{value[:60]!r} is not a port number")
     number = int(value)
     if not 0 <= number <= 65535:
         raise argparse.ArgumentTypeError(f"port {number} is not between 0 and 65535")
