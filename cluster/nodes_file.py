@@ -29,7 +29,7 @@ from cluster.node import NodeSpec, Role
 from harness.core.config import ClusterConfig, SshConfig
 from harness.core.errors import BadInput
 from harness.core.files import read_text
-from harness.core.validate import Invalid, safe_path
+from harness.core.validate import Invalid, safe_path, shown_path
 
 NODE_KEYS = {"name", "role", "address", "user", "port", "key_file", "agent", "kafka_dir"}
 TOP_KEYS = {"accept_new_host_keys", "known_hosts", "defaults", "nodes"}
@@ -76,7 +76,7 @@ class NodesFile:
 
 def read_nodes_file(path: Path, ssh: SshConfig | None = None) -> NodesFile:
     """The file parsed and checked; BadInput (one line) on any mistake."""
-    where = f"--nodes-file {path}"
+    where = f"--nodes-file {shown_path(path)}"
     try:
         text = read_text(Path(path), where, MAX_NODES_FILE_BYTES)
     except BadInput as err:
@@ -110,7 +110,7 @@ class _NoAliasLoader(yaml.SafeLoader):
 
 
 def parse_nodes(data: Any, path: Path, ssh: SshConfig) -> NodesFile:
-    where = f"--nodes-file {path}"
+    where = f"--nodes-file {shown_path(path)}"
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list) \
             or not data["nodes"]:
         raise BadInput(f"{where}: expected a mapping with a list of nodes under 'nodes:'")

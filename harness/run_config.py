@@ -17,7 +17,7 @@ from harness.core.config import (
 )
 from harness.core.config_file import apply, read_settings, setting_paths
 from harness.core.errors import BadInput
-from harness.core.validate import default_where, validate_config
+from harness.core.validate import default_where, shown_path, validate_config
 from harness.flags import CLUSTER_FLAGS, TOPIC_FLAGS, cluster_config, topic_config
 from nemesis.registry import SCENARIOS
 
@@ -54,11 +54,11 @@ FIELD_FLAGS: dict[str, str] = {
 def run_configs(args: argparse.Namespace) -> tuple[ClusterConfig, TopicConfig, WorkloadConfig,
                                                    RunConfig, CheckerConfig]:
     settings = read_settings(args.config) if args.config else {}
+    where = f"--config {shown_path(args.config)}: "
     unknown = sorted(set(settings) - set(SECTIONS))
     if unknown:
-        raise BadInput(f"--config {args.config}: no section [{unknown[0]}]; "
+        raise BadInput(f"{where}no section [{shown_path(unknown[0])}]; "
                        f"known: {', '.join(SECTIONS)}")
-    where = f"--config {args.config}: "
     sections: dict[str, Any] = {
         "cluster": ClusterConfig(), "topic": TopicConfig(), "workload": WorkloadConfig(),
         "run": RunConfig(), "checker": CheckerConfig()}
@@ -118,6 +118,6 @@ def _sources(args: argparse.Namespace, settings: dict[str, Any],
         if path in typed:
             return FIELD_FLAGS[path]
         if path in from_file:
-            return f"--config {str(args.config)[:120]}: {default_where(path)}"
+            return f"--config {shown_path(args.config)}: {default_where(path)}"
         return default_where(path)
     return where

@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.core.errors import BadInput
 from harness.core.files import loads_json, read_text
+from harness.core.validate import shown_path
 
 Settings = dict[str, Any]
 
@@ -26,7 +27,7 @@ Settings = dict[str, Any]
 def read_settings(path: Path) -> Settings:
     """The file's sections as nested dicts (test.json: its "config" entry), read
     within files.py's bounds (a regular file, 16 MiB, 64 levels of nesting)."""
-    shown = f"--config {str(path)[:120]}"
+    shown = f"--config {shown_path(path)}"
     text = read_text(path, shown)
     if Path(path).suffix == ".json":
         data = loads_json(text, shown)
@@ -68,7 +69,7 @@ def apply(section: Any, settings: Any, where: str) -> Any:
     changes = {}
     for key, value in settings.items():
         if key not in fields:
-            raise BadInput(f"{where} has no setting '{key}'; known: "
+            raise BadInput(f"{where} has no setting {str(key)[:60]!r}; known: "
                            f"{', '.join(sorted(fields))}")
         current = getattr(section, key)
         if dataclasses.is_dataclass(current):

@@ -79,6 +79,13 @@ def text(value: str, limit: int = 4096) -> str:
     return value
 
 
+def shown_path(path: Path | str) -> str:
+    """A path for a one-line message: as typed, escaped only if it holds a control
+    character (a newline in a file name must not end the line)."""
+    shown = str(path)[:120]
+    return repr(shown) if any(ord(c) < 32 or ord(c) == 127 for c in shown) else shown
+
+
 def _matching(pattern: re.Pattern, what: str) -> Callable[[str], str]:
     def check(value: str) -> str:
         text(value)
