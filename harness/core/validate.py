@@ -51,12 +51,14 @@ _REPOSITORY = re.compile(r"[a-z0-9][a-z0-9._/-]{0,127}")
 _SAFE_PATH = re.compile(r"/[A-Za-z0-9._/-]{0,254}")
 #: -Xms/-Xmx/-Xss with a size: all a heap setting may be.
 _HEAP_TOKEN = re.compile(r"-X(ms|mx|ss)[1-9][0-9]{0,6}[kKmMgG]?")
-#: A JVM option of the kinds a node or the checker needs, and nothing a shell reads.
+#: A JVM option of the kinds a node or the checker needs, and nothing a shell reads;
+#: no -XX:On... (OnError, OnOutOfMemoryError run commands) and no path in an -XX:
+#: or -Xlog: value (HeapDumpPath, ErrorFile, file= write where they are told, as root).
 _JVM_TOKEN = re.compile(
     r"-XX:[+-][A-Za-z][A-Za-z0-9]{0,79}"
-    r"|-XX:[A-Za-z][A-Za-z0-9]{0,79}=[A-Za-z0-9._:/,+-]{1,200}"
+    r"|-XX:(?!On)[A-Za-z][A-Za-z0-9]{0,79}=[A-Za-z0-9._:,+-]{1,200}"
     r"|-X(ms|mx|ss|mn)[1-9][0-9]{0,6}[kKmMgG]?"
-    r"|-X(int|mixed|rs|share:(auto|on|off)|log:[A-Za-z0-9_,+=:./-]{1,200})"
+    r"|-X(int|mixed|rs|share:(auto|on|off)|log:[A-Za-z0-9_,+=:.-]{1,200})"
     r"|-D[A-Za-z_][A-Za-z0-9_.-]{0,120}(=[A-Za-z0-9._:/,+@-]{0,200})?"
     r"|-(ea|da|esa|dsa|server)")
 _MEMORY = re.compile(r"[1-9][0-9]{0,6}[kKmMgGtT]?")
@@ -134,7 +136,7 @@ def local_path(value: Path | None) -> Path | None:
 def jvm_heap(value: str) -> str:
     """`-Xms128m -Xmx256m`: only -Xms/-Xmx/-Xss tokens with sizes."""
     text(value)
-    for token in value.split(" "):
+    for token in value.split():
         if not _HEAP_TOKEN.fullmatch(token):
             raise Invalid(f"{_shown(token)} is not -Xms, -Xmx or -Xss with a size "
                           "(like -Xmx256m)")
@@ -236,7 +238,8 @@ def spark_master(value: str) -> str:
 def spark_conf(value: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
     for key, setting in value:
         _matching(_SPARK_KEY, "a Spark setting (spark.*)")(key)
-        text(setting)
+        # extraJavaOptions start a JVM: the same rule as the checker's jvm_options
+        (jvm_options if key.endswith("JavaOptions") else text)(setting)
     return value
 
 

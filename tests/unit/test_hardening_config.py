@@ -39,6 +39,10 @@ CONFIG_FILES = {
     "spark_key": '[checker]\nspark_conf = [["x; y", "b"]]\n',
     "spark_master": '[checker]\nspark_master = "k8s://x"\n',
     "checker_jvm": '[checker]\njvm_options = "-XX:+UseParallelGC `id`"\n',
+    "jvm_on_error": '[cluster]\njvm_opts = "-XX:OnOutOfMemoryError=reboot"\n',
+    "jvm_dump_path": '[cluster]\njvm_opts = "-XX:HeapDumpPath=/etc/cron.d/x"\n',
+    "spark_java": '[checker]\nspark_conf = [["spark.executor.extraJavaOptions", '
+                  '"-XX:OnError=reboot"]]\n',
     "driver_memory": '[checker]\ndriver_memory = "2g -Dx"\n',
     "seed_huge": "[run]\nseed = 99999999999999999999\n",
     "key_newline": '[cluster]\n"a\\nb" = 1\n',
@@ -83,6 +87,9 @@ ROWS = [
         ("spark_master", "[checker] spark_master: 'k8s://x' is not a Spark master URL (only "
                          "local[*], local[N] and spark://host:port are supported)"),
         ("checker_jvm", "[checker] jvm_options: '`id`' is not a JVM option"),
+        ("jvm_on_error", "[cluster] jvm_opts: '-XX:OnOutOfMemoryError=reboot' is not a JVM"),
+        ("jvm_dump_path", "[cluster] jvm_opts: '-XX:HeapDumpPath=/etc/cron.d/x' is not a JVM"),
+        ("spark_java", "[checker] spark_conf: '-XX:OnError=reboot' is not a JVM option"),
         ("driver_memory", "[checker] driver_memory: '2g -Dx' is not a JVM memory size"),
         ("seed_huge", "[run] seed: 99999999999999999999 is not between"),
         ("toml_deep", "--config {cfg_toml_deep}: not TOML (nested too deep)"),
@@ -333,7 +340,8 @@ def test_jvm_options_of_the_defaults_and_common_ones_are_accepted():
     from harness.core.validate import jvm_heap, jvm_options
 
     for value in ("-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k", "-XX:+UseParallelGC",
-                  "-XX:MaxGCPauseMillis=20 -Dfoo.bar=baz -ea", "-Xlog:gc:file=/tmp/gc.log"):
+                  "-XX:MaxGCPauseMillis=20 -Dfoo.bar=baz -ea", "-Xlog:gc:file=gc.log",
+                  "-Djava.io.tmpdir=/var/tmp -XX:+HeapDumpOnOutOfMemoryError"):
         assert jvm_options(value) == value
     assert jvm_heap("-Xms128m -Xmx256m") == "-Xms128m -Xmx256m"
 
