@@ -35,7 +35,9 @@ def read_settings(path: Path) -> Settings:
         if not isinstance(config, dict):
             raise BadInput(f"{shown}: no \"config\" entry (not a run's test.json)")
         topics = config.pop("topics", None)
-        if isinstance(topics, list) and topics:  # test.json lists topics; a run takes one
+        if topics is not None and not isinstance(topics, list):
+            raise BadInput(f"{shown}: [topics] must be a list of tables, got {topics!r:.60}")
+        if topics:  # test.json lists topics; a run takes one
             config["topic"] = topics[0]
         return config
     try:

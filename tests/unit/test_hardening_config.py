@@ -107,6 +107,8 @@ ROWS = [
     (["run", "--config", "{json_topic}"],
      "--config {json_topic}: [topic] name: 'a b' is not a Kafka topic name"),
     (["run", "--config", "{json_deep}"], "--config {json_deep}: JSON nested deeper than 64"),
+    (["run", "--config", "{json_topics_dict}"],
+     "--config {json_topics_dict}: [topics] must be a list of tables, got {'name': 'x'}"),
     (["run", "--config", "{dir}/a\nb.toml"], "--config '{dir}/a\\nb.toml': no such file"),
     (["run", "--nodes-file", "{dir}/a\nb.yaml"],
      "--nodes-file '{dir}/a\\nb.yaml': no such file"),
@@ -197,6 +199,10 @@ def materialize(tmp_path: Path) -> dict[str, str]:
     deep.parent.mkdir()
     deep.write_text('{"config": ' + "[" * 100_000 + "]" * 100_000 + "}")
     places["{json_deep}"] = str(deep)
+    topics_dict = tmp_path / "topics-dict" / "test.json"
+    topics_dict.parent.mkdir()
+    topics_dict.write_text(json.dumps({"config": {"topics": {"name": "x"}}}))
+    places["{json_topics_dict}"] = str(topics_dict)
     fifo = tmp_path / "a-fifo.toml"
     os.mkfifo(fifo)
     places["{fifo}"] = str(fifo)
