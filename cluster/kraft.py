@@ -152,6 +152,11 @@ def server_properties(spec: NodeSpec, specs: list[NodeSpec], config: ClusterConf
             "num.replica.fetchers": 1,
             "unclean.leader.election.enable": "false",
         }
+    for key, value in props.items():
+        if any(c in str(value) for c in "\n\r\0"):
+            # one more line would be one more setting: a value is refused, not spliced
+            raise BadInput(f"server.properties: {key} holds a newline or NUL: "
+                           f"{str(value)[:60]!r}")
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
@@ -176,9 +181,11 @@ def log4j2_properties() -> str:
 def start_script(spec: NodeSpec, config: ClusterConfig) -> str:
     """A script that launches Kafka detached and returns at once."""
     heap = config.controller_heap if spec.role is Role.CONTROLLER else config.broker_heap
-    java = (f"java {heap} {config.jvm_opts} -Djava.awt.headless=true "
-            f"-Dlog4j2.configurationFile={LOG4J_CONFIG} "
-            f"-cp {shlex.quote(KAFKA_HOME + '/libs/*')} {KAFKA_MAIN_CLASS} {SERVER_PROPERTIES}")
+    # each option one quoted word: a value from a --config file or a replayed test.json
+    # reaches the shell as an argument, never as shell syntax
+    java = shlex.join(["java", *heap.split(), *config.jvm_opts.split(),
+                       "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
+                       "-cp", KAFKA_HOME + "/libs/*", KAFKA_MAIN_CLASS, SERVER_PROPERTIES])
     return "\n".join([
         "#!/bin/sh",
         f"mkdir -p {LOG_DIR}",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -77,8 +78,9 @@ def decode_metadata_log(node: Node, metadata_dir: str, timeout_s: float,
                         dump_class: str = DUMP_LOG_CLASSES[-1]) -> list[dict]:
     """Decode every segment of a controller's metadata log, in offset order."""
     partition_dir = f"{metadata_dir}/__cluster_metadata-0"
-    listing = node.exec(f"ls {partition_dir}/*.log")
-    segments = sorted(listing.output.split()) if listing.ok else []
+    # the folder quoted, only the *.log glob left to the shell
+    listing = node.exec(f"ls {shlex.quote(partition_dir)}/*.log")
+    segments = sorted(listing.output.splitlines()) if listing.ok else []
     if not segments:
         raise HarnessError(f"{node.spec.name}: no metadata log segments in {partition_dir}")
     result = node.exec(

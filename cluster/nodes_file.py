@@ -28,12 +28,18 @@ from cluster.kraft import CONTROLLER_ID_BASE
 from cluster.node import NodeSpec, Role
 from harness.core.config import ClusterConfig, SshConfig
 from harness.core.errors import BadInput
+from harness.core.files import read_text
+from harness.core.validate import Invalid, safe_path, shown_path
 
 NODE_KEYS = {"name", "role", "address", "user", "port", "key_file", "agent", "kafka_dir"}
 TOP_KEYS = {"accept_new_host_keys", "known_hosts", "defaults", "nodes"}
 #: Node names become folder names (store/<run>/nodes/<name>) and grudge keys.
 _NODE_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}")
 _ADDRESS = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.:-]{0,252}")
+#: A POSIX login name (it reaches SSH and, through sudo's choice, every command).
+_USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+#: Far above any real nodes file (MAX_NODES hosts of a few lines each).
+MAX_NODES_FILE_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -70,26 +76,41 @@ class NodesFile:
 
 def read_nodes_file(path: Path, ssh: SshConfig | None = None) -> NodesFile:
     """The file parsed and checked; BadInput (one line) on any mistake."""
-    where = f"--nodes-file {path}"
+    where = f"--nodes-file {shown_path(path)}"
     try:
-        text = Path(path).read_text()
-    except FileNotFoundError:
-        raise BadInput(f"{where}: no such file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise BadInput(f"{where}: cannot read it ({getattr(err, 'strerror', None) or err})") \
-            from None
+        text = read_text(Path(path), where, MAX_NODES_FILE_BYTES)
+    except BadInput as err:
+        if err.message.endswith(": no such file"):
+            raise
+        why = err.message.removeprefix(f"{where}: ")
+        raise BadInput(f"{where}: cannot read it ({why})") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(err, "problem", None) or "bad syntax"
         raise BadInput(f"{where}: not YAML{at} ({problem})") from None
+    except RecursionError:
+        raise BadInput(f"{where}: not YAML (nested too deep)") from None
     return parse_nodes(data, Path(path), ssh or SshConfig())
 
 
+class _NoAliasLoader(yaml.SafeLoader):
+    """YAML's safe loader without aliases (`*name`): a nodes file never needs one,
+    and a few lines of nested aliases expand to gigabytes (the billion laughs)."""
+
+    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not accepted in a nodes file",
+                event.start_mark)
+        return super().compose_node(parent, index)
+
+
 def parse_nodes(data: Any, path: Path, ssh: SshConfig) -> NodesFile:
-    where = f"--nodes-file {path}"
+    where = f"--nodes-file {shown_path(path)}"
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list) \
             or not data["nodes"]:
         raise BadInput(f"{where}: expected a mapping with a list of nodes under 'nodes:'")
@@ -122,7 +143,7 @@ def _entry(node: Any, index: int, where: str, ssh: SshConfig) -> dict[str, Any]:
         if node.get(key) in (None, ""):
             raise BadInput(f"{where}: node {index} has no {key}")
     name = str(node["name"])
-    at = f"{where}: node '{name}'"
+    at = f"{where}: node {name[:60]!r}"
     _no_unknown(node, NODE_KEYS, at)
     if not _NODE_NAME.fullmatch(name):
         raise BadInput(f"{at}: a name is 1-63 of a-z A-Z 0-9 _ . - (starting with a letter "
@@ -130,13 +151,17 @@ def _entry(node: Any, index: int, where: str, ssh: SshConfig) -> dict[str, Any]:
     try:
         role = Role(str(node["role"]))
     except ValueError:
-        raise BadInput(f"{at}: role '{node['role']}' is not controller or broker") from None
+        raise BadInput(f"{at}: role {str(node['role'])[:40]!r} is not controller or "
+                       "broker") from None
     address = str(node["address"])
     if not _ADDRESS.fullmatch(address):
-        raise BadInput(f"{at}: '{address[:60]}' is not a host name or address")
+        raise BadInput(f"{at}: {address[:60]!r} is not a host name or address")
     port = node.get("port", 22)
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise BadInput(f"{at}: port {port!r} is not between 1 and 65535")
+    user = str(node.get("user") or "root")
+    if not _USER.fullmatch(user):
+        raise BadInput(f"{at}: user {user[:40]!r} is not a login name (a-z 0-9 _ -)")
     agent = _bool(node.get("agent", False), "agent", at)
     key_file = Path(str(node["key_file"])).expanduser() if node.get("key_file") else None
     if key_file is None and not agent:
@@ -144,10 +169,12 @@ def _entry(node: Any, index: int, where: str, ssh: SshConfig) -> dict[str, Any]:
     if key_file is not None and not key_file.is_file():
         raise BadInput(f"{at}: key_file {key_file} does not exist")
     kafka_dir = str(node.get("kafka_dir") or ssh.kafka_dir)
-    if not kafka_dir.startswith("/") or re.search(r"[\s'\"\\$`]", kafka_dir):
-        raise BadInput(f"{at}: kafka_dir must be an absolute path without spaces or quotes")
-    return {"name": name, "role": role, "address": address, "user": str(node.get("user") or
-            "root"), "port": port, "key_file": key_file, "agent": agent, "kafka_dir": kafka_dir}
+    try:
+        safe_path(kafka_dir)
+    except Invalid as err:
+        raise BadInput(f"{at}: kafka_dir: {err}") from None
+    return {"name": name, "role": role, "address": address, "user": user, "port": port,
+            "key_file": key_file, "agent": agent, "kafka_dir": kafka_dir}
 
 
 def _numbered(entries: list[dict[str, Any]], where: str) -> tuple[HostEntry, ...]:

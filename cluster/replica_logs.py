@@ -80,7 +80,7 @@ def dump_replicas(node: Node, log_dir: str, topics: Sequence[str], dump_class: s
     """Every replica of `topics` this broker holds, from its own files."""
     patterns = " ".join(f"{shlex.quote(log_dir)}/{shlex.quote(t)}-*/*.log" for t in topics)
     listing = node.exec(f"ls {patterns} 2>/dev/null")
-    segments = sorted(listing.output.split()) if listing.ok else []
+    segments = sorted(listing.output.splitlines()) if listing.ok else []
     if not segments:
         return []
     result = node.exec(

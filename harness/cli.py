@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.core.config import CheckerConfig, ReportConfig, cache_dir, default_store_dir
 from harness.core.errors import EXIT_UNKNOWN, HarnessError
-from harness.flags import finite_float, given_flags, port, spark_master
+from harness.flags import ascii_int, finite_float, given_flags, port, seconds, spark_master
 from harness.stdout import tolerate_closed_stdout
 
 
@@ -26,29 +26,30 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     from harness.flags import add_cluster_flags, add_topic_flags
 
     r, w = RunConfig(), WorkloadConfig()
-    p = sub.add_parser("run", help="run a test: cluster, workload, nemesis, check, report")
+    p = sub.add_parser("run", help="run a test: cluster, workload, nemesis, check, report",
+                       allow_abbrev=False)
     p.add_argument("--nemesis", default=r.nemesis,
                    help="none, unclean-last-replica, or a comma list of fault kinds "
                         "(partition, kill, stop, pause, page-cache-loss, controller-kill, "
                         "controller-partition, isolate-from-controllers) or all; lists "
                         "joined by + overlap (partition+kill,pause: one network mix and "
                         "one process mix at once)")
-    p.add_argument("--time-limit", type=finite_float, default=None,
+    p.add_argument("--time-limit", type=seconds, default=None,
                    help="seconds of workload (default 60; a cap of 300 for a scenario, "
                         "which ends when its steps are done)")
-    p.add_argument("--interval", type=finite_float, default=r.interval_s,
+    p.add_argument("--interval", type=seconds, default=r.interval_s,
                    help="seconds of each quiet and fault period of a random mix")
-    p.add_argument("--seed", type=int, default=r.seed)
+    p.add_argument("--seed", type=ascii_int, default=r.seed)
     p.add_argument("--store", type=Path, default=default_store_dir())
     p.add_argument("--keep-cluster", action="store_true", help="leave the containers up")
     p.add_argument("--no-check", action="store_true", help="record only; check later")
     g = p.add_argument_group("workload")
-    g.add_argument("--producers", type=int, default=w.producers)
+    g.add_argument("--producers", type=ascii_int, default=w.producers)
     g.add_argument("--acks", default=",".join(w.acks),
                    help="acks levels spread over producer processes, e.g. all,1,0")
-    g.add_argument("--consumers", type=int, default=w.consumers)
+    g.add_argument("--consumers", type=ascii_int, default=w.consumers)
     g.add_argument("--rate", type=finite_float, default=w.rate, help="total sends/s (0: unbounded)")
-    g.add_argument("--concurrency", type=int, default=w.processes_per_client,
+    g.add_argument("--concurrency", type=ascii_int, default=w.processes_per_client,
                    help="logical processes one producer client serves")
     g.add_argument("--idempotent", action="store_true", help="idempotent producers")
     g.add_argument("--client-debug", default=w.client_debug, metavar="CONTEXTS",
@@ -80,7 +81,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _add_check(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("check", help="check a history with the Spark checker")
+    p = sub.add_parser("check", help="check a history with the Spark checker",
+                       allow_abbrev=False)
     p.add_argument("path", type=Path, help="a run directory or a history.jsonl")
     p.add_argument("--spark-master", default=CheckerConfig.spark_master, type=spark_master,
                    help="Spark master URL (default: local[*], started by the harness)")
@@ -100,7 +102,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _add_report(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="(re)build report.html of a run directory")
+    p = sub.add_parser("report", help="(re)build report.html of a run directory",
+                       allow_abbrev=False)
     p.add_argument("run_dir", type=Path)
     p.set_defaults(func=_cmd_report)
 
@@ -114,7 +117,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _add_serve(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("serve", help="browse every run of the store over HTTP")
+    p = sub.add_parser("serve", help="browse every run of the store over HTTP",
+                       allow_abbrev=False)
     p.add_argument("--store", type=Path, default=default_store_dir())
     p.add_argument("--host", default=ReportConfig.serve_host)
     p.add_argument("--port", type=port, default=ReportConfig.serve_port)
@@ -129,7 +133,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _add_versions(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("versions", help="Kafka 4.x releases on Maven Central, the tested marked")
+    p = sub.add_parser("versions", help="Kafka 4.x releases on Maven Central, the tested marked",
+                       allow_abbrev=False)
     p.set_defaults(func=_cmd_versions)
 
 
@@ -148,7 +153,7 @@ def _cmd_versions(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="harness",
+        prog="harness", allow_abbrev=False,
         description="Jepsen-style fault injection for Apache Kafka's Eligible Leader Replicas",
     )
     sub = parser.add_subparsers(dest="command", required=True)

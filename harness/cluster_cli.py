@@ -15,6 +15,7 @@ from harness.flags import (
     add_cluster_flags,
     add_nodes_file_flag,
     add_topic_flags,
+    bounded_int,
     cluster_config,
     cluster_name,
     topic_config,
@@ -25,10 +26,12 @@ console = Console(highlight=False)
 
 
 def add_cluster_command(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("cluster", help="start, inspect or remove a cluster")
+    parser = sub.add_parser("cluster", help="start, inspect or remove a cluster",
+                            allow_abbrev=False)
     actions = parser.add_subparsers(dest="action", required=True)
 
-    up = actions.add_parser("up", help="start a KRaft cluster and wait until it is ready")
+    up = actions.add_parser("up", help="start a KRaft cluster and wait until it is ready",
+                             allow_abbrev=False)
     add_cluster_flags(up)
     add_topic_flags(up, topic_default=None)
     up.set_defaults(func=_cmd_up)
@@ -36,13 +39,13 @@ def add_cluster_command(sub: argparse._SubParsersAction) -> None:
     for name, func, text in (("status", _cmd_status, "nodes, roles and the partition table"),
                              ("down", _cmd_down, "remove every container and the network"),
                              ("logs", _cmd_logs, "show or collect the nodes' Kafka logs")):
-        p = actions.add_parser(name, help=text)
+        p = actions.add_parser(name, help=text, allow_abbrev=False)
         p.add_argument("--name", default=ClusterConfig.name, type=cluster_name,
                        help="cluster name")
         add_nodes_file_flag(p)
         if name == "logs":
             p.add_argument("node", nargs="?", help="one node (default: all)")
-            p.add_argument("--lines", type=int, default=40)
+            p.add_argument("--lines", type=bounded_int(1, 100_000), default=40)
             p.add_argument("--to", type=Path, default=None, help="copy full logs to this folder")
         p.set_defaults(func=func)
 
@@ -61,9 +64,14 @@ def _log(message: str) -> None:
 
 def _cmd_up(args: argparse.Namespace) -> int:
     from cluster.kraft import validate_topic
+    from harness.core.validate import default_where, validate_config
+    from harness.run_config import FIELD_FLAGS
 
     config = cluster_config(args)
     topic = topic_config(args)
+    # the same boundary as a run's (flags checked by their types; the rest by rule)
+    validate_config({"cluster": config, "topic": topic},
+                    lambda path: FIELD_FLAGS.get(path, default_where(path)))
     if topic is not None:
         validate_topic(topic, config)
     from cluster import kraft

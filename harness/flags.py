@@ -7,13 +7,14 @@ from there, so the help text and the code never disagree.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+from harness.core import validate
 from harness.core.config import ClusterConfig, TopicConfig
 
 
@@ -22,80 +23,78 @@ def _on_off(value: str) -> bool:
         return True
     if value.lower() in ("off", "false", "no", "0"):
         return False
-    raise argparse.ArgumentTypeError(f"expected on or off, got '{value}'")
+    raise argparse.ArgumentTypeError(f"expected on or off, got {value[:60]!r}")
 
 
-#: Kafka's own rule for a topic's name (org.apache.kafka.common.internals.Topic).
-_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+def _flag_type(rule: Callable[[Any], Any], name: str) -> Callable[[str], Any]:
+    """A core rule (harness/core/validate.py) as an argparse type: the same check
+    a --config file's value meets, its reason as argparse's message."""
+    def parse(value: str) -> Any:
+        try:
+            return rule(value)
+        except validate.Invalid as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+    parse.__name__ = name
+    return parse
 
 
-def topic_name(value: str) -> str:
-    if value in (".", "..") or not _TOPIC_NAME.fullmatch(value):
-        raise argparse.ArgumentTypeError(
-            f"'{value[:60]}' is not a Kafka topic name (1-249 of a-z A-Z 0-9 . _ -)")
-    return value
+topic_name = _flag_type(validate.topic_name, "topic_name")
+cluster_name = _flag_type(validate.cluster_name, "cluster_name")
+spark_master = _flag_type(validate.spark_master, "spark_master")
+_subnet = _flag_type(validate.subnet, "subnet")
+_image_name = _flag_type(validate.image_name, "image_name")
+
+#: A number as a person types it: ASCII digits only (Python's int() and float()
+#: also take other scripts' digits, `int('\u0663') == 3`), no `_` separators.
+_ASCII_INT = re.compile(r"[+-]?[0-9]{1,30}")
+_ASCII_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
+                          r"|[+-]?(nan|inf|infinity)", re.IGNORECASE)
 
 
-def cluster_name(value: str) -> str:
-    """A name Docker accepts for containers and networks, short enough for both."""
-    if not re.fullmatch(r"[a-zA-Z0-9][a-zA-Z0-9_.-]{0,39}", value):
-        raise argparse.ArgumentTypeError(
-            f"'{value[:60]}' is not a cluster name (1-40 of a-z A-Z 0-9 _ . -, "
-            "starting with a letter or digit)")
-    return value
+def ascii_int(value: str) -> int:
+    """An int flag: ASCII digits, an optional sign."""
+    if not _ASCII_INT.fullmatch(value):
+        raise argparse.ArgumentTypeError(f"invalid int value: {value[:60]!r}")
+    return int(value)
 
 
-def _parsed(value: str, parse, what: str):
-    try:
-        return parse(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{value[:60]}' is not {what}") from None
+def bounded_int(low: int, high: int) -> Callable[[str], int]:
+    """ascii_int within [low, high]."""
+    def parse(value: str) -> int:
+        number = ascii_int(value)
+        if not low <= number <= high:
+            raise argparse.ArgumentTypeError(f"{number} is not between {low} and {high}")
+        return number
+    parse.__name__ = "int"
+    return parse
 
 
 def finite_float(value: str) -> float:
-    """A number of seconds or a rate: nan and inf are refused, not run."""
-    number = _parsed(value, float, "a number")
+    """A number of seconds or a rate: ASCII, finite, >= 0 (nan and inf are refused)."""
+    if not _ASCII_FLOAT.fullmatch(value):
+        raise argparse.ArgumentTypeError(f"{value[:60]!r} is not a number")
+    number = float(value)
     if not math.isfinite(number) or number < 0:
-        raise argparse.ArgumentTypeError(f"'{value[:60]}' is not a finite number >= 0")
+        raise argparse.ArgumentTypeError(f"{value[:60]!r} is not a finite number >= 0")
     return number
 
 
-#: The master URLs Spark itself accepts (SparkContext's master parsing).
-_SPARK_MASTER = re.compile(
-    r"local(\[(\*|[1-9][0-9]*)(,[0-9]+)?\])?|local-cluster\[[0-9]+, *[0-9]+, *[0-9]+\]"
-    r"|spark://[^\s,:/]+:[0-9]+(,[^\s,:/]+:[0-9]+)*|yarn|k8s://\S+")
-
-
-def spark_master(value: str) -> str:
-    if not _SPARK_MASTER.fullmatch(value):
+def seconds(value: str) -> float:
+    """A time in seconds: finite_float, at most 7 days (1e308 is a typo, not a plan)."""
+    number = finite_float(value)
+    if number > validate.MAX_SECONDS:
         raise argparse.ArgumentTypeError(
-            f"'{value[:60]}' is not a Spark master URL (local[*], local[N], "
-            "spark://host:port, yarn or k8s://...)")
-    return value
+            f"{value[:60]!r} is more than 7 days ({validate.MAX_SECONDS:g} s)")
+    return number
 
 
 def port(value: str) -> int:
-    number = _parsed(value, int, "a port number")
+    if not _ASCII_INT.fullmatch(value):
+        raise argparse.ArgumentTypeError(f"{value[:60]!r} is not a port number")
+    number = int(value)
     if not 0 <= number <= 65535:
         raise argparse.ArgumentTypeError(f"port {number} is not between 0 and 65535")
     return number
-
-
-def _subnet(value: str) -> str:
-    try:
-        network = ipaddress.IPv4Network(value, strict=True)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(f"not an IPv4 subnet like 10.213.77.0/24: {err}") \
-            from err
-    return str(network)
-
-
-def _image_name(value: str) -> str:
-    """A Docker image reference (name[:tag] or name@digest); Docker's own check
-    comes later, this one refuses what cannot be one."""
-    if not re.fullmatch(r"[a-z0-9][a-z0-9._/:@-]{0,254}", value):
-        raise argparse.ArgumentTypeError(f"'{value[:60]}' is not a Docker image name")
-    return value
 
 
 def add_cluster_flags(parser: argparse.ArgumentParser) -> None:
@@ -103,9 +102,9 @@ def add_cluster_flags(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("cluster")
     g.add_argument("--name", default=d.name, type=cluster_name,
                    help="cluster name (labels, network)")
-    g.add_argument("--controllers", type=int, default=d.controllers,
+    g.add_argument("--controllers", type=ascii_int, default=d.controllers,
                    help=f"controller-only nodes (default {d.controllers})")
-    g.add_argument("--brokers", type=int, default=d.brokers,
+    g.add_argument("--brokers", type=ascii_int, default=d.brokers,
                    help=f"broker-only nodes (default {d.brokers})")
     g.add_argument("--elr", type=_on_off, default=d.elr, metavar="on|off",
                    help="eligible.leader.replicas.version at format time (default on)")
@@ -136,9 +135,9 @@ def add_topic_flags(parser: argparse.ArgumentParser, topic_default: str | None) 
     g.add_argument("--topic", default=topic_default, type=topic_name,
                    help="topic to create" + (f" (default {topic_default})" if topic_default
                                              else " (none unless given)"))
-    g.add_argument("--partitions", type=int, default=d.partitions)
-    g.add_argument("--replication-factor", type=int, default=d.replication_factor)
-    g.add_argument("--min-insync-replicas", type=int, default=d.min_insync_replicas)
+    g.add_argument("--partitions", type=ascii_int, default=d.partitions)
+    g.add_argument("--replication-factor", type=ascii_int, default=d.replication_factor)
+    g.add_argument("--min-insync-replicas", type=ascii_int, default=d.min_insync_replicas)
     g.add_argument("--unclean-leader-election", type=_on_off, default=d.unclean_leader_election,
                    metavar="on|off", help="unclean.leader.election.enable (default off)")
 

@@ -4,6 +4,7 @@ flags the user typed (harness/core/config_file.py reads the file)."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -14,9 +15,10 @@ from harness.core.config import (
     TopicConfig,
     WorkloadConfig,
 )
-from harness.core.config_file import apply, read_settings
+from harness.core.config_file import apply, read_settings, setting_paths
 from harness.core.errors import BadInput
-from harness.flags import cluster_config, topic_config
+from harness.core.validate import default_where, shown_path, validate_config
+from harness.flags import CLUSTER_FLAGS, TOPIC_FLAGS, cluster_config, topic_config
 from nemesis.registry import SCENARIOS
 
 SECTIONS = ("cluster", "topic", "workload", "run", "checker")
@@ -35,14 +37,28 @@ FLAG_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+def flag_of(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+#: "section.field" -> the flag that sets it (the names a message gives a typed value).
+FIELD_FLAGS: dict[str, str] = {
+    **{f"cluster.{field}": flag_of(dest) for dest, field in CLUSTER_FLAGS.items()},
+    **{f"topic.{field}": flag_of(dest) for dest, field in TOPIC_FLAGS.items()},
+    **{f"{section}.{field}": flag_of(dest) for dest, places in FLAG_FIELDS.items()
+       for section, field in places},
+    "cluster.image.base_image": "--base-image", "workload.acks": "--acks",
+    "run.check": "--no-check"}
+
+
 def run_configs(args: argparse.Namespace) -> tuple[ClusterConfig, TopicConfig, WorkloadConfig,
                                                    RunConfig, CheckerConfig]:
     settings = read_settings(args.config) if args.config else {}
+    where = f"--config {shown_path(args.config)}: "
     unknown = sorted(set(settings) - set(SECTIONS))
     if unknown:
-        raise BadInput(f"--config {args.config}: no section [{unknown[0]}]; "
+        raise BadInput(f"{where}no section [{shown_path(unknown[0])}]; "
                        f"known: {', '.join(SECTIONS)}")
-    where = f"--config {args.config}: "
     sections: dict[str, Any] = {
         "cluster": ClusterConfig(), "topic": TopicConfig(), "workload": WorkloadConfig(),
         "run": RunConfig(), "checker": CheckerConfig()}
@@ -80,5 +96,28 @@ def run_configs(args: argparse.Namespace) -> tuple[ClusterConfig, TopicConfig, W
     if "seed" not in given and "seed" in settings.get("run", {}):
         sections["workload"] = replace(sections["workload"], seed=run.seed)
     sections["workload"] = replace(sections["workload"], time_limit_s=run.time_limit_s)
-    return (sections["cluster"], sections["topic"], sections["workload"], run,
+    sections["run"] = run
+    # run before workload: the workload's seed and time limit are copied from the run's,
+    # so a bad one is named where it was set
+    validate_config({name: sections[name] for name in ("cluster", "topic", "run", "workload",
+                                                       "checker")},
+                    _sources(args, settings, given))
+    return (sections["cluster"], sections["topic"], sections["workload"], sections["run"],
             sections["checker"])
+
+
+def _sources(args: argparse.Namespace, settings: dict[str, Any],
+             given: set[str]) -> Callable[[str], str]:
+    """where(path) for validate_config: the flag typed, else the --config file's
+    table and key, else the field (a default or a derived value)."""
+    from_file = setting_paths(settings)
+    typed = {path for path, flag in FIELD_FLAGS.items()
+             if flag.removeprefix("--").replace("-", "_") in given}
+
+    def where(path: str) -> str:
+        if path in typed:
+            return FIELD_FLAGS[path]
+        if path in from_file:
+            return f"--config {shown_path(args.config)}: {default_where(path)}"
+        return default_where(path)
+    return where

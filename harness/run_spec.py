@@ -16,6 +16,7 @@ from cluster.distribution import check_request
 from cluster.kraft import validate_topic, validate_topology
 from harness.core.config import CheckerConfig, ClusterConfig, RunConfig, TopicConfig, WorkloadConfig
 from harness.core.errors import BadInput, HarnessError
+from harness.core.validate import validate_config
 from harness.store import check_store
 from nemesis.registry import NemesisPlan, parse_nemesis
 from workloads.validation import validate as validate_workload
@@ -39,6 +40,11 @@ class RunSpec:
 
 def validate(spec: RunSpec) -> NemesisPlan:
     """Every check that needs no cluster, before anything starts."""
+    # the typed boundary again (run_configs checked it naming each source): a spec
+    # built any other way meets the same rules before a value reaches a host
+    for topic in spec.topics or [None]:
+        validate_config({"cluster": spec.cluster, "topic": topic, "run": spec.run,
+                         "workload": spec.workload, "checker": spec.checker})
     plan = parse_nemesis(spec.run.nemesis)
     validate_topology(spec.cluster)
     for topic in spec.topics:

@@ -6,6 +6,7 @@ clear BadInput (exit 2) instead of a half-started run or a librdkafka trace.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from harness.core.config import TopicConfig, WorkloadConfig
@@ -92,10 +93,13 @@ def validate_targets(bootstrap: Sequence[str], topics: Sequence[TopicConfig]) ->
 
 
 def _at_least(name: str, value: float, minimum: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
+    # nan compares false with everything: without isfinite it would pass
+    if isinstance(value, bool) or not isinstance(value, int | float) or \
+            not math.isfinite(value) or value < minimum:
         raise BadInput(f"{name} must be a number >= {minimum}, got {value!r}")
 
 
 def _positive(name: str, value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+    if isinstance(value, bool) or not isinstance(value, int | float) or \
+            not math.isfinite(value) or not value > 0:
         raise BadInput(f"{name} must be a positive number of seconds, got {value!r}")

@@ -11,7 +11,6 @@ with a message naming it: a typo must not silently keep a default.
 from __future__ import annotations
 
 import dataclasses
-import json
 import tomllib
 import types
 import typing
@@ -19,36 +18,52 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import BadInput
+from harness.core.files import loads_json, read_text
+from harness.core.validate import shown_path
 
 Settings = dict[str, Any]
 
 
 def read_settings(path: Path) -> Settings:
-    """The file's sections as nested dicts (test.json: its "config" entry)."""
-    shown = str(path)[:120]
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise BadInput(f"--config {shown}: {getattr(err, 'strerror', None) or err}") from err
+    """The file's sections as nested dicts (test.json: its "config" entry), read
+    within files.py's bounds (a regular file, 16 MiB, 64 levels of nesting)."""
+    shown = f"--config {shown_path(path)}"
+    text = read_text(path, shown)
     if Path(path).suffix == ".json":
-        try:
-            config = json.loads(text).get("config")
-        except (json.JSONDecodeError, AttributeError) as err:
-            raise BadInput(f"--config {shown}: not a run's test.json ({err})") from err
+        data = loads_json(text, shown)
+        config = data.get("config") if isinstance(data, dict) else None
         if not isinstance(config, dict):
-            raise BadInput(f"--config {shown}: no \"config\" entry (not a run's test.json)")
+            raise BadInput(f"{shown}: no \"config\" entry (not a run's test.json)")
         topics = config.pop("topics", None)
+        if topics is not None and not isinstance(topics, list):
+            raise BadInput(f"{shown}: [topics] must be a list of tables, got {topics!r:.60}")
         if topics:  # test.json lists topics; a run takes one
             config["topic"] = topics[0]
         return config
     try:
         return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise BadInput(f"--config {shown}: not TOML ({err})") from err
+    except ValueError as err:  # TOMLDecodeError, or an int of more than 4300 digits
+        raise BadInput(f"{shown}: not TOML ({str(err)[:120]})") from None
+    except RecursionError:
+        raise BadInput(f"{shown}: not TOML (nested too deep)") from None
+
+
+def setting_paths(settings: Settings, prefix: str = "") -> set[str]:
+    """`section.field` of every leaf setting the file names (nested tables flattened),
+    so a rule broken by one of them names the file."""
+    paths = set()
+    for key, value in settings.items():
+        path = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, dict) and prefix.count(".") < 8:
+            paths |= setting_paths(value, path)
+        else:
+            paths.add(path)
+    return paths
 
 
 def apply(section: Any, settings: Any, where: str) -> Any:
-    """A copy of the frozen dataclass `section` with `settings` (a dict) applied."""
+    """A copy of the frozen dataclass `section` with `settings` (a dict) applied;
+    `where` names the table as TOML does (`--config F: [cluster.timings]`)."""
     if not isinstance(settings, dict):
         raise BadInput(f"{where} must be a table of settings, got {settings!r:.60}")
     fields = {f.name: f for f in dataclasses.fields(section)}
@@ -56,12 +71,13 @@ def apply(section: Any, settings: Any, where: str) -> Any:
     changes = {}
     for key, value in settings.items():
         if key not in fields:
-            raise BadInput(f"{where} has no setting '{key}'; known: {', '.join(sorted(fields))}")
+            raise BadInput(f"{where} has no setting {str(key)[:60]!r}; known: "
+                           f"{', '.join(sorted(fields))}")
         current = getattr(section, key)
         if dataclasses.is_dataclass(current):
-            changes[key] = apply(current, value, f"{where}.{key}")
+            changes[key] = apply(current, value, f"{where[:-1]}.{key}]")
         else:
-            changes[key] = _typed(value, hints[key], f"{where}.{key}")
+            changes[key] = _typed(value, hints[key], f"{where} {key}")
     return dataclasses.replace(section, **changes)
 
 
@@ -93,7 +109,10 @@ def _typed(value: Any, hint: Any, where: str) -> Any:
             return value
     elif hint is float:
         if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
+            try:
+                return float(value)
+            except OverflowError:
+                raise BadInput(f"{where}: {value!r:.60} is not a finite number") from None
     elif hint is str:
         if isinstance(value, str):
             return value

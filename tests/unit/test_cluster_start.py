@@ -39,3 +39,99 @@ def test_a_node_that_looks_dead_every_time_fails_the_start_with_its_log() -> Non
                        match="(?s)broker-3 stopped while starting.*last line of the server log"):
         _cluster(dead)._fail_if_a_node_died(spacing_s=0)
     assert dead.looks == 3
+
+
+# -- what reaches a node's shell is quoted (#31) ------------------------------------
+
+def _start_line_argv(config, tmp_path) -> list[str]:
+    """The argv the start script hands to java, found by running the script's own
+    shell words with printf in java's place (in tmp_path, where a smuggled
+    command would leave its file)."""
+    import re
+    import subprocess
+
+    from cluster import kraft
+    from cluster.node import NodeSpec, Role
+
+    script = kraft.start_script(NodeSpec("broker-1", Role.BROKER, 1, "10.0.0.1"), config)
+    java = re.search(r"setsid nohup java (.*) >> \S+ 2>&1 < /dev/null &$", script, re.M)
+    assert java, script
+    out = subprocess.run(["sh", "-c", "printf '%s\\n' " + java[1]], cwd=tmp_path,
+                         capture_output=True, text=True, check=True).stdout
+    return out.splitlines()
+
+
+def test_the_start_script_quotes_each_jvm_option(tmp_path) -> None:
+    """A jvm_opts or heap token holding shell syntax is one argument to java, never
+    a command (a --config file or a replayed test.json may carry one)."""
+    from dataclasses import replace
+
+    from harness.core.config import ClusterConfig
+
+    hostile = replace(ClusterConfig(), jvm_opts="-Da=$(touch${IFS}pwned1);touch${IFS}pwned2 -Xss1m",
+                      broker_heap="-Xmx1g`touch${IFS}pwned3`")
+    argv = _start_line_argv(hostile, tmp_path)
+    assert argv[:3] == ["-Xmx1g`touch${IFS}pwned3`", "-Da=$(touch${IFS}pwned1);touch${IFS}pwned2",
+                        "-Xss1m"]
+    assert argv[-3:] == ["/opt/kafka/libs/*", "kafka.Kafka", "/opt/harness/server.properties"]
+    assert list(tmp_path.iterdir()) == [], "no command of the value ran"
+
+
+def test_the_default_start_script_still_passes_the_same_options(tmp_path) -> None:
+    from harness.core.config import ClusterConfig
+
+    config = ClusterConfig()
+    assert _start_line_argv(config, tmp_path) == [
+        *config.broker_heap.split(), *config.jvm_opts.split(), "-Djava.awt.headless=true",
+        "-Dlog4j2.configurationFile=/opt/harness/log4j2.properties", "-cp",
+        "/opt/kafka/libs/*", "kafka.Kafka", "/opt/harness/server.properties"]
+
+
+def test_server_properties_refuse_a_value_with_a_newline() -> None:
+    from dataclasses import replace
+
+    from cluster import kraft
+    from cluster.node import NodeSpec, Role
+    from harness.core.config import ClusterConfig
+    from harness.core.errors import BadInput
+
+    spec = NodeSpec("broker-1", Role.BROKER, 1, "10.0.0.1")
+    config = replace(ClusterConfig(), log_dir="/data/kafka\nprocess.roles=controller")
+    with pytest.raises(BadInput, match="server.properties: log.dirs holds a newline"):
+        kraft.server_properties(spec, [spec], config)
+
+
+class _ShellNode:
+    """A node whose string commands run in a local sh (in a folder), argv ones recorded."""
+
+    def __init__(self, where) -> None:
+        self.where = where
+        self.spec = type("Spec", (), {"name": "controller-1"})()
+        self.argv: list[list[str]] = []
+
+    def exec(self, cmd, timeout_s=None):
+        import subprocess
+
+        from cluster.node import ExecResult
+
+        if isinstance(cmd, str):
+            proc = subprocess.run(["sh", "-c", cmd], cwd=self.where, capture_output=True,
+                                  text=True)
+            return ExecResult(proc.returncode, proc.stdout)
+        self.argv.append(list(cmd))
+        return ExecResult(0, "")
+
+
+def test_the_metadata_log_listing_quotes_its_folder(tmp_path) -> None:
+    """Only the *.log glob is the shell's: a folder with a space and `;` is one word."""
+    from cluster.metadata_log import decode_metadata_log
+
+    folder = "meta dir;touch pwned"
+    segment = tmp_path / folder / "__cluster_metadata-0" / "00000000000000000000.log"
+    segment.parent.mkdir(parents=True)
+    segment.write_text("")
+    node = _ShellNode(tmp_path)
+    assert decode_metadata_log(node, folder, timeout_s=5) == []
+    files = node.argv[0][node.argv[0].index("--files") + 1]
+    assert files == f"{folder}/__cluster_metadata-0/00000000000000000000.log"
+    assert not (tmp_path / "pwned").exists()
