@@ -52,7 +52,7 @@ class Staging:
     """A fresh folder of symlinks with plain names; close() removes it (links only)."""
 
     def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="elr-check-", dir=_plain_base()))
+        self.root = Path(tempfile.mkdtemp(prefix=f"elr-check-{os.getpid()}-", dir=_plain_base()))
         self._names = itertools.count()
 
     def link(self, target: Path, name: str = "") -> Path:
