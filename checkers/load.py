@@ -47,7 +47,7 @@ from checkers.lines import (
     spark_bad,
     spark_kind,
 )
-from checkers.staging import Staging
+from checkers.staging import Staging, writable_by_spark
 from harness.core.config import CheckerConfig
 from harness.core.errors import HistoryError
 
@@ -184,8 +184,18 @@ def _load(spark, history: Path, config: CheckerConfig, converted: bool | None,
         marker = cache.source_marker(history)
         parquet.parent.mkdir(parents=True, exist_ok=True)
         tmp = cache.temporary_name(parquet)
-        _convert_with_spark(spark, stage.link(history, "history"),
-                            stage.link(parquet.parent, "dir") / tmp.name)
+        seen = stage.link(history, "history")
+        real_parent = writable_by_spark(parquet.parent)
+        if real_parent is not None:
+            _convert_with_spark(spark, seen, real_parent / tmp.name)
+        else:  # written in the staging folder, then moved into place by Python
+            out = stage.folder("spark-out")
+            _convert_with_spark(spark, seen, out)
+            try:
+                shutil.move(out, tmp)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
         cache.install(tmp, parquet, marker)
     seen = stage.link(parquet, "parquet")
     # explicit schemas: no job to read the footers

@@ -31,28 +31,34 @@ def is_plain(path: Path) -> bool:
     return bool(PLAIN_PATH.match(str(path)))
 
 
-def _plain_base() -> Path:
+def staging_base() -> Path:
     """The first of the cache's staging folder and the system's temporary folders
     whose absolute path is plain and that can be written."""
     for base in (cache_dir() / "staging", Path(tempfile.gettempdir()), Path("/tmp")):
-        base = base.absolute()
-        if not is_plain(base):
-            continue
         try:
             base.mkdir(parents=True, exist_ok=True)
+            base = Path(os.path.realpath(base))  # Hadoop resolves symlinks on writes
         except OSError:
             continue
-        if os.access(base, os.W_OK | os.X_OK):
+        if is_plain(base) and os.access(base, os.W_OK | os.X_OK):
             return base
     raise HarnessError("no folder with a plain path to stage the history in (set "
                        "ELR_HARNESS_CACHE or TMPDIR to a writable folder such as /tmp/elr)")
+
+
+def writable_by_spark(folder: Path) -> Path | None:
+    """folder's real path, when Spark can write into it: Hadoop resolves symlinks
+    when it sets permissions, and mangles bytes that are not UTF-8 (or not ASCII,
+    in a C locale) on the way; None when the real path is not plain."""
+    real = Path(os.path.realpath(folder))
+    return real if is_plain(real) else None
 
 
 class Staging:
     """A fresh folder of symlinks with plain names; close() removes it (links only)."""
 
     def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix=f"elr-check-{os.getpid()}-", dir=_plain_base()))
+        self.root = Path(tempfile.mkdtemp(prefix=f"elr-check-{os.getpid()}-", dir=staging_base()))
         self._names = itertools.count()
 
     def link(self, target: Path, name: str = "") -> Path:
@@ -60,6 +66,11 @@ class Staging:
         path = self.root / f"{name or 'link'}-{next(self._names)}"
         os.symlink(os.path.abspath(target), path)
         return path
+
+    def folder(self, name: str) -> Path:
+        """A new empty folder path (not made) inside the staging folder, for output
+        that Spark cannot write where it belongs (see writable_by_spark)."""
+        return self.root / f"{name}-{next(self._names)}"
 
     def close(self) -> None:
         # rmtree unlinks symlinks without following them: nothing of the user's goes
