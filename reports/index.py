@@ -64,7 +64,9 @@ def _summary(test_dir: Path, run_dir: Path) -> RunSummary:
         test = load_test_json(run_dir)
     except BadInput as err:
         test, problem = None, f"unreadable: {shown(err.message)}"
-    results, _why = load_results(run_dir)
+    results, why = load_results(run_dir)
+    if results is None and problem is None and os.path.lexists(run_dir / "results.json"):
+        problem = f"unreadable: {shown(why or '')}"
     return RunSummary(
         path=run_dir, rel=f"{test_dir.name}/{run_dir.name}", time=_display_time(run_dir.name),
         test=test, results=results, problem=problem,
@@ -142,7 +144,7 @@ def _cells(run: RunSummary, latest: Path | None) -> list[object]:
     return [
         when,
         test.get("test", shown(run.path.parent.name)),
-        test.get("nemesis", run.problem or ""),
+        " ".join(str(part) for part in (test.get("nemesis"), run.problem) if part),
         "on" if elr is True else "off" if elr is False else "?",
         verdict,
         _anomaly_cell(run.results),
