@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -88,7 +89,6 @@ def test_a_users_parquet_file_or_folder_sends_the_cache_elsewhere(tmp_path, monk
     """DuckDB's conversion (no Spark): the cache goes to the cache folder, and a
     folder that appears at the path meanwhile is never replaced."""
     from checkers.convert_duckdb import convert_without_spark
-    from checkers.parquet_cache import install, is_ours
     from harness.core.config import CheckerConfig
 
     monkeypatch.setenv("ELR_HARNESS_CACHE", str(tmp_path / "cache"))
@@ -103,12 +103,14 @@ def test_a_users_parquet_file_or_folder_sends_the_cache_elsewhere(tmp_path, monk
             users.mkdir()
             (users / "part-0.parquet").write_bytes(b"PAR1 the user's")
         before = digests(run)
-        assert not is_ours(users)
-        assert parquet_location(run / "h.jsonl").is_relative_to(tmp_path / "cache")
         assert convert_without_spark(run / "h.jsonl", CheckerConfig())
         after = digests(run)
         assert after == before, "nothing beside the history was made, changed or removed"
-        assert is_ours(parquet_location(run / "h.jsonl"))
+        cache = parquet_location(run / "h.jsonl")
+        assert cache.is_relative_to(tmp_path / "cache") and (cache / "events").is_dir()
+    from checkers.parquet_cache import install, is_ours
+
+    assert not is_ours(users) and is_ours(cache)
     tmp, foreign = tmp_path / "tmp", tmp_path / "appeared.parquet"
     tmp.mkdir()
     foreign.mkdir()
@@ -120,7 +122,7 @@ def test_a_users_parquet_file_or_folder_sends_the_cache_elsewhere(tmp_path, monk
 
 def _check(path: bytes, cwd: Path) -> tuple[dict, subprocess.CompletedProcess]:
     """One real `harness check PATH` in a subprocess; its results.json, less timings."""
-    from checkers.staging import staging_base
+    from harness.core.config import cache_dir
 
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "check", path], cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -128,7 +130,8 @@ def _check(path: bytes, cwd: Path) -> tuple[dict, subprocess.CompletedProcess]:
     text = (out + err).decode(errors="replace")
     assert proc.returncode == 1, text  # the planted lost write: invalid
     assert "Traceback" not in text
-    assert list(staging_base().glob(f"elr-check-{proc.pid}-*")) == [], "staging removed"
+    for base in (cache_dir() / "staging", Path(tempfile.gettempdir())):
+        assert list(base.glob(f"elr-check-{proc.pid}-*")) == [], "staging removed"
     folder = path if os.path.isdir(path) else os.path.dirname(path)
     results = json.loads(Path(os.fsdecode(os.path.join(folder, b"results.json"))).read_text())
     results["stats"].pop("checker_seconds")
@@ -161,11 +164,11 @@ def plain(tmp_path_factory):
     (users / "notes").mkdir()
     (users / "notes" / "n.txt").write_text("keep me")
     cache = parquet_location(base / "run" / "history.jsonl")
-    assert not cache.is_relative_to(base)
     before = digests(users)
     results, _ = _check(os.fsencode(base / "run"), base)
     yield base, results, before
-    shutil.rmtree(cache.parent, ignore_errors=True)
+    if not cache.is_relative_to(base):  # the cache folder's, made for this history
+        shutil.rmtree(cache.parent, ignore_errors=True)
 
 
 def test_a_users_parquet_folder_beside_the_history_survives_a_check(plain) -> None:
