@@ -132,7 +132,8 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
 
     if not _duckdb_reads_it_as_json_does(history):
         return False
-    tmp.mkdir(parents=True)  # a fresh name (cache.temporary_name): never someone's folder
+    # a fresh name (cache.temporary_name), or the caller's new folder behind a link
+    tmp.mkdir(parents=True, exist_ok=True)
     settings = {"memory_limit": config.convert_memory, "preserve_insertion_order": False,
                 # what does not fit the cap goes here, not to DuckDB's default ./.tmp
                 "temp_directory": str(tmp / cache.SPILL)}
@@ -190,9 +191,10 @@ def convert_without_spark(history: Path, config: CheckerConfig,
     tmp = cache.temporary_name(parquet)
     with Staging() if stage is None else nullcontext(stage) as staged:
         seen = staged.link(history, "history")
-        seen_tmp = staged.link(parquet.parent, "dir") / tmp.name
         try:
-            if not _convert_with_duckdb(seen, seen_tmp, config):
+            tmp.mkdir()
+            if not _convert_with_duckdb(seen, staged.link(tmp, "out"), config):
+                shutil.rmtree(tmp, ignore_errors=True)
                 return False
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)

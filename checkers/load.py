@@ -185,9 +185,9 @@ def _load(spark, history: Path, config: CheckerConfig, converted: bool | None,
         parquet.parent.mkdir(parents=True, exist_ok=True)
         tmp = cache.temporary_name(parquet)
         seen = stage.link(history, "history")
-        real_parent = writable_by_spark(parquet.parent)
-        if real_parent is not None:
-            _convert_with_spark(spark, seen, real_parent / tmp.name)
+        real = writable_by_spark(tmp)
+        if real is not None:
+            _convert_with_spark(spark, seen, real)
         else:  # written in the staging folder, then moved into place by Python
             out = stage.folder("spark-out")
             _convert_with_spark(spark, seen, out)

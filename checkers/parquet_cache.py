@@ -171,10 +171,10 @@ def write_overview(tmp: Path, rows: list[dict]) -> None:
 
 
 def temporary_name(parquet: Path) -> Path:
-    """A fresh, plain name beside parquet for a conversion before install (the
-    converter makes the folder; a name that exists is never reused)."""
+    """A fresh name beside parquet for a conversion before install (a name that
+    exists is never reused, so a folder of someone else's is never written into)."""
     while True:
-        tmp = parquet.parent / f".elr-parquet-tmp-{os.getpid()}-{secrets.token_hex(4)}"
+        tmp = parquet.with_name(f"{parquet.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
         if not os.path.lexists(tmp):
             return tmp
 

@@ -47,10 +47,10 @@ def staging_base() -> Path:
 
 
 def writable_by_spark(folder: Path) -> Path | None:
-    """folder's real path, when Spark can write into it: Hadoop resolves symlinks
-    when it sets permissions, and mangles bytes that are not UTF-8 (or not ASCII,
-    in a C locale) on the way; None when the real path is not plain."""
-    real = Path(os.path.realpath(folder))
+    """The real path of folder (not there yet), when Spark can write there: Hadoop
+    resolves symlinks when it sets permissions, and mangles bytes that are not
+    UTF-8 (or not ASCII, in a C locale) on the way; None when it is not plain."""
+    real = Path(os.path.realpath(folder.parent)) / folder.name
     return real if is_plain(real) else None
 
 
