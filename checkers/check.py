@@ -86,18 +86,28 @@ def check_history(history_path: Path, test: dict | None, config: CheckerConfig) 
     """Check one history (test is test.json's dict, or None for the defaults)."""
     from checkers.convert_duckdb import convert_without_spark
     from checkers.spark import get_spark
+    from checkers.staging import Staging
     from checkers.testinfo import parse_test_info
 
     started = time.monotonic()
     history_path = resolve_history(history_path)
     info = parse_test_info(test, config)
-    # DuckDB converts the history while the JVM starts (both take seconds)
-    with ThreadPoolExecutor(1, thread_name_prefix="spark-start") as pool:
-        starting = pool.submit(get_spark, config, history_path.stat().st_size)
-        converted = convert_without_spark(history_path, config)
-        spark = starting.result()
+    # the readers see the history and its cache only through this folder's plain
+    # names (a path with `*` or `[` would be a pattern to them): removed at the end
+    with Staging() as stage:
+        # DuckDB converts the history while the JVM starts (both take seconds)
+        with ThreadPoolExecutor(1, thread_name_prefix="spark-start") as pool:
+            starting = pool.submit(get_spark, config, history_path.stat().st_size)
+            converted = convert_without_spark(history_path, config, stage)
+            spark = starting.result()
+        return _checked(spark, history_path, info, config, started, converted, stage)
+
+
+def _checked(spark, history_path: Path, info, config: CheckerConfig, started: float,
+             converted: bool, stage) -> dict:
+    """_run_checks, with a Spark job's failure as one line."""
     try:
-        return _run_checks(spark, history_path, info, config, started, converted)
+        return _run_checks(spark, history_path, info, config, started, converted, stage)
     except HarnessError:
         raise
     except Exception as err:
@@ -107,12 +117,12 @@ def check_history(history_path: Path, test: dict | None, config: CheckerConfig) 
 
 
 def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started: float,
-                converted: bool) -> dict:
+                converted: bool, stage) -> dict:
     from checkers.load import load_history, release
 
     phases = _Phases()
     spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(history_path, config)))
-    loaded = load_history(spark, history_path, config, converted)
+    loaded = load_history(spark, history_path, config, converted, stage)
     try:
         return _check_loaded(spark, loaded, info, config, started, phases)
     finally:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import mmap
 import shutil
+from contextlib import nullcontext
 from pathlib import Path
 
 from checkers import parquet_cache as cache
@@ -26,6 +27,7 @@ from checkers.lines import (
     duckdb_mistyped,
     duckdb_typed_text,
 )
+from checkers.staging import Staging
 from harness.core.config import CheckerConfig
 
 #: DuckDB types of the contract's fields, as its converter casts them.
@@ -123,14 +125,15 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
     overview and the side lines, then, if every line is valid, one for the
     events. Writing a table of every line and reading the events back from it
     cost more (10M operations: 40 s against 36 s), and took more disk than the
-    events themselves (956 MB more, beside 720 MB of events).
+    events themselves (956 MB more, beside 720 MB of events). history and tmp
+    are the paths DuckDB sees: plain ones, through the staging folder.
     """
     import duckdb
 
     if not _duckdb_reads_it_as_json_does(history):
         return False
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    # a fresh name (cache.temporary_name), or the caller's new folder behind a link
+    tmp.mkdir(parents=True, exist_ok=True)
     settings = {"memory_limit": config.convert_memory, "preserve_insertion_order": False,
                 # what does not fit the cap goes here, not to DuckDB's default ./.tmp
                 "temp_directory": str(tmp / cache.SPILL)}
@@ -170,11 +173,13 @@ def _convert_with_duckdb(history: Path, tmp: Path, config: CheckerConfig) -> boo
     return True
 
 
-def convert_without_spark(history: Path, config: CheckerConfig) -> bool:
+def convert_without_spark(history: Path, config: CheckerConfig,
+                          stage: Staging | None = None) -> bool:
     """Make the Parquet copy with DuckDB if it is not current; True when it is ready.
 
     Needs no Spark session, so check_history runs it while the JVM starts.
-    False leaves the conversion to load_history's Spark reader.
+    False leaves the conversion to load_history's Spark reader. DuckDB sees only
+    the staging folder's plain names (checkers/staging.py), never the user's path.
     """
     history = cache.require_absolute(history)
     parquet, marker = cache.parquet_location(history), cache.source_marker(history)
@@ -183,14 +188,16 @@ def convert_without_spark(history: Path, config: CheckerConfig) -> bool:
     if not config.convert_with_duckdb:
         return False
     parquet.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.temporary_folder(parquet)
-    try:
-        if not _convert_with_duckdb(history, tmp, config):
-            return False
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    tmp = cache.temporary_name(parquet)
+    with Staging() if stage is None else nullcontext(stage) as staged:
+        seen = staged.link(history, "history")
+        try:
+            tmp.mkdir()
+            if not _convert_with_duckdb(seen, staged.link(tmp, "out"), config):
+                shutil.rmtree(tmp, ignore_errors=True)
+                return False
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     cache.install(tmp, parquet, marker)
     return True
-
-

@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 
 from checkers.events import duckdb_string, spark_string
+from harness.core.files import MAX_JSON_DEPTH, json_depth
 
 #: The contract's fields as the converters read them. high_watermark is an int
 #: on observe and replica lines and an object on polls: it is read as JSON text.
@@ -64,6 +65,8 @@ INT_OBJECT = (r'^\{\s*("-?[0-9]{1,10}"\s*:\s*-?[0-9]+\s*'
               r'(,\s*"-?[0-9]{1,10}"\s*:\s*-?[0-9]+\s*)*)?\}$')
 INT_TEXT = "^-?[0-9]+$"
 _INT64 = (-(1 << 63), (1 << 63) - 1)
+#: The deepest nesting `describe` parses (a recorder's line nests 3 levels).
+MAX_LINE_DEPTH = MAX_JSON_DEPTH
 
 
 def value_slot(f: str) -> int:
@@ -270,10 +273,14 @@ def describe(text: str) -> tuple[str | None, bool]:
     spark_bad, in the same order: the common fields, then a known kind's own."""
     if not text.strip(JSON_WHITESPACE):
         return None, True
+    # Python's parser recurses: a line nested deeper than any recorder writes is
+    # malformed (never taken for a cut-short one), and is not handed to it
+    if json_depth(text, MAX_LINE_DEPTH) > MAX_LINE_DEPTH:
+        return f"JSON nested deeper than {MAX_LINE_DEPTH} levels", True
     try:
         op = json.loads(text)
-    except ValueError as err:
-        return f"not JSON ({err})", False
+    except (ValueError, RecursionError) as err:
+        return f"not JSON ({str(err)[:120]})", False
     if not isinstance(op, dict):
         return f"JSON but not an object ({type(op).__name__})", True
     for name in REQUIRED:

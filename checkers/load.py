@@ -47,6 +47,7 @@ from checkers.lines import (
     spark_bad,
     spark_kind,
 )
+from checkers.staging import Staging, writable_by_spark
 from harness.core.config import CheckerConfig
 from harness.core.errors import HistoryError
 
@@ -72,6 +73,9 @@ class LoadedHistory:
     lines: object | None
     #: the overview's rows, from the conversion (see cache.OVERVIEW_KEYS)
     overview_rows: list[dict]
+    #: the staging folder Spark reads through, when load_history made it (release()
+    #: removes it)
+    stage: Staging | None = None
 
 
 @dataclass
@@ -88,10 +92,12 @@ class Overview:
 
 
 
-def _convert_with_spark(spark, history: Path, parquet: Path, marker: dict) -> None:
+def _convert_with_spark(spark, history: Path, tmp: Path) -> None:
     """Spark's text reader and from_json, for any history (and the only one for a
     corrupt one): one row per physical line, so `[]` or a blank line is a row too
-    (the JSON reader takes `[...]` for rows and skips blanks, losing line numbers)."""
+    (the JSON reader takes `[...]` for rows and skips blanks, losing line numbers).
+    Writes the tables into tmp, a folder not yet there. history and tmp are the
+    paths Spark sees: plain ones, through the staging folder."""
     from pyspark.sql import functions as F
 
     text = spark.read.text(str(history))
@@ -113,8 +119,7 @@ def _convert_with_spark(spark, history: Path, parquet: Path, marker: dict) -> No
         *[F.coalesce(F.col("final"), F.lit(False)).alias("final") if c == "final"
           else common[c].alias(c) if c in common else c for c in FIELDS],
         bad.alias("_bad"), "_blank", "_blk", "_row")
-    parquet.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.temporary_folder(parquet)
+    tmp.mkdir(parents=True)
     try:
         table.write.mode("overwrite").parquet(str(tmp / cache.OPS))
         ops = spark.read.schema(cache.OPS_DDL).parquet(str(tmp / cache.OPS))
@@ -136,7 +141,6 @@ def _convert_with_spark(spark, history: Path, parquet: Path, marker: dict) -> No
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    cache.install(tmp, parquet, marker)
 
 
 def _spark_side(valid):
@@ -153,28 +157,61 @@ def _spark_side(valid):
 
 
 def load_history(spark, history: Path, config: CheckerConfig,
-                 converted: bool | None = None) -> LoadedHistory:
+                 converted: bool | None = None, stage: Staging | None = None) -> LoadedHistory:
     """The Parquet-cached tables of history, converted first if need be (converted
-    is what convert_without_spark returned, if it was already called)."""
+    is what convert_without_spark returned, if it was already called).
+
+    Spark sees the history and the cache only through the staging folder's plain
+    names (checkers/staging.py): stage, or one of its own that release() removes.
+    """
     history = cache.require_absolute(history)
+    own = stage is None
+    stage = Staging() if stage is None else stage
+    try:
+        return _load(spark, history, config, converted, stage, own)
+    except BaseException:
+        if own:
+            stage.close()
+        raise
+
+
+def _load(spark, history: Path, config: CheckerConfig, converted: bool | None,
+          stage: Staging, own: bool) -> LoadedHistory:
     parquet = cache.parquet_location(history)
     if converted is None:
-        converted = convert_without_spark(history, config)
+        converted = convert_without_spark(history, config, stage)
     if not converted:
-        _convert_with_spark(spark, history, parquet, cache.source_marker(history))
+        marker = cache.source_marker(history)
+        parquet.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.temporary_name(parquet)
+        seen = stage.link(history, "history")
+        real = writable_by_spark(tmp)
+        if real is not None:
+            _convert_with_spark(spark, seen, real)
+        else:  # written in the staging folder, then moved into place by Python
+            out = stage.folder("spark-out")
+            _convert_with_spark(spark, seen, out)
+            try:
+                shutil.move(out, tmp)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+        cache.install(tmp, parquet, marker)
+    seen = stage.link(parquet, "parquet")
     # explicit schemas: no job to read the footers
-    table = (spark.read.schema(cache.OPS_DDL).parquet(str(parquet / cache.OPS))
+    table = (spark.read.schema(cache.OPS_DDL).parquet(str(seen / cache.OPS))
              if (parquet / cache.OPS).is_dir() else None)
     layout = json.loads((parquet / cache.LAYOUT).read_text())
     events_table = f"elr_events_{os.getpid()}_{next(_table_names)}"
     spark.sql(f"CREATE TABLE {events_table} ({EVENTS_DDL}) USING parquet "
               f"CLUSTERED BY ({BUCKET_COLUMN}) INTO {int(layout['buckets'])} BUCKETS "
-              f"LOCATION {spark_string(str(parquet / cache.EVENTS))}")
-    side = spark.read.schema(cache.SIDE_DDL).parquet(str(parquet / cache.SIDE))
+              f"LOCATION {spark_string(str(seen / cache.EVENTS))}")
+    side = spark.read.schema(cache.SIDE_DDL).parquet(str(seen / cache.SIDE))
     return LoadedHistory(history=history, events=spark.table(events_table), side=side,
                          keys=TopicKeys(tuple(layout["topics"])),
                          events_table=events_table, lines=table,
-                         overview_rows=json.loads((parquet / cache.OVERVIEW).read_text())["rows"])
+                         overview_rows=json.loads((parquet / cache.OVERVIEW).read_text())["rows"],
+                         stage=stage if own else None)
 
 
 def read_overview(loaded: LoadedHistory) -> Overview:
@@ -238,5 +275,10 @@ def checked_counts(rows: list[dict]) -> dict[str, int]:
 
 
 def release(spark, loaded: LoadedHistory) -> None:
-    """Forget the events table's catalog entry (its files stay: the table is external)."""
-    spark.sql(f"DROP TABLE IF EXISTS {loaded.events_table}")
+    """Forget the events table's catalog entry (its files stay: the table is external)
+    and remove the staging folder load_history made for it."""
+    try:
+        spark.sql(f"DROP TABLE IF EXISTS {loaded.events_table}")
+    finally:
+        if loaded.stage is not None:
+            loaded.stage.close()

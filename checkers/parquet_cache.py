@@ -1,14 +1,18 @@
 """The Parquet copy of a history: where it lives, its layout, and installing it whole.
 
 history.parquet sits beside history.jsonl (or in the cache folder when that is
-read-only) and holds events/ (bucketed by topic-partition, checkers/events.py),
-side/ (the lines the checks read whole) and, from Spark's converter only, ops/
-(every line, for a bad line's number). Beside them: a marker naming the source
+read-only, or when something of the user's already sits at that path) and holds
+events/ (bucketed by topic-partition, checkers/events.py), side/ (the lines the
+checks read whole) and, from Spark's converter only, ops/ (every line, for a bad
+line's number). Beside them: a marker naming the source
 history's size and time (a changed history is converted again), the layout
 (topics and bucket count) and the overview (counts of lines by kind). Both
 converters (checkers/convert_duckdb.py, and Spark's in checkers/load.py) write
 into a temporary folder and install it with one rename, so a reader never sees
-half a table.
+half a table. Only a folder carrying the harness's marker (with its version) is
+ever replaced: a user's own X.parquet beside X.jsonl is left as it is, and the
+history is converted into the cache folder instead (as for a read-only folder),
+so the check still runs and nothing of the user's is touched.
 """
 
 from __future__ import annotations
@@ -16,13 +20,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import shutil
+import tempfile
 from pathlib import Path
 
 from checkers.events import TopicKeys, choose_buckets
 from checkers.lines import FIELDS, INT_HWM_KINDS, SCHEMA, SCHEMA_DDL
 from harness.core.config import cache_dir
-from harness.core.errors import HarnessError
+from harness.core.errors import BadInput, HarnessError
+from harness.core.files import read_json
 
 #: Bumped whenever the Parquet layout changes, so old caches are rebuilt.
 CACHE_VERSION = 9
@@ -78,11 +85,31 @@ OVERVIEW_REAGGREGATES = ("sum(count)::BIGINT AS count", "min(first) AS first",
                           "sum(records)::BIGINT AS records")
 
 
+def _marker_of(parquet: Path) -> dict | None:
+    """The harness's marker in parquet (a folder, not a symlink), or None."""
+    if parquet.is_symlink() or not parquet.is_dir():
+        return None
+    try:
+        marker = read_json(parquet / MARKER, str(parquet / MARKER), max_bytes=1 << 16)
+    except BadInput:
+        return None
+    return marker if isinstance(marker, dict) and isinstance(marker.get("version"), int) \
+        else None
+
+
+def is_ours(parquet: Path) -> bool:
+    """True when parquet is a folder the harness made, carrying its marker with a
+    version. Anything else there is the user's and is never replaced."""
+    return _marker_of(parquet) is not None
+
+
 def parquet_location(history: Path) -> Path:
-    """history.parquet beside the history, or a cache folder if that is read-only."""
-    if os.access(history.parent, os.W_OK):
-        return history.with_suffix(".parquet")
-    key = hashlib.sha1(str(history).encode()).hexdigest()[:16]
+    """history.parquet beside the history, or a cache folder if that is read-only or
+    something that is not the harness's (a user's folder or file) is there."""
+    beside = history.with_suffix(".parquet")
+    if os.access(history.parent, os.W_OK) and (not os.path.lexists(beside) or is_ours(beside)):
+        return beside
+    key = hashlib.sha1(os.fsencode(history)).hexdigest()[:16]
     return cache_dir() / "checker-parquet" / key / "history.parquet"
 
 
@@ -94,11 +121,8 @@ def source_marker(history: Path) -> dict:
 
 def is_cached(parquet: Path, marker: dict) -> bool:
     """The cache is of this history and whole (a side file deleted by hand: rebuilt)."""
-    try:
-        current = json.loads((parquet / MARKER).read_text()) == marker
-    except (OSError, ValueError):
-        return False
-    return current and all((parquet / name).is_file() for name in (LAYOUT, OVERVIEW))
+    return _marker_of(parquet) == marker and all(
+        (parquet / name).is_file() for name in (LAYOUT, OVERVIEW))
 
 
 def require_absolute(history: Path) -> Path:
@@ -146,15 +170,28 @@ def write_overview(tmp: Path, rows: list[dict]) -> None:
     (tmp / OVERVIEW).write_text(json.dumps({"rows": rows}))
 
 
-def temporary_folder(parquet: Path) -> Path:
-    """Where a conversion is written before install (each converter clears it)."""
-    return parquet.with_name(parquet.name + f".tmp-{os.getpid()}")
+def temporary_name(parquet: Path) -> Path:
+    """A fresh name beside parquet for a conversion before install (a name that
+    exists is never reused, so a folder of someone else's is never written into)."""
+    while True:
+        tmp = parquet.with_name(f"{parquet.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+        if not os.path.lexists(tmp):
+            return tmp
 
 
 def install(tmp: Path, parquet: Path, marker: dict) -> None:
-    """Put a finished conversion in place (a reader never sees half a table)."""
+    """Put a finished conversion in place (a reader never sees half a table).
+
+    What was at parquet is replaced only if it is the harness's (is_ours): it is
+    first renamed into a fresh folder of the harness's, then removed from there.
+    """
     (tmp / MARKER).write_text(json.dumps(marker))
-    shutil.rmtree(parquet, ignore_errors=True)
+    if os.path.lexists(parquet):
+        if not is_ours(parquet):
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise HarnessError(f"{parquet} appeared during the check and is not the "
+                               "harness's Parquet cache; it was left as it is")
+        old = Path(tempfile.mkdtemp(prefix=".elr-parquet-old-", dir=parquet.parent))
+        parquet.replace(old / "old")
+        shutil.rmtree(old, ignore_errors=True)
     tmp.replace(parquet)
-
-

@@ -7,13 +7,13 @@ Without test.json every topic is taken as replication factor 3 / min ISR 2
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.core.config import CheckerConfig
 from harness.core.errors import BadInput
+from harness.core.files import read_json
 
 _BROKER_NAME = re.compile(r"broker-(\d+)$")
 
@@ -52,10 +52,9 @@ def read_test_json(path: Path) -> dict | None:
     """test.json as a dict, None when absent; a clear error when unreadable."""
     if not path.exists():
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise BadInput(f"{path} is not readable JSON: {err}") from err
+    # bounded: a FIFO, a huge file or JSON nested 100000 deep is one line, not a hang
+    # or a RecursionError
+    data = read_json(path, f"{path} is not readable JSON")
     if not isinstance(data, dict):
         raise BadInput(f"{path} must hold a JSON object")
     return data

@@ -8,13 +8,13 @@ instead of failing.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.core.errors import BadInput
+from harness.core.files import MAX_SETTINGS_BYTES, read_json
 
 #: Run directories are named by their start time: store/<test>/<YYYYmmddTHHMMSS>/.
 RUN_DIR_NAME = re.compile(r"^\d{8}T\d{6}$")
@@ -41,9 +41,14 @@ class RunFiles:
     metadata: MetadataLog
 
 
-def _read_json(path: Path) -> Any:
-    with path.open("r", encoding="utf-8") as f:
-        return json.load(f)
+#: metadata-log.json holds every metadata record of a run: far more than a settings file.
+MAX_METADATA_LOG_BYTES = 256 * 1024 * 1024
+
+
+def _read_json(path: Path, what: str, max_bytes: int = MAX_SETTINGS_BYTES) -> Any:
+    """A run's JSON file within harness/core/files.py's bounds (regular file, size,
+    nesting: a deep one would raise RecursionError); BadInput(`what: why`) else."""
+    return read_json(path, what, max_bytes)
 
 
 def load_test_json(run_dir: Path) -> dict[str, Any]:
@@ -58,10 +63,7 @@ def load_test_json(run_dir: Path) -> dict[str, Any]:
             f"{run_dir} is not a run directory: it has no test.json "
             "(runs live in store/<test>/<YYYYmmddTHHMMSS>/)"
         )
-    try:
-        test = _read_json(path)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise BadInput(f"{path} cannot be read as JSON: {err}") from err
+    test = _read_json(path, f"{path} cannot be read as JSON")
     if not isinstance(test, dict):
         raise BadInput(f"{path} is not a JSON object")
     return test
@@ -73,9 +75,9 @@ def load_results(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
     if not path.is_file():
         return None, "results.json is not there yet: the run has not been checked"
     try:
-        results = _read_json(path)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        return None, f"results.json cannot be read: {err}"
+        results = _read_json(path, "results.json cannot be read")
+    except BadInput as err:
+        return None, err.message
     if not isinstance(results, dict):
         return None, "results.json is not a JSON object"
     return results, None
@@ -101,10 +103,10 @@ def load_metadata_log(run_dir: Path, test: dict[str, Any]) -> MetadataLog:
         if not path.is_file():
             continue
         try:
-            records = _read_json(path)
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-            return MetadataLog(path.parent.name, [], f"{path.parent.name}/metadata-log.json "
-                               f"cannot be read: {err}")
+            records = _read_json(path, f"{path.parent.name}/metadata-log.json cannot be read",
+                                 MAX_METADATA_LOG_BYTES)
+        except BadInput as err:
+            return MetadataLog(path.parent.name, [], err.message)
         if not isinstance(records, list):
             return MetadataLog(path.parent.name, [],
                                f"{path.parent.name}/metadata-log.json is not a JSON array")

@@ -37,7 +37,7 @@ def _tables(session, history: Path, parquet: Path, duckdb: bool) -> dict[str, li
     if duckdb:
         assert _convert_with_duckdb(history, parquet, CheckerConfig())
     else:
-        _convert_with_spark(session, history, parquet, {})
+        _convert_with_spark(session, history, parquet)
     out = {}
     tables = [(EVENTS, EVENTS_COLUMNS), (SIDE, SIDE_COLUMNS)]
     # only Spark's converter writes a table of every line (for bad lines' numbers)

@@ -1,0 +1,336 @@
+"""The checker and `harness serve` act only on their own (#31, paths part).
+
+ROWS are bad inputs of `harness check`, `report` and `serve` (one line, exit 2,
+no traceback); the other tests show effects: a user's X.parquet and index.html
+survive, a history at a path full of glob characters is read alone, and serve
+answers only to its own name and never prints a traceback.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from cli_rows import digests, run_row
+from synthetic import Injection, SyntheticSpec, synthetic_test_json, write_history
+
+from checkers.lines import describe
+from checkers.parquet_cache import parquet_location
+from harness.core.errors import HarnessError
+
+REPO = Path(__file__).resolve().parents[2]
+
+#: {store} an empty store; {deep_line} a history whose line 6 nests 100000 deep;
+#: {deep_test} a run folder whose test.json nests 100000 deep; {fifo_test} a run
+#: folder whose test.json is a FIFO.
+ROWS = [
+    (["serve", "--store", "{store}", "--host", ""], "--host '' is not an IP address"),
+    (["serve", "--store", "{store}", "--host", "0"], "--host '0' is not an IP address"),
+    (["serve", "--store", "{store}", "--host", "127.1"], "--host '127.1' is not an IP address"),
+    (["serve", "--store", "{store}", "--host", "example.com"],
+     "--host 'example.com' is not an IP address"),
+    (["check", "{deep_line}"],
+     "line 6 is not a valid history line: JSON nested deeper than 64 levels"),
+    (["check", "{deep_test}"], "test.json is not readable JSON: JSON nested deeper than 64"),
+    (["check", "{fifo_test}"], "test.json is not readable JSON: not a regular file"),
+    (["report", "{deep_test}"], "test.json cannot be read as JSON: JSON nested deeper than 64"),
+]
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def materialize(tmp_path: Path) -> dict[str, str]:
+    """The files ROWS name, under tmp_path."""
+    (tmp_path / "store").mkdir(exist_ok=True)
+    deep_line = tmp_path / "deep-line"
+    deep_line.mkdir(exist_ok=True)
+    write_history(deep_line / "history.jsonl", SyntheticSpec(lines=100, seed=1))
+    lines = (deep_line / "history.jsonl").read_text().splitlines(keepends=True)
+    (deep_line / "history.jsonl").write_text("".join([*lines[:5], DEEP + "\n", *lines[5:]]))
+    deep_test = tmp_path / "deep-test"
+    deep_test.mkdir(exist_ok=True)
+    (deep_test / "history.jsonl").write_text("".join(lines))
+    (deep_test / "test.json").write_text('{"topics": ' + DEEP + "}")
+    fifo_test = tmp_path / "fifo-test"
+    fifo_test.mkdir(exist_ok=True)
+    (fifo_test / "history.jsonl").write_text("".join(lines))
+    if not (fifo_test / "test.json").exists():
+        os.mkfifo(fifo_test / "test.json")
+    return {"{store}": str(tmp_path / "store"), "{deep_line}": str(deep_line),
+            "{deep_test}": str(deep_test), "{fifo_test}": str(fifo_test)}
+
+
+@pytest.mark.parametrize(("args", "message"), ROWS, ids=[" ".join(a) for a, _ in ROWS])
+def test_bad_input_is_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    run_row(tmp_path, args, message, materialize(tmp_path))
+
+
+# -- the checker: nothing of the user's is removed, and a path is never a pattern --
+
+
+def test_a_deep_last_line_is_malformed_not_cut_short_and_never_recursion() -> None:
+    reason, is_json = describe(DEEP)
+    assert reason == "JSON nested deeper than 64 levels" and is_json
+    reason, is_json = describe("[" * 100_000)  # cut short, and deep: still malformed
+    assert "nested deeper" in reason and is_json
+
+
+def test_a_users_parquet_file_or_folder_sends_the_cache_elsewhere(tmp_path, monkeypatch):
+    """DuckDB's conversion (no Spark): the cache goes to the cache folder, and a
+    folder that appears at the path meanwhile is never replaced."""
+    from checkers.convert_duckdb import convert_without_spark
+    from harness.core.config import CheckerConfig
+
+    monkeypatch.setenv("ELR_HARNESS_CACHE", str(tmp_path / "cache"))
+    for kind in ("file", "folder"):
+        run = tmp_path / kind
+        run.mkdir()
+        write_history(run / "h.jsonl", SyntheticSpec(lines=100, seed=1))
+        users = run / "h.parquet"
+        if kind == "file":
+            users.write_bytes(b"PAR1 a user's own parquet file")
+        else:
+            users.mkdir()
+            (users / "part-0.parquet").write_bytes(b"PAR1 the user's")
+        before = digests(run)
+        assert convert_without_spark(run / "h.jsonl", CheckerConfig())
+        after = digests(run)
+        assert after == before, "nothing beside the history was made, changed or removed"
+        cache = parquet_location(run / "h.jsonl")
+        assert cache.is_relative_to(tmp_path / "cache") and (cache / "events").is_dir()
+    from checkers.parquet_cache import install, is_ours
+
+    assert not is_ours(users) and is_ours(cache)
+    tmp, foreign = tmp_path / "tmp", tmp_path / "appeared.parquet"
+    tmp.mkdir()
+    foreign.mkdir()
+    (foreign / "mine").write_text("a user's")
+    with pytest.raises(HarnessError, match="is not the harness's Parquet cache"):
+        install(tmp, foreign, {"version": 1})
+    assert (foreign / "mine").read_text() == "a user's" and not tmp.exists()
+
+
+def _check(path: bytes, cwd: Path) -> tuple[dict, subprocess.CompletedProcess]:
+    """One real `harness check PATH` in a subprocess; its results.json, less timings."""
+    from harness.core.config import cache_dir
+
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "check", path], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.communicate(timeout=300)
+    text = (out + err).decode(errors="replace")
+    assert proc.returncode == 1, text  # the planted lost write: invalid
+    assert "Traceback" not in text
+    for base in (cache_dir() / "staging", Path(tempfile.gettempdir())):
+        assert list(base.glob(f"elr-check-{proc.pid}-*")) == [], "staging removed"
+    folder = path if os.path.isdir(path) else os.path.dirname(path)
+    results = json.loads(Path(os.fsdecode(os.path.join(folder, b"results.json"))).read_text())
+    results["stats"].pop("checker_seconds")
+    return results, proc
+
+
+def _history(folder: Path, name: str, seed: int, cut: bool = False) -> None:
+    """A small history with a lost write in it (seed 1, with test.json) or a clean
+    other one (a decoy); cut: a cut-short last line (so Spark's converter reads it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    spec = SyntheticSpec(lines=300, seed=seed, injections=(
+        (Injection("lost-write"),) if seed == 1 else ()))
+    write_history(folder / name, spec)
+    if cut:
+        with open(folder / name, "a") as f:
+            f.write('{"index": 99999, "ti')
+    if seed == 1:
+        (folder / "test.json").write_text(json.dumps(synthetic_test_json(spec)))
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    """The reference: the history at a plain path, with a user's own
+    history.parquet folder beside it (a real check; its cache goes elsewhere)."""
+    base = tmp_path_factory.mktemp("plain")
+    _history(base / "run", "history.jsonl", 1)
+    users = base / "run" / "history.parquet"
+    users.mkdir()
+    (users / "data.parquet").write_bytes(b"PAR1 not the harness's")
+    (users / "notes").mkdir()
+    (users / "notes" / "n.txt").write_text("keep me")
+    cache = parquet_location(base / "run" / "history.jsonl")
+    before = digests(users)
+    results, _ = _check(os.fsencode(base / "run"), base)
+    yield base, results, before
+    if not cache.is_relative_to(base):  # the cache folder's, made for this history
+        shutil.rmtree(cache.parent, ignore_errors=True)
+
+
+def test_a_users_parquet_folder_beside_the_history_survives_a_check(plain) -> None:
+    base, results, before = plain
+    assert digests(base / "run" / "history.parquet") == before
+    assert results["valid"] is False and "lost-write" in results["anomalies"]
+
+
+NASTY = b"run* ?[ab]{c,d},:\xc3\xa9\xff"
+#: Names the glob would match: DuckDB's (braces literal) and Hadoop's (braces expanded).
+DECOYS = (b"runZ Za{c,d},:\xc3\xa9\xff", b"runZ Zac,:\xc3\xa9\xff")
+
+
+def test_a_history_at_a_path_of_glob_characters_is_checked_alone(plain, tmp_path) -> None:
+    """The issue's done-when: a history at a path holding * ? [ ] { } , a space, a
+    ':', non-ASCII and a byte that is not UTF-8 gives the plain path's results.json,
+    while histories the path would match as a pattern lie beside it. Once through
+    DuckDB's converter, once (a cut-short last line) through Spark's."""
+    base, reference, _ = plain
+    root = os.fsencode(tmp_path)
+    nasty = Path(os.fsdecode(os.path.join(root, NASTY)))
+    _history(nasty, os.fsdecode(b"h[12] *.jsonl"), 1)
+    _history(nasty, os.fsdecode(b"h1 Z.jsonl"), 2)  # matched by h[12] *.jsonl
+    for decoy in DECOYS:
+        _history(Path(os.fsdecode(os.path.join(root, decoy))), os.fsdecode(b"h1 Z.jsonl"), 2)
+    decoys = {d: digests(Path(os.fsdecode(os.path.join(root, d)))) for d in DECOYS}
+    results, _ = _check(os.path.join(root, NASTY, b"h[12] *.jsonl"), tmp_path)
+    assert results == reference
+    for decoy, before in decoys.items():
+        assert digests(Path(os.fsdecode(os.path.join(root, decoy)))) == before
+
+    # Spark's converter: the same history cut short, at a plain and at a nasty path
+    _history(base / "cut", "history.jsonl", 1, cut=True)
+    cut_reference, _ = _check(os.fsencode(base / "cut"), base)
+    assert cut_reference["stats"]["truncated_lines"] == 1
+    cut = os.path.join(root, b"cut" + NASTY)
+    _history(Path(os.fsdecode(cut)), "history.jsonl", 1, cut=True)
+    for decoy in DECOYS:
+        _history(Path(os.fsdecode(os.path.join(root, b"cut" + decoy))), "history.jsonl", 2)
+    results, _ = _check(cut, tmp_path)
+    assert results == cut_reference
+    for decoy in DECOYS:
+        assert not os.path.exists(os.path.join(root, b"cut" + decoy, b"results.json"))
+
+
+# -- serve --
+
+
+def test_host_must_be_an_address_and_the_host_header_the_servers() -> None:
+    from reports.serve import bind_address, host_allowed
+
+    loopback, every = bind_address("127.0.0.1"), bind_address("0.0.0.0")
+    assert str(bind_address("localhost")) == "127.0.0.1"
+    for name in ("localhost:8080", "127.0.0.1:8080", "[::1]:8080", "LOCALHOST:8080"):
+        assert host_allowed(name, loopback, 8080), name
+    for name in ("evil.example:8080", "localhost:9999", "localhost", "", None,
+                 "127.0.0.1.evil.example:8080", "10.0.0.5:8080"):
+        assert not host_allowed(name, loopback, 8080), name
+    assert host_allowed("localhost", loopback, 80)
+    # bound to every interface: any IP literal (a rebinding page sends a name)
+    assert host_allowed("192.168.1.5:8080", every, 8080)
+    assert host_allowed("[fe80::1]:8080", every, 8080)
+    assert not host_allowed("evil.example:8080", every, 8080)
+    assert host_allowed("192.168.1.5:8080", bind_address("192.168.1.5"), 8080)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _request(port: int, path: str, host: str | None = None) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.putrequest("GET", path, skip_host=True)
+        conn.putheader("Host", host or f"127.0.0.1:{port}")
+        conn.endheaders()
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def _serving(store: Path, *extra: str) -> tuple[subprocess.Popen, int]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "serve", "--store", store, "--port", str(port),
+         *extra], cwd=store.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return proc, port
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise AssertionError(proc.communicate()[1].decode(errors="replace"))
+
+
+def _stop(proc: subprocess.Popen) -> str:
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=15)
+    return err.decode(errors="replace")
+
+
+def test_serve_never_overwrites_a_users_index_html(tmp_path: Path) -> None:
+    store = tmp_path / "site"
+    store.mkdir()
+    (store / "index.html").write_text("<html>my own page, not the harness's</html>")
+    before = digests(store)
+    proc, port = _serving(store)
+    try:
+        status, page = _request(port, "/")
+        assert status == 200 and b"elr-harness runs (0)" in page  # from memory
+        status, page = _request(port, "/index.html")
+        assert status == 200 and b"my own page" in page  # the user's file, as it is
+    finally:
+        err = _stop(proc)
+    assert digests(store) == before and "Traceback" not in err
+
+
+def _run(store: Path, test: str, when: str | bytes) -> Path:
+    run = Path(os.fsdecode(os.path.join(os.fsencode(store / test), os.fsencode(when))))
+    run.mkdir(parents=True)
+    (run / "test.json").write_text(json.dumps({"test": test, "nemesis": "kill"}))
+    return run
+
+
+def test_serve_answers_only_to_its_name_and_never_prints_a_traceback(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    _run(store, "kill", "20261120T090000")
+    _run(store, "kill", "20261399T999999")  # digits, but no time
+    (_run(store, "kill", "20261121T090000") / "results.json").write_text(DEEP)
+    (_run(store, os.fsdecode(b"kill\xff"), "20261122T090000") / "report.html").write_text("r")
+    proc, port = _serving(store)
+    try:
+        status, page = _request(port, "/")
+        assert status == 200, page
+        text = page.decode()
+        assert "elr-harness runs (4)" in text and "20261399T999999" in text
+        assert "unreadable: results.json cannot be read: JSON nested deeper" in text
+        assert "kill\N{REPLACEMENT CHARACTER}" in text and "kill%FF/20261122T090000" in text
+        assert _request(port, "/%00")[0] == 404
+        assert _request(port, "/kill/%00/test.json")[0] == 404
+        for host in ("evil.example", f"evil.example:{port}", f"localhost:{port + 1}"):
+            assert _request(port, "/", host)[0] == 421, host
+            assert _request(port, "/kill/20261120T090000/test.json", host)[0] == 421, host
+        assert _request(port, "/kill/20261120T090000/test.json", f"localhost:{port}")[0] == 200
+    finally:
+        err = _stop(proc)
+    assert "Traceback" not in err, err
+    assert not (store / "index.html").exists(), "serve writes nothing"
+
+
+def test_serve_on_every_interface_says_so_in_one_line(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    proc, port = _serving(store, "--host", "0.0.0.0")
+    try:
+        assert _request(port, "/")[0] == 200
+    finally:
+        err = _stop(proc)
+    warnings = [line for line in err.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "0.0.0.0" in warnings[0] and "beyond this machine" in warnings[0]
