@@ -27,6 +27,10 @@ from reports.verdict import anomaly_counts, verdict_of
 INDEX_NAME = "index.html"
 #: What marks an index.html as the harness's own (only such a file is overwritten).
 GENERATOR = '<meta name="generator" content="elr-harness index">'
+#: How the index written before GENERATOR existed began (its <title>, before any
+#: user content): such a page is the harness's too, and is refreshed.
+LEGACY_HEAD = '<html lang="en"><head><meta charset="utf-8">'
+LEGACY_TITLE = "<title>elr-harness runs</title>"
 
 
 @dataclass(frozen=True)
@@ -189,7 +193,10 @@ def is_ours(index: Path) -> bool:
             head = f.read(4096)
     except OSError:
         return False
-    return GENERATOR.encode() in head
+    if GENERATOR.encode() in head:
+        return True
+    return head.startswith(b"<!DOCTYPE html>\n" + LEGACY_HEAD.encode()) and \
+        LEGACY_TITLE.encode() in head
 
 
 def write_index(store: Path) -> Path | None:

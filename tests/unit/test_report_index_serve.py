@@ -171,3 +171,21 @@ def test_summary_prints_verdict_reason_anomalies_and_report(capsys) -> None:
     print_summary({"valid": True, "reason": "fine", "anomalies": {}}, None)
     out = capsys.readouterr().out
     assert "VALID" in out and "none" in out and "not written" in out
+
+
+def test_an_index_the_harness_wrote_before_its_marker_is_still_refreshed(tmp_path: Path) -> None:
+    """The page as the harness wrote it before the generator marker (its head, as
+    a527c2e's reports/index.py wrote it) is the harness's own: refreshed, while a
+    user's page with the same title elsewhere is not."""
+    store = tmp_path / "store"
+    store.mkdir()
+    legacy = ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+              '<link rel="icon" href="data:,"><title>elr-harness runs</title><style></style>'
+              "</head><body><main><h1>elr-harness runs (0)</h1></main></body></html>\n")
+    (store / "index.html").write_text(legacy)
+    assert write_index(store) == store / "index.html"
+    assert 'content="elr-harness index"' in (store / "index.html").read_text()
+    mine = "<html><head><title>elr-harness runs</title></head><body>my notes</body></html>\n"
+    (store / "index.html").write_text(mine)
+    assert write_index(store) is None
+    assert (store / "index.html").read_text() == mine
