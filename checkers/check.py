@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import tempfile
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from harness.core.config import CheckerConfig
 from harness.core.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput, HarnessError
+from harness.core.files import read_json
 from harness.core.history import HISTORY_NAME
 
 _log = logging.getLogger(__name__)
@@ -302,15 +304,46 @@ def _summary(anomalies, losses, config: CheckerConfig):
         .unionByName(timeline, allowMissingColumns=True)
 
 
+RESULTS_NAME = "results.json"
+
+
+def check_results_are_ours(directory: Path) -> None:
+    """results.json may be replaced only when the checker wrote it: a regular file
+    holding a JSON object with the checker's `valid` and `anomalies`. Anything else
+    there is the user's, and is refused before any work starts."""
+    target = directory / RESULTS_NAME
+    if not os.path.lexists(target):
+        return
+    ours = False
+    if target.is_file() and not target.is_symlink():
+        try:
+            data = read_json(target, str(target))
+            ours = isinstance(data, dict) and "valid" in data and "anomalies" in data
+        except BadInput:
+            ours = False
+    if not ours:
+        raise BadInput(f"{str(target)[:200]} is not a checker's results (a file of yours?); "
+                       "it is left as it is: move it away to check this history")
+
+
 def write_results(results: dict, directory: Path) -> Path:
-    """Write results.json atomically (a reader never sees half a file)."""
-    target = directory / "results.json"
-    tmp = directory / f".results.json.tmp-{os.getpid()}"
+    """Write results.json atomically (a reader never sees half a file), over
+    nothing but an earlier check's results."""
+    target = directory / RESULTS_NAME
+    check_results_are_ours(directory)
+    tmp = None
     try:
-        tmp.write_text(json.dumps(results, indent=2, sort_keys=False) + "\n")
-        tmp.replace(target)
-    except OSError as err:
-        raise HarnessError(f"cannot write {target}: {err}") from err
+        fd, tmp = tempfile.mkstemp(prefix=".results.json.tmp-", dir=directory)
+        with os.fdopen(fd, "w") as out:
+            out.write(json.dumps(results, indent=2, sort_keys=False) + "\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException as err:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise HarnessError(f"cannot write {target}: {err}") from err
+        raise
     return target
 
 
@@ -329,6 +362,7 @@ def check_path(path: Path, config: CheckerConfig) -> tuple[dict, Path]:
     from checkers.testinfo import read_test_json
 
     history = resolve_history(Path(path))
+    check_results_are_ours(history.parent)
     test = read_test_json(history.parent / "test.json")
     was_running = _spark_running()
     try:

@@ -7,17 +7,18 @@ page), plus the store's index.html.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from harness.core.config import ReportConfig
-from harness.core.errors import HarnessError
+from harness.core.errors import BadInput, HarnessError
 from reports.atomic import write_atomically
 from reports.faults import pair_faults
 from reports.history_scan import Interest, example_interest, scan_history
 from reports.index import write_index
 from reports.lost_writes import lost_writes_of
-from reports.render import render_report
+from reports.render import GENERATED_BY, GENERATOR, render_report
 from reports.report_inputs import ReportInputs
 from reports.rundir import load_run, store_of
 
@@ -44,8 +45,31 @@ def wanted_ops(results: dict[str, Any] | None) -> dict[int, Interest]:
     return {i: Interest(frozenset(v), frozenset(p)) for i, (v, p) in wanted.items()}
 
 
+def is_our_report(path: Path) -> bool:
+    """report.html may be (re)written: absent, or a regular file the harness wrote
+    (its generator marker near the top, or, written before the marker, the
+    report's own last line near the end)."""
+    if not os.path.lexists(path):
+        return True
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        with open(path, "rb") as page:
+            head = page.read(4096)
+            page.seek(max(0, page.seek(0, os.SEEK_END) - 4096))
+            tail = page.read()
+    except OSError:
+        return False
+    return GENERATOR.encode() in head or (
+        head.startswith(b"<!DOCTYPE html>") and GENERATED_BY.encode() in tail)
+
+
 def build_report(run_dir: Path, config: ReportConfig) -> Path:
     """Render RUN_DIR/report.html from the run's files; refresh the store index if any."""
+    target = run_dir / REPORT_NAME
+    if not is_our_report(target):
+        raise BadInput(f"{target} is not a report the harness wrote (a file of yours?); "
+                       "it is left as it is: move it away to write the report")
     run = load_run(run_dir)
     scan = scan_history(run.history_path, wanted_ops(run.results))
     inputs = ReportInputs(
@@ -56,7 +80,6 @@ def build_report(run_dir: Path, config: ReportConfig) -> Path:
         config=config,
     )
     page = render_report(inputs)
-    target = run_dir / REPORT_NAME
     try:
         write_atomically(target, page)
     except OSError as err:
