@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "unit"))
+sys.path[:0] = [str(ROOT / "tests" / "unit"), str(ROOT / "tests")]
 
 from test_cli_bad_input import BAD_INPUTS, _filled, _materialize  # noqa: E402
 
