@@ -7,13 +7,12 @@ page), plus the store's index.html.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from harness.core.config import ReportConfig
 from harness.core.errors import BadInput, HarnessError
-from reports.atomic import write_atomically
+from reports.atomic import may_replace, write_atomically
 from reports.faults import pair_faults
 from reports.history_scan import Interest, example_interest, scan_history
 from reports.index import write_index
@@ -46,22 +45,10 @@ def wanted_ops(results: dict[str, Any] | None) -> dict[int, Interest]:
 
 
 def is_our_report(path: Path) -> bool:
-    """report.html may be (re)written: absent, or a regular file the harness wrote
-    (its generator marker near the top, or, written before the marker, the
-    report's own last line near the end)."""
-    if not os.path.lexists(path):
-        return True
-    if path.is_symlink() or not path.is_file():
-        return False
-    try:
-        with open(path, "rb") as page:
-            head = page.read(4096)
-            page.seek(max(0, page.seek(0, os.SEEK_END) - 4096))
-            tail = page.read()
-    except OSError:
-        return False
-    return GENERATOR.encode() in head or (
-        head.startswith(b"<!DOCTYPE html>") and GENERATED_BY.encode() in tail)
+    """report.html may be (re)written: absent, or the harness's page (its generator
+    marker near the top, or, written before the marker, the report's last line)."""
+    return may_replace(path, lambda head, tail: GENERATOR.encode() in head or (
+        head.startswith(b"<!DOCTYPE html>") and GENERATED_BY.encode() in tail))
 
 
 def build_report(run_dir: Path, config: ReportConfig) -> Path:

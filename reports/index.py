@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 from harness.core.errors import BadInput
-from reports.atomic import write_atomically
+from reports.atomic import may_replace, write_atomically
 from reports.html import NO_FAVICON, Safe, h, join, stylesheet, table, tag
 from reports.rundir import RUN_DIR_NAME, load_results, load_test_json
 from reports.verdict import anomaly_counts, verdict_of
@@ -182,21 +182,11 @@ def render_index(store: Path) -> str:
 
 
 def is_ours(index: Path) -> bool:
-    """True when index.html may be (over)written: absent, or a regular file that
-    carries GENERATOR near its top. A user's page, a symlink or a folder is not."""
-    if not os.path.lexists(index):
-        return True
-    if index.is_symlink() or not index.is_file():
-        return False
-    try:
-        with open(index, "rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return False
-    if GENERATOR.encode() in head:
-        return True
-    return head.startswith(b"<!DOCTYPE html>\n" + LEGACY_HEAD.encode()) and \
-        LEGACY_TITLE.encode() in head
+    """True when index.html may be (over)written: absent, or the harness's page
+    (GENERATOR near its top, or the head it had before GENERATOR existed)."""
+    return may_replace(index, lambda head, _tail: GENERATOR.encode() in head or (
+        head.startswith(b"<!DOCTYPE html>\n" + LEGACY_HEAD.encode())
+        and LEGACY_TITLE.encode() in head))
 
 
 def write_index(store: Path) -> Path | None:
