@@ -54,11 +54,36 @@ def writable_by_spark(folder: Path) -> Path | None:
     return real if is_plain(real) else None
 
 
+#: A staging folder's name: the prefix, the pid of the check that made it, a suffix.
+_PREFIX = "elr-check-"
+_NAME = re.compile(rf"^{_PREFIX}([0-9]+)-")
+#: The file that marks a staging folder as the checker's own (only such are swept).
+MARKER = ".elr-harness-staging"
+
+
+def sweep_leftovers(base: Path) -> None:
+    """Remove staging folders a killed check left (kill -9 skips close()): only
+    folders named and marked as the checker's, whose process is gone."""
+    try:
+        entries = list(base.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        match = _NAME.match(entry.name)
+        if not match or entry.is_symlink() or not (entry / MARKER).is_file():
+            continue
+        if not os.path.exists(f"/proc/{match[1]}"):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
 class Staging:
     """A fresh folder of symlinks with plain names; close() removes it (links only)."""
 
     def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix=f"elr-check-{os.getpid()}-", dir=staging_base()))
+        base = staging_base()
+        sweep_leftovers(base)
+        self.root = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=base))
+        (self.root / MARKER).touch()
         self._names = itertools.count()
 
     def link(self, target: Path, name: str = "") -> Path:

@@ -334,3 +334,28 @@ def test_serve_on_every_interface_says_so_in_one_line(tmp_path: Path) -> None:
         err = _stop(proc)
     warnings = [line for line in err.splitlines() if "warning" in line]
     assert len(warnings) == 1 and "0.0.0.0" in warnings[0] and "beyond this machine" in warnings[0]
+
+
+def test_a_killed_checks_staging_folder_is_swept_and_nothing_else(tmp_path, monkeypatch):
+    """kill -9 skips a check's cleanup: the next check removes the staging folders
+    of dead checks that carry the checker's marker, and only those."""
+    from checkers import staging
+
+    monkeypatch.setenv("ELR_HARNESS_CACHE", str(tmp_path / "cache"))
+    base = staging.staging_base()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    left = base / f"elr-check-{dead.pid}-abc"
+    left.mkdir()
+    (left / staging.MARKER).touch()
+    (left / "link-0").symlink_to(tmp_path)
+    unmarked = base / f"elr-check-{dead.pid}-def"  # named like ours, not marked: kept
+    unmarked.mkdir()
+    alive = base / f"elr-check-{os.getpid()}-ghi"  # a check still running: kept
+    alive.mkdir()
+    (alive / staging.MARKER).touch()
+    with staging.Staging() as stage:
+        assert (stage.root / staging.MARKER).is_file()
+        assert not left.exists() and unmarked.is_dir() and alive.is_dir()
+    assert tmp_path.is_dir(), "the swept folder's link was not followed"
+    assert not stage.root.exists()
