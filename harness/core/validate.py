@@ -133,24 +133,24 @@ def local_path(value: Path | None) -> Path | None:
     return value
 
 
-def jvm_heap(value: str) -> str:
-    """`-Xms128m -Xmx256m`: only -Xms/-Xmx/-Xss tokens with sizes."""
+def _tokens(value: str, pattern: re.Pattern, what: str) -> str:
+    """Space-separated words, each matching pattern whole (what: what each must be)."""
     text(value)
     for token in value.split():
-        if not _HEAP_TOKEN.fullmatch(token):
-            raise Invalid(f"{_shown(token)} is not -Xms, -Xmx or -Xss with a size "
-                          "(like -Xmx256m)")
+        if not pattern.fullmatch(token):
+            raise Invalid(f"{_shown(token)} is not {what}")
     return value
+
+
+def jvm_heap(value: str) -> str:
+    """`-Xms128m -Xmx256m`: only -Xms/-Xmx/-Xss tokens with sizes."""
+    return _tokens(value, _HEAP_TOKEN, "-Xms, -Xmx or -Xss with a size (like -Xmx256m)")
 
 
 def jvm_options(value: str) -> str:
     """Space-separated JVM options, each of a strict form (-XX:, -X.., -D..=...)."""
-    text(value)
-    for token in value.split():
-        if not _JVM_TOKEN.fullmatch(token):
-            raise Invalid(f"{_shown(token)} is not a JVM option this harness passes on "
-                          "(-XX:+Flag, -XX:Name=value, -Xmx512m, -Dkey=value)")
-    return value
+    return _tokens(value, _JVM_TOKEN, "a JVM option this harness passes on "
+                                      "(-XX:+Flag, -XX:Name=value, -Xmx512m, -Dkey=value)")
 
 
 # -- numbers ------------------------------------------------------------------
