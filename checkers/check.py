@@ -121,11 +121,13 @@ def _checked(spark, history_path: Path, info, config: CheckerConfig, started: fl
 def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started: float,
                 converted: bool, stage) -> dict:
     from checkers.load import load_history, release
+    from checkers.report_tables import write_report_tables
 
     phases = _Phases()
     spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(history_path, config)))
     loaded = load_history(spark, history_path, config, converted, stage)
     try:
+        write_report_tables(spark, loaded, stage)  # what the report draws beside the checks
         return _check_loaded(spark, loaded, info, config, started, phases)
     finally:
         release(spark, loaded)
