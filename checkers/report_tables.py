@@ -3,11 +3,11 @@
 The cache's events and side tables hold what the checks need. The report also
 draws poll latencies and client throughput (the times of non-final polls, which
 neither table holds), labels each fault by its step (a fault's `detail`) and
-shows an example op's error. One narrow Spark read of history.jsonl takes those
-columns of the poll lines, the fault lines and the lines carrying an error into
-history.parquet/report/: inside the cache folder, so it goes with the cache when
-the history changes and the cache is rebuilt, and a recheck of a cached history
-finds it there and reads nothing.
+shows an example op's error and a poll's high watermarks. One narrow Spark read
+of history.jsonl takes those columns of the poll lines, the fault lines and the
+lines carrying an error into history.parquet/report/: inside the cache folder,
+so it goes with the cache when the history changes and the cache is rebuilt,
+and a recheck of a cached history finds it there and reads nothing.
 
 reports/checked_tables.py reads it with pandas. Only the checker reads the
 history; the report reads what the checker wrote.
@@ -24,10 +24,11 @@ from checkers.staging import Staging, writable_by_spark
 
 #: The report table's folder inside the cache folder.
 REPORT = "report"
-#: Its columns, as Spark's JSON reader takes them (detail: the object's JSON text).
+#: Its columns, as Spark's JSON reader takes them (detail and a poll's high_watermark:
+#: the object's JSON text).
 REPORT_DDL = ("index BIGINT, time BIGINT, process BIGINT, type STRING, f STRING, "
               "topic STRING, final BOOLEAN, error STRING, fault STRING, "
-              "nodes ARRAY<STRING>, detail STRING")
+              "nodes ARRAY<STRING>, detail STRING, high_watermark STRING")
 REPORT_COLUMNS = tuple(part.split()[0] for part in REPORT_DDL.split(", "))
 #: Which lines it holds: the polls (all of them), the faults, any line with an error.
 REPORT_WHERE = ("index IS NOT NULL AND time IS NOT NULL AND process IS NOT NULL "

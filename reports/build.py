@@ -13,13 +13,18 @@ from typing import Any
 from harness.core.config import ReportConfig
 from harness.core.errors import BadInput, HarnessError
 from reports.atomic import may_replace, write_atomically
+from reports.checked_tables import (
+    CheckedTables,
+    Interest,
+    example_interest,
+    read_checked_tables,
+)
 from reports.faults import pair_faults
-from reports.history_scan import Interest, example_interest, scan_history
 from reports.index import write_index
 from reports.lost_writes import lost_writes_of
 from reports.render import GENERATED_BY, GENERATOR, render_report
 from reports.report_inputs import ReportInputs
-from reports.rundir import load_run, store_of
+from reports.rundir import RunFiles, load_run, store_of
 
 REPORT_NAME = "report.html"
 
@@ -44,6 +49,17 @@ def wanted_ops(results: dict[str, Any] | None) -> dict[int, Interest]:
     return {i: Interest(frozenset(v), frozenset(p)) for i, (v, p) in wanted.items()}
 
 
+def checked_tables_of(run: RunFiles) -> CheckedTables:
+    """What the checker's tables hold for the report, or why there is nothing: a run
+    never checked (or whose check failed) has no results.json, and its plots and
+    examples are omitted rather than drawn from the raw history."""
+    if run.history_path is None:
+        return CheckedTables(problem="history.jsonl is missing from the run directory.")
+    if run.results is None:
+        return CheckedTables(problem=f"the history was not checked ({run.results_problem}).")
+    return read_checked_tables(run.history_path, wanted_ops(run.results))
+
+
 def is_our_report(path: Path) -> bool:
     """report.html may be (re)written: absent, or the harness's page (its generator
     marker near the top, or, written before the marker, the report's last line)."""
@@ -58,11 +74,11 @@ def build_report(run_dir: Path, config: ReportConfig) -> Path:
         raise BadInput(f"{target} is not a report the harness wrote (a file of yours?); "
                        "it is left as it is: move it away to write the report")
     run = load_run(run_dir)
-    scan = scan_history(run.history_path, wanted_ops(run.results))
+    tables = checked_tables_of(run)
     inputs = ReportInputs(
         run=run,
-        scan=scan,
-        bands=pair_faults(scan.fault_events),
+        tables=tables,
+        bands=pair_faults(tables.fault_events),
         lost=lost_writes_of(run.results),
         config=config,
     )

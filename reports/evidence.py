@@ -1,18 +1,15 @@
 """The anomalies section: each anomaly the checker found, with the operations it names.
 
-It shows what results.json says and the history lines its examples point at;
-it decides nothing itself.
+It shows what results.json says and the operations its examples point at, as
+the checker's tables hold them (reports/checked_tables.py); it decides nothing
+itself.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from reports.history_scan import (
-    Interest,
-    example_interest,
-    matching_records,
-)
+from reports.checked_tables import Interest, example_interest, matching_records
 from reports.html import Safe, h, join, not_available, table, tag
 from reports.report_inputs import ReportInputs, ids, json_text, seconds
 from reports.verdict import count_label
@@ -94,14 +91,14 @@ def ops_table(indices: list[Any], ops: dict[int, dict[str, Any]], interest: Inte
     for index in indices:
         op = ops.get(index) if isinstance(index, int) else None
         if op is None:
-            rows.append([index, "", "", "", "", "not found in history.jsonl"])
+            rows.append([index, "", "", "", "", "not found in the checker's tables"])
             continue
         rows.append([index, seconds(op.get("time")), op.get("process"), op.get("type"),
                      op.get("f"), op_detail(op, interest, cap)])
     return table(["op", "time (s)", "process", "type", "f", "what"], rows, class_="ops")
 
 
-def example_block(example: Any, ops: dict[int, dict[str, Any]], history_known: bool,
+def example_block(example: Any, ops: dict[int, dict[str, Any]], ops_problem: str,
                   cap: int) -> Safe:
     if not isinstance(example, dict):
         return tag("div", join(["example: ", tag("code", json_text(example))]), class_="example")
@@ -114,9 +111,9 @@ def example_block(example: Any, ops: dict[int, dict[str, Any]], history_known: b
     indices = example.get("ops") if isinstance(example.get("ops"), list) else []
     if not indices:
         evidence: Safe = tag("div", "this example names no operations", class_="muted")
-    elif not history_known:
-        evidence = not_available("Operations", "history.jsonl is missing, so the ops "
-                                               f"{json_text(indices)} cannot be shown.")
+    elif ops_problem:
+        evidence = not_available("Operations", f"the ops {json_text(indices)} cannot be "
+                                               f"shown: {ops_problem}")
     else:
         evidence = ops_table(indices, ops, example_interest(example), cap)
     return tag("div", join([
@@ -156,7 +153,7 @@ def anomalies_section(inputs: ReportInputs) -> Safe:
             body.append(tag("div", f"by acks: {by_acks_text}", class_="muted"))
         if examples:
             body.append(tag("div", f"{len(examples)} example(s) of {count}:", class_="muted"))
-            blocks_of = [example_block(e, inputs.scan.ops, inputs.run.history_path is not None,
+            blocks_of = [example_block(e, inputs.tables.ops, inputs.tables.problem,
                                        inputs.config.max_example_records) for e in examples]
             shown = EXAMPLES_OPEN
             body.extend(blocks_of[:shown])

@@ -19,9 +19,6 @@ from harness.core.history import ENDED_BY
 ENDS: dict[str, tuple[str, ...]] = {str(end): tuple(map(str, ended))
                                     for end, ended in ENDED_BY.items()}
 
-#: Kinds that only end others; they are events, not bands.
-ENDING_KINDS = frozenset(ENDS)
-
 #: Kinds that last until an opposite ends them.
 LASTING_KINDS = frozenset(kind for kinds in ENDS.values() for kind in kinds)
 

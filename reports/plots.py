@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import io
-from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -23,8 +22,8 @@ from matplotlib.transforms import blended_transform_factory
 
 from harness.core.history import ACKS_LEVELS
 from nemesis.packages import COLOURS
+from reports.checked_tables import CheckedTables, ObservedState, PartitionKey
 from reports.faults import FaultBand
-from reports.history_scan import HistoryScan, ObservedState, PartitionKey
 from reports.lost_writes import LostWrites
 
 #: Each fault kind's colour, as its package (nemesis/packages.py) says.
@@ -138,15 +137,15 @@ def _finish(ax, end_s: float) -> None:
     ax.grid(True, alpha=0.25)
 
 
-def latency_plot(scan: HistoryScan, bands: list[FaultBand], max_points: int,
+def latency_plot(tables: CheckedTables, bands: list[FaultBand], max_points: int,
                  max_labels: int, dpi: int) -> str | None:
     """Latency of each completed op by f/acks (colour) and outcome (marker)."""
-    if not scan.latency:
+    if not tables.latency:
         return None
     fig = Figure(figsize=(11, 4.2))
     ax = fig.subplots()
     order = {name: i for i, name in enumerate(SERIES_COLOURS)}
-    for (name, typ), series in sorted(scan.latency.items(),
+    for (name, typ), series in sorted(tables.latency.items(),
                                       key=lambda kv: (order.get(kv[0][0], 99), kv[0])):
         x, y = downsample(series.x, series.y, max_points)
         y = np.maximum(y, 1e-3)
@@ -156,45 +155,44 @@ def latency_plot(scan: HistoryScan, bands: list[FaultBand], max_points: int,
     ax.set_yscale("log")
     ax.set_ylabel("latency (ms)")
     ax.set_title("Operation latency (completion time)")
-    draw_fault_bands(ax, bands, scan.end_time_s, max_labels)
+    draw_fault_bands(ax, bands, tables.end_time_s, max_labels)
     legend(ax, bands, markerscale=2)
-    _finish(ax, scan.end_time_s)
+    _finish(ax, tables.end_time_s)
     return to_data_uri(fig, dpi)
 
 
-def _per_second(counts: Counter, seconds: int, bin_s: int) -> np.ndarray:
+def _binned(per_second: np.ndarray, seconds: int, bin_s: int) -> np.ndarray:
     rate = np.zeros(seconds + 1)
-    for second, n in counts.items():
-        if 0 <= second <= seconds:
-            rate[second] = n
+    n = min(len(per_second), seconds + 1)
+    rate[:n] = per_second[:n]
     if bin_s > 1:
         pad = (-len(rate)) % bin_s
         rate = np.concatenate([rate, np.zeros(pad)]).reshape(-1, bin_s).mean(axis=1)
     return rate
 
 
-def throughput_plot(scan: HistoryScan, bands: list[FaultBand], max_points: int,
+def throughput_plot(tables: CheckedTables, bands: list[FaultBand], max_points: int,
                     max_labels: int, dpi: int) -> str | None:
     """Client completions per second by outcome; averaged over wider bins on long runs."""
-    if not any(scan.throughput.values()):
+    if not any(c.any() for c in tables.throughput.values()):
         return None
-    seconds = int(scan.end_time_s) + 1
+    seconds = int(tables.end_time_s) + 1
     bin_s = max(1, -(-seconds // max_points))
     fig = Figure(figsize=(11, 3.4))
     ax = fig.subplots()
     colours = {"ok": "#2ca02c", "fail": "#d62728", "info": "#ff7f0e"}
     for typ in ("ok", "fail", "info"):
-        counts = scan.throughput.get(typ)
-        if not counts:
+        counts = tables.throughput.get(typ)
+        if counts is None or not counts.any():
             continue
-        rate = _per_second(counts, seconds, bin_s)
+        rate = _binned(counts, seconds, bin_s)
         ax.plot(np.arange(len(rate)) * bin_s, rate, drawstyle="steps-post",
                 color=colours[typ], lw=1, label=typ)
     ax.set_ylabel("ops / s" + (f" (mean over {bin_s} s)" if bin_s > 1 else ""))
     ax.set_title("Throughput by outcome")
-    draw_fault_bands(ax, bands, scan.end_time_s, max_labels)
+    draw_fault_bands(ax, bands, tables.end_time_s, max_labels)
     legend(ax, bands)
-    _finish(ax, scan.end_time_s)
+    _finish(ax, tables.end_time_s)
     return to_data_uri(fig, dpi)
 
 
@@ -254,22 +252,22 @@ def membership_plot(key: PartitionKey, states: list[ObservedState], brokers: lis
     return to_data_uri(fig, dpi)
 
 
-def hwm_plot(scan: HistoryScan, bands: list[FaultBand], max_points: int, max_labels: int,
+def hwm_plot(tables: CheckedTables, bands: list[FaultBand], max_points: int, max_labels: int,
              dpi: int) -> str | None:
     """Observed high watermark per partition: it must never go down."""
-    if not scan.hwm:
+    if not tables.hwm:
         return None
     fig = Figure(figsize=(11, 3.4))
     ax = fig.subplots()
-    for key in sorted(scan.hwm):
-        series = scan.hwm[key]
+    for key in sorted(tables.hwm):
+        series = tables.hwm[key]
         x, y = downsample(series.x, series.y, max_points)
         ax.plot(x, y, drawstyle="steps-post", lw=1, label=plain(f"{key[0]}-{key[1]}"))
     ax.set_ylabel("high watermark")
     ax.set_title("High watermark (observer)")
-    draw_fault_bands(ax, bands, scan.end_time_s, max_labels)
+    draw_fault_bands(ax, bands, tables.end_time_s, max_labels)
     legend(ax, bands)
-    _finish(ax, scan.end_time_s)
+    _finish(ax, tables.end_time_s)
     return to_data_uri(fig, dpi)
 
 

@@ -3,8 +3,10 @@
 The sections live beside it: anomalies with their evidence (reports/evidence.py),
 partitions, faults and the metadata log (reports/timeline.py), statistics
 (reports/stats.py); each reads ReportInputs (reports/report_inputs.py). Every
-section renders something for every run: a missing file or an empty
-history gives a "not available" note saying why, never an exception.
+section renders something for every run: a run never checked, a missing file
+or an empty history gives a "not available" note saying why, never an exception.
+What the history holds comes from the checker (results.json and its Parquet
+tables, reports/checked_tables.py); the report never reads history.jsonl.
 """
 
 from __future__ import annotations
@@ -14,10 +16,10 @@ from typing import Any
 
 from harness.core.history import ACKS_LEVELS
 from reports import plots
+from reports.checked_tables import CheckedTables
 from reports.evidence import anomalies_section
-from reports.history_scan import HistoryScan
 from reports.html import NO_FAVICON, Safe, h, image, join, not_available, stylesheet, table, tag
-from reports.report_inputs import ReportInputs, no_history_reason, parse_time
+from reports.report_inputs import ReportInputs, checker_stats, no_history_reason, parse_time
 from reports.stats import stats_section
 from reports.timeline import faults_section, metadata_section, partitions_section
 from reports.verdict import checked_line, verdict_of
@@ -39,15 +41,15 @@ def _topology(test: dict[str, Any]) -> str:
     return "; ".join(f"{len(v)} {role}s: {', '.join(v)}" for role, v in sorted(roles.items()))
 
 
-def _duration(test: dict[str, Any], scan: HistoryScan) -> str:
+def _duration(test: dict[str, Any], tables: CheckedTables) -> str:
     duration = test.get("duration_s")
     if isinstance(duration, int | float):
         return f"{duration:.1f} s"
     start, end = parse_time(test.get("started_at")), parse_time(test.get("ended_at"))
     if start and end:
         return f"{(end - start).total_seconds():.1f} s"
-    if scan.lines:
-        return f"{scan.end_time_s:.1f} s (from the history)"
+    if tables.end_time_s > 0:
+        return f"{tables.end_time_s:.1f} s (from the history)"
     return "unknown"
 
 
@@ -82,7 +84,7 @@ def topic_table(test: dict[str, Any]) -> Safe:
 
 
 def banner(inputs: ReportInputs) -> Safe:
-    run, scan = inputs.run, inputs.scan
+    run = inputs.run
     test, results = run.test, run.results
     css, word = verdict_of(results)
     if results is None:
@@ -100,7 +102,7 @@ def banner(inputs: ReportInputs) -> Safe:
         ("idempotent producers", test.get("idempotent_producers", "unknown")),
         ("topology", _topology(test)),
         ("started", test.get("started_at", "unknown")),
-        ("duration", _duration(test, scan)),
+        ("duration", _duration(test, inputs.tables)),
         ("run directory", str(run.run_dir)),
     ]
     checked = checked_line(results) if results else None
@@ -121,24 +123,31 @@ def banner(inputs: ReportInputs) -> Safe:
 
 
 def history_warnings(inputs: ReportInputs) -> Safe:
-    run, scan = inputs.run, inputs.scan
+    """What the report can say of the history: only what the checker read of it."""
+    run = inputs.run
     parts = []
+    error = run.test.get("error")
     if run.history_path is None:
         parts.append(not_available("History", "history.jsonl is missing from the run "
                                               "directory; plots and examples cannot be drawn."))
-    elif scan.lines == 0:
+    elif run.results is None:
+        parts.append(not_available(
+            "History", "the history was not checked (" + (run.results_problem or "no results")
+            + "; recorded with --no-check, or its check failed: `harness check` on the run "
+            "directory says why). The plots and the operations of examples are drawn from "
+            "the checker's tables, so they are omitted."))
+    elif inputs.tables.problem:
+        parts.append(not_available("History", inputs.tables.problem))
+    elif checker_stats(run.results).get("history_lines") == 0:
         parts.append(not_available("History", "history.jsonl is empty: the run recorded "
                                               "no operation."))
-    if scan.malformed_count:
-        listed = ", ".join(str(n) for n in scan.malformed_lines)
-        parts.append(tag("div", f"history.jsonl has {scan.malformed_count} malformed line(s) "
-                                f"that are not the last one (lines {listed}); they were "
-                                "skipped here, and the history breaks its contract.",
-                         class_="warn"))
-    if scan.truncated_last_line:
+    if isinstance(error, str) and error:
+        parts.append(tag("div", f"The run ended with an error: {error}", class_="warn"))
+    truncated = checker_stats(run.results).get("truncated_lines")
+    if isinstance(truncated, int) and truncated:
         parts.append(tag("div", "The last line of history.jsonl was cut short (the recorder "
-                                "stopped mid-line); it is ignored, as the contract says.",
-                         class_="na"))
+                                "stopped mid-line); the checker ignored it, as the contract "
+                                "says.", class_="na"))
     return join(parts)
 
 
@@ -148,14 +157,14 @@ def history_warnings(inputs: ReportInputs) -> Safe:
 
 
 def plots_section(inputs: ReportInputs) -> Safe:
-    scan, bands, cfg = inputs.scan, inputs.bands, inputs.config
+    tables, bands, cfg = inputs.tables, inputs.bands, inputs.config
     pts, labels, dpi = cfg.max_plot_points, cfg.max_fault_labels, cfg.plot_dpi
     why = no_history_reason(inputs)
-    latency = plots.latency_plot(scan, bands, pts, labels, dpi)
-    throughput = plots.throughput_plot(scan, bands, pts, labels, dpi)
-    hwm = plots.hwm_plot(scan, bands, pts, labels, dpi)
+    latency = plots.latency_plot(tables, bands, pts, labels, dpi)
+    throughput = plots.throughput_plot(tables, bands, pts, labels, dpi)
+    hwm = plots.hwm_plot(tables, bands, pts, labels, dpi)
     # the checker's losses, drawn over the run the history shows (none without one)
-    lost = None if why else plots.lost_writes_plot(inputs.lost, bands, scan.end_time_s, pts,
+    lost = None if why else plots.lost_writes_plot(inputs.lost, bands, tables.end_time_s, pts,
                                                    labels, dpi)
     counts = inputs.lost.counts_by_acks
     lost_alt = "lost writes plot: " + ", ".join(f"acks={a} {counts.get(a, 0)}"

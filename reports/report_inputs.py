@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from harness.core.config import ReportConfig
+from reports.checked_tables import CheckedTables
 from reports.faults import FaultBand
-from reports.history_scan import HistoryScan
 from reports.lost_writes import LostWrites
 from reports.rundir import RunFiles
 
@@ -19,7 +19,7 @@ class ReportInputs:
     """Everything a report is made of, gathered by reports.build."""
 
     run: RunFiles
-    scan: HistoryScan
+    tables: CheckedTables
     bands: list[FaultBand]
     lost: LostWrites
     config: ReportConfig
@@ -54,10 +54,16 @@ def parse_time(text: Any) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+def checker_stats(results: dict[str, Any] | None) -> dict[str, Any]:
+    """results.json's stats section ({} when absent or of another shape)."""
+    stats = results.get("stats") if isinstance(results, dict) else None
+    return stats if isinstance(stats, dict) else {}
+
+
 def no_history_reason(inputs: ReportInputs) -> str:
-    """Why a section that reads the history has nothing to show, or ''."""
-    if inputs.run.history_path is None:
-        return "history.jsonl is missing."
-    if inputs.scan.lines == 0:
-        return "history.jsonl is empty."
+    """Why a section drawn from the checker's tables has nothing to show, or ''."""
+    if inputs.tables.problem:
+        return inputs.tables.problem
+    if checker_stats(inputs.run.results).get("history_lines") == 0:
+        return "the history is empty: the run recorded no operation."
     return ""

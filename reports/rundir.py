@@ -1,9 +1,10 @@
 """Reading the files of a run directory that a report is allowed to read.
 
-The report reads test.json, results.json, history.jsonl and the controllers'
-metadata-log.json, nothing else; every piece but test.json may be missing (a run
-not checked yet, a run that died before collect), so each loader says "absent"
-instead of failing.
+The report reads test.json, results.json, the checker's Parquet tables of the
+history (reports/checked_tables.py; history.jsonl itself only to know it is
+there) and the controllers' metadata-log.json, nothing else; every piece but
+test.json may be missing (a run not checked yet, a run that died before
+collect), so each loader says "absent" instead of failing.
 """
 
 from __future__ import annotations

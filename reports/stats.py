@@ -5,25 +5,45 @@ from __future__ import annotations
 from typing import Any
 
 from harness.core.history import ACKS_LEVELS
-from reports.history_scan import HistoryScan
 from reports.html import Safe, join, not_available, table, tag
 from reports.lost_writes import LostWrites
-from reports.report_inputs import ReportInputs, json_text
+from reports.report_inputs import ReportInputs, checker_stats, json_text
 
 # --------------------------------------------------------------------------
 # Stats
 # --------------------------------------------------------------------------
 
 
-def _op_counts_table(scan: HistoryScan) -> Safe:
-    keys = sorted({(f, acks) for (f, _t, acks) in scan.op_counts} | set(scan.unfinished))
-    if not keys:
-        return not_available("Operation counts", "no operation in the history.")
+#: Kinds of line whose invokes are matched by completions (the clients').
+CLIENT_KINDS = ("send", "poll")
+
+
+def _count(by_acks: Any, acks: str) -> int:
+    n = by_acks.get(acks) if isinstance(by_acks, dict) else None
+    return n if isinstance(n, int) else 0
+
+
+def _op_counts_table(results: dict[str, Any] | None) -> Safe:
+    """The checker's counts of lines by f, type and acks (results.json stats.ops)."""
+    if results is None:
+        return not_available("Operation counts", "the history was not checked "
+                                                 "(no results.json).")
+    ops = checker_stats(results).get("ops")
+    ops = ops if isinstance(ops, dict) else {}
     rows = []
-    for f, acks in keys:
-        rows.append([f, acks or "", scan.op_counts.get((f, "ok", acks), 0),
-                     scan.op_counts.get((f, "fail", acks), 0),
-                     scan.op_counts.get((f, "info", acks), 0), scan.unfinished.get((f, acks), 0)])
+    for f in sorted(ops, key=str):
+        types = ops[f] if isinstance(ops[f], dict) else {}
+        levels = sorted({a for by_acks in types.values() if isinstance(by_acks, dict)
+                         for a in by_acks}, key=str)
+        for acks in levels:
+            done = [_count(types.get(t), acks) for t in ("ok", "fail", "info")]
+            # an invoke the history never completed (a client's; the nemesis's are not
+            # matched here)
+            unfinished = max(0, _count(types.get("invoke"), acks) - sum(done)) \
+                if f in CLIENT_KINDS else 0
+            rows.append([f, "" if acks == "-" else acks, *done, unfinished])
+    if not rows:
+        return not_available("Operation counts", "no operation in the history.")
     return table(["f", "acks", "ok", "fail", "info", "invoked, never completed"], rows)
 
 
@@ -71,13 +91,13 @@ def _guarantee_table(results: dict[str, Any]) -> Safe:
 
 
 def stats_section(inputs: ReportInputs) -> Safe:
-    scan, results = inputs.scan, inputs.run.results
+    results = inputs.run.results
     fault_counts: dict[str, int] = {}
     for band in inputs.bands:
         fault_counts[band.kind] = fault_counts.get(band.kind, 0) + 1
     parts = [
-        tag("h3", "Operations in the history"),
-        _op_counts_table(scan),
+        tag("h3", "Operations in the history (the checker's counts)"),
+        _op_counts_table(results),
         tag("h3", "Lost writes by acks (the checker's)"),
         _lost_table(inputs.lost),
         tag("h3", "Faults that took effect"),
@@ -98,7 +118,7 @@ def stats_section(inputs: ReportInputs) -> Safe:
             for acks, rate in loss_rates.items()]))
     parts.append(tag("h3", "Fault budget per partition (KIP-966 guarantee)"))
     parts.append(_guarantee_table(results))
-    other = {k: v for k, v in stats.items() if k not in ("loss_rates", "sends_ok")}
+    other = {k: v for k, v in stats.items() if k not in ("loss_rates", "sends_ok", "ops")}
     if other:
         parts.append(tag("h3", "Checker statistics"))
         parts.append(_kv_table(other))

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from reports import plots
+from reports.checked_tables import ObservedState
 from reports.faults import FaultBand
-from reports.history_scan import ObservedState
 from reports.html import Safe, h, image, join, not_available, table, tag
 from reports.metadata import PARTITION_FIELDS, decode_metadata
 from reports.report_inputs import ReportInputs, ids, no_history_reason, parse_time
@@ -75,18 +75,18 @@ def state_table(states: list[ObservedState], bands: list[FaultBand], limit: int)
 
 
 def partitions_section(inputs: ReportInputs) -> Safe:
-    scan, cfg = inputs.scan, inputs.config
-    if not scan.states:
+    tables, cfg = inputs.tables, inputs.config
+    if not tables.states:
         return not_available("Partition state", no_history_reason(inputs)
                              or "the history has no observe lines.")
     brokers = _brokers(inputs.run.test)
     parts = [tag("p", "Leader, ISR, ELR and LastKnownELR as the observer saw them, one lane per "
                       "broker, with the faults shaded; the table lists every change with the "
                       "faults in between, changed cells highlighted.", class_="muted")]
-    keys = sorted(scan.states)
+    keys = sorted(tables.states)
     for key in keys[:cfg.max_partition_timelines]:
-        states = scan.states[key]
-        uri = plots.membership_plot(key, states, brokers, inputs.bands, scan.end_time_s,
+        states = tables.states[key]
+        uri = plots.membership_plot(key, states, brokers, inputs.bands, tables.end_time_s,
                                     cfg.max_fault_labels, cfg.plot_dpi)
         parts.append(tag("h3", f"{key[0]}-{key[1]}", id=f"partition-{key[0]}-{key[1]}"))
         parts.append(image(uri, f"{key[0]}-{key[1]} membership timeline", ""))
