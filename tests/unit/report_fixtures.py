@@ -6,8 +6,11 @@ broker-3 (ISR {1}, ELR [3]), T2 is a power loss of broker-1 (ISR {}, ELR
 [1, 3]), T3 heals, T4 restarts broker-1 and broker-3 is elected from the ELR.
 Producers send with acks all/1/0, a consumer polls, final reads close the run;
 test.json, a hand-written results.json (valid, invalid or unknown) and a
-metadata-log.json match the history. It scales to millions of operations for
-the benchmark, writing line by line.
+metadata-log.json match the history. The real checker then checks the history
+(check_into_cache): its Parquet cache is what the report draws from, and its
+counts (stats.ops, history_lines, truncated_lines) go into results.json, so a
+report test compares the page against the checker's numbers. It scales to
+millions of operations for the benchmark, writing line by line.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from checkers.check import check_history
+from harness.core.config import CheckerConfig
 
 HOSTILE_ERROR = '<script>alert("pwned")</script><img src=x onerror="alert(1)">&amp;'
 HOSTILE_TOPIC = 'evil<b>topic</b>&"\'$x$'
@@ -416,6 +422,19 @@ def make_metadata_log(spec: RunSpec, duration: float) -> list[dict[str, Any]]:
     return records
 
 
+#: Small shuffles: the report tests' histories are small and the machine has 2 cores.
+CHECKER_CONFIG = CheckerConfig(shuffle_partitions=2)
+#: What the report reads of results.json's stats that the real checker counts.
+CHECKER_COUNTS = ("ops", "history_lines", "truncated_lines")
+
+
+def check_into_cache(run_dir: Path) -> dict[str, Any]:
+    """Run the real checker on the run's history (writing its Parquet cache and
+    report table beside it) and return its results; results.json is not touched."""
+    test = json.loads((run_dir / "test.json").read_text())
+    return check_history(run_dir / "history.jsonl", test, CHECKER_CONFIG)
+
+
 def make_run(store: Path, spec: RunSpec | None = None) -> Path:
     """A complete run directory store/<test>/<run_name>/ for the spec; returns its path."""
     spec = spec or RunSpec()
@@ -424,7 +443,10 @@ def make_run(store: Path, spec: RunSpec | None = None) -> Path:
     info = generate_history(run_dir, spec)
     (run_dir / "test.json").write_text(json.dumps(make_test_json(spec, info), indent=1))
     if spec.with_results:
-        (run_dir / "results.json").write_text(json.dumps(make_results(spec, info), indent=1))
+        results = make_results(spec, info)
+        checked = check_into_cache(run_dir)
+        results["stats"].update({k: checked["stats"][k] for k in CHECKER_COUNTS})
+        (run_dir / "results.json").write_text(json.dumps(results, indent=1))
     if spec.with_metadata:
         controller = run_dir / "nodes" / "controller-1"
         controller.mkdir(parents=True, exist_ok=True)

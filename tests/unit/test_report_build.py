@@ -1,4 +1,5 @@
-"""report.html of generated runs: banner, anomaly evidence, plots inline, escaping, gaps."""
+"""report.html of generated runs, checked by the real checker: banner, anomaly evidence,
+plots inline, escaping, gaps."""
 
 from __future__ import annotations
 
@@ -9,14 +10,24 @@ import re
 from pathlib import Path
 
 import pytest
-from report_fixtures import HOSTILE_ERROR, HOSTILE_TOPIC, RunSpec, make_run
+from checker_fixtures import spark  # noqa: F401
+from report_fixtures import (
+    HOSTILE_ERROR,
+    HOSTILE_TOPIC,
+    RunSpec,
+    check_into_cache,
+    make_run,
+)
 
+from checkers.check import write_results
 from harness.cli import main
 from harness.core.config import ReportConfig
 from harness.core.errors import BadInput
 from reports.build import build_report
 
 CONFIG = ReportConfig()
+
+pytestmark = pytest.mark.usefixtures("spark")
 
 
 @pytest.fixture(scope="module")
@@ -177,6 +188,9 @@ def test_missing_results_and_metadata_render_not_available(store: Path) -> None:
     _run_dir, page = _build(store, spec)
     assert '<div class="banner unchecked" id="verdict">' in page
     assert "NOT CHECKED" in page
+    assert "the history was not checked (results.json is not there yet" in page
+    assert "<img" not in page  # no plot is drawn from anything but the checker's tables
+    assert "Operation counts: not available." in _section(page, "stats")
     assert "<strong>Anomalies: not available.</strong>" in _section(page, "anomalies")
     assert "no controller metadata-log.json" in _section(page, "metadata")
     assert "<strong>Fault budget: not available.</strong>" not in page  # needs results at all
@@ -186,13 +200,25 @@ def test_missing_results_and_metadata_render_not_available(store: Path) -> None:
 def test_empty_and_absent_history_render(tmp_path: Path) -> None:
     run_dir = make_run(tmp_path, RunSpec(ops=300, run_name="20261121T150000"))
     (run_dir / "history.jsonl").write_text("")
+    write_results(check_into_cache(run_dir), run_dir)
     page = build_report(run_dir, CONFIG).read_text()
     assert "history.jsonl is empty" in page
     assert "<img" not in page
     (run_dir / "history.jsonl").unlink()
     page = build_report(run_dir, CONFIG).read_text()
     assert "history.jsonl is missing" in page
-    assert "cannot be shown" in page  # examples name ops that cannot be looked up
+
+
+def test_a_history_changed_after_its_check_is_not_drawn(tmp_path: Path) -> None:
+    """The plots and examples come from the checker's cache of the history: once the
+    history is newer than the cache, the report says so and draws nothing of it."""
+    run_dir = make_run(tmp_path, RunSpec(ops=120, run_name="20261121T150000"))
+    with (run_dir / "history.jsonl").open("a") as history:
+        history.write("\n")
+    page = build_report(run_dir, CONFIG).read_text()
+    assert "missing or older than the history" in page
+    assert "<img" not in page
+    assert "cannot be shown: the checker&#x27;s Parquet cache" in _section(page, "anomalies")
 
 
 def test_report_never_rewrites_what_the_run_recorded(tmp_path: Path) -> None:
@@ -232,7 +258,9 @@ def test_corrupt_pieces_are_reported_not_fatal(tmp_path: Path) -> None:
     (run_dir / "nodes" / "controller-1" / "metadata-log.json").write_text("[{")
     (run_dir / "results.json").write_text("[]")
     page = build_report(run_dir, CONFIG).read_text()
-    assert "1 malformed line(s) that are not the last one (lines 8)" in page
+    # the report never reads the history: what it knows of it is the checker's
+    assert "the history was not checked (results.json is not a JSON object" in page
+    assert "<img" not in page
     assert "metadata-log.json cannot be read" in _section(page, "metadata")
     assert "results.json is not a JSON object" in _section(page, "anomalies")
     assert '<div class="banner unchecked" id="verdict">' in page
@@ -253,3 +281,39 @@ def test_banner_says_what_the_checker_read_and_the_table_how_much_is_bad(
     row = re.search(rf'#anomaly-{re.escape(name)}">{re.escape(name)}</a></td><td>(.*?)</tr>',
                     page, re.S)
     assert row and "<td>2 bad</td>" in row.group(1), row and row.group(1)
+
+
+def _op_rows(page: str) -> dict[tuple[str, str], list[int]]:
+    stats = _section(page, "stats")
+    block = re.search(r"Operations in the history.*?</table>", stats, re.S).group(0)
+    return {(f, acks): [int(n) for n in counts] for f, acks, *counts in
+            re.findall(r"<tr><td>(\w+)</td><td>(\w*)</td><td>(\d+)</td><td>(\d+)</td>"
+                       r"<td>(\d+)</td><td>(\d+)</td></tr>", block)}
+
+
+def test_op_counts_are_the_checkers(invalid: tuple[Path, str]) -> None:
+    """Every number of the operations table is results.json's stats.ops (as the
+    checker counted it): ok, fail, info, and invokes never completed."""
+    run_dir, page = invalid
+    ops = _results(run_dir)["stats"]["ops"]
+    rows = _op_rows(page)
+    assert ("send", "all") in rows and ("poll", "") in rows
+    for (f, acks), (ok, fail, info, unfinished) in rows.items():
+        types = ops[f]
+        key = acks or "-"
+        assert [ok, fail, info] == [types.get(t, {}).get(key, 0) for t in ("ok", "fail", "info")]
+        if f in ("send", "poll"):
+            assert unfinished == types.get("invoke", {}).get(key, 0) - ok - fail - info
+    history = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+    assert rows[("send", "all")][0] == sum(
+        1 for op in history if op["f"] == "send" and op["type"] == "ok" and op["acks"] == "all")
+
+
+def test_fault_steps_and_errors_come_from_the_checkers_report_table(
+        valid: tuple[Path, str]) -> None:
+    """The fault's step (its detail, kept by checkers/report_tables.py) labels the bands
+    and the faults table."""
+    _run_dir, page = valid
+    faults = _section(page, "faults")
+    assert re.search(r"<tr><td>T2</td><td>page-cache-loss</td><td>broker-1</td>", faults)
+    assert "T4 start broker-1" in faults
