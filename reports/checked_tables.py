@@ -314,7 +314,9 @@ def _observed(out: CheckedTables, obs: pd.DataFrame) -> None:
             out.states.setdefault(key, []).append(ObservedState(r.time / NS, int(r.index),
                                                                 *state))
     hwm = obs[obs["hwm"].notna()]
-    changed = hwm["hwm"] != hwm.groupby(["topic", "partition"], sort=False)["hwm"].shift()
+    before = hwm.groupby(["topic", "partition"], sort=False)["hwm"].shift()
+    # a partition's first high watermark has none before it (NA): a change too
+    changed = (hwm["hwm"] != before).fillna(True).astype(bool)
     for (t, p), rows in hwm[changed].groupby(["topic", "partition"], sort=False):
         out.hwm[(str(t), int(p))] = Series(rows["time"].to_numpy() / NS,
                                            rows["hwm"].to_numpy(dtype=float))
