@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import pandas as pd
+
 from harness.core.errors import BadInput
 from reports.atomic import may_replace, write_atomically
 from reports.html import NO_FAVICON, Safe, h, join, stylesheet, table, tag
@@ -25,6 +27,9 @@ from reports.rundir import RUN_DIR_NAME, load_results, load_test_json
 from reports.verdict import anomaly_counts, verdict_of
 
 INDEX_NAME = "index.html"
+#: The index's columns.
+HEADERS = ["time", "test", "nemesis / scenario", "ELR", "verdict", "anomalies", "Kafka", "seed",
+           ""]
 #: What marks an index.html as the harness's own (only such a file is overwritten).
 GENERATOR = '<meta name="generator" content="elr-harness index">'
 #: How the index written before GENERATOR existed began (its <title>, before any
@@ -158,13 +163,17 @@ def _cells(run: RunSummary, latest: Path | None) -> list[object]:
     ]
 
 
+def runs_frame(runs: list[RunSummary], latest: Path | None) -> pd.DataFrame:
+    """The index's table: one row of cells per run, in the order given."""
+    return pd.DataFrame([_row(r, latest) for r in runs], columns=HEADERS, dtype=object)
+
+
 def render_index(store: Path) -> str:
     """The index page of the store, as text (harness serve sends it from memory)."""
     runs = find_runs(store)
     latest = _latest(store)
     if runs:
-        body: Safe = table(["time", "test", "nemesis / scenario", "ELR", "verdict", "anomalies",
-                            "Kafka", "seed", ""], [_row(r, latest) for r in runs])
+        body: Safe = table(HEADERS, runs_frame(runs, latest).to_numpy().tolist())
     else:
         body = tag("div", f"No run in {store} yet: `harness run` makes one.", class_="na")
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

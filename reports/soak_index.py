@@ -2,7 +2,7 @@
 report, and a plot of verdicts and lost writes by acks level over the soak.
 
 It shows what soak.json records (read from each run's results.json when the
-run ended), and decides nothing itself.
+run ended), as one pandas table of the runs, and decides nothing itself.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
@@ -21,6 +22,7 @@ from reports.atomic import write_atomically
 from reports.html import NO_FAVICON, Safe, join, stylesheet, table, tag
 from reports.plots import ACKS_COLOURS, to_data_uri
 
+ACKS = ("all", "1", "0")
 STATUS_CSS = {"valid": "valid", "invalid": "invalid", "unknown": "unknown",
               "error": "unchecked", "interrupted": "unchecked"}
 STATUS_COLOURS = {"valid": "#2ca02c", "invalid": "#d62728", "unknown": "#7f7f7f",
@@ -33,42 +35,59 @@ def _link(soak_dir: Path, target: str | None, text: str) -> Safe:
     return tag("a", text, href=quote(os.path.relpath(target, soak_dir)))
 
 
-def _row(run: dict[str, Any], soak_dir: Path) -> list[object]:
-    status = run["status"]
-    lost = run.get("lost_write_by_acks") or {}
-    bad = run.get("bad_anomalies") or {}
-    detail = ", ".join(f"{name} ×{n}" for name, n in bad.items()) or \
-        run.get("error") or run.get("reason") or ""
+def runs_frame(runs: list[dict[str, Any]]) -> pd.DataFrame:
+    """soak.json's runs as one row each: the columns the plot and the table show."""
+    rows = []
+    for run in runs:
+        lost = run.get("lost_write_by_acks") or {}
+        bad = run.get("bad_anomalies") or {}
+        rows.append({
+            "run": run["index"] + 1, "entry": run["entry"], "seed": run["seed"],
+            "kafka": run.get("kafka_version") or run["kafka_version_requested"],
+            "status": run["status"],
+            # a checked run with no lost write at all lost 0; a run never checked, None
+            **{f"lost_{acks}": lost.get(acks, 0 if "anomalies" in run else None)
+               for acks in ACKS},
+            "detail": ", ".join(f"{name} ×{n}" for name, n in bad.items())
+            or run.get("error") or run.get("reason") or "",
+            "duration_s": run["duration_s"], "disk_bytes": run.get("disk_bytes"),
+            "report": run.get("report"), "log": run.get("log"),
+            "reproduce": run["reproduce"],
+        })
+    columns = ["run", "entry", "seed", "kafka", "status", *(f"lost_{a}" for a in ACKS),
+               "detail", "duration_s", "disk_bytes", "report", "log", "reproduce"]
+    return pd.DataFrame(rows, columns=columns).astype({f"lost_{a}": object for a in ACKS})
+
+
+def _cells(row: Any, soak_dir: Path) -> list[object]:
+    lost = [row[f"lost_{acks}"] for acks in ACKS]
     return [
-        run["index"] + 1, run["entry"], run["seed"],
-        run.get("kafka_version") or run["kafka_version_requested"],
-        tag("span", status.upper(), class_=f"pill {STATUS_CSS[status]}"),
-        # a checked run with no lost write at all lost 0; a run never checked, "-"
-        " / ".join(str(lost.get(acks, 0 if "anomalies" in run else "-"))
-                   for acks in ("all", "1", "0")),
-        detail, f"{run['duration_s']:.0f} s",
-        f"{run['disk_bytes'] / 1e6:.1f} MB" if "disk_bytes" in run else "",
-        join([_link(soak_dir, run.get("report"), "report"), " ",
-              _link(soak_dir, run.get("log"), "log")]),
-        tag("code", run["reproduce"]),
+        row["run"], row["entry"], row["seed"], row["kafka"],
+        tag("span", row["status"].upper(), class_=f"pill {STATUS_CSS[row['status']]}"),
+        " / ".join("-" if n is None or pd.isna(n) else str(int(n)) for n in lost),
+        row["detail"], f"{row['duration_s']:.0f} s",
+        "" if pd.isna(row["disk_bytes"]) else f"{row['disk_bytes'] / 1e6:.1f} MB",
+        join([_link(soak_dir, row["report"], "report"), " ",
+              _link(soak_dir, row["log"], "log")]),
+        tag("code", row["reproduce"]),
     ]
 
 
-def soak_plot(runs: list[dict[str, Any]], dpi: int) -> str:
+def soak_plot(frame: pd.DataFrame, dpi: int) -> str:
     """Lost writes per run by acks level (log scale), each run's verdict beneath."""
     fig = Figure(figsize=(10, 3.6))
     top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [4, 1]})
-    xs = [r["index"] + 1 for r in runs]
+    xs = frame["run"].to_numpy(dtype=float)
     width = 0.27
-    for offset, acks in zip((-width, 0.0, width), ("all", "1", "0"), strict=True):
-        ys = [(r.get("lost_write_by_acks") or {}).get(acks, 0) for r in runs]
-        top.bar([x + offset for x in xs], [y + 1 for y in ys], width, bottom=0,
-                color=ACKS_COLOURS[acks], label=f"acks={acks}")
+    for offset, acks in zip((-width, 0.0, width), ACKS, strict=True):
+        ys = pd.to_numeric(frame[f"lost_{acks}"]).fillna(0).to_numpy(dtype=float)
+        top.bar(xs + offset, ys + 1, width, bottom=0, color=ACKS_COLOURS[acks],
+                label=f"acks={acks}")
     top.set_yscale("log")
     top.set_ylabel("lost writes + 1")
     top.legend(loc="upper left", fontsize=8, bbox_to_anchor=(1.0, 1.0))
     for status, colour in STATUS_COLOURS.items():
-        picked = [r["index"] + 1 for r in runs if r["status"] == status]
+        picked = frame.loc[frame["status"] == status, "run"].to_list()
         if picked:
             bottom.scatter(picked, [0] * len(picked), color=colour, marker="s", s=40,
                            label=status)
@@ -83,18 +102,19 @@ def render_soak_index(state: dict[str, Any], soak_dir: Path,
                       config: ReportConfig | None = None) -> str:
     config = config or ReportConfig()
     runs = state["runs"]
-    tally = ", ".join(f"{sum(r['status'] == s for r in runs)} {s}" for s in STATUS_CSS
-                      if any(r["status"] == s for r in runs)) or "no run yet"
+    frame = runs_frame(runs)
+    counts = frame["status"].value_counts()
+    tally = ", ".join(f"{counts[s]} {s}" for s in STATUS_CSS if s in counts) or "no run yet"
     ended = state.get("ended_at")
     facts = [f"started {state['started_at']}",
              f"ended {ended}: {state.get('stopped_because')}" if ended else "running",
              f"{len(runs)} runs ({tally}) in {state['used_s'] / 60:.1f} min"]
     if runs:
         body = join([
-            tag("img", "", src=soak_plot(runs, config.plot_dpi), alt="lost writes per run"),
+            tag("img", "", src=soak_plot(frame, config.plot_dpi), alt="lost writes per run"),
             table(["run", "plan entry", "seed", "Kafka", "verdict",
                    "lost writes acks=all / 1 / 0", "bad anomalies or error", "time", "disk",
-                   "", "reproduce"], [_row(r, soak_dir) for r in runs])])
+                   "", "reproduce"], [_cells(row, soak_dir) for row in frame.to_dict("records")])])
     else:
         body = tag("div", "No run has finished yet.", class_="na")
     abandoned = state.get("abandoned") or []

@@ -189,3 +189,23 @@ def test_an_index_the_harness_wrote_before_its_marker_is_still_refreshed(tmp_pat
     (store / "index.html").write_text(mine)
     assert write_index(store) is None
     assert (store / "index.html").read_text() == mine
+
+
+def test_soak_index_table_shows_each_runs_lost_writes(tmp_path):
+    """A checked run's lost writes by acks, a never-checked run's '-', from soak.json."""
+    from reports.soak_index import render_soak_index, runs_frame
+
+    base = {"entry": "mix", "seed": 1, "kafka_version_requested": "4.1.1",
+            "duration_s": 61.0, "reproduce": "harness run --seed 1"}
+    runs = [{**base, "index": 0, "status": "invalid", "anomalies": {"lost-write": 3},
+             "lost_write_by_acks": {"all": 2, "0": 1}, "bad_anomalies": {"lost-write": 2},
+             "disk_bytes": 2_500_000},
+            {**base, "index": 1, "status": "error", "error": "setup failed"}]
+    frame = runs_frame(runs)
+    lost = frame[["lost_all", "lost_1", "lost_0"]]
+    assert lost.iloc[0].tolist() == [2, 0, 1] and lost.iloc[1].isna().all()
+    page = render_soak_index({"runs": runs, "started_at": "now", "used_s": 120,
+                              "command": "harness soak"}, tmp_path)
+    assert "<td>2 / 0 / 1</td>" in page and "<td>- / - / -</td>" in page
+    assert "1 invalid, 1 error" in page and "<td>2.5 MB</td>" in page
+    assert "lost-write ×2" in page and "setup failed" in page
