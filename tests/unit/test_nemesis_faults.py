@@ -44,6 +44,7 @@ class FakeNode:
 @dataclass
 class FakeConfig:
     broker_port: int = 9092
+    node_start_timeout_s: float = 30.0
     timeouts: NodeTimeouts = field(default_factory=NodeTimeouts)
 
 
