@@ -125,7 +125,7 @@ def test_partitions_keep_their_kind_and_the_grudge_and_stale_brokers_follow(rig)
     for node in injector.cluster.nodes.values():
         node.commands.clear()
     injector.heal_all()
-    remove = ("iptables -S | grep -E -- '--comment elr-harness'( |$)' | sed 's/^-A /-D /' | "
+    remove = ("iptables -S | grep -E -- '--comment elr-harness''( |$)' | sed 's/^-A /-D /' | "
               "while read -r rule; do iptables $rule || exit 1; done")
     assert {name: node.commands for name, node in injector.cluster.nodes.items()} == {
         name: [remove] for name in injector.cluster.nodes}
