@@ -38,6 +38,7 @@ from cluster.observe import ObservationError, PartitionObserver, PartitionState
 from cluster.providers import provider_for
 from harness.core.config import ClusterConfig, TopicConfig
 from harness.core.errors import ClusterStartError, HarnessError
+from harness.core.wait import wait_until
 
 if TYPE_CHECKING:
     import docker
@@ -185,16 +186,16 @@ class Cluster:
     def wait_ready(self, timeout_s: float | None = None) -> None:
         """Every broker registered and unfenced, and the quorum has a leader."""
         timeout_s = timeout_s or self.config.ready_timeout_s
-        deadline = time.monotonic() + timeout_s
         expected = {n.spec.node_id for n in self.brokers}
         seen: set[int] = set()
-        while time.monotonic() < deadline:
+
+        def all_registered() -> bool:
+            nonlocal seen
             self._fail_if_a_node_died()
             seen = self.unfenced_brokers()
-            if expected <= seen:
-                break
-            time.sleep(0.5)
-        else:
+            return expected <= seen
+
+        if not wait_until(all_registered, timeout_s, self.config.ready_poll_s):
             missing = sorted(expected - seen)
             raise ClusterStartError(f"brokers {missing} never registered unfenced within "
                                     f"{timeout_s:.0f} s" + self._log_tails(missing))
@@ -205,14 +206,15 @@ class Cluster:
                  f"{len(expected)} brokers unfenced")
 
     def unfenced_brokers(self, avoid: set[str] | None = None,
-                         timeout_s: float = 3.0) -> set[int]:
+                         timeout_s: float | None = None) -> set[int]:
         """Broker ids the first broker that answers lists as registered and unfenced
         (empty if none answers). Over the harness's own wire client: librdkafka's
         DescribeCluster aborted the process while brokers were being fenced."""
         for address in self.bootstrap:
             if avoid and address in avoid:
                 continue
-            connection = WireConnection(address, timeout_s)
+            connection = WireConnection(address, self.config.timeouts.broker_list_s
+                                        if timeout_s is None else timeout_s)
             try:
                 return set(connection.broker_ids())
             except (WireError, UnicodeDecodeError):
@@ -221,10 +223,11 @@ class Cluster:
                 connection.close()
         return set()
 
-    def _fail_if_a_node_died(self, looks: int = 3, spacing_s: float = 0.5) -> None:
+    def _fail_if_a_node_died(self, looks: int = 3, spacing_s: float | None = None) -> None:
         """Raise if a node's Kafka process is gone. One empty `pgrep` is not proof:
         a setup once ended on a single miss while a broker was starting, with no
         crash in the JVM's stdout, so a node must look dead `looks` times in a row."""
+        spacing_s = self.config.dead_look_spacing_s if spacing_s is None else spacing_s
         for node in self.nodes.values():
             for look in range(looks):
                 if node.kafka_pid() is not None:
@@ -275,9 +278,10 @@ class Cluster:
                                "unclean.leader.election.enable":
                                    str(topic.unclean_leader_election).lower()})
         admin = self.admin()  # must outlive the futures
-        for attempt in range(1, 4):
+        timeouts = self.config.timeouts
+        attempts = timeouts.create_topic_attempts
+        for attempt in range(1, attempts + 1):
             try:
-                timeouts = self.config.timeouts
                 admin.create_topics([new], request_timeout=timeouts.create_topic_request_s)[
                     topic.name].result(timeout=timeouts.create_topic_result_s)
                 break
@@ -285,34 +289,36 @@ class Cluster:
                 error = err.args[0]
                 if attempt > 1 and error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
                     break  # an earlier attempt went through
-                if attempt == 3 or not (error.retriable() or error.code() in (
+                if attempt == attempts or not (error.retriable() or error.code() in (
                         KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT)):
                     raise HarnessError(f"creating topic {topic.name} failed: {err}") from err
-                time.sleep(2)
+                time.sleep(timeouts.create_topic_retry_s)
         self.wait_partitions_full(topic, self.config.timeouts.topic_ready_s)
 
-    def wait_partitions_full(self, topic: TopicConfig, timeout_s: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout_s
+    def wait_partitions_full(self, topic: TopicConfig, timeout_s: float | None = None) -> None:
+        timeout_s = self.config.timeouts.topic_ready_s if timeout_s is None else timeout_s
         observer = self.observer()
+
+        def full() -> bool:
+            try:
+                states = observer.describe([topic.name])
+            except ObservationError:
+                return False
+            return len(states) == topic.partitions and all(
+                s.leader >= 0 and len(s.isr) == topic.replication_factor for s in states)
+
         try:
-            while time.monotonic() < deadline:
-                try:
-                    states = observer.describe([topic.name])
-                    if len(states) == topic.partitions and all(
-                            s.leader >= 0 and len(s.isr) == topic.replication_factor
-                            for s in states):
-                        return
-                except ObservationError:
-                    pass
-                time.sleep(0.3)
+            if wait_until(full, timeout_s, self.config.partitions_poll_s):
+                return
         finally:
             observer.close()
         raise HarnessError(f"topic {topic.name}: partitions lack a leader or a full ISR "
                            f"after {timeout_s:.0f} s")
 
-    def observer(self, timeout_s: float = 2.0,
+    def observer(self, timeout_s: float | None = None,
                  avoid: Callable[[], set[str]] | None = None) -> PartitionObserver:
         """A partition observer; `avoid` names broker addresses whose view may be stale."""
+        timeout_s = self.config.timeouts.describe_s if timeout_s is None else timeout_s
         addresses = {n.spec.node_id: f"{n.spec.address}:{self.config.broker_port}"
                      for n in self.brokers}
         return PartitionObserver(self.bootstrap, timeout_s, avoid=avoid, addresses=addresses)

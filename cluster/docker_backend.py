@@ -177,7 +177,7 @@ class DockerProvider:
             except docker.errors.NotFound:
                 pass
         for network in self.client.networks.list(filters=self._ours()):
-            _remove_network(network)
+            _remove_network(network, self.config.timeouts.network_remove_retry_s)
         return removed
 
     def clear_leftovers(self, log: Callable[[str], None]) -> None:
@@ -188,7 +188,7 @@ class DockerProvider:
             log("removed leftovers of an earlier run")
         for network in self._networks_on_subnet({"label": [LABEL]}):
             if not network.attrs.get("Containers"):
-                _remove_network(network)
+                _remove_network(network, self.config.timeouts.network_remove_retry_s)
                 log(f"removed leftover network {network.name}")
 
     def create(self, specs: Sequence[NodeSpec], kafka_home: str, facts: dict[str, str],
@@ -224,7 +224,7 @@ class DockerProvider:
                         + (f" (in use by network {', '.join(users)}; `harness cluster "
                            f"down --name NAME` or another --subnet)" if users else "")) from err
                 log(f"subnet {self.config.subnet} still taken; retrying")
-                time.sleep(1.0)
+                time.sleep(self.config.timeouts.network_retry_s)
                 self.clear_leftovers(log)
 
     def _networks_on_subnet(self, filters: dict | None = None) -> list:
@@ -251,7 +251,7 @@ def _specs_from_labels(containers: list) -> list[NodeSpec]:
     return sorted(specs, key=lambda s: (s.role is Role.BROKER, s.node_id))
 
 
-def _remove_network(network, attempts: int = 10) -> None:
+def _remove_network(network, retry_s: float, attempts: int = 10) -> None:
     """Remove a network; its endpoints can take a moment to go after a forced
     container removal, so it is retried (bounded) rather than left behind."""
     for attempt in range(attempts):
@@ -263,4 +263,4 @@ def _remove_network(network, attempts: int = 10) -> None:
         except docker.errors.APIError:
             if attempt == attempts - 1:
                 raise
-            time.sleep(0.5)
+            time.sleep(retry_s)

@@ -8,12 +8,11 @@ both backends inherit them from here and only say how a command gets there
 
 from __future__ import annotations
 
-import time
-
 from cluster import kraft
 from cluster.node import ExecResult, NodeSpec
 from harness.core.config import NodeTimeouts
 from harness.core.errors import HarnessError
+from harness.core.wait import wait_until
 
 SIGNALS = {"TERM", "KILL", "STOP", "CONT"}
 
@@ -49,13 +48,9 @@ class KafkaProcessCommands:
 
     def wait_kafka_gone(self, timeout_s: float | None = None) -> bool:
         """True once no Kafka process is left in the node (after KILL or TERM)."""
-        deadline = time.monotonic() + (self.timeouts.kafka_gone_s if timeout_s is None
-                                       else timeout_s)
-        while time.monotonic() < deadline:
-            if self.kafka_pid() is None:
-                return True
-            time.sleep(0.1)
-        return False
+        return wait_until(lambda: self.kafka_pid() is None,
+                          self.timeouts.kafka_gone_s if timeout_s is None else timeout_s,
+                          self.timeouts.process_poll_s)
 
     def log_tail(self, lines: int = 30) -> str:
         """The last lines Kafka wrote (server.log, else the JVM's stdout)."""

@@ -82,7 +82,6 @@ class PartitionObserver:
         self._avoid = avoid or (lambda: set())
         self._addresses = addresses or {}
         self._connections = [WireConnection(address, timeout_s) for address in bootstrap]
-        self._timeout_s = timeout_s
         self._with_high_watermark = with_high_watermark
         #: The highest leader epoch seen per partition.
         self._epochs: dict[tuple[str, int], int] = {}

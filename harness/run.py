@@ -181,7 +181,7 @@ def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, la
         nemesis_thread.start()
         _progress(phases, workload, nemesis_thread, spec, plan)
         stop_nemesis.set()
-        nemesis_thread.join(60)
+        nemesis_thread.join(spec.run.nemesis_join_s)
         workload.stop()
     except KeyboardInterrupt:
         stop_nemesis.set()
@@ -239,7 +239,8 @@ def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):
             Quiet(spec.run.quiet_after_faults_s)])
     replication = min(t.replication_factor for t in spec.topics)
     # a bounced leader stays stopped past its session timeout, so it is fenced
-    bounce_hold_s = spec.cluster.timings.broker_session_timeout_ms / 1000 + 2.0
+    bounce_hold_s = (spec.cluster.timings.broker_session_timeout_ms / 1000
+                     + spec.run.bounce_hold_margin_s)
 
     def maker(seed: int):
         return lambda kinds, stop: RandomMix(injector, observer, kinds, seed,
@@ -269,10 +270,11 @@ def _progress(phases: Phases, workload, nemesis_thread: threading.Thread, spec: 
             if stats.last_errors:
                 line += f"  last error: {stats.last_errors[-1].error}"
             status.update(line)
-            if not console.is_terminal and time.monotonic() - last_line > 10:
+            if not console.is_terminal and \
+                    time.monotonic() - last_line > spec.run.progress_line_every_s:
                 console.print(line)
                 last_line = time.monotonic()
-            if workload.wait(0.5):
+            if workload.wait(spec.run.progress_poll_s):
                 break
 
 

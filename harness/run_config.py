@@ -78,21 +78,24 @@ def run_configs(args: argparse.Namespace) -> tuple[ClusterConfig, TopicConfig, W
         sections["run"] = replace(sections["run"], check=False)
     run = sections["run"]
     scripted = run.nemesis.strip() in SCENARIOS
-    if "time_limit" not in given and "time_limit_s" not in settings.get("run", {}):
-        # a scenario ends when its steps are done: its limit is only a cap
-        run = replace(run, time_limit_s=300.0 if scripted else 60.0)
+    if scripted and "time_limit" not in given and "time_limit_s" not in settings.get("run", {}):
+        # a scenario ends when its steps are done: its limit is only a cap (a mix's
+        # is run.time_limit_s's default)
+        run = replace(run, time_limit_s=run.scenario_time_limit_s)
     if "bounce-leader" in run.nemesis and "timings" not in settings.get("cluster", {}):
         # the leader a bounce fenced gets its partitions back within seconds
         cluster = sections["cluster"]
         sections["cluster"] = replace(cluster, timings=replace(
-            cluster.timings, leader_imbalance_check_interval_s=5))
+            cluster.timings, leader_imbalance_check_interval_s=run.bounce_leader_imbalance_check_s))
     if run.nemesis.strip() == "fenced-last-leader":
         # KAFKA-19522's recipe: a fourth broker to answer, an ISR that may shrink to one
         if "brokers" not in given and "brokers" not in settings.get("cluster", {}):
-            sections["cluster"] = replace(sections["cluster"], brokers=4)
+            sections["cluster"] = replace(sections["cluster"],
+                                          brokers=run.fenced_last_leader_brokers)
         if "min_insync_replicas" not in given and \
                 "min_insync_replicas" not in settings.get("topic", {}):
-            sections["topic"] = replace(sections["topic"], min_insync_replicas=1)
+            sections["topic"] = replace(
+                sections["topic"], min_insync_replicas=run.fenced_last_leader_min_insync_replicas)
     if "seed" not in given and "seed" in settings.get("run", {}):
         sections["workload"] = replace(sections["workload"], seed=run.seed)
     sections["workload"] = replace(sections["workload"], time_limit_s=run.time_limit_s)

@@ -21,10 +21,8 @@ class _ToleratesClosedReader:
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
-        self.reader_gone = False
 
     def _gone(self) -> None:
-        self.reader_gone = True
         devnull = os.open(os.devnull, os.O_WRONLY)
         try:
             os.dup2(devnull, self._stream.fileno())

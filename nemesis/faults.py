@@ -22,6 +22,7 @@ from cluster.firewall import drop_peers_command, remove_tagged_command
 from cluster.node import Node
 from harness.core.errors import HarnessError
 from harness.core.history import NEMESIS_PROCESS, Fault, Kind, OpType
+from harness.core.wait import wait_until
 from nemesis.grudges import Grudge
 from nemesis.pagecache import PageCacheLayer
 
@@ -176,7 +177,9 @@ class FaultInjector:
             self.paused.discard(name)
         pid = node.kafka_pid()
         node.signal_kafka(signal_name)
-        if not node.wait_kafka_gone(60 if signal_name == "TERM" else 15):
+        timeouts = self.cluster.config.timeouts
+        if not node.wait_kafka_gone(timeouts.kafka_gone_after_term_s if signal_name == "TERM"
+                                    else timeouts.kafka_gone_s):
             raise HarnessError(f"Kafka on {name} still runs after SIG{signal_name}")
         self.down.add(name)
         return pid
@@ -187,10 +190,9 @@ class FaultInjector:
 
         def apply() -> dict[str, Any]:
             self.cluster.restart_kafka(node)
-            deadline = time.monotonic() + 30
-            while node.kafka_pid() is None and time.monotonic() < deadline:
-                time.sleep(0.1)
-            if node.kafka_pid() is None:
+            if not wait_until(lambda: node.kafka_pid() is not None,
+                              self.cluster.config.node_start_timeout_s,
+                              self.cluster.config.timeouts.process_poll_s):
                 raise HarnessError(f"Kafka on {name} did not start: {node.log_tail(10)}")
             self.down.discard(name)
             return {"pid": node.kafka_pid()}

@@ -21,9 +21,8 @@ defaults both.
 
 from __future__ import annotations
 
-import time
-
 from cluster import kraft
+from harness.core.wait import wait_until
 from nemesis.scenario import ScriptedScenario, StepOutcome
 
 #: What a broker logs once the controller has accepted its registration.
@@ -65,11 +64,10 @@ class FencedLastLeader(ScriptedScenario):
         node = self.injector.cluster.nodes[name]
         before = self._registrations(node)
         self.injector.start(name, step="F3")
-        deadline = time.monotonic() + self.timings.step_timeout_s
-        while self._registrations(node) <= before and time.monotonic() < deadline:
-            if self.stop_event.is_set():
-                return
-            time.sleep(self.timings.registration_poll_s)
+        wait_until(lambda: self._registrations(node) > before, self.timings.step_timeout_s,
+                   self.timings.registration_poll_s, self.stop_event)
+        if self.stop_event.is_set():
+            return
         registered = self._registrations(node) > before
         self.injector.pause(name, step="F3")
         self._finish("F3", registered, {"registered": registered, "paused": name})

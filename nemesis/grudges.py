@@ -69,16 +69,3 @@ def bridge(nodes: Sequence[str], rng: random.Random) -> Grudge:
 def from_controllers(brokers: Sequence[str], controllers: Sequence[str]) -> Grudge:
     """Brokers cut off from the controllers only (they still hear each other)."""
     return _symmetric((b, c) for b in brokers for c in controllers)
-
-
-def parse_grudge(text: str, nodes: Sequence[str]) -> Grudge:
-    """An explicit grudge: `a:b,c;d:e` (a drops b and c; d drops e), made symmetric."""
-    pairs = []
-    for part in filter(None, (p.strip() for p in text.split(";"))):
-        node, _, peers = part.partition(":")
-        for peer in filter(None, (p.strip() for p in peers.split(","))):
-            pairs.append((node.strip(), peer))
-    unknown = sorted({n for pair in pairs for n in pair} - set(nodes))
-    if unknown:
-        raise ValueError(f"unknown nodes in grudge: {', '.join(unknown)}")
-    return _symmetric(pairs)

@@ -24,37 +24,14 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
-from harness.core.history import Fault
-from nemesis import grudges
-from nemesis.packages import PACKAGES
+from nemesis.packages import PACKAGES, Injector
 from nemesis.scenario import Observer
 from nemesis.targets import Role, Topology, choose_target
 
 #: The entries a mix may hold: one per fault package.
 FAULT_KINDS = tuple(PACKAGES)
-
-
-class Injector(Protocol):
-    """What the mix asks of nemesis.faults.FaultInjector."""
-
-    def partition(self, grudge: grudges.Grudge, step: str | None = None,
-                  kind: Fault | str = Fault.PARTITION,
-                  detail: dict[str, Any] | None = None) -> Any: ...
-    def heal(self, step: str | None = None, detail: dict[str, Any] | None = None) -> Any: ...
-    def kill(self, name: str, step: str | None = None, kind: Fault | str = Fault.KILL,
-             detail: dict[str, Any] | None = None) -> Any: ...
-    def stop(self, name: str, step: str | None = None,
-             detail: dict[str, Any] | None = None) -> Any: ...
-    def start(self, name: str, step: str | None = None,
-              detail: dict[str, Any] | None = None) -> Any: ...
-    def pause(self, name: str, step: str | None = None,
-              detail: dict[str, Any] | None = None) -> Any: ...
-    def resume(self, name: str, step: str | None = None,
-               detail: dict[str, Any] | None = None) -> Any: ...
-    def page_cache_loss(self, name: str, step: str | None = None,
-                        detail: dict[str, Any] | None = None) -> Any: ...
 
 
 class RandomMix:

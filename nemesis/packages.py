@@ -4,24 +4,61 @@ its target is chosen by, how it is injected and ended, how a report draws it,
 and whether it counts against KIP-966's fault budget.
 
 A package's `inject` gets the mix (its injector, observed state, topology and
-seeded RNG) and returns what ends the fault, or None when it is skipped.
+seeded RNG) and returns what ends the fault, or None when it is skipped. What a
+package may read of the mix is the `Mix` protocol below, so this module never
+imports nemesis.mix (which imports it for PACKAGES): no import cycle.
 """
 
 from __future__ import annotations
 
+import random
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from harness.core.history import BUDGET_FAULTS, Fault
 from nemesis import grudges
-from nemesis.targets import Role, all_isr_full
-
-if TYPE_CHECKING:
-    from nemesis.mix import RandomMix
+from nemesis.targets import Role, Topology, all_isr_full
 
 Undo = Callable[[], Any]
+
+
+class Injector(Protocol):
+    """What a mix's packages ask of nemesis.faults.FaultInjector."""
+
+    def partition(self, grudge: grudges.Grudge, step: str | None = None,
+                  kind: Fault | str = Fault.PARTITION,
+                  detail: dict[str, Any] | None = None) -> Any: ...
+    def heal(self, step: str | None = None, detail: dict[str, Any] | None = None) -> Any: ...
+    def kill(self, name: str, step: str | None = None, kind: Fault | str = Fault.KILL,
+             detail: dict[str, Any] | None = None) -> Any: ...
+    def stop(self, name: str, step: str | None = None,
+             detail: dict[str, Any] | None = None) -> Any: ...
+    def start(self, name: str, step: str | None = None,
+              detail: dict[str, Any] | None = None) -> Any: ...
+    def pause(self, name: str, step: str | None = None,
+              detail: dict[str, Any] | None = None) -> Any: ...
+    def resume(self, name: str, step: str | None = None,
+               detail: dict[str, Any] | None = None) -> Any: ...
+    def page_cache_loss(self, name: str, step: str | None = None,
+                        detail: dict[str, Any] | None = None) -> Any: ...
+
+
+class Mix(Protocol):
+    """What a package reads of the mix that injects it (nemesis.mix.RandomMix)."""
+
+    injector: Injector
+    topology: Topology
+    rng: random.Random
+    replication_factor: int
+    bounce_hold_s: float
+    stop_event: threading.Event
+    log: Callable[[str], None]
+
+    def states(self) -> list[Any]: ...
+    def target(self, role: Role) -> str: ...
 
 PARTITION_SHAPES = ("isolate", "majority-minority", "ring", "bridge")
 
@@ -44,7 +81,7 @@ class FaultPackage:
     colour: str
     #: What it acts on (NETWORK or PROCESSES).
     resource: str
-    inject: Callable[[RandomMix, FaultPackage], Undo | None]
+    inject: Callable[[Mix, FaultPackage], Undo | None]
 
     @property
     def counts_against_budget(self) -> bool:
@@ -56,7 +93,7 @@ def _why(package: FaultPackage, role: Role | None) -> dict[str, Any]:
     return {"mix": package.name, "role": None if role is None else str(role)}
 
 
-def _partition(mix: RandomMix, package: FaultPackage) -> Undo:
+def _partition(mix: Mix, package: FaultPackage) -> Undo:
     """A network partition of one of four shapes; only `isolate` has a target."""
     nodes = mix.topology.node_names
     shape = mix.rng.choice(PARTITION_SHAPES)
@@ -75,7 +112,7 @@ def _partition(mix: RandomMix, package: FaultPackage) -> Undo:
     return lambda: mix.injector.heal(step=f"mix:{shape}", detail=why)
 
 
-def _controller_partition(mix: RandomMix, package: FaultPackage) -> Undo:
+def _controller_partition(mix: Mix, package: FaultPackage) -> Undo:
     """The active controller cut off from every other node."""
     target = mix.target(Role.ACTIVE_CONTROLLER)
     why = _why(package, Role.ACTIVE_CONTROLLER)
@@ -84,7 +121,7 @@ def _controller_partition(mix: RandomMix, package: FaultPackage) -> Undo:
     return lambda: mix.injector.heal(step=f"mix:{package.name}", detail=why)
 
 
-def _isolate_from_controllers(mix: RandomMix, package: FaultPackage) -> Undo:
+def _isolate_from_controllers(mix: Mix, package: FaultPackage) -> Undo:
     """A broker that still hears the other brokers but no controller."""
     role = _role_of(mix, package)
     broker = mix.target(role)
@@ -94,33 +131,33 @@ def _isolate_from_controllers(mix: RandomMix, package: FaultPackage) -> Undo:
     return lambda: mix.injector.heal(step=f"mix:{package.name}", detail=why)
 
 
-def _role_of(mix: RandomMix, package: FaultPackage) -> Role:
+def _role_of(mix: Mix, package: FaultPackage) -> Role:
     """A role drawn from the package's (no draw when it has one)."""
     return package.roles[0] if len(package.roles) == 1 else mix.rng.choice(package.roles)
 
 
-def _kill(mix: RandomMix, package: FaultPackage) -> Undo:
+def _kill(mix: Mix, package: FaultPackage) -> Undo:
     role = _role_of(mix, package)
     target, why = mix.target(role), _why(package, role)
     mix.injector.kill(target, kind=package.recorded, detail=why)
     return lambda: mix.injector.start(target, detail=why)
 
 
-def _stop(mix: RandomMix, package: FaultPackage) -> Undo:
+def _stop(mix: Mix, package: FaultPackage) -> Undo:
     role = _role_of(mix, package)
     target, why = mix.target(role), _why(package, role)
     mix.injector.stop(target, detail=why)
     return lambda: mix.injector.start(target, detail=why)
 
 
-def _pause(mix: RandomMix, package: FaultPackage) -> Undo:
+def _pause(mix: Mix, package: FaultPackage) -> Undo:
     role = _role_of(mix, package)
     target, why = mix.target(role), _why(package, role)
     mix.injector.pause(target, detail=why)
     return lambda: mix.injector.resume(target, detail=why)
 
 
-def _page_cache_loss(mix: RandomMix, package: FaultPackage) -> Undo | None:
+def _page_cache_loss(mix: Mix, package: FaultPackage) -> Undo | None:
     """Only while every observed partition has a full ISR: no partition then loses
     unflushed data on more than one replica between two full-ISR points (within
     KIP-966's budget of min.insync.replicas - 1 for min ISR >= 2)."""
@@ -133,7 +170,7 @@ def _page_cache_loss(mix: RandomMix, package: FaultPackage) -> Undo | None:
     return lambda: mix.injector.start(target, detail=why)
 
 
-def _bounce_leader(mix: RandomMix, package: FaultPackage) -> Undo:
+def _bounce_leader(mix: Mix, package: FaultPackage) -> Undo:
     """SIGSTOP a partition's leader for longer than the broker session timeout (it
     is fenced and loses leadership), then SIGCONT it; the controller's preferred
     leader election hands leadership back (KAFKA-18991's trigger: a follower

@@ -18,7 +18,6 @@ import importlib.util
 import json
 import os
 import shlex
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 from cluster.node import Node
 from harness.core.config import PageCacheConfig
 from harness.core.errors import HarnessError
+from harness.core.wait import wait_until
 
 DEFAULTS = PageCacheConfig()
 DAEMON_FILE = "pagecache_fs.py"
@@ -221,17 +221,20 @@ class _Control:
                                f"{result.output.strip()}")
 
     def wait_for_report(self, path: str, control_dir: str) -> dict[str, Any]:
-        deadline = time.monotonic() + self.config.report_timeout_s
-        while True:
+        result = None
+
+        def written() -> bool:
+            nonlocal result
             result = self.node.exec(["cat", path], timeout_s=self.config.exit_timeout_s)
-            if result.ok:
-                return self._parse_report(path, result.output)
-            if time.monotonic() > deadline:
-                raise HarnessError(
-                    f"no page-cache report {path} on {self.node.spec.name} within "
-                    f"{self.config.report_timeout_s:.0f} s; daemon log tail:\n"
-                    f"{self.log_tail(control_dir)}")
-            time.sleep(self.config.poll_interval_s)
+            return result.ok
+
+        if not wait_until(written, self.config.report_timeout_s, self.config.poll_interval_s):
+            raise HarnessError(
+                f"no page-cache report {path} on {self.node.spec.name} within "
+                f"{self.config.report_timeout_s:.0f} s; daemon log tail:\n"
+                f"{self.log_tail(control_dir)}")
+        assert result is not None
+        return self._parse_report(path, result.output)
 
     def _parse_report(self, path: str, text: str) -> dict[str, Any]:
         try:
@@ -247,12 +250,9 @@ class _Control:
 
     def wait_until(self, done: Callable[[], bool], timeout_s: float, failure: str,
                    control_dir: str) -> None:
-        deadline = time.monotonic() + timeout_s
-        while not done():
-            if time.monotonic() > deadline:
-                raise HarnessError(f"{failure} within {timeout_s:.0f} s; daemon log tail:\n"
-                                   f"{self.log_tail(control_dir)}")
-            time.sleep(self.config.poll_interval_s)
+        if not wait_until(done, timeout_s, self.config.poll_interval_s):
+            raise HarnessError(f"{failure} within {timeout_s:.0f} s; daemon log tail:\n"
+                               f"{self.log_tail(control_dir)}")
 
     def log_tail(self, control_dir: str) -> str:
         result = self.node.exec(

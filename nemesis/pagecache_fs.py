@@ -305,15 +305,6 @@ class PageCacheFS(fuse.Operations):
         state.linked = False
         self._retire_if_idle(state)
 
-    def _forget_if_last_link(self, full: str) -> None:
-        """Before a name of full goes away: forget its inode if this is its last link."""
-        try:
-            st = os.lstat(full)
-        except FileNotFoundError:
-            return
-        if stat.S_ISREG(st.st_mode) and st.st_nlink <= 1:
-            self._forget_inode((st.st_dev, st.st_ino))
-
     def _truncate_locked(self, state: FileState, length: int) -> None:
         os.ftruncate(state.fd, length)
         state.extents.truncate(length)

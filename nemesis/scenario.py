@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from cluster.observe import PartitionState
 from harness.core.config import ScenarioTimings
+from harness.core.wait import wait_until
 from nemesis import grudges
 from nemesis.faults import FaultInjector
 
@@ -167,9 +168,9 @@ class UncleanLastReplica(ScriptedScenario):
         cluster = self.injector.cluster
         state = None
         started = time.monotonic()
-        while time.monotonic() - started < self.timings.step_timeout_s:
-            if self.stop_event.is_set():
-                break
+
+        def reached() -> bool:
+            nonlocal state
             try:
                 views = cluster.controller_view(self.topic)
             except Exception as err:  # noqa: BLE001 - the controller may be busy; ask again
@@ -178,9 +179,10 @@ class UncleanLastReplica(ScriptedScenario):
             for view in views:
                 self.injector.recorder.record(source="controller", **view.as_observation())
             state = self._state(views)
-            if state is not None and predicate(state):
-                break
-            self._sleep(1.0)
+            return state is not None and predicate(state)
+
+        wait_until(reached, self.timings.step_timeout_s, self.timings.controller_poll_s,
+                   self.stop_event)
         observed = _summary(state)
         if state is not None:
             observed.update(last_known_elr=list(state.last_known_elr or []), source="controller")
@@ -189,13 +191,13 @@ class UncleanLastReplica(ScriptedScenario):
 
     def _wait_unfenced(self, step: str, broker_ids: list[int]) -> StepOutcome:
         """Healed brokers are back when the controller reports them registered."""
-        started = time.monotonic()
         seen: set[int] = set()
-        while time.monotonic() - started < self.timings.step_timeout_s:
-            if self.stop_event.is_set():
-                break
+
+        def back() -> bool:
+            nonlocal seen
             seen = self.injector.cluster.unfenced_brokers()
-            if set(broker_ids) <= seen:
-                break
-            self._sleep(0.5)
+            return set(broker_ids) <= seen
+
+        wait_until(back, self.timings.step_timeout_s, self.timings.unfenced_poll_s,
+                   self.stop_event)
         return self._finish(step, set(broker_ids) <= seen, {"unfenced": sorted(seen)})

@@ -213,7 +213,8 @@ class ConsumerProcess(ClientThread):
                 if self.book.lost:
                     self._reposition()
                 if not self._assigned:
-                    self._stop.wait(min(0.2, self._config.poll_timeout_s))
+                    self._stop.wait(min(self._config.unassigned_wait_s,
+                                        self._config.poll_timeout_s))
                     continue
                 self.poll_once()
         except BaseException as err:  # a harness bug: keep the history consistent

@@ -125,7 +125,7 @@ class _PartitionReader:
                     marks = query_watermarks(consumer, topic, partition,
                                              min(self._config.watermark_timeout_s, remaining))
                     if marks is None:
-                        time.sleep(min(0.2, max(remaining, 0)))
+                        time.sleep(min(self._config.watermark_retry_s, max(remaining, 0)))
                         continue
                     low, high = marks
                     target = low if end is None else reposition_target(

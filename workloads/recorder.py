@@ -57,8 +57,6 @@ class HistoryRecorder:
         self._clock = clock
         #: Monotonic clock reading that `time` 0 stands for (same clock, ns).
         self.origin_ns = clock()
-        #: Wall-clock time at the origin, for humans and test.json.
-        self.origin_wall_s = time.time()
         self._lock = threading.Lock()      # index, time and buffer order
         self._io_lock = threading.Lock()   # one writer of the file at a time
         self._buffer: list[bytes] = []
@@ -114,10 +112,6 @@ class HistoryRecorder:
     def new_process(self) -> int:
         """A client process id never handed out before in this history."""
         return next(self._process_ids)
-
-    def now_ns(self) -> int:
-        """The recorder's clock: ns since the origin, comparable with `time`."""
-        return self._clock() - self.origin_ns
 
     @property
     def lines_recorded(self) -> int:

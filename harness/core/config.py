@@ -120,6 +120,27 @@ class NodeTimeouts:
     topic_ready_s: float = 60.0
     #: iptables rules applied or removed on one node.
     iptables_s: float = 30.0
+    # -- moved here from the code (#32): each a literal where it was used ------
+    #: Kafka's process gone after TERM (a clean shutdown closes its logs first;
+    #: after KILL or STOP the bound is kafka_gone_s).
+    kafka_gone_after_term_s: float = 60.0
+    #: How often a node is asked whether Kafka's process is gone or there.
+    process_poll_s: float = 0.1
+    #: One broker asked over the harness's wire client which brokers are
+    #: registered and unfenced.
+    broker_list_s: float = 3.0
+    #: One metadata request of the partition observer the cluster uses itself
+    #: (a new topic's readiness, the partitions collected at the end).
+    describe_s: float = 2.0
+    #: CreateTopics tries on a retriable error, and the pause between two.
+    create_topic_attempts: int = 3
+    create_topic_retry_s: float = 2.0
+    #: Pause before creating the cluster's Docker network again while its subnet
+    #: is still taken (a leftover network going away).
+    network_retry_s: float = 1.0
+    #: Pause before removing a Docker network again (its endpoints take a moment
+    #: to go after a forced container removal).
+    network_remove_retry_s: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -168,8 +189,17 @@ class ClusterConfig:
     image: ImageConfig = field(default_factory=ImageConfig)
     #: Bound on waiting for the cluster to be ready after `up`.
     ready_timeout_s: float = 120.0
-    #: Bound on waiting for one node's process to come up.
-    node_start_timeout_s: float = 60.0
+    #: Bound on waiting for one node's Kafka process to be there after a
+    #: (re)start by the nemesis (nemesis/faults.py start).
+    node_start_timeout_s: float = 30.0
+    #: How often `up` asks whether every broker is registered and unfenced.
+    ready_poll_s: float = 0.5
+    #: A starting node must look dead (no Kafka process) three times this far
+    #: apart before setup gives up on it (one empty pgrep is no proof).
+    dead_look_spacing_s: float = 0.5
+    #: How often a new topic's partitions are described until each is led with a
+    #: full ISR.
+    partitions_poll_s: float = 0.3
     #: Log dirs of a broker (the page-cache layer mounts over this later).
     log_dir: str = "/data/kafka"
     metadata_log_dir: str = "/data/metadata"
@@ -262,6 +292,11 @@ class WorkloadConfig:
     recorder_flush_interval_s: float = 0.2
     #: Errors kept for the progress display.
     last_errors_kept: int = 10
+    #: A consumer with no partition assigned yet waits this long (at most one
+    #: poll_timeout_s) before it looks again.
+    unassigned_wait_s: float = 0.2
+    #: A final read whose watermark query went unanswered asks again after this.
+    watermark_retry_s: float = 0.2
 
 
 # --------------------------------------------------------------------------
@@ -285,6 +320,10 @@ class ScenarioTimings:
     #: fenced-last-leader: how often its log is read for the new registration
     #: (SIGSTOP must land before it catches up and is unfenced).
     registration_poll_s: float = 0.05
+    #: How often a step waiting on the active controller's metadata log reads it.
+    controller_poll_s: float = 1.0
+    #: How often a step waiting for healed brokers asks who is unfenced.
+    unfenced_poll_s: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -309,6 +348,25 @@ class RunConfig:
     check: bool = True
     #: The unclean-last-replica scenario's step bounds ([run.scenario] in --config).
     scenario: ScenarioTimings = field(default_factory=ScenarioTimings)
+    #: A scripted scenario's cap on the workload when no time limit is given (a
+    #: scenario ends its workload once its steps are done).
+    scenario_time_limit_s: float = 300.0
+    #: Bound on the nemesis thread ending its faults after the workload phase.
+    nemesis_join_s: float = 60.0
+    #: bounce-leader's SIGSTOP lasts the broker session timeout plus this, so the
+    #: paused leader is surely fenced.
+    bounce_hold_margin_s: float = 2.0
+    #: bounce-leader's leader.imbalance.check.interval.seconds (unless --config sets
+    #: [cluster.timings]): the fenced leader gets its partitions back within seconds.
+    bounce_leader_imbalance_check_s: int = 5
+    #: The progress display is refreshed this often; off a terminal a line is
+    #: printed at most every progress_line_every_s.
+    progress_poll_s: float = 0.5
+    progress_line_every_s: float = 10.0
+    #: fenced-last-leader (KAFKA-19522's recipe) unless brokers or min ISR are given:
+    #: a fourth broker to answer, and an ISR that may shrink to one.
+    fenced_last_leader_brokers: int = 4
+    fenced_last_leader_min_insync_replicas: int = 1
 
 
 @dataclass(frozen=True)

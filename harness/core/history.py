@@ -1,4 +1,4 @@
-"""The history contract (shared/HISTORY.md, version 2) in code.
+"""The history contract (shared/HISTORY.md, version 3) in code.
 
 The one place the contract's names, process ids and levels are spelled: the
 recorder, the nemesis, the checker and the report import them from here. The
@@ -9,8 +9,6 @@ which builds its SQL from them.
 from __future__ import annotations
 
 from enum import StrEnum
-
-CONTRACT_VERSION = 2
 
 #: The history's file name in a run directory.
 HISTORY_NAME = "history.jsonl"

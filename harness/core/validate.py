@@ -301,6 +301,7 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "cluster.image.base_image": _optional(image_name),
     "cluster.image.repository": _matching(_REPOSITORY, "a Docker repository name"),
     "cluster.ssh.kafka_dir": safe_path,
+    "cluster.timeouts.create_topic_attempts": integer(1, 100),
     # topic (its counts against the cluster: cluster/kraft.py validate_topic)
     "topic.name": topic_name,
     "topic.partitions": integer(-(10**9), 10**9),
@@ -335,6 +336,9 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "run.store": local_path,
     "run.keep_cluster": _boolean,
     "run.check": _boolean,
+    "run.bounce_leader_imbalance_check_s": integer(1, int(MAX_SECONDS)),
+    "run.fenced_last_leader_brokers": integer(1, 1000),
+    "run.fenced_last_leader_min_insync_replicas": integer(1, 1000),
     # checker
     "checker.spark_master": spark_master,
     "checker.spark_logs_kept": integer(0, 10_000),

@@ -22,7 +22,7 @@ import pytest
 from checker_agreement import differences, reference_view, spark_view
 from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
 from history_strategies import GeneratedHistory, histories, malformed_histories
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from reference_checker import MalformedLine, reference_check
 from synthetic import MIXABLE, every_anomaly, synthetic_test_json, write_run_dir
 
@@ -44,7 +44,18 @@ def _both(history: GeneratedHistory) -> tuple[dict, dict]:
 @given(histories())
 def test_the_spark_checker_agrees_with_the_reference(history):
     ref, got = _both(history)
+    _tell_the_kinds(ref)
     assert got == ref, json.dumps(differences(ref, got), indent=1)
+
+
+def _tell_the_kinds(view: dict) -> None:
+    """One hypothesis event per anomaly kind the example held ("valid" when none),
+    so `pytest --hypothesis-show-statistics` shows the spread of the examples."""
+    kinds = sorted(name for name, count in view["counts"].items() if count)
+    for kind in kinds:
+        event(kind)
+    if not kinds:
+        event("valid" if view["valid"] is True else f"no anomaly, {view['valid']}")
 
 
 _LINE = re.compile(r"\bline (\d+)\b")

@@ -88,3 +88,115 @@ def test_production_code_never_imports_the_tests_generator(path):
     """The synthetic history generator lives in tests/ (#13)."""
     assert not [name for _line, name in _imports(path)
                 if name.split(".")[0] in ("synthetic", "tests", "reference_checker")]
+
+
+# Cycles between modules: the layer order above keeps packages apart, but two
+# modules of one package can still import each other (directly or round a longer
+# loop), which makes the import order decide what half-initialised module a
+# caller sees. The graph is built with ast over every package; imports inside
+# functions and under TYPE_CHECKING count like the rest.
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _all_modules() -> dict[str, Path]:
+    return {_module_name(p): p for package in ("harness", "cluster", "nemesis", "workloads",
+                                                "checkers", "reports")
+            for p in (ROOT / package).rglob("*.py")}
+
+
+def _targets(source: str, path: Path, known: set[str]) -> set[str]:
+    """The project's modules that `source` imports: the most specific module each
+    import statement names (`from nemesis import grudges` is nemesis.grudges;
+    `from nemesis.mix import RandomMix` is nemesis.mix)."""
+    found = set()
+    for node in ast.walk(ast.parse(source, str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in known
+                     else node.module for alias in node.names]
+        else:
+            continue
+        for name in names:
+            while name and name not in known:
+                name = name.rpartition(".")[0]
+            if name:
+                found.add(name)
+    return found
+
+
+def _graph(sources: dict[str, tuple[Path, str]]) -> dict[str, set[str]]:
+    known = set(sources)
+    return {name: _targets(text, path, known) - {name} for name, (path, text) in sources.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative),
+    each sorted, the list sorted: a stable thing to compare and to read."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return sorted(found)
+
+
+def _project_graph() -> dict[str, set[str]]:
+    return _graph({name: (path, path.read_text()) for name, path in _all_modules().items()})
+
+
+def test_no_module_imports_itself_round_a_loop():
+    cycles = _cycles(_project_graph())
+    assert cycles == [], "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_cycle_walk_sees_a_loop_inside_a_package_and_inside_a_function():
+    """The test bites: a loop of three through a function-level import, a
+    TYPE_CHECKING import, and a module with no loop left alone."""
+    graph = _graph({
+        "nemesis.a": (Path("a.py"), "from nemesis import b\n"),
+        "nemesis.b": (Path("b.py"), "def f():\n    from nemesis.c import X\n"),
+        "nemesis.c": (Path("c.py"), "from typing import TYPE_CHECKING\n"
+                                    "if TYPE_CHECKING:\n    import nemesis.a\n"),
+        "nemesis.d": (Path("d.py"), "from nemesis.a import Y\nimport harness.core.config\n"),
+        "nemesis": (Path("__init__.py"), ""),
+    })
+    assert graph["nemesis.a"] == {"nemesis.b"}
+    assert graph["nemesis.d"] == {"nemesis.a"}
+    assert _cycles(graph) == [["nemesis.a", "nemesis.b", "nemesis.c"]]
+    assert _cycles({"x": {"y"}, "y": {"x"}, "z": {"x"}}) == [["x", "y"]]

@@ -44,6 +44,7 @@ class FakeNode:
 @dataclass
 class FakeConfig:
     broker_port: int = 9092
+    node_start_timeout_s: float = 30.0
     timeouts: NodeTimeouts = field(default_factory=NodeTimeouts)
 
 
@@ -111,7 +112,23 @@ def test_partitions_keep_their_kind_and_the_grudge_and_stale_brokers_follow(rig)
         "isolate-from-controllers", "isr", "mix:isolate-from-controllers")
     assert injector.grudge["broker-3"] == controllers
     assert injector.stale_brokers() == {"10.0.0.13:9092"}
+
+    def drop(address: str) -> str:
+        return (f"iptables -A INPUT -s {address} -m comment --comment elr-harness -j DROP"
+                f" && iptables -A OUTPUT -d {address} -m comment --comment elr-harness -j DROP")
+
+    commands = {name: node.commands for name, node in injector.cluster.nodes.items()}
+    assert commands == {
+        "broker-3": [" && ".join(drop(f"10.0.0.{i}") for i in (1, 2, 3))],
+        "controller-1": [drop("10.0.0.13")], "controller-2": [drop("10.0.0.13")],
+        "controller-3": [drop("10.0.0.13")], "broker-1": [], "broker-2": []}
+    for node in injector.cluster.nodes.values():
+        node.commands.clear()
     injector.heal_all()
+    remove = ("iptables -S | grep -E -- '--comment elr-harness''( |$)' | sed 's/^-A /-D /' | "
+              "while read -r rule; do iptables $rule || exit 1; done")
+    assert {name: node.commands for name, node in injector.cluster.nodes.items()} == {
+        name: [remove] for name in injector.cluster.nodes}
     assert injector.grudge == {} and injector.stale_brokers() == set()
     assert recorder.lines[-1]["fault"] == "heal"
 

@@ -180,7 +180,9 @@ def mix(injector: FakeInjector, states: list[PartitionState], kinds=FAULT_KINDS,
 
 
 def test_every_kind_of_the_mix_is_recorded_as_a_fault_that_something_ends() -> None:
-    assert tuple(PACKAGES) == FAULT_KINDS
+    assert FAULT_KINDS == tuple(PACKAGES) == (
+        "partition", "kill", "stop", "pause", "page-cache-loss", "controller-kill",
+        "controller-partition", "isolate-from-controllers", "bounce-leader")
     lasting = {kind for ended in ENDED_BY.values() for kind in ended}
     for kind in FAULT_KINDS:
         assert isinstance(PACKAGES[kind].recorded, Fault)
@@ -303,11 +305,25 @@ def test_each_package_is_one_complete_fault_kind():
     from reports.plots import fault_colour
 
     lasting = {k for ended in ENDED_BY.values() for k in ended}
+    # name -> (recorded as, colour, counts against the fault budget), written out
+    expected = {
+        "partition": ("partition", "#e6550d", False),
+        "kill": ("kill", "#de2d26", False),
+        "stop": ("stop", "#a50f15", False),
+        "pause": ("pause", "#756bb1", False),
+        "page-cache-loss": ("page-cache-loss", "#000000", True),
+        "controller-kill": ("controller-kill", "#fb6a4a", False),
+        "controller-partition": ("controller-partition", "#fd8d3c", False),
+        "isolate-from-controllers": ("isolate-from-controllers", "#fdae6b", False),
+        "bounce-leader": ("pause", "#756bb1", False),
+    }
+    assert {name: (str(p.recorded), p.colour, p.counts_against_budget)
+            for name, p in PACKAGES.items()} == expected
+    assert {str(f) for f in BUDGET_FAULTS} == {"page-cache-loss"}
     for name, package in PACKAGES.items():
         assert package.name == name and package.recorded in lasting
         assert package.roles and callable(package.inject)
-        assert fault_colour(str(package.recorded)) == package.colour
-        assert package.counts_against_budget == (package.recorded in BUDGET_FAULTS)
+        assert fault_colour(str(package.recorded)) == expected[name][1]
     recorded = {p.recorded for p in PACKAGES.values()}
     assert len({p.colour for p in PACKAGES.values()}) == len(recorded), \
         "one colour per recorded kind"

@@ -15,7 +15,13 @@ from workloads.workload import Workload
 
 
 def test_defaults_are_valid() -> None:
-    validate(WorkloadConfig())
+    """The defaults pass (validate returns None, raises nothing), and the check they
+    pass is live: the same defaults with one producer too few are refused."""
+    defaults = WorkloadConfig()
+    assert (defaults.producers, defaults.acks) == (3, ("all", "1", "0"))
+    assert validate(defaults) is None
+    with pytest.raises(BadInput, match="acks 0 would have no producer"):
+        validate(replace(defaults, producers=2))
 
 
 @pytest.mark.parametrize("changes, message", [

@@ -1,0 +1,102 @@
+"""The hand-written reference cases (tests/unit/test_reference_checker.py) run
+through the Spark checker too (#32).
+
+Each case builds its small history and asserts what the reference oracle
+(tests/reference_checker.py) says of it; here the same case runs with a `check`
+that also gives every history it builds to checkers.check.check_history, in the
+one SparkSession of the unit tests (checker_fixtures.spark), and the Spark
+checker's verdict, anomaly counts and the rest of checker_agreement's view must
+equal the reference's. A history the reference refuses as malformed must make
+the Spark checker fail naming the same line.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from pathlib import Path
+
+import pytest
+import test_reference_checker as cases
+from _pytest.mark.structures import ParameterSet
+from checker_agreement import differences, reference_view, spark_view
+from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
+from reference_checker import MalformedLine, reference_check
+
+from checkers.check import check_history
+from harness.core.errors import HarnessError
+
+pytestmark = pytest.mark.usefixtures("spark")
+
+
+def _cases() -> list:
+    """Every case of test_reference_checker that takes `check`, its parametrized
+    ones expanded, in the file's order."""
+    found = []
+    functions = sorted(((name, fn) for name, fn in vars(cases).items()
+                        if name.startswith("test_") and inspect.isfunction(fn)
+                        and "check" in inspect.signature(fn).parameters),
+                       key=lambda item: item[1].__code__.co_firstlineno)
+    for name, fn in functions:
+        marks = [m for m in getattr(fn, "pytestmark", []) if m.name == "parametrize"]
+        if not marks:
+            found.append(pytest.param(fn, {}, id=name))
+            continue
+        (mark,) = marks
+        names = [n.strip() for n in mark.args[0].split(",")]
+        for number, values in enumerate(mark.args[1]):
+            values = values.values if isinstance(values, ParameterSet) else values
+            values = (values,) if len(names) == 1 else tuple(values)
+            found.append(pytest.param(fn, dict(zip(names, values, strict=True)),
+                                      id=f"{name}[{number}]"))
+    return found
+
+
+CASES = _cases()
+_LINE = re.compile(r"\bline (\d+)\b")
+
+
+def test_every_case_that_checks_a_history_is_taken():
+    """82 functions of the file take `check` (5 of them parametrized); the one that
+    does not tests reference_check's own path handling."""
+    assert len({p.values[0].__name__ for p in CASES}) == 82
+    assert len(CASES) == 82 - 5 + sum(
+        len(next(m for m in fn.pytestmark if m.name == "parametrize").args[1])
+        for fn in {p.values[0] for p in CASES} if getattr(fn, "pytestmark", None))
+
+
+@pytest.mark.parametrize("case, params", CASES)
+def test_the_spark_checker_agrees_with_the_reference_on_the_case(tmp_path, case, params):
+    calls: list[tuple[Path, dict | None, object]] = []
+
+    def check(history, test: dict | None = cases.TEST):
+        path = tmp_path / f"history-{len(calls)}" / "history.jsonl"
+        path.parent.mkdir()
+        path.write_text(history if isinstance(history, str) else history.text())
+        try:
+            reference = reference_check(path, test)
+        except MalformedLine as err:
+            calls.append((path, test, err))
+            raise
+        calls.append((path, test, reference))
+        return reference
+
+    case(check, **params)  # the case's own assertions on the reference still hold
+    assert calls, "the case checked no history"
+    for path, test, reference in calls:
+        if isinstance(reference, MalformedLine):
+            try:
+                results = check_history(path, test, TEST_CONFIG)
+            except HarnessError as err:
+                said = str(err)
+            else:
+                said = f"no error: valid={results['valid']!r}"
+            named = _LINE.search(said)
+            assert named is not None and int(named.group(1)) == reference.line, (
+                f"{path.parent.name}: reference: {reference}; spark: {said}")
+            continue
+        want = reference_view(reference)
+        got = spark_view(check_history(path, test, TEST_CONFIG))
+        assert got == want, f"{path.parent.name}: " + json.dumps(differences(want, got),
+                                                                  indent=1)
