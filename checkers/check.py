@@ -13,7 +13,6 @@ import os
 import tempfile
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from functools import reduce
 from pathlib import Path
 
@@ -65,7 +64,7 @@ def resolve_history(path: Path) -> Path:
     The one place a user's path becomes the checker's: Spark resolves a relative
     table location under its warehouse folder, not the working directory, and
     read an empty events table from it (a blind check), so every path handed to
-    Spark, DuckDB or the catalog is this absolute one. Symlinks (store/latest)
+    Spark or the catalog is this absolute one. Symlinks (store/latest)
     are resolved too: results.json goes beside the history it judged.
     """
     path = Path(path)
@@ -86,7 +85,6 @@ def resolve_history(path: Path) -> Path:
 
 def check_history(history_path: Path, test: dict | None, config: CheckerConfig) -> dict:
     """Check one history (test is test.json's dict, or None for the defaults)."""
-    from checkers.convert_duckdb import convert_without_spark
     from checkers.spark import get_spark
     from checkers.staging import Staging
     from checkers.testinfo import parse_test_info
@@ -97,19 +95,15 @@ def check_history(history_path: Path, test: dict | None, config: CheckerConfig) 
     # the readers see the history and its cache only through this folder's plain
     # names (a path with `*` or `[` would be a pattern to them): removed at the end
     with Staging() as stage:
-        # DuckDB converts the history while the JVM starts (both take seconds)
-        with ThreadPoolExecutor(1, thread_name_prefix="spark-start") as pool:
-            starting = pool.submit(get_spark, config, history_path.stat().st_size)
-            converted = convert_without_spark(history_path, config, stage)
-            spark = starting.result()
-        return _checked(spark, history_path, info, config, started, converted, stage)
+        spark = get_spark(config, history_path.stat().st_size)
+        return _checked(spark, history_path, info, config, started, stage)
 
 
 def _checked(spark, history_path: Path, info, config: CheckerConfig, started: float,
-             converted: bool, stage) -> dict:
+             stage) -> dict:
     """_run_checks, with a Spark job's failure as one line."""
     try:
-        return _run_checks(spark, history_path, info, config, started, converted, stage)
+        return _run_checks(spark, history_path, info, config, started, stage)
     except HarnessError:
         raise
     except Exception as err:
@@ -119,13 +113,15 @@ def _checked(spark, history_path: Path, info, config: CheckerConfig, started: fl
 
 
 def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started: float,
-                converted: bool, stage) -> dict:
+                stage) -> dict:
     from checkers.load import load_history, release
     from checkers.report_tables import write_report_tables
 
     phases = _Phases()
     spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(history_path, config)))
-    loaded = load_history(spark, history_path, config, converted, stage)
+    spark.conf.set("spark.sql.codegen.wholeStage", str(whole_stage_codegen(history_path, config))
+                   .lower())
+    loaded = load_history(spark, history_path, config, stage)
     try:
         write_report_tables(spark, loaded, stage)  # what the report draws beside the checks
         return _check_loaded(spark, loaded, info, config, started, phases)
@@ -261,6 +257,13 @@ def shuffle_partitions(history_path: Path, config: CheckerConfig) -> int:
     """About one shuffle partition per 128 MB of history, at least 2, at most the config's."""
     size = history_path.stat().st_size
     return max(2, min(config.shuffle_partitions, -(-size // (128 << 20))))
+
+
+def whole_stage_codegen(history_path: Path, config: CheckerConfig) -> bool:
+    """Whether Spark compiles each stage into one Java class: below
+    config.interpreted_below_bytes the stages run without (the cold JVM's
+    compiling costs more than it saves on a small history)."""
+    return history_path.stat().st_size >= config.interpreted_below_bytes
 
 
 def _overview(rows: list[dict], findings) -> None:

@@ -3,21 +3,21 @@ keyed and bucketed by topic-partition.
 
 The checks group, window and join these rows by topic-partition (the values
 table by (tp, value), the consumers' order by (process, tp), the final log by
-tp). Both converters (DuckDB's and Spark's) write them once as a Spark bucketed
+tp). The converter (checkers/load.py) writes them once as a Spark bucketed
 table: bucket i of N holds the rows whose `pmod(hash(tp), N)` is i, Spark's own
 bucketing function. Spark then reads each bucket in one task already
 partitioned as those checks need, so their big aggregations and windows run
 without a shuffle (1M operations: the per-value aggregation went from 3.0 s to
 1.2 s).
 
-This module has no Spark import: the DuckDB converter uses it before Spark is
-up.
+This module has no Spark import at load time: the bucket count is chosen in
+Python, from the overview (choose_buckets, with Spark's hash re-done in Python).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -48,11 +48,6 @@ _TOPIC_INDEX = (_NO_PARTITION >> 32) - 1
 def spark_string(value: str) -> str:
     """A Spark SQL string literal."""
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def duckdb_string(value: str) -> str:
-    """A DuckDB (standard SQL) string literal."""
-    return "'" + value.replace("'", "''") + "'"
 
 
 @dataclass(frozen=True)
@@ -90,10 +85,9 @@ class TopicKeys:
         low = key & _LOW32
         return topic, low - (1 << 32) if low > 0x7FFFFFFF else low
 
-    def key(self, topic: str = "topic", partition: str = "partition",
-            literal: Callable[[str], str] = spark_string) -> str:
-        """SQL (Spark's, or DuckDB's with literal=duckdb_string): the key of a row."""
-        cases = " ".join(f"WHEN {literal(t)} THEN {i << 32}"
+    def key(self, topic: str = "topic", partition: str = "partition") -> str:
+        """Spark SQL: the key of a row."""
+        cases = " ".join(f"WHEN {spark_string(t)} THEN {i << 32}"
                          for i, t in enumerate(self.topics))
         high = f"(CASE {topic} {cases} ELSE {len(self.topics) << 32} END)" if cases \
             else "CAST(0 AS BIGINT)"
@@ -171,46 +165,12 @@ def choose_buckets(keys: Iterable[int], most: int = 256) -> int:
     return best
 
 
-def _duckdb_hash(value: str) -> str:
-    """DuckDB SQL for spark_hash (unsigned 32-bit arithmetic in UBIGINT)."""
-    m = _LOW32
-
-    def rotl(x: str, r: int) -> str:
-        return f"((({x}) << {r}) | (({x}) >> {32 - r})) & {m}"
-
-    def mix_k1(k: str) -> str:
-        return f"(({rotl(f'(({k}) * {0xCC9E2D51}) & {m}', 15)}) * {0x1B873593}) & {m}"
-
-    def mix_h1(h: str, k: str) -> str:
-        return f"(({rotl(f'xor({h}, {k})', 13)}) * 5 + {0xE6546B64}) & {m}"
-
-    low = f"CAST(({value}) & {m} AS UBIGINT)"
-    high = f"CAST((({value}) >> 32) & {m} AS UBIGINT)"
-    h = mix_h1(mix_h1(f"{_SEED}::UBIGINT", mix_k1(low)), mix_k1(high))
-    h = f"xor({h}, 8::UBIGINT)"
-    h = f"xor({h}, ({h}) >> 16)"
-    h = f"(({h}) * {0x85EBCA6B}) & {m}"
-    h = f"xor({h}, ({h}) >> 13)"
-    h = f"(({h}) * {0xC2B2AE35}) & {m}"
-    h = f"xor({h}, ({h}) >> 16)"
-    return f"(CAST({h} AS BIGINT) - CASE WHEN ({h}) >= {1 << 31} THEN {1 << 32} ELSE 0 END)"
+# -- the rows --
 
 
-def duckdb_bucket(value: str, buckets: int, known: Iterable[int] = ()) -> str:
-    """DuckDB SQL for bucket_of; the buckets of the known keys are looked up rather
-    than hashed (a history has few keys and tens of millions of rows)."""
-    hashed = f"(({_duckdb_hash(value)}) % {buckets} + {buckets}) % {buckets}"
-    cases = " ".join(f"WHEN {k} THEN {bucket_of(k, buckets)}" for k in sorted(set(known)))
-    return f"(CASE {value} {cases} ELSE {hashed} END)" if cases else hashed
-
-
-# -- the rows, in both converters' SQL --
-
-
-def code_of(column: str, codes: dict[str, int],
-            literal: Callable[[str], str] = spark_string) -> str:
-    """SQL: the code of column's text (null for any other text)."""
-    return f"CASE {column} " + " ".join(f"WHEN {literal(text)} THEN {code}"
+def code_of(column: str, codes: dict[str, int]) -> str:
+    """Spark SQL: the code of column's text (null for any other text)."""
+    return f"CASE {column} " + " ".join(f"WHEN {spark_string(text)} THEN {code}"
                                         for text, code in codes.items()) + " END"
 
 
@@ -219,62 +179,14 @@ def text_of(column: str, codes: dict[str, int]) -> str:
     return f"CASE {column} " + " ".join(f"WHEN {code} THEN {spark_string(text)}"
                                         for text, code in codes.items()) + " END"
 
-#: A seek's partition is a map key: only a plain decimal int names one (both
-#: converters must read the same partitions out of the same text).
+#: A seek's partition is a map key: only a plain decimal int names one.
 _PARTITION_TEXT = "^-?[0-9]{1,10}$"
 
 
-def duckdb_events(lines: str, keys: TopicKeys, buckets: int, known: Iterable[int] = ()) -> str:
-    """DuckDB: the events of `lines` (a relation of the history's lines with their
-    typed fields), with a `bucket` column (see duckdb_bucket for known); only ever
-    run on a history whose every line is valid.
-
-    One scan: each line becomes a list of its events (a send line one, an ok poll
-    one per record, a seeking poll one per partition, a replica line one per
-    record), which is unnested.
-    """
-    kind = code_of("type", SEND_KINDS, duckdb_string)
-    acks = code_of("acks", ACKS_CODES, duckdb_string)
-    seek_partition = (f"CASE WHEN regexp_matches(s.key, '{_PARTITION_TEXT}') "
-                      "THEN TRY_CAST(s.key AS INTEGER) END")
-
-    # an event's own fields, typed as the table has them, and the partition its key is of
-    types = dict(part.split() for part in EVENTS_DDL.split(", "))
-    own = [c for c in EVENTS_COLUMNS if c not in ("tp", "process", "index")]
-
-    def event(partition: str, **values: str) -> str:
-        fields = [f"'partition': ({partition})::BIGINT"]
-        fields += [f"'{c}': ({values[c]})::{types[c]}" for c in own]
-        return "{" + ", ".join(fields) + "}"
-
-    send = event("partition", kind=kind, pos="NULL", time="time", acks=acks, value="value",
-                 offset='"offset"')
-    record = event("r[1]", kind=f"CASE WHEN coalesce(final, false) THEN {FINAL_RECORD} "
-                   f"ELSE {READ_RECORD} END", pos="i - 1", time="NULL", acks="NULL",
-                   value="r[3]", offset="r[2]")
-    seek = event(seek_partition, kind=str(SEEK), pos="-1", time="NULL", acks="NULL",
-                 value="NULL", offset="s.value")
-    replica = event("partition", kind=str(REPLICA_RECORD), pos="i - 1", time="NULL",
-                    acks="NULL", value="r[2]", offset="r[1]")
-    events = (f"CASE WHEN f = 'send' THEN [{send}] "
-              "WHEN f = 'poll' AND type = 'ok' THEN "
-              f"list_transform(records, lambda r, i: {record}) "
-              "WHEN f = 'poll' AND type = 'invoke' THEN "
-              f"list_transform(map_entries(seek), lambda s: {seek}) "
-              f"WHEN f = 'replica' THEN list_transform(records, lambda r, i: {replica}) END")
-    tp = keys.key(partition="e.partition", literal=duckdb_string)
-    fields = ", ".join(f'e."{c}" AS "{c}"' for c in own)
-    process = "CASE WHEN f = 'replica' THEN broker ELSE process END"
-    rows = (f"SELECT {tp} AS tp, process, \"index\", {fields} FROM "
-            f"(SELECT {process} AS process, \"index\", topic, unnest({events}) AS e "
-            f"FROM {lines})")
-    columns = ", ".join(f'"{c}"' for c in EVENTS_COLUMNS)
-    return f"SELECT {columns}, {duckdb_bucket('tp', buckets, known)} AS bucket FROM ({rows})"
-
-
 def spark_events(ops: DataFrame, keys: TopicKeys) -> DataFrame:
-    """Spark: the events of a DataFrame of valid ops rows (the same rows as
-    duckdb_events, for the converter that reads any history)."""
+    """Spark: the events of a DataFrame of valid lines' rows: a send line one, an ok
+    poll one per record, a seeking poll one per partition, a replica line one per
+    record."""
     kind, acks = code_of("type", SEND_KINDS), code_of("acks", ACKS_CODES)
     sends = ops.filter("f = 'send'").selectExpr(
         f"{keys.key()} AS tp", f"{kind} AS kind", "process", "index",

@@ -1,11 +1,12 @@
-"""Which history lines follow the contract: one rule set, in three forms.
+"""Which history lines follow the contract.
 
-Both converters (checkers/convert_duckdb.py, checkers/load.py) decide per line
-whether it is valid (a column `_bad`), Spark in its SQL and DuckDB in its own;
-they never keep a bad line. Only when a conversion found a bad line does `describe` read that one
-line in Python, to say in words what is wrong with it (an int beyond 64 bits,
-a line that is JSON but not an object, ...) and to tell a cut-short last line
-(not JSON at all) from a malformed one. docs/CHECKING.md states the rules.
+The converter (checkers/load.py) decides per line whether it is valid (a column
+`_bad`), by the rules below in Spark SQL (spark_bad): the one place they decide
+anything; a bad line is never kept. Only when Spark found a bad line, and
+numbered the first, does `describe` read that one line in Python, to say in
+words what is wrong with it (an int beyond 64 bits, a line that is JSON but not
+an object, ...) and to tell a cut-short last line (not JSON at all) from a
+malformed one. docs/CHECKING.md states the rules.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 import math
 from pathlib import Path
 
-from checkers.events import duckdb_string, spark_string
+from checkers.events import spark_string
 from harness.core.files import MAX_JSON_DEPTH, json_depth
 
 #: The contract's fields as the converters read them. high_watermark is an int
@@ -60,7 +61,7 @@ INT_HWM_KINDS = ("observe", "replica")
 #: A partition's name in a JSON object's key (seek, a poll's high_watermark).
 PARTITION_KEY = "^-?[0-9]{1,10}$"
 #: The JSON text of an object of ints keyed by partitions (Spark re-serializes an
-#: object read as text without spaces; DuckDB keeps the text as written).
+#: object read as text without spaces).
 INT_OBJECT = (r'^\{\s*("-?[0-9]{1,10}"\s*:\s*-?[0-9]+\s*'
               r'(,\s*"-?[0-9]{1,10}"\s*:\s*-?[0-9]+\s*)*)?\}$')
 INT_TEXT = "^-?[0-9]+$"
@@ -93,7 +94,7 @@ ALWAYS_OK = ("observe", "replica")
 
 
 def required_by_kind(q) -> str:
-    """SQL (either dialect; q quotes a column name): true when a line of a known
+    """Spark SQL (q quotes a column name): true when a line of a known
     kind lacks a field KIND_REQUIRES or TYPE_REQUIRES names, or holds an acks level
     or a type its kind does not allow."""
     def missing(names) -> str:
@@ -160,78 +161,7 @@ def spark_bad(corrupt: str = "_corrupt", shape: str = "shape") -> str:
     ])
 
 
-def duckdb_bad() -> str:
-    """DuckDB SQL over the lines read with every typed field as raw JSON, the fields
-    of DUCKDB_SHAPED already typed and judged in `_mistyped`: true when the line
-    breaks the contract. It may be stricter than Spark's reader, never laxer: a
-    bad line sends the whole history to Spark's reader, which names it.
-
-    DuckDB's casts are lenient ("1" or 1.5 into an integer) where Spark's reader
-    marks the line corrupt, so the JSON text of each int field is checked before
-    the cast, and a value too big for BIGINT fails the cast (the whole read then
-    gives way to Spark's reader, which finds the line).
-    """
-    def q(name: str) -> str:
-        return f'"{name}"'
-
-    def any_text_matches(fields, pattern: str) -> str:
-        """One pattern over the fields' JSON texts joined by '|' (nulls left out):
-        cheaper than a test per field (1M operations: 0.2 s against 0.5 s for a
-        json_type() of each int field)."""
-        texts = ", ".join(f"{q(c)}::VARCHAR" for c in fields)
-        return f"regexp_matches(concat_ws('|', {texts}), '{pattern}')"
-
-    hwm = q("high_watermark")
-    entry = ("list_bool_or(list_transform(records::BIGINT[][], lambda r: r IS NULL OR len(r) != 3 "
-             "OR r[1] IS NULL OR (CASE WHEN f = 'replica' THEN r[3] ELSE r[2] END) IS NULL))")
-    return " OR ".join([
-        # an integer's text is digits and a minus sign
-        any_text_matches(INT_FIELDS, "[^0-9|-]"),
-        # inside lists: no fraction, exponent, string or boolean (true/false carry an e)
-        any_text_matches(("records", *INT_LIST_FIELDS), '[."eE]'),
-        *(f"{c} IS NULL" for c in REQUIRED),
-        "_mistyped",
-        f"type NOT IN ({', '.join(repr(t) for t in TYPES)})",
-        f"coalesce({required_by_kind(q)}, false)",
-        f"(records IS NOT NULL AND coalesce({entry}, false))",
-        f"(seek IS NOT NULL AND NOT regexp_matches(seek::VARCHAR, {duckdb_string(INT_OBJECT)}))",
-        f"(f = 'poll' AND {hwm} IS NOT NULL AND (NOT regexp_matches({hwm}::VARCHAR, "
-        f"{duckdb_string(INT_OBJECT)}) OR TRY_CAST({hwm} AS MAP(VARCHAR, BIGINT)) IS NULL))",
-        f"(f IN ({', '.join(repr(k) for k in INT_HWM_KINDS)}) AND {hwm} IS NOT NULL "
-        f"AND NOT regexp_matches({hwm}::VARCHAR, {duckdb_string(INT_TEXT)}))",
-    ])
-
-
-#: The JSON type each of these fields must have: DuckDB's strict pass reads them as
-#: raw JSON (it casts 5 to "5" and 1 to true), types them in duckdb_typed_text()
-#: and judges them in duckdb_mistyped().
-DUCKDB_JSON_TYPES = {**dict.fromkeys(TEXT_FIELDS, "VARCHAR"), "nodes": "ARRAY",
-                     "detail": "OBJECT", "final": "BOOLEAN"}
-DUCKDB_SHAPED = tuple(DUCKDB_JSON_TYPES)
-#: How a field of the right JSON type becomes its value (detail is only judged).
-_DUCKDB_FROM_JSON = {**{c: f"json_extract_string(\"{c}\", '$')" for c in TEXT_FIELDS},
-                     "nodes": "nodes::VARCHAR[]", "final": "final::BOOLEAN"}
-
-
-def duckdb_typed_text() -> str:
-    """DuckDB's REPLACE list over the raw JSON of DUCKDB_SHAPED: each field's value
-    when its JSON type is right, else null (and the line is bad)."""
-    return ", ".join(f"CASE WHEN json_type(\"{c}\") = '{DUCKDB_JSON_TYPES[c]}' THEN {value} "
-                     f"END AS \"{c}\"" for c, value in _DUCKDB_FROM_JSON.items())
-
-
-def duckdb_mistyped() -> str:
-    """DuckDB SQL over the raw JSON of DUCKDB_SHAPED: true when one holds a JSON
-    type the contract does not allow there (or nodes an item that is no string)."""
-    return " OR ".join([
-        *(f"coalesce(json_type(\"{c}\") NOT IN ('{kind}', 'NULL'), false)"
-          for c, kind in DUCKDB_JSON_TYPES.items()),
-        "coalesce(NOT list_bool_and(list_transform(json_extract(nodes, '$[*]'), "
-        "lambda n: json_type(n) = 'VARCHAR')), false)",
-    ])
-
-
-# -- describing one bad line, in Python (only ever on the error path) --
+# -- wording what is wrong with the one line Spark judged bad first (the error path) --
 
 
 def _is_int(v: object) -> bool:
@@ -268,9 +198,10 @@ def _required_of(op: dict) -> tuple[str, ...]:
 
 
 def describe(text: str) -> tuple[str | None, bool]:
-    """What breaks the contract in one line's text: (reason or None, is it JSON at
-    all). A reason of None means the line is valid (or blank). The same rules as
-    spark_bad, in the same order: the common fields, then a known kind's own."""
+    """The words for what breaks the contract in a line Spark judged bad (spark_bad
+    decides; this only says which rule, in the same order: the common fields, then
+    a known kind's own), and whether the line is JSON at all (a cut-short last line
+    is not). A reason of None: no rule found to name (the message says so)."""
     if not text.strip(JSON_WHITESPACE):
         return None, True
     # Python's parser recurses: a line nested deeper than any recorder writes is

@@ -10,17 +10,14 @@ observer's, the collector's replica lines (without their records) and the final
 polls (without their records). Beside them, the overview: counts of the lines by
 kind and of the records they carry (read_overview), so that a recheck starts
 planning at once, and the checker can prove it read every line (checked_counts).
-Two converters write these:
+Spark alone writes them (_convert): its text reader gives one row per physical
+line, blank ones included, each keeping its input split's byte offset and its
+position in the split, so the first bad line's number is found with small
+aggregates. Every contract rule is judged there, in Spark SQL (checkers/lines.py
+spark_bad); checkers/lines.py's describe only words what is wrong with the one
+line Spark judged bad first, for the error message.
 
-- DuckDB's JSON reader, the fast path (checkers/convert_duckdb.py; the cache's
-  layout and installation are checkers/parquet_cache.py's);
-- Spark's text reader and from_json otherwise, here (a cut-short last line, a corrupt
-  history). It reads one row per physical line, blank ones included, each keeping
-  its input split's byte offset and its position in the split, so the first bad
-  line's number is found with small aggregates; checkers/lines.py then reads that
-  one line to say what is wrong with it.
-
-Every path handed to DuckDB or Spark is absolute (resolve_history makes it so):
+Every path handed to Spark is absolute (resolve_history makes it so):
 Spark resolves a relative table LOCATION under its warehouse folder, not the
 working directory, and read an empty table from it.
 """
@@ -35,7 +32,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from checkers import parquet_cache as cache
-from checkers.convert_duckdb import convert_without_spark
 from checkers.events import BUCKET_COLUMN, EVENTS_DDL, TopicKeys, spark_events, spark_string
 from checkers.lines import (
     FIELDS,
@@ -68,11 +64,10 @@ class LoadedHistory:
     keys: TopicKeys
     #: the session catalog's name for the events table (release() drops it)
     events_table: str
-    #: the ops table, every line valid or not, for the line numbers of bad ones (only
-    #: Spark's converter writes it, and only its caches can hold a bad line)
-    lines: object | None
     #: the overview's rows, from the conversion (see cache.OVERVIEW_KEYS)
     overview_rows: list[dict]
+    #: the first bad line's number and whether it is the last line not blank, or None
+    first_bad: dict | None = None
     #: the staging folder Spark reads through, when load_history made it (release()
     #: removes it)
     stage: Staging | None = None
@@ -92,12 +87,19 @@ class Overview:
 
 
 
-def _convert_with_spark(spark, history: Path, tmp: Path) -> None:
-    """Spark's text reader and from_json, for any history (and the only one for a
-    corrupt one): one row per physical line, so `[]` or a blank line is a row too
-    (the JSON reader takes `[...]` for rows and skips blanks, losing line numbers).
-    Writes the tables into tmp, a folder not yet there. history and tmp are the
-    paths Spark sees: plain ones, through the staging folder."""
+def _convert(spark, history: Path, tmp: Path) -> None:
+    """Spark's text reader and from_json: one row per physical line, so `[]` or a
+    blank line is a row too (the JSON reader takes `[...]` for rows and skips
+    blanks, losing line numbers). Writes the cache's tables into tmp, a folder not
+    yet there. history and tmp are the paths Spark sees: plain ones, through the
+    staging folder.
+
+    The parsed lines are kept (persist) and read three times, each without parsing
+    again: the overview's aggregate (one job, which fills the cache), then the
+    events and the side table, written from the valid lines; one more small job
+    finds the first bad line's number only when the overview counts a bad line.
+    """
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     text = spark.read.text(str(history))
@@ -119,16 +121,17 @@ def _convert_with_spark(spark, history: Path, tmp: Path) -> None:
         *[F.coalesce(F.col("final"), F.lit(False)).alias("final") if c == "final"
           else common[c].alias(c) if c in common else c for c in FIELDS],
         bad.alias("_bad"), "_blank", "_blk", "_row")
+    # kept as objects, as the checks keep theirs (check.py): no serialization
+    table = table.persist(StorageLevel.MEMORY_AND_DISK_DESER)
     tmp.mkdir(parents=True)
     try:
-        table.write.mode("overwrite").parquet(str(tmp / cache.OPS))
-        ops = spark.read.schema(cache.OPS_DDL).parquet(str(tmp / cache.OPS))
         overview = [r.asDict() for r in
-                    ops.groupBy(*[F.expr(k) for k in cache.OVERVIEW_KEYS])
-                    .agg(*[F.expr(a) for a in cache.overview_aggregates("size")]).collect()]
-        cache.write_overview(tmp, overview)
-        written = ops.filter("NOT _bad AND NOT _blank")
-        keys, _, buckets = cache.layout_of(overview)
+                    table.groupBy(*[F.expr(k) for k in cache.OVERVIEW_KEYS])
+                    .agg(*[F.expr(a) for a in cache.OVERVIEW_AGGREGATES]).collect()]
+        first_bad = _first_bad(table, overview)
+        cache.write_overview(tmp, overview, first_bad)
+        written = table.filter("NOT _bad AND NOT _blank")
+        keys, buckets = cache.layout_of(overview)
         # the bucket is computed, not left to the shuffle's partitioner: the same
         # pmod(hash(tp), n) whatever the session's adaptive settings
         (spark_events(written, keys)
@@ -141,6 +144,37 @@ def _convert_with_spark(spark, history: Path, tmp: Path) -> None:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        table.unpersist()
+
+
+def _first_bad(table, overview: list[dict]) -> dict | None:
+    """Where the first bad line is, when the overview counts one: its 1-based number
+    (blank lines counted) and whether it is the last line that is not blank. The
+    number is the lines of the splits before its own, plus its place in its split
+    (monotonically_increasing_id numbers a split's rows from its first)."""
+    if not any(r["_bad"] for r in overview):
+        return None
+    blocks: dict[int, dict] = {}
+    for r in overview:
+        b = blocks.setdefault(r["_blk"], {"n": 0, "first": r["first"], "last": None})
+        b["n"] += r["count"]
+        b["first"] = min(b["first"], r["first"])
+        if not r["_blank"]:
+            b["last"] = r["last"] if b["last"] is None else max(b["last"], r["last"])
+    before, running = {}, 0
+    for blk in sorted(blocks):
+        before[blk] = running
+        running += blocks[blk]["n"]
+
+    def number(blk: int, row: int) -> int:
+        return before[blk] + (row - blocks[blk]["first"]) + 1
+
+    first = (table.filter("_bad").select("_blk", "_row")
+             .orderBy("_blk", "_row").limit(1).collect())[0]
+    last = max(number(blk, b["last"]) for blk, b in blocks.items() if b["last"] is not None)
+    line = number(first["_blk"], first["_row"])
+    return {"line": line, "last": line == last}
 
 
 def _spark_side(valid):
@@ -157,9 +191,9 @@ def _spark_side(valid):
 
 
 def load_history(spark, history: Path, config: CheckerConfig,
-                 converted: bool | None = None, stage: Staging | None = None) -> LoadedHistory:
-    """The Parquet-cached tables of history, converted first if need be (converted
-    is what convert_without_spark returned, if it was already called).
+                 stage: Staging | None = None) -> LoadedHistory:
+    """The Parquet-cached tables of history, converted first unless the cache beside
+    it is current (config.parquet_cache).
 
     Spark sees the history and the cache only through the staging folder's plain
     names (checkers/staging.py): stage, or one of its own that release() removes.
@@ -168,29 +202,26 @@ def load_history(spark, history: Path, config: CheckerConfig,
     own = stage is None
     stage = Staging() if stage is None else stage
     try:
-        return _load(spark, history, config, converted, stage, own)
+        return _load(spark, history, config, stage, own)
     except BaseException:
         if own:
             stage.close()
         raise
 
 
-def _load(spark, history: Path, config: CheckerConfig, converted: bool | None,
-          stage: Staging, own: bool) -> LoadedHistory:
-    parquet = cache.parquet_location(history)
-    if converted is None:
-        converted = convert_without_spark(history, config, stage)
-    if not converted:
-        marker = cache.source_marker(history)
+def _load(spark, history: Path, config: CheckerConfig, stage: Staging,
+          own: bool) -> LoadedHistory:
+    parquet, marker = cache.parquet_location(history), cache.source_marker(history)
+    if not (config.parquet_cache and cache.is_cached(parquet, marker)):
         parquet.parent.mkdir(parents=True, exist_ok=True)
         tmp = cache.temporary_name(parquet)
         seen = stage.link(history, "history")
         real = writable_by_spark(tmp)
         if real is not None:
-            _convert_with_spark(spark, seen, real)
+            _convert(spark, seen, real)
         else:  # written in the staging folder, then moved into place by Python
             out = stage.folder("spark-out")
-            _convert_with_spark(spark, seen, out)
+            _convert(spark, seen, out)
             try:
                 shutil.move(out, tmp)
             except BaseException:
@@ -198,41 +229,42 @@ def _load(spark, history: Path, config: CheckerConfig, converted: bool | None,
                 raise
         cache.install(tmp, parquet, marker)
     seen = stage.link(parquet, "parquet")
-    # explicit schemas: no job to read the footers
-    table = (spark.read.schema(cache.OPS_DDL).parquet(str(seen / cache.OPS))
-             if (parquet / cache.OPS).is_dir() else None)
     layout = json.loads((parquet / cache.LAYOUT).read_text())
     events_table = f"elr_events_{os.getpid()}_{next(_table_names)}"
     spark.sql(f"CREATE TABLE {events_table} ({EVENTS_DDL}) USING parquet "
               f"CLUSTERED BY ({BUCKET_COLUMN}) INTO {int(layout['buckets'])} BUCKETS "
               f"LOCATION {spark_string(str(seen / cache.EVENTS))}")
+    # an explicit schema: no job to read the footers
     side = spark.read.schema(cache.SIDE_DDL).parquet(str(seen / cache.SIDE))
+    overview = json.loads((parquet / cache.OVERVIEW).read_text())
     return LoadedHistory(history=history, events=spark.table(events_table), side=side,
                          keys=TopicKeys(tuple(layout["topics"])),
-                         events_table=events_table, lines=table,
-                         overview_rows=json.loads((parquet / cache.OVERVIEW).read_text())["rows"],
-                         stage=stage if own else None)
+                         events_table=events_table, overview_rows=overview["rows"],
+                         first_bad=overview["first_bad"], stage=stage if own else None)
 
 
 def read_overview(loaded: LoadedHistory) -> Overview:
     """Count the history's lines, applying the malformed/cut-short-line rules: a
     bad line is a HistoryError naming its number, unless it is the last non-blank
-    line and not JSON at all (a crash cut it): that one is skipped and counted."""
+    line and not JSON at all (a crash cut it): that one is skipped and counted.
+
+    Spark judged every line (_bad) and numbered the first bad one; only that line
+    is read again here, to word what is wrong with it and to tell a line that is
+    not JSON at all from a malformed one (describe).
+    """
     rows = loaded.overview_rows
-    blocks: dict[int, dict] = {}
-    for r in rows:
-        b = blocks.setdefault(r["_blk"], {"n": 0, "first": r["first"], "bad": 0})
-        b["n"] += r["count"]
-        b["first"] = min(b["first"], r["first"])
-        b["bad"] += r["count"] if r["_bad"] else 0
-    bad_lines = sum(b["bad"] for b in blocks.values())
+    bad_lines = sum(r["count"] for r in rows if r["_bad"])
     lines = sum(r["count"] for r in rows if not r["_blank"])
     truncated = 0
     if bad_lines:
-        number = _first_bad_line(loaded, blocks)
-        text, rest_blank = read_line(loaded.history, number)
+        first = loaded.first_bad
+        if first is None:
+            raise HistoryError(f"{loaded.history}: its Parquet cache counts bad lines but "
+                               "does not say where; delete history.parquet and check again")
+        number = first["line"]
+        text, _ = read_line(loaded.history, number)
         reason, is_json = describe(text)
-        if bad_lines == 1 and rest_blank and not is_json:
+        if bad_lines == 1 and first["last"] and not is_json:
             truncated = 1
         else:
             raise HistoryError(
@@ -241,21 +273,6 @@ def read_overview(loaded: LoadedHistory) -> Overview:
                 "last line may be skipped")
     return Overview(history_lines=lines, truncated_lines=truncated,
                     rows=[r for r in rows if not r["_bad"] and not r["_blank"]])
-
-
-def _first_bad_line(loaded: LoadedHistory, blocks: dict[int, dict]) -> int:
-    """The 1-based number of the first bad line, from the ops table's bookkeeping:
-    the lines of the splits before its own, plus its place in its split."""
-    if loaded.lines is None:
-        raise HistoryError(f"{loaded.history}: its Parquet cache counts bad lines but "
-                           "has no table of lines; delete history.parquet and check again")
-    before, first_row, running = {}, {}, 0
-    for blk in sorted(blocks):
-        before[blk], first_row[blk] = running, blocks[blk]["first"]
-        running += blocks[blk]["n"]
-    first = (loaded.lines.filter("_bad").select("_blk", "_row")
-             .orderBy("_blk", "_row").limit(1).collect())[0]
-    return before[first["_blk"]] + (first["_row"] - first_row[first["_blk"]]) + 1
 
 
 def checked_counts(rows: list[dict]) -> dict[str, int]:

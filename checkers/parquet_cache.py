@@ -2,17 +2,16 @@
 
 history.parquet sits beside history.jsonl (or in the cache folder when that is
 read-only, or when something of the user's already sits at that path) and holds
-events/ (bucketed by topic-partition, checkers/events.py), side/ (the lines the
-checks read whole) and, from Spark's converter only, ops/ (every line, for a bad
-line's number). Beside them: a marker naming the source
-history's size and time (a changed history is converted again), the layout
-(topics and bucket count) and the overview (counts of lines by kind). Both
-converters (checkers/convert_duckdb.py, and Spark's in checkers/load.py) write
-into a temporary folder and install it with one rename, so a reader never sees
-half a table. Only a folder carrying the harness's marker (with its version) is
-ever replaced: a user's own X.parquet beside X.jsonl is left as it is, and the
-history is converted into the cache folder instead (as for a read-only folder),
-so the check still runs and nothing of the user's is touched.
+events/ (bucketed by topic-partition, checkers/events.py) and side/ (the lines
+the checks read whole). Beside them: a marker naming the source history's size
+and time (a changed history is converted again), the layout (topics and bucket
+count) and the overview (counts of lines by kind, and where the first bad line
+is, if any). The converter (checkers/load.py) writes into a temporary folder,
+installed with one rename, so a reader never sees half a table. Only a folder
+carrying the harness's marker (with its version) is ever replaced: a user's own
+X.parquet beside X.jsonl is left as it is, and the history is converted into the
+cache folder instead (as for a read-only folder), so the check still runs and
+nothing of the user's is touched.
 """
 
 from __future__ import annotations
@@ -26,13 +25,13 @@ import tempfile
 from pathlib import Path
 
 from checkers.events import TopicKeys, choose_buckets
-from checkers.lines import FIELDS, INT_HWM_KINDS, SCHEMA, SCHEMA_DDL
+from checkers.lines import FIELDS, INT_HWM_KINDS, SCHEMA
 from harness.core.config import cache_dir
 from harness.core.errors import BadInput, HarnessError
 from harness.core.files import read_json
 
 #: Bumped whenever the Parquet layout changes, so old caches are rebuilt.
-CACHE_VERSION = 9
+CACHE_VERSION = 10
 MARKER = "_elr_source.json"
 #: The topics the events table's keys were made from, and its bucket count.
 LAYOUT = "_elr_layout.json"
@@ -40,7 +39,7 @@ LAYOUT = "_elr_layout.json"
 OVERVIEW = "_elr_overview.json"
 
 #: The tables of a conversion.
-OPS, EVENTS, SIDE = "ops", "events", "side"
+EVENTS, SIDE = "events", "side"
 #: Which valid lines the side table holds (without their records).
 SIDE_WHERE = "f IN ('fault', 'observe', 'replica') OR (f = 'poll' AND final)"
 INT_HWM = ", ".join(repr(k) for k in INT_HWM_KINDS)
@@ -53,36 +52,22 @@ _SIDE_SCHEMA = (*((name, kind) for name, kind in SCHEMA if name in _SIDE_FIELDS)
                 ("record_partitions", "ARRAY<INT>"))
 SIDE_DDL = ", ".join(f"{name} {kind}" for name, kind in _SIDE_SCHEMA)
 SIDE_COLUMNS = tuple(name for name, _ in _SIDE_SCHEMA)
-#: Spark's ops table: every physical line, its fields and its bookkeeping.
-_BOOKKEEPING_DDL = ("_bad BOOLEAN", "_blank BOOLEAN", "_blk BIGINT", "_row BIGINT")
-OPS_DDL = ", ".join([SCHEMA_DDL, *_BOOKKEEPING_DDL])
-#: Where a converter writes the events by bucket before naming them as Spark's.
+#: Where the converter writes the events by bucket before naming them as Spark's.
 BY_BUCKET = "_events_by_bucket"
-#: Where DuckDB spills, inside the conversion's temporary folder.
-SPILL = "_spill"
-#: How DuckDB writes the tables: uncompressed, as Spark writes them (checkers/spark.py).
-PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION uncompressed"
-#: The overview: one small aggregate of the lines' rows (in both converters' SQL)
-#: serves the line bookkeeping (per input split), the counts by f/type/acks, the
-#: fault kinds and the partitions sends went to, and the records the lines carry.
+#: The overview: one small aggregate of the lines' rows serves the line
+#: bookkeeping (per input split), the counts by f/type/acks, the fault kinds and
+#: the partitions sends went to, and the records the lines carry.
 OVERVIEW_KEYS = (
     "_blk", "_bad", "_blank", "f", "type", "acks", "fault", "final", "topic",
     "CASE WHEN f = 'send' THEN partition END AS partition",
 )
 _CARRIES_RECORDS = "(f = 'replica' OR (f = 'poll' AND type = 'ok'))"
-
-
-def overview_aggregates(length: str) -> tuple[str, ...]:
-    """The overview's aggregates; `length` is the dialect's array-length function."""
-    return ("count(1) AS count", "min(_row) AS first",
-            f"sum(CASE WHEN {_CARRIES_RECORDS} AND records IS NOT NULL "
-            f"THEN {length}(records) ELSE 0 END) AS records")
-
-
-#: The same aggregates over groups of the overview's keys that were finer (the
-#: DuckDB converter's summary: convert_duckdb._duckdb_summary).
-OVERVIEW_REAGGREGATES = ("sum(count)::BIGINT AS count", "min(first) AS first",
-                          "sum(records)::BIGINT AS records")
+#: Its aggregates: a group's lines, the first and last of them in their split (for
+#: line numbers), the records they carry.
+OVERVIEW_AGGREGATES = (
+    "count(1) AS count", "min(_row) AS first", "max(_row) AS last",
+    f"sum(CASE WHEN {_CARRIES_RECORDS} AND records IS NOT NULL "
+    "THEN size(records) ELSE 0 END) AS records")
 
 
 def _marker_of(parquet: Path) -> dict | None:
@@ -150,24 +135,25 @@ def name_buckets(tmp: Path) -> None:
         shutil.rmtree(staging)
 
 
-def layout_of(overview: list[dict]) -> tuple[TopicKeys, list[int], int]:
-    """From the overview's valid rows: the topics' keys, the keys of the partitions
-    sends went to, and the events table's bucket count (choose_buckets)."""
+def layout_of(overview: list[dict]) -> tuple[TopicKeys, int]:
+    """From the overview's valid rows: the topics' keys and the events table's
+    bucket count (choose_buckets, over the partitions sends went to)."""
     valid = [r for r in overview if not r["_bad"] and not r["_blank"]]
     keys = TopicKeys.of(r["topic"] for r in valid)
     sent_keys = sorted({keys.encode(r["topic"], r["partition"])
                         for r in valid if r["f"] == "send"})
-    return keys, sent_keys, choose_buckets(sent_keys)
+    return keys, choose_buckets(sent_keys)
 
 
 def write_layout(tmp: Path, keys: TopicKeys, buckets: int) -> None:
     (tmp / LAYOUT).write_text(json.dumps({"topics": list(keys.topics), "buckets": buckets}))
 
 
-def write_overview(tmp: Path, rows: list[dict]) -> None:
-    """The overview's rows (few: each of its keys takes few values)."""
+def write_overview(tmp: Path, rows: list[dict], first_bad: dict | None) -> None:
+    """The overview's rows (few: each of its keys takes few values), and where the
+    first bad line is (None when every line is valid)."""
     rows = sorted(rows, key=lambda r: json.dumps(r, sort_keys=True))
-    (tmp / OVERVIEW).write_text(json.dumps({"rows": rows}))
+    (tmp / OVERVIEW).write_text(json.dumps({"rows": rows, "first_bad": first_bad}))
 
 
 def temporary_name(parquet: Path) -> Path:

@@ -1,13 +1,13 @@
-"""Where DuckDB and Spark see a history: a folder of the checker's own, with plain names.
+"""Where Spark sees a history: a folder of the checker's own, with plain names.
 
-Both readers take a path for a pattern: DuckDB's read_json and Hadoop expand
-`*`, `?` and `[...]` (Hadoop also `{a,b}`), so `harness check 'run*'` judged
-every run matching it together; Hadoop also refuses a ':' and bytes that are
-not UTF-8. So the readers never see a user's path. The checker makes a fresh
-folder (mkdtemp) under a base whose path is plain, holding symlinks with plain
-names to the history and to the folders the conversion is written in and read
-from; Python alone touches the user's paths (renames, the marker). The folder
-holds only symlinks, and is removed when the check ends, on error and Ctrl-C too.
+Spark takes a path for a pattern: Hadoop expands `*`, `?`, `[...]` and `{a,b}`,
+so `harness check 'run*'` judged every run matching it together; Hadoop also
+refuses a ':' and bytes that are not UTF-8. So Spark never sees a user's path.
+The checker makes a fresh folder (mkdtemp) under a base whose path is plain,
+holding symlinks with plain names to the history and to the folders the
+conversion is written in and read from; Python alone touches the user's paths
+(renames, the marker). The folder holds only symlinks, and is removed when the
+check ends, on error and Ctrl-C too.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 from harness.core.config import cache_dir
 from harness.core.errors import HarnessError
 
-#: What a path handed to DuckDB or Spark may hold: no glob, no ':', ASCII only.
+#: What a path handed to Spark may hold: no glob, no ':', ASCII only.
 PLAIN_PATH = re.compile(r"^/[A-Za-z0-9._/+-]*$")
 
 

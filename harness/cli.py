@@ -184,8 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_UNKNOWN
         except Exception as err:
             if interrupted.is_set():
-                # Ctrl-C reaches DuckDB and the JVM too: what they raise then ("Query
-                # interrupted", "Answer from Java side is empty") is the interrupt
+                # Ctrl-C reaches the JVM too: what py4j raises then ("Answer from
+                # Java side is empty") is the interrupt
                 print("harness: interrupted", file=sys.stderr)
                 return EXIT_UNKNOWN
             return _report_failure(err)

@@ -2,7 +2,7 @@
 readings of docs/CHECKING.md: the oracle the tests compare the Spark checker with.
 
 Written straight from those two pages, one small function per rule, over Python
-lists and dicts: no Spark, no DuckDB, and no import of the checkers package (it
+lists and dicts: no Spark, and no import of the checkers package (it
 must stay an independent implementation). Histories of a few thousand lines at
 most; nothing here is meant to be fast.
 """

@@ -425,13 +425,10 @@ class CheckerConfig:
     max_partition_bytes: int = 64 * 1024 * 1024
     #: Convert history.jsonl once to Parquet next to it (history.parquet) and reuse it.
     parquet_cache: bool = True
-    #: Convert with DuckDB's parallel JSON reader when the history is well formed
-    #: (checkers/convert_duckdb.py); Spark's reader handles the rest and finds bad lines.
-    convert_with_duckdb: bool = True
-    #: Threads (0: one per core) and memory cap of that conversion; it streams,
-    #: so its memory stays flat whatever the history's size.
-    convert_threads: int = 0
-    convert_memory: str = "1GB"
+    #: Below this history size Spark runs each stage without whole-stage code
+    #: generation (spark.sql.codegen.wholeStage=false): on a small history the
+    #: cold JVM spends longer compiling the generated classes than running them.
+    interpreted_below_bytes: int = 16 * 1024 * 1024
     #: Defaults for a history without test.json (HISTORY.md, check docs).
     default_replication_factor: int = 3
     default_min_insync_replicas: int = 2

@@ -62,7 +62,6 @@ _JVM_TOKEN = re.compile(
     r"|-D[A-Za-z_][A-Za-z0-9_.-]{0,120}(=[A-Za-z0-9._:/,+@-]{0,200})?"
     r"|-(ea|da|esa|dsa|server)")
 _MEMORY = re.compile(r"[1-9][0-9]{0,6}[kKmMgGtT]?")
-_DUCKDB_MEMORY = re.compile(r"[1-9][0-9]{0,6}(\.[0-9]{1,3})? ?([KMGT]i?B|B)")
 _PACKAGE = re.compile(r"[a-z0-9][a-z0-9.+-]{0,99}")
 _SUITE = re.compile(r"[a-z][a-z0-9-]{0,31}")
 _URL = re.compile(r"(https?|file)://[A-Za-z0-9._~:/%+@-]{1,500}")
@@ -348,9 +347,7 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "checker.shuffle_partitions": _TINY,
     "checker.max_partition_bytes": integer(1, 2**40),
     "checker.parquet_cache": _boolean,
-    "checker.convert_with_duckdb": _boolean,
-    "checker.convert_threads": integer(0, 1024),
-    "checker.convert_memory": _matching(_DUCKDB_MEMORY, "a DuckDB memory size like 1GB"),
+    "checker.interpreted_below_bytes": _BYTES,
     "checker.default_replication_factor": integer(1, 1000),
     "checker.default_min_insync_replicas": integer(1, 1000),
     "checker.jvm_options": jvm_options,

@@ -1,6 +1,7 @@
-"""The two JSONL -> Parquet converters (checkers/convert_duckdb.py, checkers/load.py)
-write the same tables, and the fast one gives way to Spark's reader on every line that breaks the
-contract (so a corrupt history is still reported by its line number)."""
+"""The JSONL -> Parquet conversion (checkers/load.py): Spark's reader writes
+every valid line's events and side rows once, judges every line by the
+contract, and names the first bad one by its exact number (blank lines
+counted), as the reference checker (tests/reference_checker.py) does."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from checker_fixtures import spark  # noqa: F401
+from reference_checker import MalformedLine, reference_check
 from synthetic import Injection, SyntheticSpec, write_run_dir
 
-from checkers.convert_duckdb import _convert_with_duckdb, convert_without_spark
 from checkers.events import (
     EVENTS_COLUMNS,
     FINAL_RECORD,
@@ -20,40 +21,24 @@ from checkers.events import (
     SEEK,
     bucket_of,
 )
-from checkers.lines import FIELDS
-from checkers.load import _convert_with_spark, read_overview
-from checkers.parquet_cache import EVENTS, LAYOUT, OPS, OVERVIEW, SIDE, SIDE_COLUMNS
+from checkers.load import _convert, load_history, read_overview, release
+from checkers.parquet_cache import EVENTS, LAYOUT, OVERVIEW, SIDE, SIDE_COLUMNS
 from harness.core.config import CheckerConfig
 from harness.core.errors import HistoryError
 
 pytestmark = pytest.mark.usefixtures("spark")
 
-#: the ops table's columns (only Spark's converter writes it), less its bookkeeping
-_COLUMNS = [*FIELDS, "_bad"]
-_BOOKKEEPING = ("_blk", "first")
 
-
-def _tables(session, history: Path, parquet: Path, duckdb: bool) -> dict[str, list[tuple]]:
-    if duckdb:
-        assert _convert_with_duckdb(history, parquet, CheckerConfig())
-    else:
-        _convert_with_spark(session, history, parquet)
+def _tables(session, history: Path, parquet: Path) -> dict[str, list[tuple]]:
+    _convert(session, history, parquet)
     out = {}
-    tables = [(EVENTS, EVENTS_COLUMNS), (SIDE, SIDE_COLUMNS)]
-    # only Spark's converter writes a table of every line (for bad lines' numbers)
-    assert (parquet / OPS).is_dir() is not duckdb
-    if not duckdb:
-        tables.append((OPS, _COLUMNS))
-    for table, columns in tables:
+    for table, columns in [(EVENTS, EVENTS_COLUMNS), (SIDE, SIDE_COLUMNS)]:
         df = session.read.parquet(str(parquet / table))
         out[table] = sorted(tuple(json.dumps(v, sort_keys=True, default=str)
                                   for v in r.asDict().values())
                             for r in df.select(*columns).collect())
     out["layout"] = json.loads((parquet / LAYOUT).read_text())
-    # the overview, less the line bookkeeping (only Spark's converter fills it)
-    out["overview"] = sorted(json.dumps({k: v for k, v in r.items() if k not in _BOOKKEEPING},
-                                        sort_keys=True)
-                             for r in json.loads((parquet / OVERVIEW).read_text())["rows"])
+    out["overview"] = json.loads((parquet / OVERVIEW).read_text())
     _assert_bucketed(session, parquet / EVENTS, out["layout"]["buckets"])
     return out
 
@@ -86,7 +71,7 @@ def _expected_event_counts(history: Path) -> dict[int, int]:
     return counts
 
 
-def test_both_converters_write_the_same_rows(spark, tmp_path):  # noqa: F811
+def test_the_converter_writes_every_line_once(spark, tmp_path):  # noqa: F811
     spec = SyntheticSpec(lines=3000, seed=5, injections=(
         Injection("garbage-read", at=0.3), Injection("hwm-regression", at=0.5),
         Injection("elr-invariant", at=0.7)))
@@ -103,15 +88,11 @@ def test_both_converters_write_the_same_rows(spark, tmp_path):  # noqa: F811
                                 "partition": 0, "node": f"broker-{broker}", "broker": broker,
                                 "high_watermark": 3, "log_end_offset": 3,
                                 "records": [[0, 5, 1], [1, None, 1], [2, 7, 2]]}) + "\n")
-    fast = _tables(spark, history, tmp_path / "fast.parquet", duckdb=True)
-    careful = _tables(spark, history, tmp_path / "careful.parquet", duckdb=False)
-    assert len(careful[OPS]) == generated.lines + 4
-    assert fast[EVENTS] == careful[EVENTS]
-    assert fast["layout"] == careful["layout"]
-    assert fast[SIDE] == careful[SIDE]
-    assert fast["overview"] == careful["overview"]
+    fast = _tables(spark, history, tmp_path / "out.parquet")
+    assert fast["overview"]["first_bad"] is None
     # the overview counts every line, by kind, and the records ok polls carry
-    overview = [json.loads(r) for r in fast["overview"]]
+    overview = fast["overview"]["rows"]
+    assert not any(r["_bad"] or r["_blank"] for r in overview)
     assert sum(r["count"] for r in overview) == generated.lines + 4
     ops = [json.loads(line) for line in history.read_text().splitlines()]
     assert sum(r["records"] for r in overview if r["f"] == "replica") == 6
@@ -137,6 +118,10 @@ def test_both_converters_write_the_same_rows(spark, tmp_path):  # noqa: F811
     assert sum(k < FINAL_RECORD for k in kinds) == expected.pop("send") > 0
     for kind, n in expected.items():
         assert kinds.count(kind) == n > 0, kind
+
+
+_GOOD = ('{"index": 0, "time": 1, "process": 0, "type": "invoke", "f": "send", "topic": "t", '
+         '"partition": 0, "acks": "all", "value": 1}')
 
 
 @pytest.mark.parametrize("line", [
@@ -168,21 +153,82 @@ def test_both_converters_write_the_same_rows(spark, tmp_path):  # noqa: F811
     '{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "poll", '
     '"high_watermark": {"0": 5.5}}',
     '{"index": 1, "time": 2, "process": 0, "type": "invoke", "f": "poll", "seek": {"x": 5}}',
-    '{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "poll", '
+    '{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "poll", "topic": "t", '
     '"records": [[0, null, 5]]}',
-    '{"index": 1, "time": 2, "process": -3, "type": "ok", "f": "replica", '
-    '"records": [[0, 5, null]]}',
+    '{"index": 1, "time": 2, "process": -3, "type": "ok", "f": "replica", "topic": "t", '
+    '"partition": 0, "node": "b1", "broker": 1, "log_end_offset": 1, "records": [[0, 5, null]]}',
 ])
-def test_the_fast_converter_gives_way_on_lines_spark_would_reject(tmp_path, line):
+def test_every_line_is_judged_as_the_reference_judges_it(spark, tmp_path, line):  # noqa: F811
+    """A line between two valid ones: bad by Spark's rules exactly when the
+    reference says so, named by its number (2)."""
     history = tmp_path / "history.jsonl"
-    history.write_text('{"index": 0, "time": 1, "process": 0, "type": "invoke", "f": "send"}\n'
-                       + line + "\n")
-    tmp = tmp_path / "out.parquet"
-    assert _convert_with_duckdb(history, tmp, CheckerConfig()) is False
-    assert not tmp.exists()  # nothing half-written is left for the Spark path to trip on
+    history.write_text(f"{_GOOD}\n{line}\n{_GOOD}\n")
+    try:
+        reference_check(history, None)
+        expected = None
+    except MalformedLine as err:
+        expected = err.line
+    loaded = load_history(spark, history, CheckerConfig())
+    try:
+        if expected is None:
+            assert read_overview(loaded).history_lines == 3
+        else:
+            with pytest.raises(HistoryError, match=f": line {expected} is not a valid"):
+                read_overview(loaded)
+    finally:
+        release(spark, loaded)
 
 
-def test_the_fast_converter_takes_nulls_and_garbage_values(tmp_path):
+_DEEP = "[" * 70 + "]" * 70
+#: (lines, the line named, or None when valid, and the cut-short lines). Whitespace
+#: JSON does not take (\x0b, \x0c) makes a line malformed, never blank; blank lines
+#: count in the numbering.
+_LINE_CASES = {
+    "vertical-tab": ([_GOOD, "\x0b", _GOOD], 2, 0),
+    "form-feed": ([_GOOD, " \x0c ", _GOOD], 2, 0),
+    "vertical-tab-last": ([_GOOD, "\x0b"], None, 1),
+    "blank-lines": (["", _GOOD, "  \t", "\r", _GOOD, "", "[]", _GOOD], 7, 0),
+    "cut-short-last": ([_GOOD, "", _GOOD, _GOOD[:30], "", " "], None, 1),
+    "cut-short-not-last": ([_GOOD, _GOOD[:30], _GOOD], 2, 0),
+    "two-cut-short": ([_GOOD, _GOOD[:30], _GOOD[:20]], 2, 0),
+    "empty-list-last": ([_GOOD, "[]"], 2, 0),
+    "deep-last": ([_GOOD, _DEEP], 2, 0),
+    "deep-cut-short-last": ([_GOOD, "[" * 1000], 2, 0),
+    "wrong-type-after-blanks": (["", "", _GOOD.replace('"value": 1', '"value": "1"')], 3, 0),
+    "malformed": ([_GOOD, "", "{nope}", _GOOD], 3, 0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_LINE_CASES))
+def test_bad_and_blank_lines_are_named_as_the_reference_names_them(spark, tmp_path, case):  # noqa: F811
+    lines, named, truncated = _LINE_CASES[case]
+    history = tmp_path / "history.jsonl"
+    history.write_bytes(("\n".join(lines) + "\n").encode())
+    if case.startswith("deep"):  # beyond the reference's recursive parser
+        reason = "JSON nested deeper than 64 levels"
+    elif named is None:
+        assert reference_check(history, None).truncated_lines == truncated
+    else:
+        with pytest.raises(MalformedLine) as ref_err:
+            reference_check(history, None)
+        assert ref_err.value.line == named
+        reason = ref_err.value.reason
+    loaded = load_history(spark, history, CheckerConfig())
+    try:
+        if named is None:
+            overview = read_overview(loaded)
+            assert (overview.history_lines, overview.truncated_lines) == (
+                sum(1 for x in lines if x.strip(" \t\r\n")), truncated)
+        else:
+            with pytest.raises(HistoryError) as err:
+                read_overview(loaded)
+            assert f": line {named} is not a valid history line: " in str(err.value)
+            assert reason in str(err.value)
+    finally:
+        release(spark, loaded)
+
+
+def test_nulls_and_garbage_values_are_valid(spark, tmp_path):  # noqa: F811
     history = tmp_path / "history.jsonl"
     history.write_text(
         '{"index": 0, "time": 1, "process": 0, "type": "ok", "f": "send", "offset": null,'
@@ -193,36 +239,45 @@ def test_the_fast_converter_takes_nulls_and_garbage_values(tmp_path):
         '{"index": 2, "time": 3, "process": -3, "type": "ok", "f": "replica", "topic": "t",'
         ' "partition": 0, "node": "broker-1", "broker": 1, "log_end_offset": 5,'
         ' "records": [[4, null, 2]], "high_watermark": 5}\n')
-    assert _convert_with_duckdb(history, tmp_path / "out.parquet", CheckerConfig()) is True
+    loaded = load_history(spark, history, CheckerConfig())
+    try:
+        assert read_overview(loaded).history_lines == 3
+    finally:
+        release(spark, loaded)
 
 
-def test_a_cache_is_reused_while_whole_and_rebuilt_when_a_side_file_is_gone(tmp_path):
+def test_a_cache_is_reused_while_whole_and_rebuilt_when_a_side_file_is_gone(spark, tmp_path):  # noqa: F811
     write_run_dir(tmp_path, SyntheticSpec(lines=200, seed=1))
     history, parquet = tmp_path / "history.jsonl", tmp_path / "history.parquet"
-    assert convert_without_spark(history, CheckerConfig())
+
+    def load() -> None:
+        release(spark, load_history(spark, history, CheckerConfig()))
+
+    load()
     overview = (parquet / OVERVIEW).read_text()
     built = (parquet / LAYOUT).stat().st_mtime_ns
-    assert convert_without_spark(history, CheckerConfig())
+    load()
     assert (parquet / LAYOUT).stat().st_mtime_ns == built  # reused as it is
     (parquet / OVERVIEW).unlink()
-    assert convert_without_spark(history, CheckerConfig())
+    load()
     assert (parquet / OVERVIEW).read_text() == overview
     assert (parquet / LAYOUT).stat().st_mtime_ns != built  # converted again
-    # nothing but the tables and their side files (DuckDB spilled, if at all, inside)
+    # nothing but the tables and their side files
     assert sorted(p.name for p in parquet.iterdir()) == sorted(
         [EVENTS, SIDE, LAYOUT, OVERVIEW, "_elr_source.json"])
 
 
-def test_a_cache_counting_bad_lines_without_its_table_of_lines_is_a_clear_error(tmp_path):
-    """Only Spark's converter keeps bad lines, and it writes the ops table their
-    numbers come from; a cache with one and not the other was tampered with."""
+def test_a_cache_counting_bad_lines_without_saying_where_is_a_clear_error(tmp_path):
+    """The converter writes where the first bad line is whenever it counts one; a
+    cache with one and not the other was tampered with."""
     from checkers.events import TopicKeys
     from checkers.load import LoadedHistory
 
-    row = {"_blk": 0, "_bad": True, "_blank": False, "count": 1, "first": 0, "records": 0}
+    row = {"_blk": 0, "_bad": True, "_blank": False, "count": 1, "first": 0, "last": 0,
+           "records": 0}
     loaded = LoadedHistory(history=tmp_path / "history.jsonl", events=None,
                            side=None, keys=TopicKeys(()), events_table="t",
-                           lines=None, overview_rows=[row])
+                           overview_rows=[row], first_bad=None)
     with pytest.raises(HistoryError, match="delete history.parquet"):
         read_overview(loaded)
 

@@ -272,8 +272,8 @@ def test_an_unreachable_spark_master_is_one_line_within_seconds(tmp_path):
 
 @pytest.mark.parametrize("moment", ["converting", "checking"])
 def test_ctrl_c_during_a_check_is_one_line_and_leaves_no_partial_table(tmp_path, moment):
-    """A terminal's Ctrl-C reaches the whole process group: DuckDB raises "Query
-    interrupted" and the JVM dies under py4j; the user still reads one line."""
+    """A terminal's Ctrl-C reaches the whole process group: the JVM dies under
+    py4j while it converts or checks; the user still reads one line."""
     import signal
 
     from synthetic import SyntheticSpec, write_run_dir
@@ -292,7 +292,7 @@ def test_ctrl_c_during_a_check_is_one_line_and_leaves_no_partial_table(tmp_path,
 
     while not seen() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
-    # into DuckDB's query; into the JVM's start or its first jobs
+    # into the conversion's jobs; into the checks' first jobs
     time.sleep(0.3 if moment == "converting" else 2)
     assert proc.poll() is None, "the check ended before it could be interrupted"
     os.killpg(proc.pid, signal.SIGINT)

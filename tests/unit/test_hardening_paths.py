@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
 from cli_rows import digests, run_row
 from synthetic import Injection, SyntheticSpec, synthetic_test_json, write_history
 
@@ -85,11 +86,11 @@ def test_a_deep_last_line_is_malformed_not_cut_short_and_never_recursion() -> No
     assert "nested deeper" in reason and is_json
 
 
-def test_a_users_parquet_file_or_folder_sends_the_cache_elsewhere(tmp_path, monkeypatch):
-    """DuckDB's conversion (no Spark): the cache goes to the cache folder, and a
-    folder that appears at the path meanwhile is never replaced."""
-    from checkers.convert_duckdb import convert_without_spark
-    from harness.core.config import CheckerConfig
+def test_a_users_parquet_file_or_folder_sends_the_cache_elsewhere(spark, tmp_path,  # noqa: F811
+                                                                 monkeypatch):
+    """The conversion (Spark's): the cache goes to the cache folder, and a folder
+    that appears at the path meanwhile is never replaced."""
+    from checkers.load import load_history, release
 
     monkeypatch.setenv("ELR_HARNESS_CACHE", str(tmp_path / "cache"))
     for kind in ("file", "folder"):
@@ -103,7 +104,7 @@ def test_a_users_parquet_file_or_folder_sends_the_cache_elsewhere(tmp_path, monk
             users.mkdir()
             (users / "part-0.parquet").write_bytes(b"PAR1 the user's")
         before = digests(run)
-        assert convert_without_spark(run / "h.jsonl", CheckerConfig())
+        release(spark, load_history(spark, run / "h.jsonl", TEST_CONFIG))
         after = digests(run)
         assert after == before, "nothing beside the history was made, changed or removed"
         cache = parquet_location(run / "h.jsonl")
@@ -178,15 +179,15 @@ def test_a_users_parquet_folder_beside_the_history_survives_a_check(plain) -> No
 
 
 NASTY = b"run* ?[ab]{c,d},:\xc3\xa9\xff"
-#: Names the glob would match: DuckDB's (braces literal) and Hadoop's (braces expanded).
+#: Names the glob would match, braces taken literally and braces expanded (Hadoop's).
 DECOYS = (b"runZ Za{c,d},:\xc3\xa9\xff", b"runZ Zac,:\xc3\xa9\xff")
 
 
 def test_a_history_at_a_path_of_glob_characters_is_checked_alone(plain, tmp_path) -> None:
     """The issue's done-when: a history at a path holding * ? [ ] { } , a space, a
     ':', non-ASCII and a byte that is not UTF-8 gives the plain path's results.json,
-    while histories the path would match as a pattern lie beside it. Once through
-    DuckDB's converter, once (a cut-short last line) through Spark's."""
+    while histories the path would match as a pattern lie beside it. Once whole,
+    once with a cut-short last line."""
     base, reference, _ = plain
     root = os.fsencode(tmp_path)
     nasty = Path(os.fsdecode(os.path.join(root, NASTY)))
@@ -200,7 +201,7 @@ def test_a_history_at_a_path_of_glob_characters_is_checked_alone(plain, tmp_path
     for decoy, before in decoys.items():
         assert digests(Path(os.fsdecode(os.path.join(root, decoy)))) == before
 
-    # Spark's converter: the same history cut short, at a plain and at a nasty path
+    # the same history cut short, at a plain and at a nasty path
     _history(base / "cut", "history.jsonl", 1, cut=True)
     cut_reference, _ = _check(os.fsencode(base / "cut"), base)
     assert cut_reference["stats"]["truncated_lines"] == 1
