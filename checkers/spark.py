@@ -255,7 +255,9 @@ def get_spark(config: CheckerConfig, history_bytes: int | None = None):
         conf = conf.set(key, value)
     global _gateway
     try:
-        if _gateway is None or _gateway.proc.poll() is not None:
+        # launch_gateway keeps the JVM's Popen as .proc (None: a gateway it was given)
+        proc = getattr(_gateway, "proc", None)
+        if _gateway is None or (proc is not None and proc.poll() is not None):
             with spark_log_path().open("ab") as log:
                 _gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
         # a context stopped earlier leaves its JVM running (PySpark reuses it): the

@@ -266,8 +266,13 @@ class Soak:
             code = EXIT_UNKNOWN  # recorded as an error: no run directory to check
         else:
             console.print(f"  checking run {planned.index + 1} ({run_dir.name})")
-            code = self.checker.check(run_dir, log_path,
-                                      flag_value(list(planned.entry.args), "--spark-master"))
+            try:
+                code = self.checker.check(run_dir, log_path, flag_value(
+                    list(planned.entry.args), "--spark-master"))
+            except KeyboardInterrupt:
+                console.print("[yellow]interrupted during the check: the run stays recorded, "
+                              "not checked; --resume checks it[/yellow]")
+                raise
         self._record(planned, code, marker or Path(pending["marker"]), log_path,
                      pending["record_s"] + time.monotonic() - started)
 
