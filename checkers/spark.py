@@ -36,10 +36,6 @@ appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 logger.parquet.name = org.apache.parquet
 logger.parquet.level = error
-# Spark overrides the root level with this logger's when it runs as a shell
-# (PySpark's gateway is one) and says so on stderr unless the two agree
-logger.repl.name = org.apache.spark.repl.Main
-logger.repl.level = error
 """
 
 
