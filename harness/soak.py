@@ -202,7 +202,9 @@ class Soak:
             console.print("[yellow]interrupted: the run heals, collects and tears down "
                           "first[/yellow]")
             code = self._end_child(proc)
-            self._record(planned, code, marker, log_path, time.monotonic() - started)
+            # a run that was recorded whole all the same stays for --resume to check
+            self._recorded(planned, code, marker, log_path, time.monotonic() - started,
+                           check=False)
             raise
         self._recorded(planned, code, marker, log_path, time.monotonic() - started)
 
@@ -229,9 +231,10 @@ class Soak:
             return proc.wait()
 
     def _recorded(self, planned: PlannedRun, code: int, marker: Path, log_path: Path,
-                  seconds: float) -> None:
+                  seconds: float, check: bool = True) -> None:
         """The child is done: a run it recorded whole is noted as unchecked (one
-        write, with `current` cleared) and checked; any other is recorded now."""
+        write, with `current` cleared) and checked (unless not `check`: a Ctrl-C);
+        any other is recorded now."""
         from harness.soak_results import recorded_whole, run_dir_from_marker
 
         run_dir = run_dir_from_marker(marker, self.store)
@@ -243,7 +246,8 @@ class Soak:
                                    "record_s": round(seconds, 1)}
         self.state["current"] = None
         write_json(self.dir / SOAK_FILE, self.state)
-        self.check_unchecked()
+        if check:
+            self.check_unchecked()
 
     def check_unchecked(self) -> None:
         """Check the run soak.json names as recorded but not checked, then record

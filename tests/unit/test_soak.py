@@ -497,3 +497,20 @@ def test_one_spark_session_checks_every_run_of_the_soak(tmp_path):
         assert f"(check {run['index'] + 1} of this soak's checker, 1 session(s) started)" \
             in log, log
     assert len(set(applications)) == 1, applications
+
+
+def test_a_whole_run_cut_by_ctrl_c_before_its_check_is_left_for_resume(tmp_path, monkeypatch):
+    import harness.soak as soak_module
+
+    state = _recorded_run(tmp_path)
+    pending = state.pop("unchecked")
+    state["unchecked"] = None
+    fake = _FakeChecker(tmp_path)
+    monkeypatch.setattr(soak_module, "SoakChecker", lambda: fake)
+    soak = Soak(tmp_path, state)
+    planned = planned_run(soak.plan, ("latest",), 3, 0)
+    soak._recorded(planned, 2, Path(pending["marker"]), Path(pending["log"]), 12.0,
+                   check=False)
+    saved = json.loads((tmp_path / "soak.json").read_text())
+    assert saved["unchecked"]["run_dir"] == pending["run_dir"] and saved["runs"] == []
+    assert fake.checked == [] and fake.state_seen == []
