@@ -141,7 +141,7 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
     from checkers.load import checked_counts, read_overview
     from checkers.replicas import last_replica_lines
     from checkers.results import Findings, PartitionFacts, assemble
-    from checkers.spark import codegen_shared_with_tasks, computed_meanwhile, session_conf
+    from checkers.spark import computed_meanwhile, session_conf
 
     overview = read_overview(loaded)
     findings = Findings(counts=Counter(), examples={}, partitions={},
@@ -177,8 +177,7 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
     # aggregation hardly shrinks them and costs more than it saves (the overview's
     # few groups, before, do need it)
     try:
-        with session_conf(spark, "spark.sql.execution.bypassPartialAggregation", "true"), \
-                codegen_shared_with_tasks(spark):
+        with session_conf(spark, "spark.sql.execution.bypassPartialAggregation", "true"):
             values = keep(durability.values_table(events, tp_status))
             obs = keep(obs)
             violations = keep(polls.order_events(events))
@@ -379,15 +378,13 @@ def check_path(path: Path, config: CheckerConfig) -> tuple[dict, Path]:
 
 
 def _spark_running() -> bool:
-    from checkers.spark import running_context
+    from checkers.spark import running_session
 
-    return running_context() is not None
+    return running_session() is not None
 
 
 def stop_spark() -> None:
-    """Stop the running Spark context, whichever thread started it."""
-    from checkers.spark import running_context
+    """Stop the running Spark session, whichever thread started it."""
+    from checkers.spark import stop_session
 
-    context = running_context()
-    if context is not None:
-        context.stop()
+    stop_session()

@@ -5,19 +5,19 @@ classes from some 280 jars: 5–7 s of a 1M-line check on 2 cores. A dynamic
 CDS archive holds those classes already parsed and verified, and a JVM started
 with it maps them from one file. The archive is built once per machine
 (scripts/setup.sh runs `python -m checkers.jvm_archive`) by a training check of
-a small synthetic history, and its name is a hash of the Java runtime and of
-Spark's jars (folder, sizes and modification times: what the JVM itself checks
-before it maps an archive), so upgrading either one, reinstalling the jars, or
-checking from another clone's environment leads to a new archive; only the
-newest few are kept. A JVM that cannot
-use an archive (a damaged file, a changed class path) starts without it:
+a small synthetic history: `harness check` in a child process whose JVM gets
+the JDK's -XX:ArchiveClassesAtExit; checks map it with -XX:SharedArchiveFile.
+Its name is a hash of the Java runtime and of Spark's jars (folder, sizes and
+modification times: what the JVM itself checks before it maps an archive), so
+upgrading either one, reinstalling the jars, or checking from another clone's
+environment leads to a new archive; only the newest few are kept. A JVM that
+cannot use an archive (a damaged file, a changed class path) starts without it:
 slower, never wrong.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gzip
 import hashlib
 import os
@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from harness.core.config import CheckerConfig, cache_dir
@@ -51,9 +52,13 @@ def _java_binary() -> Path | None:
 
 
 def _spark_jars() -> Path:
-    from pyspark.find_spark_home import _find_spark_home
+    """The jars Spark's launcher puts on the class path: $SPARK_HOME's, else the
+    pip-installed pyspark's own."""
+    if os.environ.get("SPARK_HOME"):
+        return Path(os.environ["SPARK_HOME"]) / "jars"
+    import pyspark
 
-    return Path(_find_spark_home()) / "jars"
+    return Path(pyspark.__file__).parent / "jars"
 
 
 def archive_path() -> Path | None:
@@ -88,9 +93,9 @@ def startup_options(config: CheckerConfig) -> str:
 
 
 def build(config: CheckerConfig, *, force: bool = False) -> Path:
-    """Make the archive (once): a training check in a child process whose JVM dumps
-    the classes it loaded when it exits; the file is put in place only when the
-    JVM exited cleanly, so a reader never maps half an archive."""
+    """Make the archive (once): a training `harness check` in a child process, whose
+    JVM dumps the classes it loaded when it exits; the file is put in place only
+    when that JVM is gone and left a file, so a reader never maps half an archive."""
     target = archive_path()
     if target is None:
         raise HarnessError("no java runtime found (set JAVA_HOME or put java on PATH)")
@@ -98,15 +103,21 @@ def build(config: CheckerConfig, *, force: bool = False) -> Path:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
-    env = {k: v for k, v in os.environ.items() if k != "ELR_CHECKER_JVM_OPTIONS"}
+    deadline = time.monotonic() + config.class_archive_timeout_s
+    # the JVM options the training's JVM alone gets (they replace the archive's own)
+    env = {**os.environ, "ELR_CHECKER_JVM_OPTIONS":
+           f"{config.jvm_options} -XX:ArchiveClassesAtExit={partial} {QUIET}"}
     try:
         with tempfile.TemporaryDirectory(prefix="elr-cds-") as tmp:
             history = _training_history(Path(tmp))
             proc = subprocess.run(
-                [sys.executable, "-m", "checkers.jvm_archive", "--train", str(history),
-                 str(partial)], env=env, capture_output=True, text=True,
+                [sys.executable, "-m", "harness.cli", "check", str(history.parent)],
+                env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                 timeout=config.class_archive_timeout_s)
-        if proc.returncode != 0 or not partial.is_file() or partial.stat().st_size == 0:
+            # the JVM exits (and dumps) once its parent is gone: wait for it
+            _wait_gone(partial, deadline, config.class_archive_timeout_s)
+        if proc.returncode not in (0, 1) or not partial.is_file() or \
+                partial.stat().st_size == 0:
             detail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
             raise HarnessError(f"the class archive was not built (exit {proc.returncode}): "
                                f"{detail[0]}")
@@ -118,6 +129,27 @@ def build(config: CheckerConfig, *, force: bool = False) -> Path:
     finally:
         partial.unlink(missing_ok=True)
     return target
+
+
+def _wait_gone(partial: Path, deadline: float, bound_s: float) -> None:
+    """Wait until no process names partial on its command line (the training JVM,
+    which outlives the check's Python by the time it takes to write the archive)."""
+    needle = f"-XX:ArchiveClassesAtExit={partial}".encode()
+    while any(needle in cmdline for cmdline in _command_lines()):
+        if time.monotonic() > deadline:
+            raise subprocess.TimeoutExpired("java", bound_s)
+        time.sleep(0.2)
+
+
+def _command_lines() -> list[bytes]:
+    lines = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                lines.append((proc / "cmdline").read_bytes())
+            except OSError:
+                continue
+    return lines
 
 
 def _prune(folder: Path, keep: Path) -> None:
@@ -141,36 +173,13 @@ def _training_history(directory: Path) -> Path:
     return history
 
 
-def _train(history: Path, dump_to: Path, config: CheckerConfig) -> int:
-    """Check history in a JVM that dumps its classes to dump_to at exit; end that
-    JVM (it would otherwise outlive us while it writes) and return its exit code."""
-    from pyspark import SparkContext
-
-    from checkers.check import check_history, stop_spark
-
-    training = dataclasses.replace(
-        config, class_archive=False, jvm_options=f"{config.jvm_options} "
-        f"-XX:ArchiveClassesAtExit={dump_to} {QUIET}")
-    check_history(history, None, training)
-    gateway = SparkContext._gateway
-    stop_spark()
-    proc = gateway.proc
-    gateway.shutdown()
-    proc.stdin.close()  # the gateway JVM exits at the end of its stdin
-    return proc.wait(timeout=config.class_archive_timeout_s)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m checkers.jvm_archive",
         description="Build the checker JVM's class-data-sharing archive (once per machine).")
     parser.add_argument("--force", action="store_true", help="rebuild even if it exists")
-    parser.add_argument("--train", nargs=2, metavar=("HISTORY", "DUMP_TO"),
-                        help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     config = CheckerConfig()
-    if args.train:
-        return _train(Path(args.train[0]), Path(args.train[1]), config)
     try:
         print(f"class archive: {build(config, force=args.force)}")
     except HarnessError as err:

@@ -1,9 +1,13 @@
 """A quiet SparkSession for the checker: local[*] by default, any master by URL.
 
 The checker starts Spark itself (no user set-up). Spark's own chatter goes to a
-log file rather than the user's terminal: log4j is set to ERROR through a
-properties file and the JVM's stderr (JDK notices, launcher warnings) is sent
-to a file while the JVM starts.
+log file rather than the user's terminal, by Spark's public means only: log4j
+is set to ERROR through a properties file (-Dlog4j2.configurationFile), and the
+JVM's stdout and stderr (the JDK's notice of incubator modules that Spark's
+launcher enables, launcher warnings) go to the check's log file: PySpark's
+launch_gateway takes the Popen arguments of the JVM it starts ("capturing
+stdout/stderr" is what its popen_kwargs are for), and the SparkContext is
+made on that gateway.
 """
 
 from __future__ import annotations
@@ -60,26 +64,18 @@ def _root_log_to(path: Path) -> None:
         root.addHandler(handler)
 
 
-def _log4j_file() -> Path:
-    path = cache_dir() / "logs" / "log4j2.properties"
-    if not path.exists() or path.read_text() != _LOG4J:
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(_LOG4J)
+def _written(path: Path, text: str) -> Path:
+    """path holding text (replaced atomically when it differs)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != text:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(text)
         tmp.replace(path)
     return path
 
 
-@contextmanager
-def _stderr_to(path: Path):
-    """Send fd 2 to path while a child (the JVM) inherits it."""
-    saved = os.dup(2)
-    with open(path, "ab") as log:
-        os.dup2(log.fileno(), 2)
-    try:
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+def _log4j_file() -> Path:
+    return _written(cache_dir() / "logs" / "log4j2.properties", _LOG4J)
 
 
 def jvm_options(config: CheckerConfig, history_bytes: int | None = None) -> str:
@@ -102,42 +98,6 @@ def session_conf(spark, key: str, value: str):
             spark.conf.unset(key)
         else:
             spark.conf.set(key, previous)
-
-
-#: The name prefix of a local executor's task threads, running or idle.
-_TASK_THREAD = "Executor task"
-
-
-@contextmanager
-def codegen_shared_with_tasks(spark):
-    """Inside the block, the calling thread compiles generated code under the same
-    class loader as the local executor's tasks, so each class is compiled once.
-
-    Spark's codegen cache is keyed by the thread's context class loader. While
-    planning, the driver thread compiles every whole-stage class (to check it
-    compiles); in local mode the tasks then compile the same source again under
-    the executor's own loader: at 10k operations 31 of 173 compilations were such
-    repeats. Both loaders delegate to the same application class path, so the
-    classes are the same. Needs a finished local job (its task threads keep their
-    loader); otherwise, and on a cluster, nothing changes.
-    """
-    jvm = spark.sparkContext._jvm
-    thread = jvm.java.lang.Thread
-    me = thread.currentThread()
-    previous = me.getContextClassLoader()
-    task_loader = None
-    if spark.sparkContext.master.startswith("local"):
-        for other in thread.getAllStackTraces().keySet():
-            if other.getName().startswith(_TASK_THREAD):
-                task_loader = other.getContextClassLoader()
-                break
-    if task_loader is not None:
-        me.setContextClassLoader(task_loader)
-    try:
-        yield
-    finally:
-        if task_loader is not None:
-            me.setContextClassLoader(previous)
 
 
 @contextmanager
@@ -173,12 +133,24 @@ def computed_meanwhile(spark, *frames):
             _log.debug("computing the cached tables ahead failed: %s", computing.exception())
 
 
-def running_context():
-    """The SparkContext this process runs, whichever thread started it
-    (getActiveSession is per thread, and check_history starts Spark in a helper)."""
-    from pyspark import SparkContext
+def running_session():
+    """The SparkSession this process runs, whichever thread started it, or None
+    (SparkSession.active: the thread's own session, else the builder's default;
+    check_history starts Spark in a helper thread)."""
+    from pyspark.errors import PySparkRuntimeError
+    from pyspark.sql import SparkSession
 
-    return SparkContext._active_spark_context
+    try:
+        return SparkSession.active()
+    except PySparkRuntimeError:
+        return None
+
+
+def stop_session() -> None:
+    """Stop the running session, whichever thread started it (its JVM exits)."""
+    session = running_session()
+    if session is not None:
+        session.stop()
 
 
 def _require_reachable_master(config: CheckerConfig) -> None:
@@ -199,23 +171,33 @@ def _require_reachable_master(config: CheckerConfig) -> None:
                        f"{config.spark_master_connect_timeout_s:.0f} s); is it running?")
 
 
+#: The JVM this process launched for Spark (launch_gateway's), reused by every
+#: later session: PySpark keeps a stopped context's JVM and its gateway.
+_gateway = None
+
+
 def get_spark(config: CheckerConfig, history_bytes: int | None = None):
     """The running SparkSession for config's master, started quietly if needed
-    (with the JIT chosen for a history of history_bytes, see jvm_options)."""
+    (with the JIT chosen for a history of history_bytes, see jvm_options; a
+    session that checks many histories, the soak's, gives a size at or above
+    quick_jit_below_bytes)."""
     warnings.filterwarnings("ignore", message=".*pandas.*", category=FutureWarning)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON", "python3"))
     try:
+        from pyspark import SparkConf, SparkContext
+        from pyspark.java_gateway import launch_gateway
         from pyspark.sql import SparkSession
     except ImportError as err:  # pragma: no cover - pyspark is a dependency
         raise HarnessError(f"pyspark is not installed ({err}); pip install pyspark") from err
 
-    running = running_context()
-    if running is None or running.master != config.spark_master:
+    running = running_session()
+    master = running.sparkContext.master if running is not None else None
+    if master != config.spark_master:
         _require_reachable_master(config)
     if running is not None:
-        if running.master == config.spark_master:
-            return SparkSession.builder.getOrCreate()  # the running session, as it is
+        if master == config.spark_master:
+            return running  # the running session, as it is
         running.stop()
     from checkers.jvm_archive import startup_options
 
@@ -224,50 +206,60 @@ def get_spark(config: CheckerConfig, history_bytes: int | None = None):
     _root_log_to(spark_log_path())
     log4j = _log4j_file()
     java_opts = f"-Dlog4j2.configurationFile=file:{log4j} {jvm_options(config, history_bytes)}"
-    # the archive holds the driver's class path: executors elsewhere start without it
-    driver_opts = f"{java_opts} {startup_options(config)}".rstrip()
-    builder = (
-        SparkSession.builder.master(config.spark_master)
-        .appName("elr-harness-checker")
-        .config("spark.driver.memory", config.driver_memory)
-        .config("spark.executor.memory", config.executor_memory)
-        .config("spark.sql.shuffle.partitions", str(config.shuffle_partitions))
-        .config("spark.default.parallelism", str(config.shuffle_partitions))
-        .config("spark.sql.files.maxPartitionBytes", str(config.max_partition_bytes))
-        .config("spark.sql.ansi.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.extraJavaOptions", driver_opts)
-        .config("spark.executor.extraJavaOptions", java_opts)
-        .config("spark.sql.autoBroadcastJoinThreshold", str(32 * 1024 * 1024))
+    # the archive holds the driver's class path: executors elsewhere start without it;
+    # ELR_CHECKER_JVM_OPTIONS replaces every option (the archive's training sets it)
+    archive = "" if "ELR_CHECKER_JVM_OPTIONS" in os.environ else startup_options(config)
+    driver_opts = f"{java_opts} {archive}".rstrip()
+    conf = (
+        SparkConf().setMaster(config.spark_master)
+        .setAppName("elr-harness-checker")
+        .set("spark.driver.memory", config.driver_memory)
+        .set("spark.executor.memory", config.executor_memory)
+        .set("spark.sql.shuffle.partitions", str(config.shuffle_partitions))
+        .set("spark.default.parallelism", str(config.shuffle_partitions))
+        .set("spark.sql.files.maxPartitionBytes", str(config.max_partition_bytes))
+        .set("spark.sql.ansi.enabled", "false")
+        .set("spark.sql.session.timeZone", "UTC")
+        .set("spark.ui.enabled", "false")
+        .set("spark.ui.showConsoleProgress", "false")
+        .set("spark.driver.host", "127.0.0.1")
+        .set("spark.driver.bindAddress", "127.0.0.1")
+        .set("spark.driver.extraJavaOptions", driver_opts)
+        .set("spark.executor.extraJavaOptions", java_opts)
+        .set("spark.sql.autoBroadcastJoinThreshold", str(32 * 1024 * 1024))
         # fixed, size-chosen shuffle partitions (checks.py) beat re-planning each stage
-        .config("spark.sql.adaptive.enabled", "false")
+        .set("spark.sql.adaptive.enabled", "false")
         # the per-partition windows hold a whole topic-partition: keep it in memory
         # longer before the disk-backed buffer takes over
-        .config("spark.sql.windowExec.buffer.in.memory.threshold", str(1 << 20))
+        .set("spark.sql.windowExec.buffer.in.memory.threshold", str(1 << 20))
         # the checks' cached tables are read once or twice: compressing them
         # (a dictionary per column) cost more than it saved (1M operations: 1.5 s)
-        .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
+        .set("spark.sql.inMemoryColumnarStorage.compressed", "false")
         # the Parquet cache is written uncompressed: it is read from the page cache,
         # where decompressing cost more than the bytes saved (10M operations:
         # 1.7 GB instead of 0.8 GB, recheck 55.7 -> 53.2 s; 1M: 17.2 -> 16.7 s)
-        .config("spark.sql.parquet.compression.codec", "uncompressed")
+        .set("spark.sql.parquet.compression.codec", "uncompressed")
         # the events tables the checks register are external (their files sit beside
         # the history); the catalog's own folder would otherwise be made in the cwd
-        .config("spark.sql.warehouse.dir", str(Path(tempfile.gettempdir())
+        .set("spark.sql.warehouse.dir", str(Path(tempfile.gettempdir())
                                                / "elr-harness-spark-warehouse"))
     )
     extra_conf = os.environ.get("ELR_CHECKER_SPARK_CONF", "")
     settings = list(config.spark_conf) + [tuple(kv.split("=", 1)) for kv in
                                           extra_conf.split(",") if "=" in kv]
     for key, value in settings:
-        builder = builder.config(key, value)
+        conf = conf.set(key, value)
+    global _gateway
     try:
-        with _stderr_to(spark_log_path()):
-            spark = builder.getOrCreate()
+        # launch_gateway keeps the JVM's Popen as .proc (None: a gateway it was given)
+        proc = getattr(_gateway, "proc", None)
+        if _gateway is None or (proc is not None and proc.poll() is not None):
+            with spark_log_path().open("ab") as log:
+                _gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+        # a context stopped earlier leaves its JVM running (PySpark reuses it): the
+        # next one is made on the same gateway, never on a second JVM
+        SparkContext(conf=conf, gateway=_gateway)
+        spark = SparkSession.builder.getOrCreate()  # the session of that context
     except Exception as err:  # Py4J or launcher errors: say where to look
         raise HarnessError(
             f"could not start Spark (master {config.spark_master}): {err}; "

@@ -1,10 +1,15 @@
 """`harness soak`: ordinary runs, one after another, until a duration is used up.
 
-Each run is a `harness run` child process with its own run directory in the
-store; the soak keeps store/soak/<time>/ with soak.json (every run: plan
-entry, seed, release, verdict, counts, duration, the command that repeats it),
-junit.xml and index.html, all rewritten after every run, so a soak whose own
-process dies (kill -9) has lost nothing and `--resume` goes on from there.
+Each run is a `harness run --no-check` child process with its own run
+directory in the store; the soak itself checks that directory when the child
+is done (harness/soak_check.py: one Spark session for the whole soak, so no
+JVM start per run) and writes its results.json and report.html as the run's
+own check would have. The soak keeps store/soak/<time>/ with soak.json (every
+run: plan entry, seed, release, verdict, counts, duration, the command that
+repeats it; the run in flight as `current`, a run recorded but not yet checked
+as `unchecked`), junit.xml and index.html, all rewritten after every run, so a
+soak whose own process dies (kill -9) has lost nothing and `--resume` goes on
+from there, checking first a run that was recorded but not checked.
 
 Why child processes: a run that crashes, hangs in a JVM or leaks threads ends
 with its process, not with the soak; the child runs in its own session (a
@@ -34,6 +39,7 @@ from rich.console import Console
 from harness.core.config import ClusterConfig, SoakConfig
 from harness.core.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
 from harness.core.files import read_json
+from harness.soak_check import SoakChecker
 from harness.soak_plan import PlanEntry, PlannedRun, planned_run, workload_seconds
 from harness.soak_state import TOKEN_ENV, is_our_child, marker_in, start_time
 from harness.store import check_store, fresh_dir, write_json
@@ -65,7 +71,8 @@ def start(setup: SoakSetup) -> int:
              "cluster_name": setup.cluster_name, "config": asdict(setup.config),
              "nodes_file": str(setup.nodes_file) if setup.nodes_file else None,
              "plan": [{"name": e.name, "args": list(e.args)} for e in setup.plan],
-             "used_s": 0.0, "runs": [], "abandoned": [], "current": None}
+             "used_s": 0.0, "runs": [], "abandoned": [], "current": None,
+             "unchecked": None}
     console.print(f"soak directory: {soak_dir}")
     return Soak(soak_dir, state).go()
 
@@ -93,6 +100,13 @@ def resume(soak_dir: Path, run_parser: argparse.ArgumentParser) -> int:
     soak = Soak(soak_dir, state)
     if state.get("ended_at"):
         console.print(f"this soak ended at {state['ended_at']} ({state.get('stopped_because')})")
+        try:
+            # a Ctrl-C during a check ended it: that run is checked now
+            soak.check_unchecked()
+        except KeyboardInterrupt:
+            console.print("[yellow]interrupted: the run stays recorded, not checked[/yellow]")
+        finally:
+            soak.checker.close()
         soak.write_summary()
         return soak.exit_code()
     soak.abandon_current()
@@ -109,6 +123,7 @@ class Soak:
         self.plan = tuple(PlanEntry(e["name"], tuple(e["args"])) for e in state["plan"])
         self.store = Path(state["store"])
         self.nodes_file = Path(state["nodes_file"]) if state.get("nodes_file") else None
+        self.checker = SoakChecker()
         self._errors_in_a_row = 0
         for run in reversed(state["runs"]):
             if run["status"] != "error":
@@ -120,12 +135,15 @@ class Soak:
     def go(self) -> int:
         stopped = None
         try:
+            self.check_unchecked()
             while stopped is None:
                 stopped = self._why_stop()
                 if stopped is None:
                     self._one_run(self._next())
         except KeyboardInterrupt:
             stopped = "interrupted (Ctrl-C)"
+        finally:
+            self.checker.close()
         self.state["ended_at"] = _now()
         self.state["stopped_because"] = stopped
         self.write_summary()
@@ -184,15 +202,17 @@ class Soak:
             console.print("[yellow]interrupted: the run heals, collects and tears down "
                           "first[/yellow]")
             code = self._end_child(proc)
-            self._record(planned, code, marker, log_path, time.monotonic() - started)
+            # a run that was recorded whole all the same stays for --resume to check
+            self._recorded(planned, code, marker, log_path, time.monotonic() - started,
+                           check=False)
             raise
-        self._record(planned, code, marker, log_path, time.monotonic() - started)
+        self._recorded(planned, code, marker, log_path, time.monotonic() - started)
 
     def child_argv(self, planned: PlannedRun, marker: Path) -> list[str]:
         """The `harness run` of a planned run, in this Python environment."""
         return [sys.executable, "-m", "harness.cli",
                 *planned.run_args(self.store, self.state["cluster_name"], self.nodes_file),
-                "--record-run-dir", str(marker)]
+                "--no-check", "--record-run-dir", str(marker)]
 
     def _wait(self, proc: subprocess.Popen, planned: PlannedRun, started: float) -> int:
         while True:
@@ -210,6 +230,56 @@ class Soak:
             proc.kill()
             return proc.wait()
 
+    def _recorded(self, planned: PlannedRun, code: int, marker: Path, log_path: Path,
+                  seconds: float, check: bool = True) -> None:
+        """The child is done: a run it recorded whole is noted as unchecked (one
+        write, with `current` cleared) and checked (unless not `check`: a Ctrl-C);
+        any other is recorded now."""
+        from harness.soak_results import recorded_whole, run_dir_from_marker
+
+        run_dir = run_dir_from_marker(marker, self.store)
+        if run_dir is None or not recorded_whole(run_dir):
+            self._record(planned, code, marker, log_path, seconds)
+            return
+        self.state["unchecked"] = {"index": planned.index, "marker": str(marker),
+                                   "run_dir": str(run_dir), "log": str(log_path),
+                                   "record_s": round(seconds, 1)}
+        self.state["current"] = None
+        write_json(self.dir / SOAK_FILE, self.state)
+        if check:
+            self.check_unchecked()
+
+    def check_unchecked(self) -> None:
+        """Check the run soak.json names as recorded but not checked, then record
+        it. A Ctrl-C leaves it unchecked (KeyboardInterrupt goes on up); a kill -9
+        leaves it for --resume, which checks it again from the start."""
+        from harness.soak_plan import flag_value
+        from harness.soak_results import run_dir_from_marker
+        from harness.soak_state import marker_in
+
+        pending = self.state.get("unchecked")
+        if not pending:
+            return
+        planned = planned_run(self.plan, self.config.kafka_versions, self.config.seed,
+                              pending["index"])
+        marker = marker_in(self.dir, pending["marker"])
+        log_path = self.dir / "runs" / f"{planned.index:04d}.log"
+        started = time.monotonic()
+        run_dir = run_dir_from_marker(marker, self.store) if marker else None
+        if run_dir is None:
+            code = EXIT_UNKNOWN  # recorded as an error: no run directory to check
+        else:
+            console.print(f"  checking run {planned.index + 1} ({run_dir.name})")
+            try:
+                code = self.checker.check(run_dir, log_path, flag_value(
+                    list(planned.entry.args), "--spark-master"))
+            except KeyboardInterrupt:
+                console.print("[yellow]interrupted during the check: the run stays recorded, "
+                              "not checked; --resume checks it[/yellow]")
+                raise
+        self._record(planned, code, marker or Path(pending["marker"]), log_path,
+                     pending["record_s"] + time.monotonic() - started)
+
     def _record(self, planned: PlannedRun, code: int, marker: Path, log_path: Path,
                 seconds: float) -> None:
         from harness.soak_results import run_record
@@ -219,6 +289,7 @@ class Soak:
         self.state["runs"].append(record)
         self.state["used_s"] = round(self.state["used_s"] + seconds, 1)
         self.state["current"] = None
+        self.state["unchecked"] = None
         if record["status"] in ("error", "interrupted"):
             self._tear_down_leftovers()
         self._errors_in_a_row = self._errors_in_a_row + 1 if record["status"] == "error" else 0

@@ -175,15 +175,16 @@ def workload_seconds(entry: PlanEntry, config: SoakConfig) -> float:
     """How long an entry's workload runs: its --time-limit, else the run's default
     (a scenario's typical length, since it ends when its steps are done)."""
     args = list(entry.args)
-    value = _flag_value(args, "--time-limit")
+    value = flag_value(args, "--time-limit")
     if value is not None:
         return float(value)
-    if _flag_value(args, "--nemesis") in SCENARIOS:
+    if flag_value(args, "--nemesis") in SCENARIOS:
         return config.scenario_workload_s
     return RunConfig.time_limit_s
 
 
-def _flag_value(args: list[str], flag: str) -> str | None:
+def flag_value(args: list[str], flag: str) -> str | None:
+    """The value a flag list gives flag (`--flag value` or `--flag=value`), or None."""
     for i, arg in enumerate(args):
         if arg == flag and i + 1 < len(args):
             return args[i + 1]

@@ -51,6 +51,15 @@ def run_record(planned: PlannedRun, exit_code: int, marker: Path, log_path: Path
     return record
 
 
+def recorded_whole(run_dir: Path) -> bool:
+    """The run was recorded to its end, so `harness run` would have checked it:
+    test.json says it ended, neither interrupted nor failed, and its history is
+    there. Any other run is recorded from its test.json alone."""
+    test = _json(run_dir / "test.json")
+    return test is not None and bool(test.get("ended_at")) and not test.get("interrupted") \
+        and not test.get("error") and (run_dir / "history.jsonl").is_file()
+
+
 def _outcome(exit_code: int, test: dict | None, results: dict | None,
              log_path: Path) -> dict[str, Any]:
     """status (valid, invalid, unknown, error, interrupted) and what it rests on."""

@@ -69,6 +69,10 @@ def check_state(state: Any, run_parser: argparse.ArgumentParser) -> None:
     for number, run in enumerate(state["runs"]):
         _run(run, f"runs[{number}]")
     _current(state.get("current"))
+    _unchecked(state.get("unchecked"), len(state["runs"]))
+    if state.get("current") is not None and state.get("unchecked") is not None:
+        raise Damaged("current and unchecked: both set (a run is either in flight or "
+                      "recorded)")
     try:
         validate_plan(plan, run_parser, store, Path(nodes) if nodes else None)
     except BadInput as err:
@@ -188,6 +192,20 @@ def _current(current: Any) -> None:
     token = current.get("token")
     if token is not None and not (isinstance(token, str) and _TOKEN.fullmatch(token)):
         raise Damaged("current.token: not 32 hexadecimal digits")
+
+
+def _unchecked(unchecked: Any, runs: int) -> None:
+    """null (or absent: a soak.json older than the soak's own checker), or the run
+    recorded but not yet checked: the next run's index, its marker, run directory
+    and log, and how long its recording took."""
+    if unchecked is None:
+        return
+    if not isinstance(unchecked, dict):
+        raise Damaged("unchecked: not an object or null")
+    _number(unchecked, "index", runs, runs, "unchecked.", integer=True)
+    _number(unchecked, "record_s", 0, 10 * MAX_DURATION_S, "unchecked.")
+    for key in ("marker", "run_dir", "log"):
+        _text(unchecked, key, "unchecked.")
 
 
 # -- the process in flight ---------------------------------------------------------

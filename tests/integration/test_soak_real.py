@@ -50,7 +50,14 @@ def _assert_summary_agrees(soak_dir: Path, exit_code: int) -> dict:
     assert [r["seed"] for r in runs] == [7 + r["index"] for r in runs]
     assert soak["ended_at"] and soak["stopped_because"].startswith("duration used up")
     assert exit_code == 0, soak["stopped_because"]
+    assert soak["unchecked"] is None, "every recorded run was checked"
     for run in runs:
+        # the run recorded with --no-check; the soak's one Spark session checked it
+        # and wrote what the run's own check would have
+        log = Path(run["log"]).read_text()
+        assert "── check (in the soak's Spark session)" in log
+        assert "1 session(s) started)" in log, "one JVM start per soak process"
+        assert (Path(run["run_dir"]) / "report.html").is_file()
         results = json.loads((Path(run["run_dir"]) / "results.json").read_text())
         assert run["status"] == "valid" and results["valid"] is True
         assert run["lost_write_by_acks"] == results["anomalies"].get(

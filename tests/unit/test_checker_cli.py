@@ -161,12 +161,12 @@ def test_a_check_stops_the_spark_it_started(tmp_path):
     builds its report after the check, without the JVM's heap held)."""
     write_run_dir(tmp_path / "run", SyntheticSpec(lines=400, seed=3))
     run = run_python(f"""
-        from pyspark import SparkContext
+        from pyspark.sql import SparkSession
         from checkers.check import check_path
         from harness.core.config import CheckerConfig
         results, _ = check_path({str(tmp_path / 'run')!r}, CheckerConfig())
         print('valid', results['valid'], 'spark left running:',
-              SparkContext._active_spark_context is not None)
+              SparkSession.getActiveSession() is not None)
         """)
     assert "valid True spark left running: False" in run.stdout, run.stdout + run.stderr
 

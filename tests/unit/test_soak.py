@@ -313,3 +313,204 @@ def test_a_soak_on_real_hosts_hands_its_nodes_file_to_every_run(tmp_path):
     with pytest.raises(BadInput, match="--nodes-file is set by the soak"):
         run_parser = build_parser()._subparsers._group_actions[0].choices["run"]
         validate_plan((PlanEntry("x", ("--nodes-file", "h.yaml")),), run_parser, tmp_path)
+
+
+# -- the soak's own checker: runs record with --no-check, the soak checks them --
+
+
+def test_a_soak_run_records_only_and_the_soak_checks_it(tmp_path):
+    planned = planned_run(DEFAULT_PLAN, ("4.4.0",), 1, 0)
+    argv = Soak(tmp_path, _state([])).child_argv(planned, tmp_path / "runs" / "0000.run-dir")
+    assert argv[argv.index("run"):][:3] == ["run", "--nemesis", "unclean-last-replica"]
+    assert "--no-check" in argv and argv[-2:] == ["--record-run-dir",
+                                                 str(tmp_path / "runs" / "0000.run-dir")]
+
+
+def _recorded_run(tmp_path: Path, index: int = 0) -> dict:
+    """A soak dir whose soak.json names run `index` as recorded, not checked."""
+    store = tmp_path / "store"
+    run_dir = store / "t" / f"run{index}"
+    run_dir.mkdir(parents=True)
+    (run_dir / "history.jsonl").write_text("{}\n")
+    (run_dir / "test.json").write_text(json.dumps(
+        {"kafka_version": "4.4.0", "ended_at": "2026-11-25T10:01:00+00:00",
+         "interrupted": False, "reproduce": "harness run --seed 3"}))
+    (tmp_path / "runs").mkdir()
+    marker = tmp_path / "runs" / f"{index:04d}.run-dir"
+    marker.write_text(f"{run_dir}\n")
+    (tmp_path / "runs" / f"{index:04d}.log").write_text("recorded\n")
+    state = _state(["valid"] * index)
+    del state["ended_at"], state["stopped_because"]
+    state["store"] = str(store)
+    state["config"].update(duration_s=1.0)  # no further run fits: nothing is started
+    state["unchecked"] = {"index": index, "marker": str(marker), "run_dir": str(run_dir),
+                          "log": str(tmp_path / "runs" / f"{index:04d}.log"),
+                          "record_s": 80.0}
+    (tmp_path / "soak.json").write_text(json.dumps(state))
+    return state
+
+
+class _FakeChecker:
+    """Stands in for the Spark checker (tests/unit/test_soak.py's real one is below):
+    writes a verdict and notes what soak.json said while it checked."""
+
+    def __init__(self, soak_dir: Path, valid=True, interrupt=False):
+        self.soak_dir, self.valid, self.interrupt = soak_dir, valid, interrupt
+        self.checked, self.closed, self.state_seen = [], 0, []
+
+    def check(self, run_dir, log_path, spark_master):
+        self.state_seen.append(json.loads((self.soak_dir / "soak.json").read_text()))
+        if self.interrupt:
+            raise KeyboardInterrupt
+        self.checked.append((run_dir, log_path, spark_master))
+        (run_dir / "results.json").write_text(json.dumps(
+            {"valid": self.valid, "reason": "r", "anomalies": {}}))
+        (run_dir / "report.html").write_text("<html>")
+        return 0 if self.valid else 1
+
+    def close(self):
+        self.closed += 1
+
+
+@pytest.mark.parametrize("ended", [False, True], ids=["killed", "ctrl-c"])
+def test_resume_checks_a_run_recorded_but_not_checked(tmp_path, monkeypatch, ended):
+    import harness.soak as soak_module
+
+    state = _recorded_run(tmp_path, index=1)
+    if ended:  # a Ctrl-C during its check ended the soak
+        state.update(ended_at="2026-11-25T11:00:00+00:00",
+                     stopped_because="interrupted (Ctrl-C)")
+        (tmp_path / "soak.json").write_text(json.dumps(state))
+    fake = _FakeChecker(tmp_path, valid=False)
+    monkeypatch.setattr(soak_module, "SoakChecker", lambda: fake)
+    run_parser = build_parser()._subparsers._group_actions[0].choices["run"]
+    assert soak_module.resume(tmp_path, run_parser) == 1
+    [(run_dir, log_path, master)] = fake.checked
+    assert run_dir == tmp_path / "store" / "t" / "run1"
+    assert log_path == tmp_path / "runs" / "0001.log" and master is None
+    saved = json.loads((tmp_path / "soak.json").read_text())
+    assert saved["unchecked"] is None and fake.closed == 1
+    assert [r["status"] for r in saved["runs"]] == ["valid", "invalid"]
+    assert saved["runs"][1]["index"] == 1 and saved["runs"][1]["exit_code"] == 1
+    assert saved["runs"][1]["duration_s"] >= 80.0, "recording time counts"
+    assert saved["runs"][1]["report"] == str(run_dir / "report.html")
+    if not ended:
+        assert saved["stopped_because"].startswith("duration used up")
+
+
+def test_ctrl_c_during_a_check_keeps_the_run_unchecked_and_saves_the_soak(tmp_path,
+                                                                           monkeypatch):
+    import harness.soak as soak_module
+
+    state = _recorded_run(tmp_path)
+    fake = _FakeChecker(tmp_path, interrupt=True)
+    monkeypatch.setattr(soak_module, "SoakChecker", lambda: fake)
+    assert Soak(tmp_path, state).go() == 2
+    [seen] = fake.state_seen
+    assert seen["unchecked"]["index"] == 0 and seen["current"] is None, \
+        "soak.json said 'recorded, not checked' before the check began (kill -9 safe)"
+    saved = json.loads((tmp_path / "soak.json").read_text())
+    assert saved["stopped_because"] == "interrupted (Ctrl-C)" and saved["runs"] == []
+    assert saved["unchecked"]["index"] == 0, "--resume checks it"
+    assert fake.closed == 1
+
+
+def test_soak_json_with_a_bad_unchecked_run_is_damaged(tmp_path):
+    from harness.soak_state import Damaged, check_state
+
+    state = _recorded_run(tmp_path)
+    run_parser = build_parser()._subparsers._group_actions[0].choices["run"]
+    check_state(state, run_parser)
+    state["unchecked"]["index"] = 5  # not the next run
+    with pytest.raises(Damaged, match="unchecked.index"):
+        check_state(state, run_parser)
+    state["unchecked"]["index"] = 0
+    state["current"] = {"index": 0, "pid": 1234, "marker": "m"}
+    with pytest.raises(Damaged, match="both set"):
+        check_state(state, run_parser)
+
+
+_RECORDING_CHILD = """
+import json, pathlib, sys
+from synthetic import SyntheticSpec, write_run_dir
+marker, run_dir = pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
+index = int(sys.argv[4])
+write_run_dir(run_dir, SyntheticSpec(lines=3000, seed=index))
+test = json.loads((run_dir / "test.json").read_text())
+test.update(ended_at="2026-11-25T10:01:00+00:00", interrupted=False)
+(run_dir / "test.json").write_text(json.dumps(test))
+marker.write_text(str(run_dir))
+sys.exit(2)  # what `harness run --no-check` exits with
+"""
+
+_CHECKING_DRIVER = """
+import json, sys
+from pathlib import Path
+from harness.soak import Soak
+soak_dir = Path(sys.argv[1])
+state = json.loads((soak_dir / "state.json").read_text())
+class Stand(Soak):
+    def child_argv(self, planned, marker):
+        real = super().child_argv(planned, marker)
+        with (soak_dir / "argv.txt").open("a") as f:
+            f.write(json.dumps(real) + "\\n")
+        return [sys.executable, "-c", CHILD, "", str(marker),
+                str(soak_dir / "store" / "t" / f"run{planned.index}"), str(planned.index)]
+    def _why_stop(self):
+        return "three runs" if len(self.state["runs"]) == 3 else None
+sys.exit(Stand(soak_dir, state).go())
+"""
+
+
+def test_one_spark_session_checks_every_run_of_the_soak(tmp_path):
+    """Three recorded runs, checked by the soak with the real checker: each ends
+    with results.json and report.html, and every check names the same Spark
+    application (one JVM start for the soak, not one per run)."""
+    state = _state([])
+    del state["ended_at"], state["stopped_because"]
+    state["store"] = str(tmp_path / "store")
+    (tmp_path / "store").mkdir()
+    (tmp_path / "state.json").write_text(json.dumps(state))
+    tests_dir = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(tests_dir.parent), str(tests_dir), os.environ.get("PYTHONPATH", "")])}
+    driver = subprocess.run(
+        [sys.executable, "-c", f"CHILD = {_RECORDING_CHILD!r}\n{_CHECKING_DRIVER}",
+         str(tmp_path)], cwd=tests_dir.parent, env=env, capture_output=True, text=True,
+        timeout=900)
+    assert driver.returncode == 0, driver.stdout[-3000:] + driver.stderr[-3000:]
+    assert "WARNING" not in driver.stdout + driver.stderr, "the JVM's notices stay in its log"
+    argvs = [json.loads(line) for line in (tmp_path / "argv.txt").read_text().splitlines()]
+    assert len(argvs) == 3 and all("--no-check" in argv for argv in argvs)
+    soak = json.loads((tmp_path / "soak.json").read_text())
+    assert [r["status"] for r in soak["runs"]] == ["valid"] * 3, soak["runs"]
+    assert soak["unchecked"] is None and soak["current"] is None
+    applications = []
+    for run in soak["runs"]:
+        run_dir = Path(run["run_dir"])
+        results = json.loads((run_dir / "results.json").read_text())
+        assert results["valid"] is True and run["report"] == str(run_dir / "report.html")
+        assert (run_dir / "report.html").read_text().startswith("<!DOCTYPE html>")
+        log = Path(run["log"]).read_text()
+        [line] = [line for line in log.splitlines() if "Spark application" in line]
+        applications.append(line.split("Spark application ")[1].split()[0])
+        assert f"(check {run['index'] + 1} of this soak's checker, 1 session(s) started)" \
+            in log, log
+    assert len(set(applications)) == 1, applications
+
+
+def test_a_whole_run_cut_by_ctrl_c_before_its_check_is_left_for_resume(tmp_path, monkeypatch):
+    import harness.soak as soak_module
+
+    state = _recorded_run(tmp_path)
+    pending = state.pop("unchecked")
+    state["unchecked"] = None
+    fake = _FakeChecker(tmp_path)
+    monkeypatch.setattr(soak_module, "SoakChecker", lambda: fake)
+    soak = Soak(tmp_path, state)
+    planned = planned_run(soak.plan, ("latest",), 3, 0)
+    soak._recorded(planned, 2, Path(pending["marker"]), Path(pending["log"]), 12.0,
+                   check=False)
+    saved = json.loads((tmp_path / "soak.json").read_text())
+    assert saved["unchecked"]["run_dir"] == pending["run_dir"] and saved["runs"] == []
+    assert fake.checked == [] and fake.state_seen == []
