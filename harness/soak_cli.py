@@ -11,14 +11,11 @@ from pathlib import Path
 from harness.core.config import ClusterConfig, SoakConfig, default_store_dir
 from harness.core.errors import BadInput
 from harness.flags import add_nodes_file_flag, cluster_name
+from harness.soak_plan import MAX_DURATION_S, MIN_DURATION_S
 from harness.soak_results import KEEP_CHOICES
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _SIZES = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
-#: The longest soak accepted (a typo like 80h for 8h is refused, not run for days).
-MAX_DURATION_S = 7 * 86400
-#: The shortest: the message says 1 s, so 0.5 is refused too.
-MIN_DURATION_S = 1.0
 #: The largest --min-free (far above any disk; bounds the float arithmetic).
 MAX_SIZE_BYTES = 1024**5
 

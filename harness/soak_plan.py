@@ -33,6 +33,10 @@ from harness.core.files import read_text
 from harness.flags import given_flags
 from nemesis.registry import SCENARIOS
 
+#: The longest soak accepted (a typo like 80h for 8h is refused, not run for days).
+MAX_DURATION_S = 7 * 86400
+#: The shortest: the message says 1 s, so 0.5 is refused too.
+MIN_DURATION_S = 1.0
 #: Flags the soak sets on every run itself; a plan entry may not.
 SOAK_OWNED = ("--seed", "--kafka-version", "--store", "--keep-cluster", "--no-check",
               "--config", "--name", "--subnet", "--nodes-file")

@@ -21,8 +21,7 @@ from harness.core.config import SoakConfig
 from harness.core.errors import BadInput
 from harness.core.files import read_bytes
 from harness.flags import cluster_name
-from harness.soak_cli import MAX_DURATION_S, MIN_DURATION_S
-from harness.soak_plan import PlanEntry, validate_plan
+from harness.soak_plan import MAX_DURATION_S, MIN_DURATION_S, PlanEntry, validate_plan
 from harness.soak_results import KEEP_CHOICES, MARKER_NAME
 
 #: The environment variable carrying the soak's token into its child run.
