@@ -157,6 +157,13 @@ def _convert(spark, history: Path, tmp: Path) -> None:
 #: differs): a poll is final when its invoke or its completion says so.
 _FROM_INVOKE = (
     ("final", "l.final OR (f = 'poll' AND inv.final)"),
+    # a send's topic, partition, acks and value are the invoke's: a completion that
+    # says otherwise does not make another send; an acks "0" send has no offset
+    ("topic", "CASE WHEN f = 'send' THEN inv.topic ELSE l.topic END"),
+    ("partition", "CASE WHEN f = 'send' THEN inv.partition ELSE l.partition END"),
+    ("acks", "CASE WHEN f = 'send' THEN inv.acks ELSE l.acks END"),
+    ("value", "CASE WHEN f = 'send' THEN inv.value ELSE l.value END"),
+    ("offset", "CASE WHEN f = 'send' AND inv.acks = '0' THEN NULL ELSE l.offset END"),
 )
 #: And what an invoke takes from its completion.
 _FROM_COMPLETION = (
