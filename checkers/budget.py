@@ -94,12 +94,11 @@ def page_cache_losses(spark, hits: list[tuple[int, str]], obs: DataFrame,
     """Rows (topic, partition, losses): the most page-cache losses (hits, from
     page_cache_loss_nodes) on the partition's replicas (observed_replicas) in one
     full-ISR window (partitions without any are left out)."""
-    faults = local_rows(spark, "index bigint, node string", hits)
-    ids = F.regexp_extract("node", r"broker-(\d+)$", 1)
-    broker = F.when(ids != "", ids.cast("bigint"))
-    for name, node_id in info.node_ids.items():
-        broker = F.when(F.col("node") == name, F.lit(node_id)).otherwise(broker)
-    faults = faults.select("index", broker.alias("broker")).filter("broker IS NOT NULL")
+    # node -> broker id by the one rule (RunInfo.broker_id): a node test.json lists
+    # as a controller is no broker, whatever its name
+    brokers = [(index, broker) for index, node in hits
+               if (broker := info.broker_id(node)) is not None]
+    faults = local_rows(spark, "index bigint, broker bigint", brokers)
 
     losses = (faults.crossJoin(F.broadcast(partitions.select("topic", "partition")))
               .filter(_is_replica(replicas))

@@ -36,6 +36,20 @@ class Facts:
     checked: dict[str, int]
 
 
+def test_partitions(info: RunInfo) -> set[TP]:
+    """The partitions test.json's topics name (judged whatever the history holds)."""
+    return {(name, p) for name, topic in info.topics.items()
+            for p in range(topic.partitions or 0)}
+
+
+def empty_facts(info: RunInfo, expected: dict[str, int]) -> Facts:
+    """The facts of a history without a line to read: test.json's partitions are
+    judged all the same, none of them covered by a final poll (incomplete), and
+    the checks read nothing (every `checked` count 0, as the JSON pass found)."""
+    return Facts(partitions=final_read_status([], test_partitions(info), {}),
+                 faults=[], replicas=[], checked=dict(expected))
+
+
 def gather(loaded, info: RunInfo, expected: dict[str, int]) -> Facts:
     """The facts of a loaded history (checkers/load.LoadedHistory); `expected` is
     what the JSON pass counted. A count that differs is a harness error, never a
@@ -69,8 +83,7 @@ def gather(loaded, info: RunInfo, expected: dict[str, int]) -> Facts:
     for r in polls:
         if r["type"] == "ok" and r["topic"] is not None:
             named.update((r["topic"], int(p)) for p in (r["hwm_map"] or {}))
-    for name, topic in info.topics.items():
-        named.update((name, p) for p in range(topic.partitions or 0))
+    named |= test_partitions(info)
 
     checked = {
         "sends": sum(kinds[SEND_KINDS[t]] for t in ("ok", "fail", "info")),

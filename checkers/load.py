@@ -122,9 +122,11 @@ def _convert(spark, history: Path, tmp: Path) -> None:
           else common[c].alias(c) if c in common else c for c in FIELDS],
         bad.alias("_bad"), "_blank", "_blk", "_row")
     # kept as objects, as the checks keep theirs (check.py): no serialization
-    table = table.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    parsed_lines = table = table.persist(StorageLevel.MEMORY_AND_DISK_DESER)
     tmp.mkdir(parents=True)
+    fixes = None
     try:
+        table, fixes = _paired(table)
         overview = [r.asDict() for r in
                     table.groupBy(*[F.expr(k) for k in cache.OVERVIEW_KEYS])
                     .agg(*[F.expr(a) for a in cache.OVERVIEW_AGGREGATES]).collect()]
@@ -145,7 +147,74 @@ def _convert(spark, history: Path, tmp: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     finally:
-        table.unpersist()
+        parsed_lines.unpersist()
+        if fixes is not None:
+            fixes.unpersist()
+
+
+#: What a client completion takes from the invoke it pairs with (docs/CHECKING.md,
+#: operations), as (column, SQL over the line `l` and its invoke `inv`, when it
+#: differs): a poll is final when its invoke or its completion says so.
+_FROM_INVOKE = (
+    ("final", "l.final OR (f = 'poll' AND inv.final)"),
+    # a send's topic, partition, acks and value are the invoke's: a completion that
+    # says otherwise does not make another send; an acks "0" send has no offset
+    ("topic", "CASE WHEN f = 'send' THEN inv.topic ELSE l.topic END"),
+    ("partition", "CASE WHEN f = 'send' THEN inv.partition ELSE l.partition END"),
+    ("acks", "CASE WHEN f = 'send' THEN inv.acks ELSE l.acks END"),
+    ("value", "CASE WHEN f = 'send' THEN inv.value ELSE l.value END"),
+    ("offset", "CASE WHEN f = 'send' AND inv.acks = '0' THEN NULL ELSE l.offset END"),
+)
+#: And what an invoke takes from its completion.
+_FROM_COMPLETION = (
+    ("final", "l.final OR (f = 'poll' AND done.final)"),
+)
+_PAIRED = tuple(dict.fromkeys(c for c, _ in (*_FROM_INVOKE, *_FROM_COMPLETION)))
+
+
+def _paired(table):
+    """The lines' table with each client operation's fields as docs/CHECKING.md reads
+    them off the pair (_FROM_INVOKE, _FROM_COMPLETION), and the persisted fixes
+    (None when no line changes, the recorder's case: then table is returned as it
+    is, with no join).
+
+    A client's invoke pairs with the next completion of the same process and f
+    (an invoke followed by another invoke has none), in file order. The pairing
+    walks a narrow projection of the valid send and poll lines (one window, one
+    shuffle of a few columns); only the lines whose fields change are joined back
+    by their place in the file, a broadcast of a few rows.
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    pair_fields = ("type", "topic", "partition", "acks", "value", "offset", "final")
+    ops = table.filter("NOT _bad AND NOT _blank AND f IN ('send', 'poll')") \
+        .select("_blk", "_row", "process", "f", *pair_fields)
+    order = "OVER (PARTITION BY process, f ORDER BY _blk, _row)"
+    line = f"struct({', '.join(pair_fields)})"
+    walked = ops.selectExpr("_blk", "_row", "f", f"{line} AS l",
+                            f"lag({line}) {order} AS prev", f"lead({line}) {order} AS next")
+    inv = "CASE WHEN l.type != 'invoke' AND prev.type = 'invoke' THEN prev END"
+    done = "CASE WHEN l.type = 'invoke' AND next.type != 'invoke' THEN next END"
+    paired = walked.selectExpr("_blk", "_row", "l", f"{inv} AS inv", f"{done} AS done",
+                               "f")
+    columns = {c: f"l.{c}" for c in _PAIRED}
+    for column, sql in _FROM_INVOKE:
+        columns[column] = f"CASE WHEN inv IS NOT NULL THEN {sql} ELSE {columns[column]} END"
+    for column, sql in _FROM_COMPLETION:
+        columns[column] = f"CASE WHEN done IS NOT NULL THEN {sql} ELSE {columns[column]} END"
+    fixed = paired.selectExpr("_blk", "_row", "l",
+                              *(f"{sql} AS p_{c}" for c, sql in columns.items()))
+    changed = " OR ".join(f"NOT (p_{c} <=> l.{c})" for c in _PAIRED)
+    fixes = (fixed.filter(changed).drop("l").withColumn("_paired", F.lit(True))
+             .persist(StorageLevel.MEMORY_AND_DISK_DESER))
+    if fixes.isEmpty():
+        fixes.unpersist()
+        return table, None
+    joined = table.join(F.broadcast(fixes), ["_blk", "_row"], "left")
+    # a fixed value may be null (an acks "0" send's offset): the marker, not coalesce
+    return joined.select(*[F.when(F.col("_paired"), F.col(f"p_{c}")).otherwise(F.col(c))
+                           .alias(c) if c in _PAIRED else c for c in table.columns]), fixes
 
 
 def _first_bad(table, overview: list[dict]) -> dict | None:

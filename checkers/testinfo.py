@@ -2,7 +2,8 @@
 
 Without test.json every topic is taken as replication factor 3 / min ISR 2
 (CheckerConfig), ELR on, producers not idempotent, and a node named
-"broker-N" is broker id N.
+"broker-N" is broker id N. A node test.json's `nodes` lists is a broker only by
+its entry (role broker), whatever its name (docs/CHECKING.md, fault budget).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from harness.core.config import CheckerConfig
 from harness.core.errors import BadInput
 from harness.core.files import read_json
 
-_BROKER_NAME = re.compile(r"broker-(\d+)$")
+_BROKER_NAME = re.compile(r"broker-(\d+)")
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,10 @@ class RunInfo:
     default_topic: TopicInfo = TopicInfo(None, 3, 2)
     elr_enabled: bool = True
     idempotent: bool = False
+    #: test.json's brokers (role broker) by name
     node_ids: dict[str, int] = field(default_factory=dict)
+    #: every node test.json's `nodes` names, brokers or not
+    node_names: frozenset[str] = frozenset()
     kafka_version: str | None = None
     seed: int | None = None
 
@@ -41,10 +45,12 @@ class RunInfo:
         return self.topics.get(name, self.default_topic)
 
     def broker_id(self, node: str) -> int | None:
-        """Broker id of a node name: test.json's nodes, else parsed from "broker-N"."""
-        if node in self.node_ids:
-            return self.node_ids[node]
-        match = _BROKER_NAME.search(node)
+        """Broker id of a node name: test.json's nodes (None for one that is no
+        broker there: a controller named broker-3 is not broker 3), else the N of a
+        name that is exactly "broker-N"."""
+        if node in self.node_names:
+            return self.node_ids.get(node)
+        match = _BROKER_NAME.fullmatch(node)
         return int(match.group(1)) if match else None
 
 
@@ -74,15 +80,18 @@ def parse_test_info(test: dict | None, config: CheckerConfig) -> RunInfo:
                 int(t.get("min_insync_replicas", default.min_insync_replicas)))
             for name, t in (test.get("topics") or {}).items()
         }
-        node_ids = {str(name): int(n["id"]) for name, n in (test.get("nodes") or {}).items()
+        nodes = test.get("nodes") or {}
+        # role broker, as the contract's nodes say it: an entry without a role is
+        # no broker (the reference checker's reading too)
+        node_ids = {str(name): int(n["id"]) for name, n in nodes.items()
                     if isinstance(n, dict) and n.get("id") is not None
-                    and n.get("role", "broker") == "broker"}
+                    and n.get("role") == "broker"}
         seed = test.get("seed")
         return RunInfo(
             topics=topics, default_topic=default,
             elr_enabled=bool(test.get("elr_enabled", True)),
             idempotent=bool(test.get("idempotent_producers", False)),
-            node_ids=node_ids,
+            node_ids=node_ids, node_names=frozenset(str(name) for name in nodes),
             kafka_version=test.get("kafka_version"),
             seed=int(seed) if seed is not None else None)
     except (AttributeError, KeyError, TypeError, ValueError) as err:

@@ -88,6 +88,18 @@ def test_test_json_sets_budget_and_broker_ids():
     assert results["test"] == {"elr_enabled": False, "kafka_version": "4.1.1", "seed": 9}
 
 
+def test_a_node_test_json_lists_is_a_broker_only_by_its_entry():
+    """docs/CHECKING.md: "a node is a broker by test.json's `nodes` (role broker),
+    else by a name `broker-N`": a controller named broker-3 is no broker, a listed
+    node without a role neither, and only a name that is exactly broker-N is N."""
+    info = parse_test_info({"nodes": {"kafka-a": {"role": "broker", "id": 1},
+                                      "broker-3": {"role": "controller", "id": 3},
+                                      "broker-4": {"id": 4}}}, CheckerConfig())
+    assert info.broker_id("kafka-a") == 1 and info.broker_id("broker-3") is None
+    assert info.broker_id("broker-4") is None and info.broker_id("broker-5") == 5
+    assert info.broker_id("old-broker-6") is None and info.broker_id("broker-7x") is None
+
+
 def _summary_text(results: dict, report) -> str:
     from rich.console import Console
 
