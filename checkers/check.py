@@ -115,7 +115,6 @@ def _checked(spark, history_path: Path, info, config: CheckerConfig, started: fl
 def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started: float,
                 stage) -> dict:
     from checkers.load import load_history, release
-    from checkers.report_tables import write_report_tables
 
     phases = _Phases()
     spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(history_path, config)))
@@ -123,7 +122,6 @@ def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started:
                    .lower())
     loaded = load_history(spark, history_path, config, stage)
     try:
-        write_report_tables(spark, loaded, stage)  # what the report draws beside the checks
         return _check_loaded(spark, loaded, info, config, started, phases)
     finally:
         release(spark, loaded)

@@ -43,6 +43,7 @@ from checkers.lines import (
     spark_bad,
     spark_kind,
 )
+from checkers.report_tables import REPORT, report_rows
 from checkers.staging import Staging, writable_by_spark
 from harness.core.config import CheckerConfig
 from harness.core.errors import HistoryError
@@ -120,6 +121,8 @@ def _convert(spark, history: Path, tmp: Path) -> None:
     table = fields.select(
         *[F.coalesce(F.col("final"), F.lit(False)).alias("final") if c == "final"
           else common[c].alias(c) if c in common else c for c in FIELDS],
+        # a fault's detail object, as JSON text, for the report table
+        F.to_json(F.col("shape.detail")).alias("detail"),
         bad.alias("_bad"), "_blank", "_blk", "_row")
     # kept as objects, as the checks keep theirs (check.py): no serialization
     parsed_lines = table = table.persist(StorageLevel.MEMORY_AND_DISK_DESER)
@@ -143,6 +146,7 @@ def _convert(spark, history: Path, tmp: Path) -> None:
         cache.name_buckets(tmp)
         cache.write_layout(tmp, keys, buckets)
         _spark_side(written).coalesce(1).write.mode("overwrite").parquet(str(tmp / cache.SIDE))
+        report_rows(written).coalesce(1).write.mode("overwrite").parquet(str(tmp / REPORT))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

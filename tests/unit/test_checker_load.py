@@ -23,6 +23,7 @@ from checkers.events import (
 )
 from checkers.load import _convert, load_history, read_overview, release
 from checkers.parquet_cache import EVENTS, LAYOUT, OVERVIEW, SIDE, SIDE_COLUMNS
+from checkers.report_tables import REPORT
 from harness.core.config import CheckerConfig
 from harness.core.errors import HistoryError
 
@@ -264,7 +265,7 @@ def test_a_cache_is_reused_while_whole_and_rebuilt_when_a_side_file_is_gone(spar
     assert (parquet / LAYOUT).stat().st_mtime_ns != built  # converted again
     # nothing but the tables and their side files
     assert sorted(p.name for p in parquet.iterdir()) == sorted(
-        [EVENTS, SIDE, LAYOUT, OVERVIEW, "_elr_source.json"])
+        [EVENTS, SIDE, REPORT, LAYOUT, OVERVIEW, "_elr_source.json"])
 
 
 def test_a_cache_counting_bad_lines_without_saying_where_is_a_clear_error(tmp_path):
