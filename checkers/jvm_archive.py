@@ -32,7 +32,7 @@ from harness.core.config import CheckerConfig, cache_dir
 from harness.core.errors import HarnessError
 
 #: Bumped when the training changes, so old archives are left behind.
-_VERSION = 3
+_VERSION = 4
 #: Archives kept in the cache (~180 MB each); older ones, made for jars or
 #: clones since replaced, are removed when a new one is built.
 KEEP_ARCHIVES = 3

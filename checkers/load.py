@@ -88,7 +88,13 @@ class Overview:
 
 
 
-def _convert(spark, history: Path, tmp: Path) -> None:
+#: Where a large history's parsed lines are written for the conversion's passes
+#: (inside its temporary folder, removed before the cache is installed).
+_PARSED = "_parsed"
+
+
+def _convert(spark, history: Path, tmp: Path, history_bytes: int = 0,
+             parsed_in_memory_below: int = 1 << 62) -> None:
     """Spark's text reader and from_json: one row per physical line, so `[]` or a
     blank line is a row too (the JSON reader takes `[...]` for rows and skips
     blanks, losing line numbers). Writes the cache's tables into tmp, a folder not
@@ -124,11 +130,19 @@ def _convert(spark, history: Path, tmp: Path) -> None:
         # a fault's detail object, as JSON text, for the report table
         F.to_json(F.col("shape.detail")).alias("detail"),
         bad.alias("_bad"), "_blank", "_blk", "_row")
-    # kept as objects, as the checks keep theirs (check.py): no serialization
-    parsed_lines = table = table.persist(StorageLevel.MEMORY_AND_DISK_DESER)
     tmp.mkdir(parents=True)
+    # parsed once, read by every later pass: a history under parsed_in_memory_below
+    # is kept as objects (no serialization); a larger one is written as Parquet and
+    # read back, since its objects outgrow the driver's storage memory, and an
+    # evicted block is parsed again by each pass (1M operations: 135 s of CPU)
+    in_memory = history_bytes < parsed_in_memory_below
+    parsed_lines = table = table.persist(StorageLevel.MEMORY_AND_DISK_DESER) if in_memory \
+        else table
     fixes = None
     try:
+        if not in_memory:
+            table.write.parquet(str(tmp / _PARSED))
+            table = spark.read.parquet(str(tmp / _PARSED))
         table, fixes = _paired(table)
         overview = [r.asDict() for r in
                     table.groupBy(*[F.expr(k) for k in cache.OVERVIEW_KEYS])
@@ -152,6 +166,7 @@ def _convert(spark, history: Path, tmp: Path) -> None:
         raise
     finally:
         parsed_lines.unpersist()
+        shutil.rmtree(tmp / _PARSED, ignore_errors=True)
         if fixes is not None:
             fixes.unpersist()
 
@@ -289,12 +304,13 @@ def _load(spark, history: Path, config: CheckerConfig, stage: Staging,
         parquet.parent.mkdir(parents=True, exist_ok=True)
         tmp = cache.temporary_name(parquet)
         seen = stage.link(history, "history")
+        size = history.stat().st_size
         real = writable_by_spark(tmp)
         if real is not None:
-            _convert(spark, seen, real)
+            _convert(spark, seen, real, size, config.parsed_in_memory_below_bytes)
         else:  # written in the staging folder, then moved into place by Python
             out = stage.folder("spark-out")
-            _convert(spark, seen, out)
+            _convert(spark, seen, out, size, config.parsed_in_memory_below_bytes)
             try:
                 shutil.move(out, tmp)
             except BaseException:

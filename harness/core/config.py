@@ -429,6 +429,9 @@ class CheckerConfig:
     #: generation (spark.sql.codegen.wholeStage=false): on a small history the
     #: cold JVM spends longer compiling the generated classes than running them.
     interpreted_below_bytes: int = 16 * 1024 * 1024
+    #: Below this history size the conversion keeps the parsed lines in memory for
+    #: its passes; above, it writes them as Parquet once and reads that back.
+    parsed_in_memory_below_bytes: int = 16 * 1024 * 1024
     #: Defaults for a history without test.json (HISTORY.md, check docs).
     default_replication_factor: int = 3
     default_min_insync_replicas: int = 2
