@@ -29,8 +29,9 @@ STATUS_COLOURS = {"valid": "#2ca02c", "invalid": "#d62728", "unknown": "#7f7f7f"
                   "error": "#9467bd", "interrupted": "#bcbd22"}
 
 
-def _link(soak_dir: Path, target: str | None, text: str) -> Safe:
-    if not target:
+def _link(soak_dir: Path, target: object, text: str) -> Safe:
+    # a missing path is None in soak.json and may be NaN in the frame
+    if not isinstance(target, str) or not target:
         return tag("span", "none", class_="muted")
     return tag("a", text, href=quote(os.path.relpath(target, soak_dir)))
 
