@@ -113,8 +113,8 @@ def test_a_damaged_archive_changes_nothing_but_speed(tmp_path):
                          cwd=REPO, env={**os.environ, **env}, capture_output=True,
                          text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    # the summary's verdict row says valid ("invalid" contains "valid": not a match)
-    assert re.search(r"\bverdict\W+valid\b", run.stdout), run.stdout[-2000:]
+    # the summary's verdict row says VALID ("INVALID" contains "VALID": not a match)
+    assert re.search(r"\bverdict\W+VALID\b", run.stdout), run.stdout[-2000:]
     assert json.loads((tmp_path / "run" / "results.json").read_text())["valid"] is True
     assert "[warning]" not in run.stdout + run.stderr, "JVM messages stay in the Spark log"
 
