@@ -56,6 +56,9 @@ ACKS_VALUES = ("all", "1", "0")
 SPARK_SHAPE = (("index", "BIGINT"), ("time", "BIGINT"), ("process", "BIGINT"),
                *((c, "VARIANT") for c in (*TEXT_FIELDS, "nodes", "detail")))
 SPARK_SHAPE_DDL = ", ".join(f"{name} {kind}" for name, kind in SPARK_SHAPE)
+#: Spark's JSON reader takes single-quoted names and strings unless told not to;
+#: JSON (RFC 8259), and so the contract, has none.
+SPARK_JSON_OPTIONS = {"allowSingleQuotes": "false"}
 #: Lines whose high_watermark is one int (on polls it is an object).
 INT_HWM_KINDS = ("observe", "replica")
 #: A partition's name in a JSON object's key (seek, a poll's high_watermark).
@@ -116,18 +119,53 @@ def _spark_q(name: str) -> str:
     return f"`{name}`"
 
 
-def spark_kind(shape: str = "shape") -> str:
-    """Spark SQL: a line's `f` as the variant read gives it (null unless a string)."""
-    return f"try_variant_get({shape}.f, '$', 'string')"
+#: A line whose JSON text spells one of TEXT_FIELDS' keys with a value that does
+#: not start with `"` (a number, an object, null...). JSON allows no other spelling
+#: of these keys but one with a `\\u` escape, and no whitespace but RFC 8259's
+#: (the reader takes no single-quoted names: SPARK_JSON_OPTIONS).
+_NON_TEXT_VALUE = ('"(' + "|".join(TEXT_FIELDS) + ')"[ \\t\\r\\n]*:[ \\t\\r\\n]*'
+                   '[^" \\t\\r\\n]')
 
 
-def spark_bad(corrupt: str = "_corrupt", shape: str = "shape") -> str:
-    """Spark SQL over the parsed row (its typed fields, the corrupt-record column and
-    the variant read `shape`, SPARK_SHAPE): true when the line breaks the contract.
-    Every clause is false, never null, on a valid line (the caller treats null as
-    bad)."""
+def spark_needs_shape(corrupt: str = "_corrupt", value: str = "value") -> str:
+    """Spark SQL: true when the line's typed read alone cannot judge it, so the
+    variant read (SPARK_SHAPE) must: the typed read failed (its fields may be
+    partial), or the text holds an escape (a key may be spelled with one), a
+    `nodes` or `detail` key, or a text field's key with a value that is not a
+    string. On every other line the variant read would only repeat the typed one
+    (index, time and process are BIGINT in both; every text field is a string or
+    absent), so it is skipped: it cost most of a large history's conversion."""
+    keys = " OR ".join(f"contains({value}, {spark_string(chr(34) + k + chr(34))})"
+                       for k in ("nodes", "detail"))
+    return (f"{corrupt} IS NOT NULL OR contains({value}, '\\\\u') "
+            f"OR {keys} "
+            f"OR {value} RLIKE {spark_string(_NON_TEXT_VALUE)}")
+
+
+def spark_kind(shape: str = "shape", exact: str = "_exact") -> str:
+    """Spark SQL: a line's `f` as the variant read gives it (null unless a string),
+    or the typed read's where the variant read was not needed (spark_needs_shape)."""
+    return f"CASE WHEN {exact} THEN try_variant_get({shape}.f, '$', 'string') ELSE f END"
+
+
+def spark_common(name: str, shape: str = "shape", exact: str = "_exact") -> str:
+    """Spark SQL: index, time or process, from the variant read when it was needed."""
+    return f"CASE WHEN {exact} THEN {shape}.{name} ELSE {name} END"
+
+
+def spark_bad(corrupt: str = "_corrupt", shape: str = "shape", exact: str = "_exact") -> str:
+    """Spark SQL over the parsed row (its typed fields, the corrupt-record column,
+    the variant read `shape`, SPARK_SHAPE, and `exact`, whether it was made:
+    spark_needs_shape): true when the line breaks the contract. Every clause is
+    false, never null, on a valid line (the caller treats null as bad)."""
     def is_text(c: str) -> str:
-        return f"coalesce(schema_of_variant({shape}.{c}) IN ('STRING', 'VOID'), true)"
+        return (f"(NOT {exact} OR coalesce(schema_of_variant({shape}.{c}) IN "
+                f"('STRING', 'VOID'), true))")
+
+    def is_string(c: str) -> str:
+        """A present string: a variant of that type, or the typed read's text."""
+        return (f"CASE WHEN {exact} THEN coalesce(schema_of_variant({shape}.{c}) = 'STRING', "
+                f"false) ELSE {c} IS NOT NULL END")
 
     bad_entry = ("exists(records, r -> r IS NULL OR size(r) != 3 OR r[0] IS NULL "
                  "OR (CASE WHEN f = 'replica' THEN r[2] ELSE r[1] END) IS NULL)")
@@ -137,11 +175,11 @@ def spark_bad(corrupt: str = "_corrupt", shape: str = "shape") -> str:
     of_its_kind = " OR ".join([
         f"{corrupt} IS NOT NULL",
         *(f"NOT {is_text(c)}" for c in TEXT_FIELDS if c not in ("type", "f")),
-        f"coalesce(schema_of_variant({shape}.nodes) NOT IN ('ARRAY<STRING>', 'ARRAY<VOID>', "
-        f"'VOID'), false)",
+        f"({exact} AND coalesce(schema_of_variant({shape}.nodes) NOT IN ('ARRAY<STRING>', "
+        f"'ARRAY<VOID>', 'VOID'), false))",
         "coalesce(exists(nodes, n -> n IS NULL), false)",
-        f"coalesce(NOT (schema_of_variant({shape}.detail) LIKE 'OBJECT%' "
-        f"OR schema_of_variant({shape}.detail) = 'VOID'), false)",
+        f"({exact} AND coalesce(NOT (schema_of_variant({shape}.detail) LIKE 'OBJECT%' "
+        f"OR schema_of_variant({shape}.detail) = 'VOID'), false))",
         f"coalesce(records IS NOT NULL AND {bad_entry}, false)",
         "coalesce(seek IS NOT NULL AND NOT forall(map_keys(seek), "
         f"k -> k RLIKE {spark_string(PARTITION_KEY)}), false)",
@@ -153,11 +191,13 @@ def spark_bad(corrupt: str = "_corrupt", shape: str = "shape") -> str:
         f"AND try_cast({hwm} AS BIGINT) IS NOT NULL), false)",
         f"coalesce({required_by_kind(_spark_q)}, false)",
     ])
+    the_type = (f"CASE WHEN {exact} THEN try_variant_get({shape}.type, '$', 'string') "
+                "ELSE type END")
     return " OR ".join([
-        *(f"{shape}.{c} IS NULL" for c in ("index", "time", "process")),
-        *(f"coalesce(schema_of_variant({shape}.{c}) != 'STRING', true)" for c in ("type", "f")),
-        f"try_variant_get({shape}.type, '$', 'string') NOT IN ({types})",
-        f"({spark_kind(shape)} IN ({kinds}) AND ({of_its_kind}))",
+        *(f"({spark_common(c, shape, exact)}) IS NULL" for c in ("index", "time", "process")),
+        *(f"NOT ({is_string(c)})" for c in ("type", "f")),
+        f"({the_type}) NOT IN ({types})",
+        f"(({spark_kind(shape, exact)}) IN ({kinds}) AND ({of_its_kind}))",
     ])
 
 

@@ -37,11 +37,14 @@ from checkers.lines import (
     FIELDS,
     SCHEMA_DDL,
     SPARK_BLANK,
+    SPARK_JSON_OPTIONS,
     SPARK_SHAPE_DDL,
     describe,
     read_line,
     spark_bad,
+    spark_common,
     spark_kind,
+    spark_needs_shape,
 )
 from checkers.report_tables import REPORT, report_rows
 from checkers.staging import Staging, writable_by_spark
@@ -110,19 +113,25 @@ def _convert(spark, history: Path, tmp: Path, history_bytes: int = 0,
     from pyspark.sql import functions as F
 
     text = spark.read.text(str(history))
-    parsed = text.select(
+    typed = text.select(
+        "value",
         F.from_json("value", f"{SCHEMA_DDL}, _corrupt STRING",
-                    {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"})
+                    {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt",
+                     **SPARK_JSON_OPTIONS})
         .alias("j"),
-        F.from_json("value", SPARK_SHAPE_DDL).alias("shape"),
         F.expr(SPARK_BLANK).alias("_blank"),
         F.input_file_block_start().alias("_blk"),
         F.monotonically_increasing_id().alias("_row"))
-    fields = parsed.select("j.*", "shape", "_blank", "_blk", "_row")
+    # the variant read, only on the lines the typed one cannot judge alone
+    exact = typed.withColumn("_exact", F.expr(spark_needs_shape("j._corrupt")))
+    parsed = exact.withColumn("shape", F.when(F.col("_exact"),
+                                               F.from_json("value", SPARK_SHAPE_DDL,
+                                                           SPARK_JSON_OPTIONS)))
+    fields = parsed.select("j.*", "shape", "_exact", "_blank", "_blk", "_row")
     bad = F.expr(f"NOT _blank AND coalesce({spark_bad()}, true)")
     # a line of an unknown kind may be valid while its other fields do not parse:
     # its kind and common fields come from the variant read
-    common = {"f": F.expr(spark_kind()), **{c: F.col(f"shape.{c}")
+    common = {"f": F.expr(spark_kind()), **{c: F.expr(spark_common(c))
                                              for c in ("index", "time", "process")}}
     table = fields.select(
         *[F.coalesce(F.col("final"), F.lit(False)).alias("final") if c == "final"

@@ -121,6 +121,9 @@ def test_the_converter_writes_every_line_once(spark, tmp_path):  # noqa: F811
         assert kinds.count(kind) == n > 0, kind
 
 
+#: A valid send completion, which the cases below change one field of.
+_SEND = ('{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "send", "topic": "t", '
+         '"partition": 0, "acks": "all", "value": 1, "offset": 0}')
 _GOOD = ('{"index": 0, "time": 1, "process": 0, "type": "invoke", "f": "send", "topic": "t", '
          '"partition": 0, "acks": "all", "value": 1}')
 
@@ -158,6 +161,43 @@ _GOOD = ('{"index": 0, "time": 1, "process": 0, "type": "invoke", "f": "send", "
     '"records": [[0, null, 5]]}',
     '{"index": 1, "time": 2, "process": -3, "type": "ok", "f": "replica", "topic": "t", '
     '"partition": 0, "node": "b1", "broker": 1, "log_end_offset": 1, "records": [[0, 5, null]]}',
+    # a text field's value that is not a string, however the JSON spells its key
+    # (the converter reads such lines twice: checkers/lines.py spark_needs_shape)
+    *(_SEND.replace(a, b, 1) for a, b in (
+        ("", ""),
+        ('"topic": "t"', '"topic": 5'),
+        ('"topic": "t"', '"topic" :\t 5'),
+        ('"topic": "t", ', '"topic":5,'),
+        ('"acks": "all"', '"acks": 1'),
+        ('"acks": "all"', '"acks": "1"'),
+        ('"acks": "all"', '"acks": null'),
+        ('"topic": "t"', '"topic": NaN'),
+        ('"topic": "t"', '"to\\u0070ic": 5'),
+        ('"topic": "t"', '"t\\u006fpic": "t"'),
+        ('"type": "ok"', '"typ\\u0065": "ok"'),
+        ('"f": "send"', '"\\u0066": 5'),
+        ('"f": "send"', '"f": ["send"]'),
+        ('"type": "ok"', '"type": 1'),
+        ('"value": 1', '"value": 1, "error": {"x": 1}'),
+        ('"value": 1', '"value": 1, "error": "a \\"topic\\": 5"'),
+        ('"value": 1', '"value": 1, "fault": true'),
+        ('"value": 1', '"value": 1, "node": -1'),
+        ('"value": 1', '"value": 1, "x": {"topic": 5}'),
+        ('"value": 1', '"value": 1, "topic": 5'),
+        ('"value": 1', '"value": 1, "detail": {"topic": 5}'),
+        ('"value": 1', '"value": 1, "detail": 5'),
+        ('"value": 1', '"value": 1, "nodes": [1]'),
+        ('"f": "send"', '"f": "newer"'),
+        ('"f": "send"', '"f": "newer", "partition": "x"'),
+        ('"f": "send"', "'f': 'send'"),
+        ('"topic": "t"', "'topic': 5"),
+    )),
+    '{"index": 1, "time": 2, "process": -1, "type": "ok", "f": "fault", "fault": "kill", '
+    '"nodes": ["b1"], "detail": {"topic": 5, "f": 1}}',
+    '{"index": 1, "time": 2, "process": -1, "type": "ok", "f": "fault", "fault": "kill", '
+    '"nodes": [1]}',
+    '{"index": 1, "time": 2, "process": -1, "type": "ok", "f": "fault", "fault": "kill", '
+    '"nodes": ["b1"], "detail": "x"}',
 ])
 def test_every_line_is_judged_as_the_reference_judges_it(spark, tmp_path, line):  # noqa: F811
     """A line between two valid ones: bad by Spark's rules exactly when the
