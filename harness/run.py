@@ -139,7 +139,7 @@ def _log_to(path: Path) -> None:
 def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, layer,
                 phases: Phases, outcome: dict[str, Any], test: dict[str, Any],
                 run_dir: Path) -> bool:
-    from nemesis.faults import FaultInjector
+    from nemesis.injector import FaultInjector
     from workloads.final_reads import final_reads
     from workloads.observer import ObserverLoop
     from workloads.workload import Workload

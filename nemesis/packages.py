@@ -26,7 +26,7 @@ Undo = Callable[[], Any]
 
 
 class Injector(Protocol):
-    """What a mix's packages ask of nemesis.faults.FaultInjector."""
+    """What a mix's packages ask of nemesis.injector.FaultInjector."""
 
     def partition(self, grudge: grudges.Grudge, step: str | None = None,
                   kind: Fault | str = Fault.PARTITION,

@@ -26,7 +26,7 @@ from cluster.observe import PartitionState
 from harness.core.config import ScenarioTimings
 from harness.core.wait import wait_until
 from nemesis import grudges
-from nemesis.faults import FaultInjector
+from nemesis.injector import FaultInjector
 
 
 class Observer(Protocol):

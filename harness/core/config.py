@@ -190,7 +190,7 @@ class ClusterConfig:
     #: Bound on waiting for the cluster to be ready after `up`.
     ready_timeout_s: float = 120.0
     #: Bound on waiting for one node's Kafka process to be there after a
-    #: (re)start by the nemesis (nemesis/faults.py start).
+    #: (re)start by the nemesis (nemesis/injector.py start).
     node_start_timeout_s: float = 30.0
     #: How often `up` asks whether every broker is registered and unfenced.
     ready_poll_s: float = 0.5

@@ -16,7 +16,7 @@ from cluster.node import ExecResult, NodeSpec, Role
 from harness.core.config import NodeTimeouts
 from harness.core.history import NEMESIS_PROCESS, Fault
 from nemesis import grudges
-from nemesis.faults import FaultInjector
+from nemesis.injector import FaultInjector
 
 
 class FakeNode:
