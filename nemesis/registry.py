@@ -1,16 +1,20 @@
-"""What `--nemesis` accepts, checked before anything starts."""
+"""What `--nemesis` accepts, checked before anything starts, and what a run of it
+needs: read from the registries of fault kinds (nemesis.faults) and scripted
+scenarios (nemesis.scenarios), never from a kind's name."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from harness.core.errors import BadInput
-from nemesis.mix import FAULT_KINDS
-from nemesis.packages import NOT_IN_ALL
+from nemesis.faults import FAULT_KINDS, PACKAGES, in_all
+from nemesis.needs import Layer, Setting
+from nemesis.scenarios import SCENARIOS, ScenarioPackage
 from nemesis.schedules import check_overlap, resources_of
 
-SCENARIOS = ("unclean-last-replica", "fenced-last-leader")
 NONE = "none"
+#: Every kind whose package is in `all` (nemesis.faults.in_all).
+ALL = "all"
 
 
 @dataclass(frozen=True)
@@ -30,8 +34,27 @@ class NemesisPlan:
         return tuple(dict.fromkeys(k for group in self.groups for k in group))
 
     @property
+    def scripted(self) -> ScenarioPackage | None:
+        return SCENARIOS[self.scenario] if self.scenario else None
+
+    @property
+    def layers(self) -> frozenset[Layer]:
+        """The storage layers its kinds or scenario need under the brokers."""
+        needs = [PACKAGES[k].layers for k in self.faults]
+        if self.scripted:
+            needs.append(self.scripted.layers)
+        return frozenset().union(*needs)
+
+    @property
     def needs_page_cache_layer(self) -> bool:
-        return self.scenario == "unclean-last-replica" or "page-cache-loss" in self.faults
+        return Layer.PAGE_CACHE in self.layers
+
+    @property
+    def cluster_settings(self) -> tuple[Setting, ...]:
+        """The config values its kinds or scenario need unless the user chose them."""
+        if self.scripted:
+            return self.scripted.cluster_settings
+        return tuple(s for k in self.faults for s in PACKAGES[k].cluster_settings)
 
     @property
     def test_name(self) -> str:
@@ -41,7 +64,7 @@ class NemesisPlan:
 
 
 def valid_names() -> list[str]:
-    return [NONE, *SCENARIOS, *FAULT_KINDS, "all"]
+    return [NONE, *SCENARIOS, *FAULT_KINDS, ALL]
 
 
 def parse_nemesis(text: str) -> NemesisPlan:
@@ -55,7 +78,7 @@ def parse_nemesis(text: str) -> NemesisPlan:
         except ValueError as err:
             raise BadInput(f"--nemesis {text}: {err}") from None
         return plan
-    names = [n.strip() for n in text.split(",") if n.strip()]
+    names = _names(text)
     if not names:
         raise BadInput(f"--nemesis is empty; valid: {', '.join(valid_names())}")
     _known(names)
@@ -70,6 +93,19 @@ def parse_nemesis(text: str) -> NemesisPlan:
     return NemesisPlan(text, None, (_kinds(text, text),))
 
 
+def plan_or_none(text: str) -> NemesisPlan | None:
+    """The plan of `text`, or None when it does not parse (validation says why later)."""
+    try:
+        return parse_nemesis(text)
+    except BadInput:
+        return None
+
+
+def _names(part: str) -> list[str]:
+    """The names of a comma list, stripped, in the order typed."""
+    return [n.strip() for n in part.split(",") if n.strip()]
+
+
 def _known(names: list[str]) -> None:
     unknown = [n for n in names if n not in valid_names()]
     if unknown:
@@ -79,14 +115,13 @@ def _known(names: list[str]) -> None:
 
 def _kinds(part: str, text: str) -> tuple[str, ...]:
     """The fault kinds of one mix of `text`."""
-    names = [n.strip() for n in part.split(",") if n.strip()]
+    names = _names(part)
     if not names:
         raise BadInput(f"--nemesis {text}: an empty mix; valid: {', '.join(valid_names())}")
     _known(names)
     if NONE in names or any(n in SCENARIOS for n in names):
         raise BadInput(f"--nemesis {text}: 'none' and scenarios cannot be mixed with "
                        "fault kinds")
-    if "all" in names:
-        return tuple(dict.fromkeys([k for k in FAULT_KINDS if k not in NOT_IN_ALL]
-                                   + [n for n in names if n != "all"]))
+    if ALL in names:
+        return tuple(dict.fromkeys([*in_all(), *(n for n in names if n != ALL)]))
     return tuple(dict.fromkeys(names))

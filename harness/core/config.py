@@ -307,7 +307,7 @@ class WorkloadConfig:
 @dataclass(frozen=True)
 class ScenarioTimings:
     """The scripted scenarios' bounds on each step's wait for the observed state
-    it expects (nemesis/scenario.py, nemesis/fenced_last_leader.py)."""
+    it expects (nemesis/scenarios/)."""
 
     step_timeout_s: float = 60.0
     #: Quiet time before T0, so acks=all writes are acknowledged by all replicas.

@@ -89,7 +89,7 @@ def test_a_bad_overlap_is_refused_by_name(text, message):
 def test_bounce_leader_is_asked_for_by_name_not_by_all():
     """bounce-leader changes the cluster's config (preferred leader election every
     5 s), so `all` leaves it out and `all,bounce-leader` adds it."""
-    from nemesis.mix import FAULT_KINDS
+    from nemesis.faults import FAULT_KINDS
     from nemesis.registry import parse_nemesis
 
     assert "bounce-leader" in FAULT_KINDS
