@@ -58,9 +58,14 @@ class NemesisPlan:
 
     @property
     def test_name(self) -> str:
+        """The store's folder for its runs: the names as typed (`all` stays `all`),
+        `-` between the kinds of a mix and `+` between mixes; every part is a
+        name parse_nemesis knew, so it is safe as a folder name."""
         if self.scenario:
             return self.scenario
-        return "+".join("-".join(g) for g in self.groups) if self.groups else NONE
+        if not self.groups:
+            return NONE
+        return "+".join("-".join(dict.fromkeys(_names(part))) for part in self.text.split("+"))
 
 
 def valid_names() -> list[str]:
