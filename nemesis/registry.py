@@ -4,10 +4,11 @@ scenarios (nemesis.scenarios), never from a kind's name."""
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 
 from harness.core.errors import BadInput
-from nemesis.faults import FAULT_KINDS, PACKAGES, in_all
+from nemesis.faults import FAULT_KINDS, NOT_IN_ALL, PACKAGES, in_all
 from nemesis.needs import Layer, Setting
 from nemesis.scenarios import SCENARIOS, ScenarioPackage
 from nemesis.schedules import check_overlap, resources_of
@@ -130,3 +131,30 @@ def _kinds(part: str, text: str) -> tuple[str, ...]:
     if ALL in names:
         return tuple(dict.fromkeys([*in_all(), *(n for n in names if n != ALL)]))
     return tuple(dict.fromkeys(names))
+
+
+def nemesis_flag_help() -> str:
+    """`--nemesis`'s help in `harness run --help`: every name it accepts."""
+    left_out = f" (every kind but {', '.join(NOT_IN_ALL)})" if NOT_IN_ALL else ""
+    return (f"{NONE}, a scenario ({', '.join(SCENARIOS)}), or a comma list of fault kinds "
+            f"({', '.join(FAULT_KINDS)}) or {ALL}{left_out}; lists joined by + overlap "
+            "(partition+kill,pause: one network mix and one process mix at once); each "
+            "is described below")
+
+
+def nemesis_epilog(width: int = 79) -> str:
+    """The end of `harness run --help`: one line per scenario and fault kind, from
+    the registries (already laid out: the parser must not reflow it)."""
+    name_width = max(len(n) for n in (*SCENARIOS, *FAULT_KINDS)) + 2
+
+    def entry(name: str, text: str) -> list[str]:
+        return textwrap.wrap(text, width, initial_indent=f"  {name:<{name_width}}",
+                             subsequent_indent=" " * (name_width + 2))
+
+    lines = ["scenarios (--nemesis NAME, alone):"]
+    for name, scenario in SCENARIOS.items():
+        lines += entry(name, scenario.help)
+    lines += ["", f"fault kinds (--nemesis KIND,KIND,... or {ALL}):"]
+    for name, package in PACKAGES.items():
+        lines += entry(name, package.help + ("" if package.in_all else f" [not in {ALL}]"))
+    return "\n".join(lines)
