@@ -327,3 +327,28 @@ def test_each_package_is_one_complete_fault_kind():
     assert len({p.colour for p in PACKAGES.values()}) == len(recorded) - 1, \
         "one colour per recorded kind, but a bounce is drawn as the pause it is"
     assert [p.name for p in PACKAGES.values() if p.counts_against_budget] == ["page-cache-loss"]
+
+
+def test_a_leader_bounce_is_recorded_as_its_own_kind_and_counted_and_drawn_as_a_pause():
+    """bounce-leader's lines carry `bounce-leader` (a report and the checker's
+    counts tell it from a plain pause); resume ends it as it ends a pause, it is
+    drawn in a pause's colour, and the fault budget ignores it as it does a pause."""
+    from checkers.budget import page_cache_loss_nodes
+    from reports.plots import fault_colour
+
+    injector = FakeInjector()
+    mix(injector, FULL).inject("bounce-leader")()
+    begin, end = injector.lines
+    assert (begin["fault"], end["fault"]) == (Fault.BOUNCE_LEADER, Fault.RESUME)
+    assert begin["nodes"] == end["nodes"] and begin["detail"]["role"] == "leader"
+    assert begin["detail"]["hold_s"] == 0.01 and "hold_s" not in end["detail"]
+    assert Fault.BOUNCE_LEADER in ENDED_BY[Fault.RESUME] and Fault.PAUSE in ENDED_BY[Fault.RESUME]
+    events = [FaultEvent(i, float(i), str(x["fault"]), tuple(x["nodes"]), "ok", x["detail"])
+              for i, x in enumerate(injector.lines)]
+    (band,) = pair_faults(events)
+    assert (band.kind, band.lasting, band.end_s) == ("bounce-leader", True, 1.0)
+    assert fault_colour("bounce-leader") == fault_colour("pause") != fault_colour("kill")
+    lines = [{"index": i, "process": -1, "type": t, "fault": str(x["fault"]),
+              "nodes": x["nodes"]} for i, x in enumerate(injector.lines) for t in ("invoke", "ok")]
+    assert page_cache_loss_nodes(lines) == []
+    assert not PACKAGES["bounce-leader"].counts_against_budget
