@@ -25,7 +25,7 @@ from cluster.docker_backend import connect
 from cluster.nodes_file import with_nodes_file
 from harness.core.config import ClusterConfig
 from nemesis import grudges
-from nemesis.faults import FaultInjector
+from nemesis.injector import FaultInjector
 from nemesis.pagecache import PageCacheLayer
 from workloads.recorder import HistoryRecorder
 

@@ -30,7 +30,9 @@ HARNESS = str(Path(sys.executable).with_name("harness"))
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harness.soak_plan import read_plan  # noqa: E402
+from harness.soak_plan import PlanEntry, flag_value, read_plan  # noqa: E402
+from nemesis.faults import bounce_leader  # noqa: E402
+from nemesis.registry import plan_or_none  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -43,13 +45,19 @@ class KnownBug:
     after: str
 
 
+def bounces(entry: PlanEntry) -> bool:
+    """Whether a plan entry's runs bounce leaders (its nemesis holds the kind)."""
+    plan = plan_or_none(flag_value(list(entry.args), "--nemesis") or "none")
+    return plan is not None and bounce_leader.PACKAGE.name in plan.faults
+
+
 BUGS = {
     "KAFKA-19522": KnownBug("KAFKA-19522", ("--nemesis", "fenced-last-leader"),
                             "fenced-leader", "4.0.2", "4.1.1"),
-    # the same runs as the soak plan's bounce-leader entry: one copy of its flags
+    # the same runs as the soak plan's leader-bounce entry: one copy of its flags
     "KAFKA-18991": KnownBug("KAFKA-18991", next(
-        e.args for e in read_plan(REPO / "plans" / "known-bugs.toml")
-        if e.name == "bounce-leader"), "replica-divergence", "4.0.0", "4.0.2"),
+        e.args for e in read_plan(REPO / "plans" / "known-bugs.toml") if bounces(e)),
+        "replica-divergence", "4.0.0", "4.0.2"),
 }
 
 

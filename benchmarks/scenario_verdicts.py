@@ -24,6 +24,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness.core.history import Fault  # noqa: E402
+
+#: How a page-cache loss's lines spell their kind (a fast test before parsing one).
+LOSS = f'"{Fault.PAGE_CACHE_LOSS}"'.encode()
+
 
 def _seeds(text: str) -> list[int]:
     seeds: list[int] = []
@@ -67,9 +74,9 @@ def summarize(run_dir: Path) -> dict:
         for line in history:
             if b'"CLIENT_RESENT"' in line:
                 resent += 1
-            elif b'"page-cache-loss"' in line:
+            elif LOSS in line:
                 op = json.loads(line)
-                if op["type"] == "ok":
+                if op["type"] == "ok" and op.get("fault") == Fault.PAGE_CACHE_LOSS:
                     dropped += int(op.get("detail", {}).get("total_bytes_dropped", 0))
     verdict = {True: "valid", False: "invalid"}.get(results["valid"], str(results["valid"]))
     by_acks = anomalies.get("lost-write", {}).get("by_acks", {})

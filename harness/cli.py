@@ -24,16 +24,15 @@ from harness.stdout import tolerate_closed_stdout
 def _add_run(sub: argparse._SubParsersAction) -> None:
     from harness.core.config import RunConfig, WorkloadConfig
     from harness.flags import add_cluster_flags, add_topic_flags
+    from nemesis.registry import nemesis_epilog, nemesis_flag_help
 
     r, w = RunConfig(), WorkloadConfig()
+    # the epilog lists every scenario and fault kind, one line each, from the
+    # registries; laid out already, so the parser must not reflow it
     p = sub.add_parser("run", help="run a test: cluster, workload, nemesis, check, report",
-                       allow_abbrev=False)
-    p.add_argument("--nemesis", default=r.nemesis,
-                   help="none, unclean-last-replica, or a comma list of fault kinds "
-                        "(partition, kill, stop, pause, page-cache-loss, controller-kill, "
-                        "controller-partition, isolate-from-controllers) or all; lists "
-                        "joined by + overlap (partition+kill,pause: one network mix and "
-                        "one process mix at once)")
+                       allow_abbrev=False, epilog=nemesis_epilog(),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--nemesis", default=r.nemesis, help=nemesis_flag_help())
     p.add_argument("--time-limit", type=seconds, default=None,
                    help="seconds of workload (default 60; a cap of 300 for a scenario, "
                         "which ends when its steps are done)")

@@ -139,7 +139,7 @@ def _log_to(path: Path) -> None:
 def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, layer,
                 phases: Phases, outcome: dict[str, Any], test: dict[str, Any],
                 run_dir: Path) -> bool:
-    from nemesis.faults import FaultInjector
+    from nemesis.injector import FaultInjector
     from workloads.final_reads import final_reads
     from workloads.observer import ObserverLoop
     from workloads.workload import Workload
@@ -224,14 +224,11 @@ def _run_nemesis(plan: NemesisPlan, spec: RunSpec, injector, observer,
 def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):
     """The scenario then a quiet spell; or one mix; or mixes that overlap (each
     seeded from --seed upward, so the run reproduces)."""
-    from nemesis.fenced_last_leader import FencedLastLeader
     from nemesis.mix import RandomMix
-    from nemesis.scenario import UncleanLastReplica
     from nemesis.schedules import Mix, Overlap, Phases, Quiet, Scenario
 
-    if plan.scenario:
-        scripted = {"unclean-last-replica": UncleanLastReplica,
-                    "fenced-last-leader": FencedLastLeader}[plan.scenario]
+    if plan.scripted:
+        scripted = plan.scripted.scenario
         return Phases([
             Scenario(lambda stop: scripted(
                 injector, observer, spec.topics[0].name, 0, elr=spec.cluster.elr,

@@ -19,7 +19,8 @@ from harness.core.config_file import apply, read_settings, setting_paths
 from harness.core.errors import BadInput
 from harness.core.validate import default_where, shown_path, validate_config
 from harness.flags import CLUSTER_FLAGS, TOPIC_FLAGS, cluster_config, topic_config
-from nemesis.registry import SCENARIOS
+from nemesis.registry import plan_or_none
+from nemesis.scenarios import SCENARIOS
 
 SECTIONS = ("cluster", "topic", "workload", "run", "checker")
 
@@ -82,20 +83,13 @@ def run_configs(args: argparse.Namespace) -> tuple[ClusterConfig, TopicConfig, W
         # a scenario ends when its steps are done: its limit is only a cap (a mix's
         # is run.time_limit_s's default)
         run = replace(run, time_limit_s=run.scenario_time_limit_s)
-    if "bounce-leader" in run.nemesis and "timings" not in settings.get("cluster", {}):
-        # the leader a bounce fenced gets its partitions back within seconds
-        cluster = sections["cluster"]
-        sections["cluster"] = replace(cluster, timings=replace(
-            cluster.timings, leader_imbalance_check_interval_s=run.bounce_leader_imbalance_check_s))
-    if run.nemesis.strip() == "fenced-last-leader":
-        # KAFKA-19522's recipe: a fourth broker to answer, an ISR that may shrink to one
-        if "brokers" not in given and "brokers" not in settings.get("cluster", {}):
-            sections["cluster"] = replace(sections["cluster"],
-                                          brokers=run.fenced_last_leader_brokers)
-        if "min_insync_replicas" not in given and \
-                "min_insync_replicas" not in settings.get("topic", {}):
-            sections["topic"] = replace(
-                sections["topic"], min_insync_replicas=run.fenced_last_leader_min_insync_replicas)
+    # what the nemesis's kinds or scenario need (their packages say), unless chosen;
+    # a nemesis that does not parse needs nothing here: validation names it later
+    plan = plan_or_none(run.nemesis)
+    for setting in plan.cluster_settings if plan else ():
+        if not _chosen(setting.chosen_by, given, settings):
+            section, *path = setting.path.split(".")
+            sections[section] = _with(sections[section], path, setting.value(run))
     if "seed" not in given and "seed" in settings.get("run", {}):
         sections["workload"] = replace(sections["workload"], seed=run.seed)
     sections["workload"] = replace(sections["workload"], time_limit_s=run.time_limit_s)
@@ -107,6 +101,27 @@ def run_configs(args: argparse.Namespace) -> tuple[ClusterConfig, TopicConfig, W
                     _sources(args, settings, given))
     return (sections["cluster"], sections["topic"], sections["workload"], sections["run"],
             sections["checker"])
+
+
+def _chosen(path: str, given: set[str], settings: dict[str, Any]) -> bool:
+    """Whether the user set `path` (`section.field...`): its flag typed, or the
+    --config file holding that key or table."""
+    flag = FIELD_FLAGS.get(path)
+    if flag is not None and flag.removeprefix("--").replace("-", "_") in given:
+        return True
+    table: Any = settings
+    for key in path.split("."):
+        if not isinstance(table, dict) or key not in table:
+            return False
+        table = table[key]
+    return True
+
+
+def _with(section: Any, path: list[str], value: Any) -> Any:
+    """A copy of the frozen dataclass `section` with the field at `path` set."""
+    head, *rest = path
+    return replace(section, **{head: _with(getattr(section, head), rest, value)
+                               if rest else value})
 
 
 def _sources(args: argparse.Namespace, settings: dict[str, Any],

@@ -61,18 +61,8 @@ def validate(spec: RunSpec) -> NemesisPlan:
         console.print(f"[yellow]warning:[/yellow] {spec.cluster.controllers} controllers "
                       f"tolerate no more failures than {spec.cluster.controllers - 1}; an odd "
                       "quorum is the usual choice")
-    if plan.scenario and (spec.cluster.brokers < 3 or
-                          any(t.replication_factor < 3 for t in spec.topics)):
-        raise HarnessError(f"{plan.scenario} needs 3 brokers and replication factor 3 "
-                           "(a leader and two followers)")
-    if plan.scenario == "fenced-last-leader":
-        if spec.cluster.brokers <= max(t.replication_factor for t in spec.topics):
-            raise BadInput("fenced-last-leader needs a broker that is no replica of the "
-                           "partition (to answer while its replicas are down): --brokers "
-                           f"{max(t.replication_factor for t in spec.topics) + 1}")
-        if any(t.min_insync_replicas != 1 for t in spec.topics):
-            raise BadInput("fenced-last-leader needs --min-insync-replicas 1 (the ISR "
-                           "must shrink to the leader alone)")
+    if plan.scripted:
+        plan.scripted.refuse(spec.cluster, spec.topics)
     return plan
 
 

@@ -31,7 +31,8 @@ from harness.core.config import RunConfig, SoakConfig
 from harness.core.errors import BadInput, HarnessError
 from harness.core.files import read_text
 from harness.flags import given_flags
-from nemesis.registry import SCENARIOS
+from nemesis.registry import ALL
+from nemesis.scenarios import SCENARIOS
 
 #: The longest soak accepted (a typo like 80h for 8h is refused, not run for days).
 MAX_DURATION_S = 7 * 86400
@@ -54,11 +55,13 @@ class PlanEntry:
     args: tuple[str, ...]
 
 
-#: The default rotation: the KIP-966 scenario, then a random mix of every fault
-#: kind (role-targeted ones included) long enough for several rounds of faults.
+#: The default rotation: the scenarios whose packages ask for it (the KIP-966
+#: one), then a random mix of every kind of `all` (role-targeted ones included)
+#: long enough for several rounds of faults.
 DEFAULT_PLAN = (
-    PlanEntry("unclean-last-replica", ("--nemesis", "unclean-last-replica")),
-    PlanEntry("mix-all", ("--nemesis", "all", "--time-limit", "90", "--interval", "8")),
+    *(PlanEntry(name, ("--nemesis", name)) for name, scenario in SCENARIOS.items()
+      if scenario.in_default_soak),
+    PlanEntry("mix-all", ("--nemesis", ALL, "--time-limit", "90", "--interval", "8")),
 )
 
 

@@ -12,9 +12,9 @@ two points where its ISR was full: the run stays within KIP-966's budget of
 min.insync.replicas - 1 such losses (for min ISR >= 2), and the checker's
 budget rule still judges whatever happens.
 
-Each kind is a package (nemesis/packages.py): recorded under its own kind (a
-controller kill is `controller-kill`, not `kill`), with `detail.mix` (the entry
-of the mix that chose it) and `detail.role` (how its target was chosen;
+Each kind is a package (nemesis/faults/<kind>.py): recorded under its own kind
+(a controller kill is `controller-kill`, not `kill`), with `detail.mix` (the
+entry of the mix that chose it) and `detail.role` (how its target was chosen;
 nemesis.targets).
 """
 
@@ -26,12 +26,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from nemesis.packages import PACKAGES, Injector
-from nemesis.scenario import Observer
+from nemesis.faults import PACKAGES, Injector
+from nemesis.scenarios.base import Observer
 from nemesis.targets import Role, Topology, choose_target
-
-#: The entries a mix may hold: one per fault package.
-FAULT_KINDS = tuple(PACKAGES)
 
 
 class RandomMix:

@@ -1,16 +1,21 @@
-"""What `--nemesis` accepts, checked before anything starts."""
+"""What `--nemesis` accepts, checked before anything starts, and what a run of it
+needs: read from the registries of fault kinds (nemesis.faults) and scripted
+scenarios (nemesis.scenarios), never from a kind's name."""
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 
 from harness.core.errors import BadInput
-from nemesis.mix import FAULT_KINDS
-from nemesis.packages import NOT_IN_ALL
+from nemesis.faults import FAULT_KINDS, NOT_IN_ALL, PACKAGES, in_all
+from nemesis.needs import Layer, Setting
+from nemesis.scenarios import SCENARIOS, ScenarioPackage
 from nemesis.schedules import check_overlap, resources_of
 
-SCENARIOS = ("unclean-last-replica", "fenced-last-leader")
 NONE = "none"
+#: Every kind whose package is in `all` (nemesis.faults.in_all).
+ALL = "all"
 
 
 @dataclass(frozen=True)
@@ -30,18 +35,42 @@ class NemesisPlan:
         return tuple(dict.fromkeys(k for group in self.groups for k in group))
 
     @property
+    def scripted(self) -> ScenarioPackage | None:
+        return SCENARIOS[self.scenario] if self.scenario else None
+
+    @property
+    def layers(self) -> frozenset[Layer]:
+        """The storage layers its kinds or scenario need under the brokers."""
+        needs = [PACKAGES[k].layers for k in self.faults]
+        if self.scripted:
+            needs.append(self.scripted.layers)
+        return frozenset().union(*needs)
+
+    @property
     def needs_page_cache_layer(self) -> bool:
-        return self.scenario == "unclean-last-replica" or "page-cache-loss" in self.faults
+        return Layer.PAGE_CACHE in self.layers
+
+    @property
+    def cluster_settings(self) -> tuple[Setting, ...]:
+        """The config values its kinds or scenario need unless the user chose them."""
+        if self.scripted:
+            return self.scripted.cluster_settings
+        return tuple(s for k in self.faults for s in PACKAGES[k].cluster_settings)
 
     @property
     def test_name(self) -> str:
+        """The store's folder for its runs: the names as typed (`all` stays `all`),
+        `-` between the kinds of a mix and `+` between mixes; every part is a
+        name parse_nemesis knew, so it is safe as a folder name."""
         if self.scenario:
             return self.scenario
-        return "+".join("-".join(g) for g in self.groups) if self.groups else NONE
+        if not self.groups:
+            return NONE
+        return "+".join("-".join(dict.fromkeys(_names(part))) for part in self.text.split("+"))
 
 
 def valid_names() -> list[str]:
-    return [NONE, *SCENARIOS, *FAULT_KINDS, "all"]
+    return [NONE, *SCENARIOS, *FAULT_KINDS, ALL]
 
 
 def parse_nemesis(text: str) -> NemesisPlan:
@@ -55,7 +84,7 @@ def parse_nemesis(text: str) -> NemesisPlan:
         except ValueError as err:
             raise BadInput(f"--nemesis {text}: {err}") from None
         return plan
-    names = [n.strip() for n in text.split(",") if n.strip()]
+    names = _names(text)
     if not names:
         raise BadInput(f"--nemesis is empty; valid: {', '.join(valid_names())}")
     _known(names)
@@ -70,6 +99,19 @@ def parse_nemesis(text: str) -> NemesisPlan:
     return NemesisPlan(text, None, (_kinds(text, text),))
 
 
+def plan_or_none(text: str) -> NemesisPlan | None:
+    """The plan of `text`, or None when it does not parse (validation says why later)."""
+    try:
+        return parse_nemesis(text)
+    except BadInput:
+        return None
+
+
+def _names(part: str) -> list[str]:
+    """The names of a comma list, stripped, in the order typed."""
+    return [n.strip() for n in part.split(",") if n.strip()]
+
+
 def _known(names: list[str]) -> None:
     unknown = [n for n in names if n not in valid_names()]
     if unknown:
@@ -79,14 +121,40 @@ def _known(names: list[str]) -> None:
 
 def _kinds(part: str, text: str) -> tuple[str, ...]:
     """The fault kinds of one mix of `text`."""
-    names = [n.strip() for n in part.split(",") if n.strip()]
+    names = _names(part)
     if not names:
         raise BadInput(f"--nemesis {text}: an empty mix; valid: {', '.join(valid_names())}")
     _known(names)
     if NONE in names or any(n in SCENARIOS for n in names):
         raise BadInput(f"--nemesis {text}: 'none' and scenarios cannot be mixed with "
                        "fault kinds")
-    if "all" in names:
-        return tuple(dict.fromkeys([k for k in FAULT_KINDS if k not in NOT_IN_ALL]
-                                   + [n for n in names if n != "all"]))
+    if ALL in names:
+        return tuple(dict.fromkeys([*in_all(), *(n for n in names if n != ALL)]))
     return tuple(dict.fromkeys(names))
+
+
+def nemesis_flag_help() -> str:
+    """`--nemesis`'s help in `harness run --help`: every name it accepts."""
+    left_out = f" (every kind but {', '.join(NOT_IN_ALL)})" if NOT_IN_ALL else ""
+    return (f"{NONE}, a scenario ({', '.join(SCENARIOS)}), or a comma list of fault kinds "
+            f"({', '.join(FAULT_KINDS)}) or {ALL}{left_out}; lists joined by + overlap "
+            "(partition+kill,pause: one network mix and one process mix at once); each "
+            "is described below")
+
+
+def nemesis_epilog(width: int = 79) -> str:
+    """The end of `harness run --help`: one line per scenario and fault kind, from
+    the registries (already laid out: the parser must not reflow it)."""
+    name_width = max(len(n) for n in (*SCENARIOS, *FAULT_KINDS)) + 2
+
+    def entry(name: str, text: str) -> list[str]:
+        return textwrap.wrap(text, width, initial_indent=f"  {name:<{name_width}}",
+                             subsequent_indent=" " * (name_width + 2))
+
+    lines = ["scenarios (--nemesis NAME, alone):"]
+    for name, scenario in SCENARIOS.items():
+        lines += entry(name, scenario.help)
+    lines += ["", f"fault kinds (--nemesis KIND,KIND,... or {ALL}):"]
+    for name, package in PACKAGES.items():
+        lines += entry(name, package.help + ("" if package.in_all else f" [not in {ALL}]"))
+    return "\n".join(lines)

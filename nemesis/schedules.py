@@ -4,7 +4,7 @@ A schedule runs until its deadline or a stop and records what it did into a
 result dict (test.json's `nemesis_result`). The parts:
 
 - `Mix`: a seeded rotation of fault packages (nemesis.mix.RandomMix);
-- `Scenario`: the scripted unclean-last-replica steps (nemesis.scenario);
+- `Scenario`: a scripted scenario's steps (nemesis.scenarios);
 - `Quiet`: no fault for a while (recovery the report can show);
 - `Phases`: schedules one after another;
 - `Overlap`: schedules at the same time, each in its own thread. Faults of
@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from nemesis.packages import NETWORK, PACKAGES, PROCESSES
+from nemesis.faults import NETWORK, PACKAGES, PROCESSES
 
 
 def resources_of(kinds: Sequence[str]) -> set[str]:

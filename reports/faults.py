@@ -3,9 +3,9 @@
 FORMATS.md: a fault is in force from its `ok` (or `info`: it may have half
 happened) until its opposite acts on the same nodes: `partition`,
 `controller-partition` and `isolate-from-controllers` until `heal`,
-`kill`/`controller-kill`/`stop`/`page-cache-loss` until `start`, `pause` until
-`resume` (harness.core.history.ENDED_BY). A fault never ended is drawn to the
-end of the run and marked as such.
+`kill`/`controller-kill`/`stop`/`page-cache-loss` until `start`, `pause` and
+`bounce-leader` until `resume` (harness.core.history.ENDED_BY). A fault never
+ended is drawn to the end of the run and marked as such.
 """
 
 from __future__ import annotations

@@ -21,12 +21,12 @@ from matplotlib.patches import Patch
 from matplotlib.transforms import blended_transform_factory
 
 from harness.core.history import ACKS_LEVELS
-from nemesis.packages import COLOURS
+from nemesis.faults import COLOURS
 from reports.checked_tables import CheckedTables, ObservedState, PartitionKey
 from reports.faults import FaultBand
 from reports.lost_writes import LostWrites
 
-#: Each fault kind's colour, as its package (nemesis/packages.py) says.
+#: Each recorded fault kind's colour, as its package (nemesis/faults/<kind>.py) says.
 FAULT_COLOURS = COLOURS
 OTHER_FAULT_COLOUR = "#636363"
 SERIES_COLOURS = {

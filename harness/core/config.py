@@ -190,7 +190,7 @@ class ClusterConfig:
     #: Bound on waiting for the cluster to be ready after `up`.
     ready_timeout_s: float = 120.0
     #: Bound on waiting for one node's Kafka process to be there after a
-    #: (re)start by the nemesis (nemesis/faults.py start).
+    #: (re)start by the nemesis (nemesis/injector.py start).
     node_start_timeout_s: float = 30.0
     #: How often `up` asks whether every broker is registered and unfenced.
     ready_poll_s: float = 0.5
@@ -307,7 +307,7 @@ class WorkloadConfig:
 @dataclass(frozen=True)
 class ScenarioTimings:
     """The scripted scenarios' bounds on each step's wait for the observed state
-    it expects (nemesis/scenario.py, nemesis/fenced_last_leader.py)."""
+    it expects (nemesis/scenarios/)."""
 
     step_timeout_s: float = 60.0
     #: Quiet time before T0, so acks=all writes are acknowledged by all replicas.

@@ -43,7 +43,8 @@ class OpType(StrEnum):
 
 class Fault(StrEnum):
     """A fault line's `fault`: what the nemesis did. Controller faults carry their
-    own names, so a report tells a controller kill from a broker kill."""
+    own names, so a report tells a controller kill from a broker kill; a leader
+    bounce is a pause (SIGSTOP past the session timeout) under its own name."""
 
     PARTITION = "partition"
     CONTROLLER_PARTITION = "controller-partition"
@@ -55,6 +56,7 @@ class Fault(StrEnum):
     START = "start"
     PAUSE = "pause"
     RESUME = "resume"
+    BOUNCE_LEADER = "bounce-leader"
     PAGE_CACHE_LOSS = "page-cache-loss"
 
 
@@ -63,7 +65,7 @@ class Fault(StrEnum):
 ENDED_BY: dict[Fault, tuple[Fault, ...]] = {
     Fault.HEAL: (Fault.PARTITION, Fault.CONTROLLER_PARTITION, Fault.ISOLATE_FROM_CONTROLLERS),
     Fault.START: (Fault.KILL, Fault.STOP, Fault.PAGE_CACHE_LOSS, Fault.CONTROLLER_KILL),
-    Fault.RESUME: (Fault.PAUSE,),
+    Fault.RESUME: (Fault.PAUSE, Fault.BOUNCE_LEADER),
 }
 
 #: Faults that count against KIP-966's fault budget (HISTORY.md, "Fault budget"):

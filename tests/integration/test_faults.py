@@ -11,7 +11,7 @@ import pytest
 from cluster.cluster import Cluster
 from harness.core.config import ClusterConfig, TopicConfig
 from nemesis import grudges
-from nemesis.faults import FaultInjector
+from nemesis.injector import FaultInjector
 from nemesis.pagecache import PageCacheLayer
 from workloads.recorder import HistoryRecorder
 

@@ -16,8 +16,8 @@ import pytest
 
 from cluster.observe import PartitionState
 from harness.core.history import ENDED_BY, Fault
-from nemesis.mix import FAULT_KINDS, RandomMix
-from nemesis.packages import PACKAGES
+from nemesis.faults import FAULT_KINDS, PACKAGES
+from nemesis.mix import RandomMix
 from nemesis.targets import BROKER_ROLES, Role, Topology, all_isr_full, choose_target
 from reports.faults import FaultEvent, pair_faults
 
@@ -158,8 +158,8 @@ class FakeInjector:
     def start(self, name, step=None, detail=None):  # noqa: ANN001
         self._line(Fault.START, [name], step, detail)
 
-    def pause(self, name, step=None, detail=None):  # noqa: ANN001
-        self._line(Fault.PAUSE, [name], step, detail)
+    def pause(self, name, step=None, kind=Fault.PAUSE, detail=None):  # noqa: ANN001
+        self._line(kind, [name], step, detail)
 
     def resume(self, name, step=None, detail=None):  # noqa: ANN001
         self._line(Fault.RESUME, [name], step, detail)
@@ -283,8 +283,6 @@ def test_an_unknown_kind_is_refused_before_the_mix_starts() -> None:
 def test_every_kind_runs_once_per_round_in_a_seeded_order():
     """`--nemesis all` must exercise each kind: the rotation is each kind once per
     round, shuffled by the seed (the same seed, the same order)."""
-    from nemesis.mix import FAULT_KINDS, RandomMix
-
     def rounds(seed: int) -> list[str]:
         mix = RandomMix.__new__(RandomMix)
         mix.kinds, mix._round = list(FAULT_KINDS), []
@@ -298,10 +296,9 @@ def test_every_kind_runs_once_per_round_in_a_seeded_order():
 
 
 def test_each_package_is_one_complete_fault_kind():
-    """nemesis/packages.py: every kind has its recorded name, roles, an injector,
-    a colour the report draws it in, and the contract's budget rule."""
-    from harness.core.history import BUDGET_FAULTS, ENDED_BY
-    from nemesis.packages import PACKAGES
+    """nemesis/faults/<kind>.py: every kind has its recorded name, roles, an
+    injector, a colour the report draws it in, and the contract's budget rule."""
+    from harness.core.history import BUDGET_FAULTS
     from reports.plots import fault_colour
 
     lasting = {k for ended in ENDED_BY.values() for k in ended}
@@ -315,7 +312,8 @@ def test_each_package_is_one_complete_fault_kind():
         "controller-kill": ("controller-kill", "#fb6a4a", False),
         "controller-partition": ("controller-partition", "#fd8d3c", False),
         "isolate-from-controllers": ("isolate-from-controllers", "#fdae6b", False),
-        "bounce-leader": ("pause", "#756bb1", False),
+        # its own kind, drawn in a pause's colour
+        "bounce-leader": ("bounce-leader", "#756bb1", False),
     }
     assert {name: (str(p.recorded), p.colour, p.counts_against_budget)
             for name, p in PACKAGES.items()} == expected
@@ -325,6 +323,32 @@ def test_each_package_is_one_complete_fault_kind():
         assert package.roles and callable(package.inject)
         assert fault_colour(str(package.recorded)) == expected[name][1]
     recorded = {p.recorded for p in PACKAGES.values()}
-    assert len({p.colour for p in PACKAGES.values()}) == len(recorded), \
-        "one colour per recorded kind"
+    assert len(recorded) == len(PACKAGES), "each kind recorded under its own name"
+    assert len({p.colour for p in PACKAGES.values()}) == len(recorded) - 1, \
+        "one colour per recorded kind, but a bounce is drawn as the pause it is"
     assert [p.name for p in PACKAGES.values() if p.counts_against_budget] == ["page-cache-loss"]
+
+
+def test_a_leader_bounce_is_recorded_as_its_own_kind_and_counted_and_drawn_as_a_pause():
+    """bounce-leader's lines carry `bounce-leader` (a report and the checker's
+    counts tell it from a plain pause); resume ends it as it ends a pause, it is
+    drawn in a pause's colour, and the fault budget ignores it as it does a pause."""
+    from checkers.budget import page_cache_loss_nodes
+    from reports.plots import fault_colour
+
+    injector = FakeInjector()
+    mix(injector, FULL).inject("bounce-leader")()
+    begin, end = injector.lines
+    assert (begin["fault"], end["fault"]) == (Fault.BOUNCE_LEADER, Fault.RESUME)
+    assert begin["nodes"] == end["nodes"] and begin["detail"]["role"] == "leader"
+    assert begin["detail"]["hold_s"] == 0.01 and "hold_s" not in end["detail"]
+    assert Fault.BOUNCE_LEADER in ENDED_BY[Fault.RESUME] and Fault.PAUSE in ENDED_BY[Fault.RESUME]
+    events = [FaultEvent(i, float(i), str(x["fault"]), tuple(x["nodes"]), "ok", x["detail"])
+              for i, x in enumerate(injector.lines)]
+    (band,) = pair_faults(events)
+    assert (band.kind, band.lasting, band.end_s) == ("bounce-leader", True, 1.0)
+    assert fault_colour("bounce-leader") == fault_colour("pause") != fault_colour("kill")
+    lines = [{"index": i, "process": -1, "type": t, "fault": str(x["fault"]),
+              "nodes": x["nodes"]} for i, x in enumerate(injector.lines) for t in ("invoke", "ok")]
+    assert page_cache_loss_nodes(lines) == []
+    assert not PACKAGES["bounce-leader"].counts_against_budget

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from cluster.observe import PartitionState
+from harness.core.config import ScenarioTimings
 from nemesis import grudges
-from nemesis.scenario import ScenarioTimings, UncleanLastReplica
+from nemesis.scenarios.unclean_last_replica import UncleanLastReplica
 
 NODES = ["broker-1", "broker-2", "broker-3", "controller-1"]
 FAST = ScenarioTimings(step_timeout_s=0.3, warmup_s=0.0, hold_t1_s=0.0)

@@ -74,6 +74,27 @@ def test_the_command_line_spells_overlaps_with_plus():
     assert parse_nemesis("unclean-last-replica").groups == ()
 
 
+@pytest.mark.parametrize("text, name", [
+    ("all", "all"),
+    (" all ", "all"),
+    ("all,bounce-leader", "all-bounce-leader"),
+    ("partition,controller-partition+kill,bounce-leader",
+     "partition-controller-partition+kill-bounce-leader"),
+    ("kill, pause,kill", "kill-pause"),
+    ("unclean-last-replica", "unclean-last-replica"),
+    ("none", "none"),
+])
+def test_the_test_name_is_the_nemesis_as_typed_so_all_stays_short(text, name):
+    """The store's folder: `all` is `all`, not every kind joined (about 100
+    characters); a `+` mix stays readable."""
+    assert parse_nemesis(text).test_name == name
+
+
+def test_the_test_name_of_all_is_short_whatever_the_registry_holds():
+    plan = parse_nemesis("all")
+    assert len(plan.faults) > 5 and plan.test_name == "all"
+
+
 @pytest.mark.parametrize("text, message", [
     ("partition+controller-partition", "both act on the network"),
     ("kill+", "an empty mix"),
@@ -89,7 +110,7 @@ def test_a_bad_overlap_is_refused_by_name(text, message):
 def test_bounce_leader_is_asked_for_by_name_not_by_all():
     """bounce-leader changes the cluster's config (preferred leader election every
     5 s), so `all` leaves it out and `all,bounce-leader` adds it."""
-    from nemesis.mix import FAULT_KINDS
+    from nemesis.faults import FAULT_KINDS
     from nemesis.registry import parse_nemesis
 
     assert "bounce-leader" in FAULT_KINDS

@@ -31,10 +31,11 @@ class Recorder(Protocol):
     def record(self, **fields: Any) -> dict[str, Any]: ...
 
 
-#: The kinds `partition` and `kill` may be recorded as: the same action on Kafka,
-#: named by what it aims at.
+#: The kinds `partition`, `kill` and `pause` may be recorded as: the same action on
+#: Kafka, named by what it aims at (a controller, a leader to bounce).
 PARTITION_KINDS = (Fault.PARTITION, Fault.CONTROLLER_PARTITION, Fault.ISOLATE_FROM_CONTROLLERS)
 KILL_KINDS = (Fault.KILL, Fault.CONTROLLER_KILL)
+PAUSE_KINDS = (Fault.PAUSE, Fault.BOUNCE_LEADER)
 
 
 def _detail(step: str | None, extra: dict[str, Any] | None) -> dict[str, Any]:
@@ -199,8 +200,11 @@ class FaultInjector:
 
         return self._fault(Fault.START, [name], _detail(step, detail), apply)
 
-    def pause(self, name: str, step: str | None = None,
+    def pause(self, name: str, step: str | None = None, kind: Fault | str = Fault.PAUSE,
               detail: dict[str, Any] | None = None) -> dict[str, Any]:
+        """SIGSTOP: Kafka freezes, its sockets stay open. `kind` is BOUNCE_LEADER
+        for a leader held past its session timeout (one of PAUSE_KINDS)."""
+        kind = _checked(kind, PAUSE_KINDS)
         node = self._node(name)
 
         def apply() -> None:
@@ -208,7 +212,7 @@ class FaultInjector:
                 raise HarnessError(f"no Kafka process to pause on {name}")
             self.paused.add(name)
 
-        return self._fault(Fault.PAUSE, [name], _detail(step, detail), apply)
+        return self._fault(kind, [name], _detail(step, detail), apply)
 
     def resume(self, name: str, step: str | None = None,
                detail: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from cluster.node import ExecResult, NodeSpec, Role
 from harness.core.config import NodeTimeouts
 from harness.core.history import NEMESIS_PROCESS, Fault
 from nemesis import grudges
-from nemesis.faults import FaultInjector
+from nemesis.injector import FaultInjector
 
 
 class FakeNode:
@@ -148,7 +148,23 @@ def test_a_kind_that_is_not_of_the_action_is_refused_before_anything_is_recorded
         injector.kill("broker-1", kind=Fault.CONTROLLER_PARTITION)
     with pytest.raises(ValueError):
         injector.partition({"broker-1": ["broker-2"]}, kind=Fault.KILL)
-    assert recorder.lines == [] and not injector.down
+    with pytest.raises(ValueError):
+        injector.pause("broker-1", kind=Fault.KILL)
+    assert recorder.lines == [] and not injector.down and not injector.paused
+
+
+def test_a_leader_bounce_is_a_pause_recorded_as_its_own_kind_and_ended_by_resume(rig) -> None:
+    injector, recorder = rig
+    why = {"mix": "bounce-leader", "role": "leader"}
+    injector.pause("broker-2", kind=Fault.BOUNCE_LEADER, detail={**why, "hold_s": 8.0})
+    assert injector.paused == {"broker-2"}
+    assert injector.stale_brokers() == {"10.0.0.12:9092"}
+    injector.heal_all()
+    assert not injector.paused
+    assert [(x["type"], x["fault"]) for x in recorder.lines if x["fault"] != "heal"] == [
+        ("invoke", "bounce-leader"), ("ok", "bounce-leader"),
+        ("invoke", "resume"), ("ok", "resume")]
+    assert recorder.lines[1]["detail"] == {**why, "hold_s": 8.0}
 
 
 def test_heal_all_starts_a_killed_controller_again(rig) -> None:

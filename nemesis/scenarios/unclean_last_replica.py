@@ -16,115 +16,14 @@ the checker judges the history, not the scenario's expectations.
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Callable
 
 from cluster.observe import PartitionState
-from harness.core.config import ScenarioTimings
 from harness.core.wait import wait_until
 from nemesis import grudges
-from nemesis.faults import FaultInjector
-
-
-class Observer(Protocol):
-    def latest(self) -> Sequence[PartitionState]: ...
-    def wait_for(self, predicate: Callable[[list[Any]], bool],
-                 timeout_s: float) -> list[Any] | None: ...
-
-
-@dataclass
-class StepOutcome:
-    step: str
-    reached: bool
-    observed: dict[str, Any]
-
-
-def _summary(state: PartitionState | None) -> dict[str, Any]:
-    """What a step records of the partition it waited on."""
-    if state is None:
-        return {}
-    return {"leader": state.leader, "isr": list(state.isr),
-            "elr": None if state.elr is None else list(state.elr)}
-
-
-class ScriptedScenario:
-    """A scripted sequence of faults on one partition, each step waiting (bounded)
-    on the observed state; subclasses write `run`."""
-
-    name = ""
-
-    def __init__(self, injector: FaultInjector, observer: Observer, topic: str,
-                 partition: int = 0, elr: bool = True,
-                 timings: ScenarioTimings | None = None,
-                 stop: threading.Event | None = None,
-                 log: Callable[[str], None] = print) -> None:
-        self.injector = injector
-        self.observer = observer
-        self.topic = topic
-        self.partition = partition
-        self.elr = elr
-        self.timings = timings or ScenarioTimings()
-        self.stop_event = stop or threading.Event()
-        self.log = log
-        self.outcomes: list[StepOutcome] = []
-
-    # -- observed state ----------------------------------------------------------
-
-    def _state(self, states: Sequence[PartitionState]) -> PartitionState | None:
-        for s in states:
-            if s.topic == self.topic and s.partition == self.partition:
-                return s
-        return None
-
-    def _wait(self, step: str, predicate: Callable[[PartitionState], bool],
-              timeout_s: float | None = None) -> StepOutcome:
-        def check(states: list[Any]) -> bool:
-            s = self._state(states)
-            return s is not None and predicate(s)
-
-        sample = self.observer.wait_for(check, timeout_s or self.timings.step_timeout_s)
-        state = self._state(sample if sample is not None else self.observer.latest())
-        return self._finish(step, sample is not None, _summary(state))
-
-    def _finish(self, step: str, reached: bool, observed: dict[str, Any],
-                note: str = "") -> StepOutcome:
-        """Keep and show how a step's wait ended."""
-        outcome = StepOutcome(step, reached, observed)
-        self.outcomes.append(outcome)
-        self.log(f"{step}: {'reached' if reached else 'TIMED OUT'}{note} {observed}")
-        return outcome
-
-    def _broker_name(self, broker_id: int) -> str:
-        return self.injector.cluster.broker_by_id(broker_id).spec.name
-
-    def _sleep(self, seconds: float) -> None:
-        self.stop_event.wait(seconds)
-
-    def run(self) -> list[StepOutcome]:
-        raise NotImplementedError
-
-    def _roles(self) -> tuple[int, int, int]:
-        """Wait for a full ISR; its leader L and followers A, B (ids), logged."""
-        self._sleep(self.timings.warmup_s)
-        start = self._wait("setup", lambda s: s.leader >= 0 and len(s.isr) >= 3)
-        if not start.reached:
-            raise RuntimeError(f"partition {self.topic}-{self.partition} never had a full "
-                               f"ISR: {start.observed}")
-        leader = start.observed["leader"]
-        a_id, b_id = [b for b in start.observed["isr"] if b != leader][:2]
-        self.log("roles: " + " ".join(f"{role}={self._broker_name(i)} ({i})" for role, i in
-                                      (("L", leader), ("A", a_id), ("B", b_id))))
-        return leader, a_id, b_id
-
-    def _steps(self, steps: Sequence[tuple[str, Callable[[], object]]]) -> list[StepOutcome]:
-        for _label, action in steps:
-            if self.stop_event.is_set():
-                break
-            action()
-        return self.outcomes
+from nemesis.needs import Layer
+from nemesis.scenarios.base import ScenarioPackage, ScriptedScenario, StepOutcome, summary
 
 
 class UncleanLastReplica(ScriptedScenario):
@@ -183,7 +82,7 @@ class UncleanLastReplica(ScriptedScenario):
 
         wait_until(reached, self.timings.step_timeout_s, self.timings.controller_poll_s,
                    self.stop_event)
-        observed = _summary(state)
+        observed = summary(state)
         if state is not None:
             observed.update(last_known_elr=list(state.last_known_elr or []), source="controller")
         return self._finish(step, state is not None and predicate(state), observed,
@@ -201,3 +100,9 @@ class UncleanLastReplica(ScriptedScenario):
         wait_until(back, self.timings.step_timeout_s, self.timings.unfenced_poll_s,
                    self.stop_event)
         return self._finish(step, set(broker_ids) <= seen, {"unfenced": sorted(seen)})
+
+
+PACKAGE = ScenarioPackage(
+    UncleanLastReplica, layers=frozenset({Layer.PAGE_CACHE}), in_default_soak=True,
+    help="KIP-966's last replica standing: the ISR shrinks to the leader, which loses "
+         "its unsynced writes; ELR on keeps acks=all data")

@@ -21,9 +21,14 @@ defaults both.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from cluster import kraft
+from harness.core.config import ClusterConfig, TopicConfig
+from harness.core.errors import BadInput
 from harness.core.wait import wait_until
-from nemesis.scenario import ScriptedScenario, StepOutcome
+from nemesis.needs import Setting
+from nemesis.scenarios.base import ScenarioPackage, ScriptedScenario, StepOutcome
 
 #: What a broker logs once the controller has accepted its registration.
 REGISTERED = "Successfully registered broker"
@@ -76,3 +81,26 @@ class FencedLastLeader(ScriptedScenario):
     def _registrations(node) -> int:
         found = node.exec(["grep", "-c", REGISTERED, kraft.SERVER_LOG])
         return int(found.output.strip() or 0) if found.output.strip().isdigit() else 0
+
+
+def check(cluster: ClusterConfig, topics: Sequence[TopicConfig]) -> None:
+    """The recipe needs a broker that answers while every replica is down, and an
+    ISR that may shrink to the leader alone."""
+    replicas = max(t.replication_factor for t in topics)
+    if cluster.brokers <= replicas:
+        raise BadInput(f"{FencedLastLeader.name} needs a broker that is no replica of the "
+                       "partition (to answer while its replicas are down): --brokers "
+                       f"{replicas + 1}")
+    if any(t.min_insync_replicas != 1 for t in topics):
+        raise BadInput(f"{FencedLastLeader.name} needs --min-insync-replicas 1 (the ISR "
+                       "must shrink to the leader alone)")
+
+
+PACKAGE = ScenarioPackage(
+    FencedLastLeader, check=check,
+    # KAFKA-19522's recipe: a fourth broker to answer, an ISR that may shrink to one
+    cluster_settings=(Setting("cluster.brokers", lambda run: run.fenced_last_leader_brokers),
+                      Setting("topic.min_insync_replicas",
+                              lambda run: run.fenced_last_leader_min_insync_replicas)),
+    help="KAFKA-19522's recipe: is a fenced last known leader elected? (4 brokers, "
+         "min ISR 1)")

@@ -1,0 +1,182 @@
+"""The registries of fault kinds and scenarios are the one place their names live
+(#33): every kind is one module with its help line, colour and needs; `--help`,
+`all`, the layer and the settings a run needs are read from them; no other
+production code tests a kind's name."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+from nemesis.faults import COLOURS, FAULT_KINDS, NOT_IN_ALL, PACKAGES, in_all
+from nemesis.needs import Layer
+from nemesis.registry import ALL, parse_nemesis, valid_names
+from nemesis.scenarios import SCENARIOS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("kind", FAULT_KINDS)
+def test_every_kind_is_one_module_with_a_help_line_and_a_colour(kind):
+    module = importlib.import_module(f"nemesis.faults.{kind.replace('-', '_')}")
+    package = module.PACKAGE
+    assert PACKAGES[kind] is package and package.name == kind
+    assert package.help.strip() and "\n" not in package.help
+    assert package.colour.startswith("#") and COLOURS[str(package.recorded)] == package.colour
+    assert package.roles and callable(package.inject)
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_every_scenario_is_one_module_with_its_class_and_a_help_line(name):
+    module = importlib.import_module(f"nemesis.scenarios.{name.replace('-', '_')}")
+    assert SCENARIOS[name] is module.PACKAGE
+    assert module.PACKAGE.scenario.name == name
+    assert module.PACKAGE.help.strip() and "\n" not in module.PACKAGE.help
+
+
+def test_the_registry_holds_every_module_of_the_package():
+    """A kind's module that the registry forgot would be a kind no run can ask for."""
+    modules = {p.stem for p in (ROOT / "nemesis" / "faults").glob("*.py")} - {"__init__", "base"}
+    assert modules == {k.replace("-", "_") for k in FAULT_KINDS}
+    scenarios = {p.stem for p in (ROOT / "nemesis" / "scenarios").glob("*.py")}
+    assert scenarios - {"__init__", "base"} == {n.replace("-", "_") for n in SCENARIOS}
+
+
+def test_all_is_every_kind_but_those_marked_not_in_all():
+    assert NOT_IN_ALL == tuple(k for k, p in PACKAGES.items() if not p.in_all)
+    assert parse_nemesis(ALL).faults == in_all() == tuple(
+        k for k in FAULT_KINDS if k not in NOT_IN_ALL)
+    assert set(parse_nemesis(ALL).faults) | set(NOT_IN_ALL) == set(FAULT_KINDS)
+    for kind in NOT_IN_ALL:
+        assert parse_nemesis(f"{ALL},{kind}").faults == (*in_all(), kind)
+
+
+def test_valid_names_are_none_the_scenarios_the_kinds_and_all():
+    assert valid_names() == ["none", *SCENARIOS, *FAULT_KINDS, ALL]
+
+
+def _run_help() -> str:
+    from harness.cli import build_parser
+
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if a.dest == "command"]
+    return sub.choices["run"].format_help()
+
+
+def test_run_help_lists_every_kind_and_scenario_with_its_help_line():
+    text = _run_help()
+    lines = text.splitlines()
+    for name, help_line in [*((k, p.help) for k, p in PACKAGES.items()),
+                            *((n, s.help) for n, s in SCENARIOS.items())]:
+        (line,) = [x for x in lines if x.split()[:1] == [name]]
+        # the first words of its help line stand beside its name
+        assert " ".join(help_line.split()[:3]) in line, name
+    for kind in NOT_IN_ALL:
+        entry = text[text.index(f"  {kind} "):]
+        assert f"[not in {ALL}]" in " ".join(entry.split()[:40])
+    nemesis_help = " ".join(text[text.index("--nemesis NEMESIS"):].split())
+    for name in ["none", *SCENARIOS, ALL]:
+        assert name in nemesis_help
+
+
+@pytest.mark.parametrize(("text", "layers"), [
+    ("page-cache-loss", {Layer.PAGE_CACHE}),
+    ("kill,page-cache-loss", {Layer.PAGE_CACHE}),
+    ("partition+page-cache-loss", {Layer.PAGE_CACHE}),
+    (ALL, {Layer.PAGE_CACHE}),
+    ("kill,pause,bounce-leader", set()),
+    ("none", set()),
+])
+def test_the_layers_a_plan_needs_come_from_its_kinds(text, layers):
+    plan = parse_nemesis(text)
+    assert plan.layers == layers and plan.needs_page_cache_layer == bool(layers)
+
+
+def test_the_layers_and_settings_a_scenario_needs_come_from_its_package():
+    for name, scenario in SCENARIOS.items():
+        plan = parse_nemesis(name)
+        assert plan.scripted is scenario
+        assert plan.layers == scenario.layers
+        assert plan.cluster_settings == scenario.cluster_settings
+
+
+def test_a_plans_cluster_settings_are_its_kinds():
+    plan = parse_nemesis(f"{ALL},bounce-leader")
+    assert plan.cluster_settings == PACKAGES["bounce-leader"].cluster_settings != ()
+    assert parse_nemesis(ALL).cluster_settings == ()
+
+
+def test_a_config_file_with_cluster_timings_keeps_its_own_preferred_leader_check(tmp_path):
+    """bounce-leader's setting yields to a --config [cluster.timings] table, as before."""
+    from harness.cli import build_parser
+    from harness.flags import given_flags
+    from harness.run_config import run_configs
+
+    config = tmp_path / "c.toml"
+    config.write_text("[cluster.timings]\nbroker_session_timeout_ms = 9000\n")
+    parser = build_parser()
+    for extra, interval in (([], 5), (["--config", str(config)], 300)):
+        argv = ["run", "--nemesis", "bounce-leader,kill", "--store", str(tmp_path), *extra]
+        args = parser.parse_args(argv)
+        args.given = given_flags(parser, argv)
+        assert run_configs(args)[0].timings.leader_imbalance_check_interval_s == interval
+
+
+# -- no code outside a kind's own module tests its name ------------------------------
+
+#: `partition` is also a history field (a topic's partition): compared as such.
+FIELD_NAMES = {"partition"}
+PRODUCTION = ("harness", "cluster", "nemesis", "workloads", "checkers", "reports", "benchmarks")
+
+
+def _names_in(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str | bytes):
+        value = node.value.decode() if isinstance(node.value, bytes) else node.value
+        return [value.strip('"')]
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return [v for e in node.elts for v in _names_in(e)]
+    return []
+
+
+def _tested_names(source: str) -> list[tuple[int, str]]:
+    """Kind and scenario names a module compares with, looks up or keys a dict by."""
+    names = (set(FAULT_KINDS) | set(SCENARIOS)) - FIELD_NAMES
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+        elif isinstance(node, ast.Dict):
+            operands = [k for k in node.keys if k is not None]
+        elif isinstance(node, ast.Subscript):
+            operands = [node.slice]
+        else:
+            continue
+        found += [(node.lineno, n) for o in operands for n in _names_in(o) if n in names]
+    return found
+
+
+def _own_module(path: Path, name: str) -> bool:
+    return path.stem == name.replace("-", "_") and path.parent.name in ("faults", "scenarios")
+
+
+def test_no_production_code_tests_a_kind_or_scenario_name_outside_its_module():
+    wrong = [f"{path.relative_to(ROOT)}:{line} tests {name!r}"
+             for package in PRODUCTION for path in sorted((ROOT / package).rglob("*.py"))
+             for line, name in _tested_names(path.read_text())
+             if not _own_module(path, name)]
+    assert wrong == []
+
+
+def test_the_name_walk_sees_the_tests_the_registry_replaced():
+    """It bites: the forms this refactor removed are all caught."""
+    source = ('if "bounce-leader" in run.nemesis: pass\n'
+              'if run.nemesis.strip() == "fenced-last-leader": pass\n'
+              'x = {"unclean-last-replica": 1}["unclean-last-replica"]\n'
+              'y = b\'"page-cache-loss"\' in line\n'
+              'z = r["partition"] == 1\n')
+    assert sorted(_tested_names(source)) == [(1, "bounce-leader"), (2, "fenced-last-leader"),
+                                     (3, "unclean-last-replica"), (3, "unclean-last-replica"),
+                                     (4, "page-cache-loss")]
