@@ -1,6 +1,7 @@
 """Just enough of Kafka's wire protocol for the observer and the nemesis:
 DescribeTopicPartitions (key 75), ListOffsets (key 2), Metadata (key 3) and
-DescribeCluster (key 60).
+DescribeCluster (key 60) here; DescribeConfigs (key 32) and ApiVersions (key 18)
+in cluster.kafka_wire_config; the shared encoding in cluster.wire_codec.
 
 The ELR fields (EligibleLeaderReplicas, LastKnownElr) are only exposed by
 DescribeTopicPartitions (KIP-966); librdkafka does not surface them, and
@@ -31,6 +32,24 @@ import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from cluster.kafka_wire_config import (
+    Features,
+    TopicConfigs,
+    decode_api_versions_features,
+    decode_describe_configs_response,
+    encode_api_versions_request,
+    encode_describe_configs_request,
+)
+from cluster.wire_codec import (
+    Reader,
+    WireError,
+    compact_string,
+    framed,
+    header_v1,
+    string,
+    uvarint,
+)
+
 DESCRIBE_TOPIC_PARTITIONS_KEY = 75
 DESCRIBE_TOPIC_PARTITIONS_VERSION = 0
 LIST_OFFSETS_KEY = 2
@@ -44,10 +63,6 @@ DESCRIBE_CLUSTER_KEY = 60
 DESCRIBE_CLUSTER_VERSION = 2
 #: DescribeCluster's EndpointType for broker listeners.
 ENDPOINT_TYPE_BROKERS = 1
-
-
-class WireError(Exception):
-    """The broker could not be reached or answered something unreadable."""
 
 
 @dataclass(frozen=True)
@@ -74,150 +89,64 @@ class DescribedTopic:
 # -- encoding -----------------------------------------------------------------
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _compact_string(value: str) -> bytes:
-    raw = value.encode()
-    return _uvarint(len(raw) + 1) + raw
-
-
-def _string(value: str) -> bytes:
-    raw = value.encode()
-    return struct.pack(">h", len(raw)) + raw
-
-
-def _header_v1(api_key: int, version: int, correlation_id: int, client_id: str) -> bytes:
-    """Request header v1; v2 (flexible versions) is this plus empty tagged fields."""
-    return struct.pack(">hhi", api_key, version, correlation_id) + _string(client_id)
-
-
-def _framed(header: bytes, body: bytes) -> bytes:
-    """A request with Kafka's int32 size prefix."""
-    return struct.pack(">i", len(header) + len(body)) + header + body
-
-
 def encode_describe_request(correlation_id: int, client_id: str, topics: Sequence[str],
                             partition_limit: int = 2000,
                             cursor: tuple[str, int] | None = None) -> bytes:
     """A size-prefixed DescribeTopicPartitions v0 request (request header v2)."""
-    header = _header_v1(DESCRIBE_TOPIC_PARTITIONS_KEY, DESCRIBE_TOPIC_PARTITIONS_VERSION,
+    header = header_v1(DESCRIBE_TOPIC_PARTITIONS_KEY, DESCRIBE_TOPIC_PARTITIONS_VERSION,
                         correlation_id, client_id) + b"\x00"  # no tagged fields
-    body = _uvarint(len(topics) + 1)
+    body = uvarint(len(topics) + 1)
     for name in topics:
-        body += _compact_string(name) + b"\x00"
+        body += compact_string(name) + b"\x00"
     body += struct.pack(">i", partition_limit)
     if cursor is None:
         body += struct.pack(">b", -1)
     else:
-        body += struct.pack(">b", 1) + _compact_string(cursor[0]) + struct.pack(">i", cursor[1])
+        body += struct.pack(">b", 1) + compact_string(cursor[0]) + struct.pack(">i", cursor[1])
         body += b"\x00"
     body += b"\x00"  # request tagged fields
-    return _framed(header, body)
+    return framed(header, body)
 
 
 def encode_list_offsets_request(correlation_id: int, client_id: str,
                                 partitions: dict[tuple[str, int], int]) -> bytes:
     """A size-prefixed ListOffsets v4 request (request header v1) for the latest
     offset, read-uncommitted, of each (topic, partition) -> current leader epoch."""
-    header = _header_v1(LIST_OFFSETS_KEY, LIST_OFFSETS_VERSION, correlation_id, client_id)
+    header = header_v1(LIST_OFFSETS_KEY, LIST_OFFSETS_VERSION, correlation_id, client_id)
     by_topic: dict[str, list[tuple[int, int]]] = {}
     for (topic, partition), epoch in partitions.items():
         by_topic.setdefault(topic, []).append((partition, epoch))
     body = struct.pack(">ibi", -1, 0, len(by_topic))  # replica id, isolation, topics
     for topic, numbers in by_topic.items():
-        body += _string(topic) + struct.pack(">i", len(numbers))
+        body += string(topic) + struct.pack(">i", len(numbers))
         for number, epoch in numbers:
             body += struct.pack(">iiq", number, epoch, LATEST_TIMESTAMP)
-    return _framed(header, body)
+    return framed(header, body)
 
 
 def encode_metadata_request(correlation_id: int, client_id: str) -> bytes:
     """A size-prefixed Metadata v8 request for no topics: only the brokers."""
-    header = _header_v1(METADATA_KEY, METADATA_VERSION, correlation_id, client_id)
+    header = header_v1(METADATA_KEY, METADATA_VERSION, correlation_id, client_id)
     # no topics (an empty array, not null = all), no auto-creation, no ACL details
-    return _framed(header, struct.pack(">i???", 0, False, False, False))
+    return framed(header, struct.pack(">i???", 0, False, False, False))
 
 
 def encode_describe_cluster_request(correlation_id: int, client_id: str) -> bytes:
     """A size-prefixed DescribeCluster v2 request (request header v2): broker
     endpoints, fenced brokers included, no authorized operations."""
-    header = _header_v1(DESCRIBE_CLUSTER_KEY, DESCRIBE_CLUSTER_VERSION, correlation_id,
+    header = header_v1(DESCRIBE_CLUSTER_KEY, DESCRIBE_CLUSTER_VERSION, correlation_id,
                         client_id) + b"\x00"  # no tagged fields
     body = struct.pack(">?b?", False, ENDPOINT_TYPE_BROKERS, True) + b"\x00"
-    return _framed(header, body)
+    return framed(header, body)
 
 
 # -- decoding -----------------------------------------------------------------
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def take(self, n: int) -> bytes:
-        if n < 0:  # a length of -1 (null) where the schema allows none: would move back
-            raise WireError(f"negative length {n} in response")
-        if self.pos + n > len(self.data):
-            raise WireError("response ended early")
-        chunk = self.data[self.pos:self.pos + n]
-        self.pos += n
-        return chunk
-
-    def text(self, n: int) -> str:
-        try:
-            return self.take(n).decode()
-        except UnicodeDecodeError as err:
-            raise WireError(f"a name that is not UTF-8 in response: {err}") from err
-
-    def int8(self) -> int:
-        return struct.unpack(">b", self.take(1))[0]
-
-    def int16(self) -> int:
-        return struct.unpack(">h", self.take(2))[0]
-
-    def int32(self) -> int:
-        return struct.unpack(">i", self.take(4))[0]
-
-    def uvarint(self) -> int:
-        shift = result = 0
-        while True:
-            byte = self.take(1)[0]
-            result |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return result
-            shift += 7
-
-    def compact_nullable_string(self) -> str | None:
-        n = self.uvarint()
-        return None if n == 0 else self.text(n - 1)
-
-    def compact_int32_array(self) -> tuple[int, ...] | None:
-        n = self.uvarint()
-        if n == 0:
-            return None
-        return struct.unpack(f">{n - 1}i", self.take(4 * (n - 1)))
-
-    def skip_tagged_fields(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()  # tag
-            self.take(self.uvarint())
-
-
 def decode_describe_response(payload: bytes) -> tuple[int, list[DescribedTopic],
                                                        tuple[str, int] | None]:
     """Parse a response (after the size prefix): correlation id, topics, next cursor."""
-    r = _Reader(payload)
+    r = Reader(payload)
     correlation_id = r.int32()
     r.skip_tagged_fields()  # response header v1
     r.int32()  # throttle time
@@ -256,7 +185,7 @@ def decode_describe_response(payload: bytes) -> tuple[int, list[DescribedTopic],
 def decode_list_offsets_response(payload: bytes) -> tuple[int, dict[tuple[str, int],
                                                                     tuple[int, int]]]:
     """(correlation id, {(topic, partition): (error code, offset)}) of a v4 response."""
-    r = _Reader(payload)
+    r = Reader(payload)
     correlation_id = r.int32()
     r.int32()  # throttle time
     result: dict[tuple[str, int], tuple[int, int]] = {}
@@ -274,7 +203,7 @@ def decode_list_offsets_response(payload: bytes) -> tuple[int, dict[tuple[str, i
 def decode_describe_cluster_response(payload: bytes) -> tuple[int, dict[int, bool]]:
     """(correlation id, {broker id: is fenced}) of a DescribeCluster v2 response; a
     response with an error code is a WireError (no view, not an empty one)."""
-    r = _Reader(payload)
+    r = Reader(payload)
     correlation_id = r.int32()
     r.skip_tagged_fields()  # response header v1
     r.int32()  # throttle time
@@ -300,7 +229,7 @@ def decode_describe_cluster_response(payload: bytes) -> tuple[int, dict[int, boo
 
 def decode_metadata_brokers(payload: bytes) -> tuple[int, list[int]]:
     """(correlation id, broker ids) of a Metadata v8 response; topics are not read."""
-    r = _Reader(payload)
+    r = Reader(payload)
     correlation_id = r.int32()
     r.int32()  # throttle time
     brokers = []
@@ -355,6 +284,19 @@ class WireConnection:
         _, brokers = decode_describe_cluster_response(self._exchange(
             lambda c: encode_describe_cluster_request(c, self.client_id)))
         return brokers
+
+    def topic_configs(self, topics: Sequence[str], keys: Sequence[str]
+                      ) -> dict[str, TopicConfigs]:
+        """The values in effect of `keys` for each topic (one DescribeConfigs request)."""
+        _, result = decode_describe_configs_response(self._exchange(
+            lambda c: encode_describe_configs_request(c, self.client_id, topics, keys)))
+        return result
+
+    def features(self) -> Features:
+        """This broker's supported and finalized features (ApiVersions)."""
+        _, result = decode_api_versions_features(self._exchange(
+            lambda c: encode_api_versions_request(c, self.client_id)))
+        return result
 
     def _exchange(self, build: Callable[[int], bytes]) -> bytes:
         """Send build(correlation id) and return the response for exactly that id

@@ -1,21 +1,29 @@
 """Reading each partition's state from the live cluster, as Kafka reports it.
 
-Leader, epoch, ISR, ELR and LastKnownELR come from DescribeTopicPartitions
-(the only API that exposes the ELR fields); the high watermark comes from
-ListOffsets(latest) answered by the partition's leader; the fenced brokers from
-DescribeCluster v2 (fenced brokers included, KIP-1073) asked of the broker that
-described the partitions. All go over the harness's own small wire client
-(cluster.kafka_wire). Nothing is derived: the checker judges Kafka by exactly
-what Kafka said.
+Leader, epoch, replicas, ISR, ELR and LastKnownELR come from
+DescribeTopicPartitions (the only API that exposes the ELR fields); the high
+watermark comes from ListOffsets(latest) answered by the partition's leader.
+Asked of the broker that described the partitions, just before and just after
+it did: the fenced brokers (DescribeCluster v2, fenced brokers included,
+KIP-1073), each topic's effective min.insync.replicas (DescribeConfigs, one
+request for every topic) and the finalized level of
+eligible.leader.replicas.version (ApiVersions); each is recorded only where
+both answers agree (a change in between is not attributed to either side). All
+go over the harness's own small wire client (cluster.kafka_wire). Nothing is
+derived: the checker judges Kafka by exactly what Kafka said.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from cluster.kafka_wire import WireConnection, WireError
-from harness.core.history import OBSERVER_PROCESS
+from harness.core.history import ELR_FEATURE, OBSERVER_PROCESS
+
+#: The topic config the observe line's `min_isr` reports.
+MIN_ISR_CONFIG = "min.insync.replicas"
 
 
 @dataclass(frozen=True)
@@ -28,10 +36,16 @@ class PartitionState:
     elr: tuple[int, ...] | None
     last_known_elr: tuple[int, ...] | None
     high_watermark: int | None
-    replicas: tuple[int, ...] = ()
+    #: The replica assignment in the same description (None: not described).
+    replicas: tuple[int, ...] | None = None
     #: Brokers the answering broker's metadata held fenced both just before and
     #: just after it described the partitions (None: it could not say).
     fenced: tuple[int, ...] | None = None
+    #: The topic's effective min.insync.replicas, the same just before and just
+    #: after the description (None: it changed in between, or no answer).
+    min_isr: int | None = None
+    #: The finalized level of eligible.leader.replicas.version, by the same rule.
+    elr_feature: int | None = None
 
     def as_observation(self) -> dict:
         """A history `observe` line's fields (HISTORY.md) without index and time: the
@@ -50,19 +64,55 @@ class PartitionState:
         # never a watermark: recording it would read as a regression.
         if self.high_watermark is not None and self.high_watermark >= 0:
             fields["high_watermark"] = self.high_watermark
-        if self.fenced is not None:  # absent where the cluster could not say
+        # each absent where the cluster could not say
+        if self.fenced is not None:
             fields["fenced"] = list(self.fenced)
+        if self.min_isr is not None:
+            fields["min_isr"] = self.min_isr
+        if self.replicas is not None:
+            fields["replicas"] = list(self.replicas)
+        if self.elr_feature is not None:
+            fields["elr_feature"] = self.elr_feature
         return fields
 
 
-def _both(before: frozenset[int] | None, after: frozenset[int] | None
-          ) -> tuple[int, ...] | None:
-    """Fenced before and after the description: a broker fenced (or unfenced)
-    in between is not named, so a leader that was unfenced when described is
-    never reported fenced (a fenced-leader the checker would call a bug)."""
-    if before is None or after is None:
+def _int_value(text: str | None) -> int | None:
+    """A config value's int (None for a null or a value that is not one)."""
+    if text is None or not re.fullmatch(r"-?[0-9]{1,10}", text):
         return None
-    return tuple(sorted(before & after))
+    return int(text)
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """What one broker said of the cluster around a description (None: no answer)."""
+
+    fenced: frozenset[int] | None
+    min_isr: dict[str, int] | None
+    elr_feature: int | None
+
+
+@dataclass(frozen=True)
+class _Around:
+    """What held both just before and just after a description."""
+
+    fenced: tuple[int, ...] | None
+    min_isr: dict[str, int]
+    elr_feature: int | None
+
+
+def _both(before: _Settings, after: _Settings) -> _Around:
+    """Fenced before and after the description: a broker fenced (or unfenced) in
+    between is not named, so a leader that was unfenced when described is never
+    reported fenced (a fenced-leader the checker would call a bug). A topic's min
+    ISR and the ELR feature level: only when both answers give the same value."""
+    fenced = None
+    if before.fenced is not None and after.fenced is not None:
+        fenced = tuple(sorted(before.fenced & after.fenced))
+    min_isr = {topic: value for topic, value in (before.min_isr or {}).items()
+               if (after.min_isr or {}).get(topic) == value}
+    feature = before.elr_feature if before.elr_feature == after.elr_feature else None
+    return _Around(fenced, min_isr, feature)
 
 
 class ObservationError(Exception):
@@ -85,10 +135,13 @@ class PartitionObserver:
         self._with_high_watermark = with_high_watermark
         #: The highest leader epoch seen per partition.
         self._epochs: dict[tuple[str, int], int] = {}
+        #: The topics the last description found (asked for every topic, their
+        #: settings are read before the next one).
+        self._known_topics: list[str] = []
 
     def describe(self, topics: Sequence[str]) -> list[PartitionState]:
         avoid = self._avoid()
-        described, fenced = self._describe_any(topics, avoid)
+        described, around = self._describe_any(topics, avoid)
         partitions = [p for t in described for p in t.partitions]
         # A leader with a stale view may report an old high watermark: not asked.
         hwms = self._high_watermarks({
@@ -101,7 +154,8 @@ class PartitionObserver:
                 elr=None if p.elr is None else tuple(p.elr),
                 last_known_elr=None if p.last_known_elr is None else tuple(p.last_known_elr),
                 high_watermark=hwms.get((p.topic, p.partition)), replicas=tuple(p.replicas),
-                fenced=fenced,
+                fenced=around.fenced, min_isr=around.min_isr.get(p.topic),
+                elr_feature=around.elr_feature,
             )
             for p in sorted(partitions, key=lambda p: (p.topic, p.partition))
         ]
@@ -116,11 +170,12 @@ class PartitionObserver:
                 errors.append(f"{connection.host}: view may be stale (cut off or down)")
                 continue
             try:
-                fenced_before = self._fenced(connection)
+                before = self._settings(connection, list(topics) or self._known_topics)
                 topics_found = connection.describe_topic_partitions(topics)
                 found = [t for t in topics_found if t.error_code == 0]
                 if not topics and not topics_found:
-                    return [], None  # asked for every topic: the cluster has none yet
+                    # asked for every topic: the cluster has none yet
+                    return [], _Around(None, {}, None)
                 if found and self._went_back(found):
                     # a broker that missed metadata updates (cut off until a moment
                     # ago) describes an older leader epoch: not the cluster's state
@@ -130,7 +185,8 @@ class PartitionObserver:
                         for p in topic.partitions:
                             key = (p.topic, p.partition)
                             self._epochs[key] = max(self._epochs.get(key, -1), p.leader_epoch)
-                    return found, _both(fenced_before, self._fenced(connection))
+                    self._known_topics = [t.name for t in found]
+                    return found, _both(before, self._settings(connection, self._known_topics))
                 else:
                     errors.append(f"{connection.host}: topic error "
                                   f"{[t.error_code for t in topics_found]}")
@@ -140,13 +196,30 @@ class PartitionObserver:
         raise ObservationError("; ".join(errors) or "no broker to ask")
 
     @staticmethod
-    def _fenced(connection: WireConnection) -> frozenset[int] | None:
-        """The brokers this broker's metadata holds fenced (None: no answer)."""
+    def _settings(connection: WireConnection, topics: Sequence[str]) -> _Settings:
+        """What this broker's metadata says now: the brokers it holds fenced, each
+        topic's effective min ISR, the ELR feature's finalized level; each None
+        where it gave no readable answer (one request each)."""
+        fenced = min_isr = feature = None
         try:
-            return frozenset(b for b, is_fenced in connection.brokers_fenced().items()
-                             if is_fenced)
+            fenced = frozenset(b for b, is_fenced in connection.brokers_fenced().items()
+                               if is_fenced)
         except (WireError, UnicodeDecodeError):
-            return None
+            pass
+        if topics:
+            try:
+                configs = connection.topic_configs(topics, [MIN_ISR_CONFIG])
+                min_isr = {topic: value for topic, c in configs.items()
+                           if c.error_code == 0
+                           and (value := _int_value(c.values.get(MIN_ISR_CONFIG)))
+                           is not None}
+            except (WireError, UnicodeDecodeError):
+                pass
+        try:
+            feature = connection.features().level(ELR_FEATURE)
+        except (WireError, UnicodeDecodeError):
+            pass
+        return _Settings(fenced, min_isr, feature)
 
     def _went_back(self, topics) -> bool:
         """Leader epochs never go down: a lower one than seen is a stale view."""

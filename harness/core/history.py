@@ -71,3 +71,14 @@ ENDED_BY: dict[Fault, tuple[Fault, ...]] = {
 #: Faults that count against KIP-966's fault budget (HISTORY.md, "Fault budget"):
 #: an unclean shutdown that drops a replica's unflushed data.
 BUDGET_FAULTS = (Fault.PAGE_CACHE_LOSS,)
+
+#: The feature whose level 0 turns KIP-966 off (an observe line's elr_feature).
+ELR_FEATURE = "eligible.leader.replicas.version"
+
+# -- observe lines ------------------------------------------------------------------
+
+#: An observe line's fields beyond the common ones, in the contract's order; the
+#: first four always, the rest only where the cluster could say.
+OBSERVE_FIELDS = ("topic", "partition", "leader", "leader_epoch", "isr", "elr",
+                  "last_known_elr", "high_watermark", "fenced", "min_isr", "replicas",
+                  "elr_feature")

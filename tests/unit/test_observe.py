@@ -1,12 +1,15 @@
 """The observer's guards against stale views: leader epochs never go down, only
 the described leader's high watermark counts, and a broker is reported fenced
-only if it was fenced both before and after the partitions were described."""
+only if it was fenced both before and after the partitions were described; a
+topic's min ISR and the ELR feature's level likewise only when the answers
+before and after agree."""
 
 from __future__ import annotations
 
 import pytest
 
 from cluster.kafka_wire import DescribedPartition, DescribedTopic, WireError
+from cluster.kafka_wire_config import Features, TopicConfigs
 from cluster.observe import ObservationError, PartitionObserver
 
 
@@ -21,6 +24,13 @@ class FakeBroker:
         self.asked: list[dict] = []
         #: what DescribeCluster answers, call after call (None: a wire error)
         self.fenced_answers: list[dict[int, bool] | None] = []
+        #: what DescribeConfigs answers for min.insync.replicas, call after call:
+        #: topic -> (error code, value); None: a wire error
+        self.config_answers: list[dict[str, tuple[int, str | None]] | None] = []
+        self.configs_asked: list[list[str]] = []
+        #: the ELR feature's finalized level ApiVersions answers, call after call
+        #: ("absent": supported but not finalized; "unknown": epoch -1; None: error)
+        self.feature_answers: list[int | str | None] = []
 
     def describe_topic_partitions(self, topics):
         leader, epoch = self.view
@@ -37,6 +47,25 @@ class FakeBroker:
         if answer is None:
             raise WireError("gone")
         return answer
+
+    def topic_configs(self, topics, keys):
+        self.configs_asked.append(list(topics))
+        assert list(keys) == ["min.insync.replicas"]
+        answer = self.config_answers.pop(0) if self.config_answers else {"t": (0, "2")}
+        if answer is None:
+            raise WireError("gone")
+        return {topic: TopicConfigs(code, {"min.insync.replicas": value})
+                for topic, (code, value) in answer.items()}
+
+    def features(self):
+        answer = self.feature_answers.pop(0) if self.feature_answers else 1
+        if answer is None:
+            raise WireError("gone")
+        supported = {"eligible.leader.replicas.version": (0, 1), "metadata.version": (7, 27)}
+        finalized = {"metadata.version": 27}
+        if isinstance(answer, int):
+            finalized["eligible.leader.replicas.version"] = answer
+        return Features(supported, -1 if answer == "unknown" else 5, finalized)
 
     def close(self) -> None:
         pass
@@ -95,3 +124,54 @@ def test_fenced_is_what_held_before_and_after_the_description(before, after, fen
     assert ("fenced" in line) == (fenced is not None)
     if fenced is not None:
         assert line["fenced"] == fenced
+
+
+def test_replicas_min_isr_and_elr_feature_are_recorded_with_the_partition():
+    broker = FakeBroker("a:1", leader=1, epoch=3, hwm=40)
+    state, = _observer([broker]).describe(["t"])
+    assert (state.replicas, state.min_isr, state.elr_feature) == ((1, 2), 2, 1)
+    line = state.as_observation()
+    assert (line["replicas"], line["min_isr"], line["elr_feature"]) == ([1, 2], 2, 1)
+    assert broker.configs_asked == [["t"], ["t"]], "one request before and one after"
+
+
+@pytest.mark.parametrize(("before", "after", "min_isr"), [
+    ({"t": (0, "3")}, {"t": (0, "3")}, 3),
+    ({"t": (0, "3")}, {"t": (0, "2")}, None),  # changed meanwhile: neither value
+    (None, {"t": (0, "2")}, None),  # no answer before
+    ({"t": (0, "2")}, None, None),
+    ({"t": (3, None)}, {"t": (3, None)}, None),  # UNKNOWN_TOPIC_OR_PARTITION
+    ({"t": (0, "two")}, {"t": (0, "two")}, None),  # not an int
+    ({"u": (0, "2")}, {"u": (0, "2")}, None),  # another topic's answer
+])
+def test_min_isr_is_what_held_before_and_after_the_description(before, after, min_isr):
+    broker = FakeBroker("a:1", leader=1, epoch=3, hwm=40)
+    broker.config_answers = [before, after]
+    state, = _observer([broker]).describe(["t"])
+    assert state.min_isr == min_isr
+    assert ("min_isr" in state.as_observation()) == (min_isr is not None)
+
+
+@pytest.mark.parametrize(("before", "after", "level"), [
+    (1, 1, 1),
+    ("absent", "absent", 0),  # supported, finalized at 0: left out of the finalized set
+    (1, "absent", None),  # switched off meanwhile
+    ("unknown", "unknown", None),  # finalized features epoch -1: no view
+    (None, 1, None),
+])
+def test_elr_feature_is_what_held_before_and_after_the_description(before, after, level):
+    broker = FakeBroker("a:1", leader=1, epoch=3, hwm=40)
+    broker.feature_answers = [before, after]
+    state, = _observer([broker]).describe(["t"])
+    assert state.elr_feature == level
+    assert ("elr_feature" in state.as_observation()) == (level is not None)
+
+
+def test_asked_for_every_topic_the_settings_are_read_for_the_topics_found_before():
+    broker = FakeBroker("a:1", leader=1, epoch=3, hwm=40)
+    observer = _observer([broker])
+    state, = observer.describe([])
+    assert state.min_isr is None, "nothing known before the first description"
+    assert broker.configs_asked == [["t"]], "no request for no topic, then the ones found"
+    state, = observer.describe([])
+    assert state.min_isr == 2 and broker.configs_asked[1:] == [["t"], ["t"]]

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from cluster.observe import PartitionState as State
+from harness.core.history import OBSERVE_FIELDS
 from workloads.observer import ObserverLoop
 from workloads.recorder import HistoryRecorder
 
@@ -83,3 +84,15 @@ def test_an_observe_line_carries_fenced_only_when_the_cluster_said():
     assert said.as_observation()["fenced"] == [3]
     silent = State("t", 0, 3, 7, (), (), (3,), None, (1, 2, 3))
     assert "fenced" not in silent.as_observation()
+
+
+def test_an_observe_line_carries_min_isr_replicas_and_elr_feature_only_when_known():
+    said = State("t", 0, 3, 7, (3,), (1,), (), None, (1, 2, 3), min_isr=2, elr_feature=1)
+    line = said.as_observation()
+    assert (line["min_isr"], line["replicas"], line["elr_feature"]) == (2, [1, 2, 3], 1)
+    assert State("t", 0, 3, 7, (3,), (), (), None, (), elr_feature=0).as_observation()[
+        "elr_feature"] == 0, "level 0 is a value, not an absence"
+    # a view without a description of the assignment (the controller's log) says nothing
+    silent = State("t", 0, 3, 7, (3,), (1,), (), None).as_observation()
+    assert not {"min_isr", "replicas", "elr_feature"} & set(silent)
+    assert set(line) - {"process", "type", "f"} <= set(OBSERVE_FIELDS)
