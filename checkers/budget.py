@@ -1,13 +1,18 @@
-"""KIP-966's fault budget: page-cache losses per partition between full ISRs.
+"""KIP-966's fault budget: losses per partition between full ISRs, against the
+lowest min ISR in effect meanwhile.
 
 A partition keeps its acks=all promise with up to min.insync.replicas - 1 of its
-replicas losing unflushed data. We count `page-cache-loss` faults (ok or info:
-an info may have half happened; an invoke that never completed counts as info)
-on nodes that are replicas of the partition (every broker id the observer ever
-saw in its leader/ISR/ELR/last-known ELR; every broker when it was never
-observed) between two observations where the partition's ISR was full
-(replication factor members). The largest such count is compared with the
-budget.
+replicas losing unflushed data. The losses (checkers/budget_faults.py: page-cache
+losses and disk faults that dropped data, ok or info) on nodes that are replicas
+of the partition (every broker id the observer ever saw in its leader/ISR/ELR/
+last-known ELR; every broker when it was never observed) are counted between two
+observations where the partition's ISR was full (replication factor members).
+Each such window is judged against the lowest min ISR in effect at any time in
+it (test.json's, through the min ISR changes: budget_faults.min_isr_steps); the
+window that came closest to its budget, or went furthest beyond it, is the
+partition's. Losses while the ELR feature was off are counted apart
+(budget_faults.unprotected_hits; check.py) and put the partition beyond the
+budget whatever the count.
 """
 
 from __future__ import annotations
@@ -18,37 +23,6 @@ from pyspark.sql import functions as F
 from checkers.frames import local_rows, sql_string
 from checkers.observations import per_topic
 from checkers.testinfo import RunInfo
-from harness.core.history import BUDGET_FAULTS
-
-#: The one fault that counts against the budget (the contract's BUDGET_FAULTS).
-(LOSS,) = map(str, BUDGET_FAULTS)
-
-
-def page_cache_loss_nodes(faults: list[dict]) -> list[tuple[int, str]]:
-    """(index, node) of each node a page-cache loss hit or may have hit: faults that
-    ended ok or info, and invokes that never completed (which count as info).
-
-    The nemesis's completions are paired with its invokes first in, first out by
-    (process, kind, nodes): its faults may overlap, so "the next completion" alone
-    could pair the wrong ones. faults: its fault lines in index order.
-    """
-    pending: dict[tuple, list[dict]] = {}
-    hits: list[tuple[int, str]] = []
-    for line in faults:
-        key = (line["process"], line["fault"], tuple(line["nodes"] or ()))
-        if line["type"] == "invoke":
-            pending.setdefault(key, []).append(line)
-            continue
-        waiting = pending.get(key)
-        if waiting:
-            waiting.pop(0)
-        if line["fault"] == LOSS and line["type"] in ("ok", "info"):
-            hits += [(line["index"], node) for node in line["nodes"] or ()]
-    for waiting in pending.values():
-        for line in waiting:
-            if line["fault"] == LOSS:
-                hits += [(line["index"], node) for node in line["nodes"] or ()]
-    return sorted(hits)
 
 
 def observed_replicas(obs: DataFrame) -> dict[tuple[str, int], list[int]]:
@@ -88,29 +62,60 @@ def _is_replica(replicas: dict[tuple[str, int], list[int]]) -> str:
     return f"(CASE {cases} ELSE true END)" if cases else "true"
 
 
+def in_effect(info: RunInfo, steps: dict[str, list[tuple[int, int]]]) -> str:
+    """SQL over a row's topic and index: the lowest min ISR possibly in effect
+    there (test.json's, or the last step of its topic before the row)."""
+    cases = [f"WHEN topic = {sql_string(topic)} AND index > {int(at)} THEN {int(low)}"
+             for topic, topic_steps in sorted(steps.items())
+             for at, low in reversed(topic_steps)]
+    base = per_topic(info, lambda t: t.min_insync_replicas)
+    return f"(CASE {' '.join(cases)} ELSE {base} END)" if cases else base
+
+
 def page_cache_losses(spark, hits: list[tuple[int, str]], obs: DataFrame,
                       partitions: DataFrame, replicas: dict[tuple[str, int], list[int]],
-                      info: RunInfo) -> DataFrame:
-    """Rows (topic, partition, losses): the most page-cache losses (hits, from
-    page_cache_loss_nodes) on the partition's replicas (observed_replicas) in one
-    full-ISR window (partitions without any are left out)."""
+                      info: RunInfo, steps: dict[str, list[tuple[int, int]]]) -> DataFrame:
+    """Rows (topic, partition, losses, low): of the partition's full-ISR window that
+    came closest to its budget or went furthest beyond it (the most losses minus
+    the budget, then the most losses), its losses (hits, from budget_faults.loss_hits)
+    on the partition's replicas (observed_replicas) and the lowest min ISR in effect
+    in it (steps: budget_faults.min_isr_steps of each judged partition's topic).
+    Every judged partition (partitions) has a row; observed ones may too."""
     # node -> broker id by the one rule (RunInfo.broker_id): a node test.json lists
     # as a controller is no broker, whatever its name
     brokers = [(index, broker) for index, node in hits
                if (broker := info.broker_id(node)) is not None]
     faults = local_rows(spark, "index bigint, broker bigint", brokers)
+    judged = F.broadcast(partitions.select("topic", "partition"))
+    none = F.lit(None).cast("bigint")
+    base = F.expr(per_topic(info, lambda t: t.min_insync_replicas)).cast("bigint")
 
-    losses = (faults.crossJoin(F.broadcast(partitions.select("topic", "partition")))
-              .filter(_is_replica(replicas))
+    losses = (faults.crossJoin(judged).filter(_is_replica(replicas))
               .select("topic", "partition", "index", F.lit(0).alias("full"),
-                      F.lit(1).alias("loss")))
+                      F.lit(1).alias("loss"), none.alias("low")))
+    # the first window opens with the run at test.json's min ISR
+    starts = judged.select("topic", "partition", F.lit(-1).cast("bigint").alias("index"),
+                           F.lit(0).alias("full"), F.lit(0).alias("loss"), base.alias("low"))
+    # each min ISR change lowers (or raises) what its window may have had in effect
+    changes = (local_rows(spark, "topic string, index bigint, low bigint",
+                          [(t, at, low) for t, s in sorted(steps.items()) for at, low in s])
+               .join(judged, "topic")
+               .select("topic", "partition", "index", F.lit(0).alias("full"),
+                       F.lit(0).alias("loss"), "low"))
     rf = F.expr(per_topic(info, lambda t: t.replication_factor))
     full_points = obs.select("topic", "partition", "index",
                              (F.size(F.coalesce("isr", F.array())) >= rf).cast("int")
-                             .alias("full"), F.lit(0).alias("loss")).filter("full = 1")
+                             .alias("full"), F.lit(0).alias("loss"),
+                             F.expr(in_effect(info, steps)).cast("bigint").alias("low")) \
+        .filter("full = 1")
     running = Window.partitionBy("topic", "partition").orderBy("index", "full") \
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    return (losses.unionByName(full_points)
-            .withColumn("window", F.sum("full").over(running))
-            .groupBy("topic", "partition", "window").agg(F.sum("loss").alias("losses"))
-            .groupBy("topic", "partition").agg(F.max("losses").cast("bigint").alias("losses")))
+    windows = (losses.unionByName(starts).unionByName(changes).unionByName(full_points)
+               .withColumn("window", F.sum("full").over(running))
+               .groupBy("topic", "partition", "window")
+               .agg(F.sum("loss").cast("bigint").alias("losses"),
+                    F.min("low").alias("low")))
+    # the greatest (losses - budget, losses): a hash aggregate, not a sort
+    worst = F.max(F.struct((F.col("losses") - F.col("low")).alias("slack"), "losses", "low"))
+    return (windows.groupBy("topic", "partition").agg(worst.alias("w"))
+            .select("topic", "partition", "w.losses", "w.low"))

@@ -132,8 +132,9 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
     """Count the lines, gather the facts, then plan and run the checks."""
     from pyspark import StorageLevel
 
+    from checkers import budget_faults as bf
     from checkers import durability, observations, polls
-    from checkers.budget import observed_replicas, page_cache_loss_nodes, page_cache_losses
+    from checkers.budget import observed_replicas, page_cache_losses
     from checkers.examples import examples
     from checkers.facts import empty_facts, gather
     from checkers.load import checked_counts, read_overview
@@ -164,9 +165,15 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
                            for key, reads in facts.partitions.items()}
     tp_status = _tp_status(spark, findings.partitions, keys)
     obs = observations.observations(loaded.side)
-    hits = page_cache_loss_nodes(facts.faults)
-    # only page-cache losses are counted against a replica set: without one, no job
+    faults = bf.paired_faults(facts.faults)
+    hits = bf.loss_hits(faults)
+    # only losses are counted against a replica set: without one, no job
     replicas = observed_replicas(obs) if hits else {}
+    steps = {topic: s for topic in sorted({t for t, _ in findings.partitions})
+             if (s := bf.min_isr_steps(faults, topic, info.topic(topic).min_insync_replicas))}
+    for key, n in bf.per_partition(bf.unprotected_hits(faults), replicas, findings.partitions,
+                                   info.broker_id).items():
+        findings.partitions[key].unprotected_losses = n
     replica_lines = last_replica_lines(facts.replicas)
     phases.done("load")
     cached = []
@@ -192,7 +199,7 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
             with computed_meanwhile(spark, values, violations):
                 anomalies = keep(_anomalies(spark, values, violations, obs, events, keys,
                                             info, replica_lines))
-                losses = page_cache_losses(spark, hits, obs, tp_status, replicas, info)
+                losses = page_cache_losses(spark, hits, obs, tp_status, replicas, info, steps)
                 phases.done("plan")
                 # one job: the counts, the first examples of each anomaly and the
                 # fault budget
@@ -239,6 +246,8 @@ def _anomalies(spark, values, violations, obs, events, keys, info, replica_lines
         polls.garbage_reads(violations, keys),
         observations.hwm_regressions(obs),
         observations.elr_invariant(obs, info),
+        observations.elr_outside_replicas(obs),
+        observations.elr_while_disabled(obs),
         observations.fenced_leaders(obs),
         observations.last_known_elr_invalid(obs, info),
         replica_divergence(spark, events, replica_lines, keys),
@@ -256,6 +265,7 @@ def _read_counts(rows: list, findings) -> None:
         facts = findings.partitions.get((r["topic"], r["partition"]))
         if r["kind"] == "budget" and facts is not None:
             facts.page_cache_losses = r["n"]
+            facts.min_insync_replicas = r["low"]
 
 
 def shuffle_partitions(history_path: Path, config: CheckerConfig) -> int:
@@ -290,8 +300,8 @@ def _overview(rows: list[dict], findings) -> None:
 
 def _summary(anomalies, losses, config: CheckerConfig):
     """Rows of four kinds: count (per anomaly, acks and partition), example (the
-    first max_examples of each anomaly, in op order), budget (page-cache losses
-    per partition, in n) and timeline (lost writes per acks level and second)."""
+    first max_examples of each anomaly, in op order), budget (per partition: n
+    losses, low min ISR) and timeline (lost writes per acks level and second)."""
     from pyspark.sql import functions as F
 
     from checkers.examples import EXAMPLE_ORDER
@@ -302,7 +312,7 @@ def _summary(anomalies, losses, config: CheckerConfig):
         "*", f"row_number() OVER (PARTITION BY name ORDER BY {', '.join(EXAMPLE_ORDER)}) "
         "AS rn").filter(f"rn <= {int(config.max_examples)}") \
         .drop("rn").withColumn("kind", F.lit("example"))
-    budget = losses.selectExpr("'budget' AS kind", "topic", "partition", "losses AS n")
+    budget = losses.selectExpr("'budget' AS kind", "topic", "partition", "losses AS n", "low")
     # lost writes per second of the run by acks level: the report's plot draws these
     # (it never recomputes a loss)
     timeline = anomalies.filter("name = 'lost-write' AND time IS NOT NULL") \

@@ -28,7 +28,7 @@ class Facts:
 
     #: every judged partition's final-read facts
     partitions: dict[TP, PartitionReads]
-    #: the fault lines (index order), for the fault budget
+    #: the fault lines (index order, their detail as JSON text), for the fault budget
     faults: list[dict]
     #: the replica lines (index order), without their records
     replicas: list[dict]
@@ -61,7 +61,7 @@ def gather(loaded, info: RunInfo, expected: dict[str, int]) -> Facts:
                 .agg(F.count(F.lit(1)).alias("n"), F.max("offset").alias("top")).collect())
     side = (loaded.side.filter("f != 'observe'")
             .select("index", "process", "type", "f", "topic", "partition", "fault", "nodes",
-                    "seek", "hwm", "hwm_map", "record_partitions", "broker", "node")
+                    "seek", "hwm", "hwm_map", "record_partitions", "broker", "node", "detail")
             .orderBy("index").collect())
     side = [r.asDict() for r in side]
     observations = loaded.side.filter("f = 'observe'").count()

@@ -30,6 +30,7 @@ SCHEMA = (
     ("elr", "ARRAY<BIGINT>"), ("last_known_elr", "ARRAY<BIGINT>"),
     ("fenced", "ARRAY<BIGINT>"), ("node", "STRING"), ("broker", "BIGINT"),
     ("log_end_offset", "BIGINT"), ("high_watermark", "STRING"),
+    ("min_isr", "BIGINT"), ("replicas", "ARRAY<BIGINT>"), ("elr_feature", "BIGINT"),
 )
 SCHEMA_DDL = ", ".join(f"{name} {kind}" for name, kind in SCHEMA)
 FIELDS = tuple(name for name, _ in SCHEMA)
@@ -42,8 +43,8 @@ JSON_WHITESPACE = " \t\r\n"
 SPARK_BLANK = "trim(BOTH ' \\t\\r\\n' FROM value) = ''"
 REQUIRED = ("index", "time", "process", "type", "f")
 INT_FIELDS = ("index", "time", "process", "partition", "value", "offset", "leader",
-              "leader_epoch", "broker", "log_end_offset")
-INT_LIST_FIELDS = ("isr", "elr", "last_known_elr", "fenced")
+              "leader_epoch", "broker", "log_end_offset", "min_isr", "elr_feature")
+INT_LIST_FIELDS = ("isr", "elr", "last_known_elr", "fenced", "replicas")
 TEXT_FIELDS = ("type", "f", "topic", "acks", "error", "fault", "node")
 #: The kinds of line the contract defines. A line of another kind (a newer
 #: recorder's) is ignored once its common fields are valid.

@@ -2,8 +2,12 @@
 
 hwm-regression: a partition's observed high watermark is lower than at its
 previous observation that had one. elr-invariant: ELR and ISR overlap, or ELR
-is not empty while the ISR has at least min.insync.replicas members (KIP-966);
-a null ELR means the cluster could not say, so it is not checked.
+is not empty while the ISR has at least min.insync.replicas members (KIP-966;
+the observation's own min_isr when it has one, else test.json's); a null ELR
+means the cluster could not say, so it is not checked. elr-outside-replicas:
+ELR or last known ELR names a broker the same observation's replicas do not
+hold. elr-while-disabled: ELR or last known ELR not empty while the same
+observation has the ELR feature at level 0.
 fenced-leader: the leader is a broker the same observation lists as fenced.
 last-known-elr-invalid: no leader, empty ISR and ELR, and a last known ELR
 holding -1 or an id that is no broker of test.json.
@@ -22,7 +26,7 @@ def observations(side: DataFrame) -> DataFrame:
     """The observe lines of the side table, with the columns the checks read."""
     return side.filter(F.col("f") == "observe").select(
         "index", "topic", "partition", "leader", "isr", "elr", "last_known_elr", "fenced",
-        "hwm")
+        "hwm", "min_isr", "replicas", "elr_feature")
 
 
 def per_topic(info: RunInfo, pick) -> str:
@@ -48,7 +52,7 @@ def hwm_regressions(obs: DataFrame) -> DataFrame:
 def elr_invariant(obs: DataFrame, info: RunInfo) -> DataFrame:
     isr = "coalesce(isr, CAST(array() AS ARRAY<BIGINT>))"
     overlap = f"coalesce(arrays_overlap(elr, {isr}), false)"
-    min_isr = per_topic(info, lambda t: t.min_insync_replicas)
+    min_isr = f"coalesce(min_isr, {per_topic(info, lambda t: t.min_insync_replicas)})"
     elr_with_isr = f"(size(elr) > 0 AND size({isr}) >= {min_isr})"
     bad = obs.filter(f"elr IS NOT NULL AND ({overlap} OR {elr_with_isr})")
     return anomaly(
@@ -60,6 +64,37 @@ def elr_invariant(obs: DataFrame, info: RunInfo) -> DataFrame:
         + " ELSE " + sentence("observed ELR %s is not empty while ISR %s of %s has at least "
                               "min ISR %s members", "to_json(elr)", f"to_json({isr})",
                               tp_name(), f"CAST({min_isr} AS STRING)") + " END")
+
+
+_NONE = "CAST(array() AS ARRAY<BIGINT>)"
+#: An observation's ELR and last known ELR members together (null ones: none).
+_ELR_MEMBERS = f"concat(coalesce(elr, {_NONE}), coalesce(last_known_elr, {_NONE}))"
+
+
+def elr_outside_replicas(obs: DataFrame) -> DataFrame:
+    """Observations whose ELR or last known ELR names a broker that is not one of
+    the partition's replicas in the same description (only where it has them)."""
+    outside = f"filter({_ELR_MEMBERS}, b -> NOT array_contains(replicas, b))"
+    bad = obs.filter(f"replicas IS NOT NULL AND size({outside}) > 0")
+    return anomaly(
+        bad, "elr-outside-replicas", ops=op_list("index"),
+        extra=json_of(replicas="replicas", elr="elr", last_known_elr="last_known_elr"),
+        description=sentence("observed ELR %s / last known ELR %s of %s name %s, which "
+                             "are not among its replicas %s", "to_json(elr)",
+                             "to_json(last_known_elr)", tp_name(),
+                             f"to_json(array_distinct({outside}))", "to_json(replicas)"))
+
+
+def elr_while_disabled(obs: DataFrame) -> DataFrame:
+    """Observations with the ELR feature at level 0 whose ELR or last known ELR is
+    not empty (KIP-966: turning the feature off clears them)."""
+    bad = obs.filter(f"elr_feature = 0 AND size({_ELR_MEMBERS}) > 0")
+    return anomaly(
+        bad, "elr-while-disabled", ops=op_list("index"),
+        extra=json_of(elr="elr", last_known_elr="last_known_elr"),
+        description=sentence("observed ELR %s / last known ELR %s of %s while the ELR "
+                             "feature is at level 0", "to_json(elr)",
+                             "to_json(last_known_elr)", tp_name()))
 
 
 def fenced_leaders(obs: DataFrame) -> DataFrame:

@@ -31,7 +31,7 @@ from harness.core.errors import BadInput, HarnessError
 from harness.core.files import read_json
 
 #: Bumped whenever the Parquet layout changes, so old caches are rebuilt.
-CACHE_VERSION = 14
+CACHE_VERSION = 15
 MARKER = "_elr_source.json"
 #: The topics the events table's keys were made from, and its bucket count.
 LAYOUT = "_elr_layout.json"
@@ -45,11 +45,12 @@ SIDE_WHERE = "f IN ('fault', 'observe', 'replica') OR (f = 'poll' AND final)"
 INT_HWM = ", ".join(repr(k) for k in INT_HWM_KINDS)
 #: The side table: the fields but records, an int high watermark (observe and
 #: replica lines), a poll's high watermarks by partition, the partitions of a
-#: final poll's records.
+#: final poll's records, a line's detail object as JSON text (the fault budget
+#: reads a fault's).
 _SIDE_FIELDS = tuple(c for c in FIELDS if c not in ("records", "high_watermark"))
 _SIDE_SCHEMA = (*((name, kind) for name, kind in SCHEMA if name in _SIDE_FIELDS),
                 ("hwm", "BIGINT"), ("hwm_map", "MAP<STRING, BIGINT>"),
-                ("record_partitions", "ARRAY<INT>"))
+                ("record_partitions", "ARRAY<INT>"), ("detail", "STRING"))
 SIDE_DDL = ", ".join(f"{name} {kind}" for name, kind in _SIDE_SCHEMA)
 SIDE_COLUMNS = tuple(name for name, _ in _SIDE_SCHEMA)
 #: Where the converter writes the events by bucket before naming them as Spark's.

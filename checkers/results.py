@@ -16,7 +16,8 @@ ACKS = ("all", "1", "0")
 #: Anomalies that are bad whenever found (lost-write and duplicate have conditions).
 ALWAYS_BAD = ("lost-committed-read", "inconsistent-offset", "aborted-read", "realtime-order",
               "nonmonotonic-poll", "poll-skip", "garbage-read", "hwm-regression",
-              "elr-invariant", "fenced-leader", "last-known-elr-invalid", "replica-divergence")
+              "elr-invariant", "elr-outside-replicas", "elr-while-disabled", "fenced-leader",
+              "last-known-elr-invalid", "replica-divergence")
 BY_ACKS = ("lost-write", "unseen")
 
 
@@ -26,11 +27,16 @@ class PartitionFacts:
 
     complete: bool
     last_final_poll: int | None
+    #: the losses on its replicas in the full-ISR window its budget is judged by
     page_cache_losses: int = 0
     #: the highest offset among its final records
     final_top: int | None = None
     #: why its final read is incomplete ("" when complete)
     why: str = ""
+    #: the lowest min ISR in effect in that window (None: test.json's)
+    min_insync_replicas: int | None = None
+    #: losses on its replicas while the ELR feature was off
+    unprotected_losses: int = 0
 
 
 @dataclass
@@ -63,20 +69,29 @@ def guarantee(findings: Findings, info: RunInfo) -> dict[str, dict]:
             lost_all[(topic, part)] += n
     out = {}
     for (topic, part), facts in sorted(findings.partitions.items()):
-        budget = info.topic(topic).min_insync_replicas - 1
-        losses = facts.page_cache_losses
-        within = losses <= budget
+        configured = info.topic(topic).min_insync_replicas
+        min_isr = configured if facts.min_insync_replicas is None else facts.min_insync_replicas
+        budget = min_isr - 1
+        losses, off = facts.page_cache_losses, facts.unprotected_losses
+        within = losses <= budget and not off
         lost = lost_all[(topic, part)]
-        if within:
+        lowered = (f" (min ISR {min_isr} in effect at its lowest, not {configured})"
+                   if min_isr != configured else "")
+        if off:
+            reason = (f"{off} loss(es) on its replicas while the ELR feature was off: KIP-966's "
+                      "protection did not apply, acks=all losses are expected, not violations")
+        elif within:
             reason = (f"{losses} page-cache loss(es) on its replicas between full ISRs, within "
-                      f"the budget of {budget}: acks=all data must survive"
-                      + (f"; {lost} acks=all write(s) lost" if lost else ""))
+                      f"the budget of {budget}{lowered}: acks=all data must survive")
         else:
             reason = (f"{losses} page-cache losses on its replicas between full ISRs exceed "
-                      f"the budget of {budget}: acks=all losses are expected, not violations"
-                      + (f"; {lost} acks=all write(s) lost" if lost else ""))
+                      f"the budget of {budget}{lowered}: acks=all losses are expected, not "
+                      "violations")
+        reason += f"; {lost} acks=all write(s) lost" if lost else ""
         out[tp_key(topic, part)] = {"within_budget": within, "page_cache_losses": losses,
-                                    "budget": budget, "acks_all_lost": lost, "reason": reason}
+                                    "budget": budget, "min_insync_replicas": min_isr,
+                                    "unprotected_losses": off, "acks_all_lost": lost,
+                                    "reason": reason}
     return out
 
 

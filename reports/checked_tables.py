@@ -48,7 +48,8 @@ SIDE_SCHEMA = pa.schema([
     ("nodes", pa.list_(pa.string())), ("leader", pa.int64()), ("leader_epoch", pa.int64()),
     ("isr", _INTS), ("elr", _INTS), ("last_known_elr", _INTS), ("fenced", _INTS),
     ("node", pa.string()), ("broker", pa.int64()), ("log_end_offset", pa.int64()),
-    ("hwm", pa.int64()), ("hwm_map", pa.map_(pa.string(), pa.int64()))])
+    ("hwm", pa.int64()), ("hwm_map", pa.map_(pa.string(), pa.int64())),
+    ("min_isr", pa.int64()), ("replicas", _INTS), ("elr_feature", pa.int64())])
 REPORT_SCHEMA = pa.schema([
     ("index", pa.int64()), ("time", pa.int64()), ("process", pa.int64()), ("type", pa.string()),
     ("f", pa.string()), ("topic", pa.string()), ("final", pa.bool_()), ("error", pa.string()),
@@ -428,8 +429,11 @@ def _side_line(r: dict[str, Any], known: dict[str, Any]) -> dict[str, Any]:
                   elr=_clean(r["elr"]), last_known_elr=_clean(r["last_known_elr"]))
         if _int_or_none(r["hwm"]) is not None:
             op["high_watermark"] = _int_or_none(r["hwm"])
-        if _clean(r["fenced"]) is not None:
-            op["fenced"] = _clean(r["fenced"])
+        # optional: shown where the line had them
+        optional = {"fenced": _clean(r["fenced"]), "min_isr": _int_or_none(r["min_isr"]),
+                    "replicas": _clean(r["replicas"]),
+                    "elr_feature": _int_or_none(r["elr_feature"])}
+        op.update({k: v for k, v in optional.items() if v is not None})
     elif f == "replica":
         op.update(partition=_int_or_none(r["partition"]), node=r["node"],
                   broker=_int_or_none(r["broker"]),

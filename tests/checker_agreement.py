@@ -26,6 +26,8 @@ def reference_view(r: Reference) -> dict:
         "truncated_lines": r.truncated_lines,
         "incomplete_partitions": sorted(r.incomplete_partitions),
         "page_cache_losses": dict(sorted(r.page_cache_losses.items())),
+        "budgets": dict(sorted(r.budgets.items())),
+        "unprotected_losses": dict(sorted(r.unprotected_losses.items())),
         "beyond_budget": sorted(r.beyond_budget),
         "checked": dict(r.checked),
     }
@@ -45,6 +47,9 @@ def spark_view(results: dict) -> dict:
         "truncated_lines": results["stats"]["truncated_lines"],
         "incomplete_partitions": sorted(results["stats"]["incomplete_partitions"]),
         "page_cache_losses": {key: g["page_cache_losses"] for key, g in sorted(guarantee.items())},
+        "budgets": {key: g["budget"] for key, g in sorted(guarantee.items())},
+        "unprotected_losses": {key: g["unprotected_losses"]
+                               for key, g in sorted(guarantee.items())},
         "beyond_budget": sorted(key for key, g in guarantee.items() if not g["within_budget"]),
         "checked": {name: results["checked"].get(name) for name in _CHECKED},
     }

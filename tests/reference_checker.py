@@ -1,4 +1,4 @@
-"""A plain reference checker of shared/HISTORY.md (contract version 2), with the
+"""A plain reference checker of shared/HISTORY.md (contract version 3), with the
 readings of docs/CHECKING.md: the oracle the tests compare the Spark checker with.
 
 Written straight from those two pages, one small function per rule, over Python
@@ -15,6 +15,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reference_budget import fault_budget
+
 from harness.core.errors import HistoryError
 
 ACKS = ("all", "1", "0")
@@ -22,13 +24,14 @@ TYPES = ("invoke", "ok", "fail", "info")
 #: Every anomaly of the contract's table, in its order.
 ANOMALIES = ("lost-write", "lost-committed-read", "inconsistent-offset", "duplicate",
              "aborted-read", "realtime-order", "nonmonotonic-poll", "poll-skip",
-             "garbage-read", "hwm-regression", "elr-invariant", "fenced-leader",
-             "last-known-elr-invalid", "replica-divergence", "unseen")
+             "garbage-read", "hwm-regression", "elr-invariant", "elr-outside-replicas",
+             "elr-while-disabled", "fenced-leader", "last-known-elr-invalid",
+             "replica-divergence", "unseen")
 #: Bad whenever found (lost-write and duplicate have conditions, unseen never is).
 ALWAYS_BAD = ("lost-committed-read", "inconsistent-offset", "aborted-read", "realtime-order",
               "nonmonotonic-poll", "poll-skip", "garbage-read", "hwm-regression",
-              "elr-invariant", "fenced-leader", "last-known-elr-invalid",
-              "replica-divergence")
+              "elr-invariant", "elr-outside-replicas", "elr-while-disabled", "fenced-leader",
+              "last-known-elr-invalid", "replica-divergence")
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 TP = tuple[str, int]
@@ -54,8 +57,11 @@ class Reference:
     truncated_lines: int
     incomplete_partitions: set[str]
     checked: dict[str, int]
-    #: per judged partition ("topic-partition"): its page-cache losses in one window
+    #: per judged partition ("topic-partition"): the losses in the window its budget
+    #: is judged by, that window's budget, its losses while the ELR feature was off
     page_cache_losses: dict[str, int] = field(default_factory=dict)
+    budgets: dict[str, int] = field(default_factory=dict)
+    unprotected_losses: dict[str, int] = field(default_factory=dict)
     beyond_budget: set[str] = field(default_factory=set)
 
 
@@ -160,7 +166,8 @@ KIND_FIELDS = {
     "fault": {"fault": _str, "nodes": _str_list, "detail": _object},
     "observe": {"topic": _str, "partition": _int, "leader": _int, "leader_epoch": _int,
                 "isr": _int_list, "elr": _int_list, "last_known_elr": _int_list,
-                "high_watermark": _int, "fenced": _int_list},
+                "high_watermark": _int, "fenced": _int_list, "min_isr": _int,
+                "replicas": _int_list, "elr_feature": _int},
     "replica": {"topic": _str, "partition": _int, "node": _str, "broker": _int,
                 "high_watermark": _int, "log_end_offset": _int, "records": _records(1)},
 }
@@ -171,9 +178,9 @@ KIND_FIELDS = {
 #: another kind (a poll's `value`); high_watermark only where it has a meaning.
 ANY_KIND_FIELDS = {
     **dict.fromkeys(("partition", "value", "offset", "leader", "leader_epoch", "broker",
-                     "log_end_offset"), _int),
+                     "log_end_offset", "min_isr", "elr_feature"), _int),
     **dict.fromkeys(("topic", "acks", "error", "fault", "node"), _str),
-    **dict.fromkeys(("isr", "elr", "last_known_elr", "fenced"), _int_list),
+    **dict.fromkeys(("isr", "elr", "last_known_elr", "fenced", "replicas"), _int_list),
     "nodes": _str_list, "detail": _object, "final": _bool, "seek": _partition_map,
     "records": _records(2),
 }
@@ -300,6 +307,8 @@ class Fault:
     nodes: list[str]
     position: int
     status: str = "info"
+    #: its invoke's detail, updated by its completion's
+    detail: dict = field(default_factory=dict)
 
 
 def _pmap(obj: dict | None) -> dict[int, int]:
@@ -332,7 +341,8 @@ def build_ops(lines: list[tuple[int, dict]]) -> _Ops:
         elif f == "fault":
             key = (op["process"], op["fault"], tuple(op["nodes"]))
             if t == "invoke":
-                fault = Fault(op["fault"], list(op["nodes"]), position)
+                fault = Fault(op["fault"], list(op["nodes"]), position,
+                              detail=dict(op.get("detail") or {}))
                 open_faults[key].append(fault)
                 ops.faults.append(fault)
             else:
@@ -342,6 +352,7 @@ def build_ops(lines: list[tuple[int, dict]]) -> _Ops:
                     fault = Fault(op["fault"], list(op["nodes"]), position)
                     ops.faults.append(fault)
                 fault.status, fault.position = t, position
+                fault.detail.update(op.get("detail") or {})
         elif f == "send":
             key = (op["process"], f)
             if t == "invoke":
@@ -526,8 +537,10 @@ def reference_check(history: Path, test: dict | None) -> Reference:
     _observe_checks(ops, test, counts)
     counts["replica-divergence"] = _replica_divergence(ops)
 
-    losses = _fault_budget(ops, test, judged)
-    beyond = {key for key, n in losses.items() if n > _topic_info(test, key[0])[1] - 1}
+    losses, budgets, unprotected = fault_budget(
+        ops.faults, ops.observes, judged, lambda topic: _topic_info(test, topic),
+        lambda node: _broker_of(node, test))
+    beyond = {key for key, n in losses.items() if n > budgets[key] or unprotected[key]}
     lost_in_budget = sum(1 for s in ops.sends
                          if s.status == "ok" and s.acks == "all" and s.value in lost_values
                          and (s.topic, s.partition) not in beyond)
@@ -557,6 +570,8 @@ def reference_check(history: Path, test: dict | None) -> Reference:
                      truncated_lines=truncated, incomplete_partitions=incomplete,
                      checked=checked,
                      page_cache_losses={f"{t}-{p}": n for (t, p), n in losses.items()},
+                     budgets={f"{t}-{p}": n for (t, p), n in budgets.items()},
+                     unprotected_losses={f"{t}-{p}": n for (t, p), n in unprotected.items()},
                      beyond_budget={f"{t}-{p}" for t, p in beyond})
 
 
@@ -587,7 +602,8 @@ def _order_checks(ops: _Ops, final_log: dict, counts: dict[str, int]) -> None:
 
 
 def _observe_checks(ops: _Ops, test: dict | None, counts: dict[str, int]) -> None:
-    """hwm-regression, elr-invariant, fenced-leader, last-known-elr-invalid."""
+    """hwm-regression, elr-invariant, elr-outside-replicas, elr-while-disabled,
+    fenced-leader, last-known-elr-invalid."""
     last_hwm: dict[TP, int] = {}
     brokers = set(_node_brokers(test).values())
     nodes_known = bool((test or {}).get("nodes"))
@@ -599,9 +615,17 @@ def _observe_checks(ops: _Ops, test: dict | None, counts: dict[str, int]) -> Non
                 counts["hwm-regression"] += 1
             last_hwm[key] = hwm
         isr, elr = obs.get("isr") or [], obs.get("elr")
-        min_isr = _topic_info(test, obs["topic"])[1]
+        min_isr = obs.get("min_isr")  # the observation's own, else test.json's
+        if min_isr is None:
+            min_isr = _topic_info(test, obs["topic"])[1]
         if elr is not None and (set(elr) & set(isr) or (elr and len(isr) >= min_isr)):
             counts["elr-invariant"] += 1
+        named = (elr or []) + (obs.get("last_known_elr") or [])
+        replicas = obs.get("replicas")
+        if replicas is not None and any(b not in replicas for b in named):
+            counts["elr-outside-replicas"] += 1
+        if obs.get("elr_feature") == 0 and named:
+            counts["elr-while-disabled"] += 1
         fenced = obs.get("fenced")
         if fenced is not None and obs["leader"] >= 0 and obs["leader"] in fenced:
             counts["fenced-leader"] += 1
@@ -630,34 +654,3 @@ def _replica_divergence(ops: _Ops) -> int:
                                       or held_a[o] != held_b[o]):
                         diverged.add((*key, o))
     return len(diverged)
-
-
-def _fault_budget(ops: _Ops, test: dict | None, judged: set[TP]) -> dict[TP, int]:
-    """Per judged partition: the most page-cache losses on its replicas in one window
-    between observations of a full ISR (a fault sits at its completion, or at its
-    invoke when it never completed)."""
-    replicas: dict[TP, set[int]] = {}
-    for _, obs in ops.observes:
-        members = replicas.setdefault((obs["topic"], obs["partition"]), set())
-        if obs["leader"] >= 0:
-            members.add(obs["leader"])
-        for name in ("isr", "elr", "last_known_elr"):
-            members |= set(obs.get(name) or [])
-    events = [(position, "observe", obs) for position, obs in ops.observes]
-    events += [(fault.position, "fault", fault) for fault in ops.faults
-               if fault.fault == "page-cache-loss" and fault.status in ("ok", "info")]
-    best = dict.fromkeys(judged, 0)
-    current = dict.fromkeys(judged, 0)
-    for _, kind, item in sorted(events, key=lambda e: e[0]):
-        if kind == "observe":
-            key = (item["topic"], item["partition"])
-            rf = _topic_info(test, item["topic"])[0]
-            if key in current and len(item.get("isr") or []) >= rf:
-                current[key] = 0
-            continue
-        hit = {_broker_of(node, test) for node in item.nodes} - {None}
-        for key in judged:
-            mine = replicas.get(key)  # None: never observed, every broker is one
-            current[key] += sum(1 for b in hit if mine is None or b in mine)
-            best[key] = max(best[key], current[key])
-    return best

@@ -58,6 +58,12 @@ class Fault(StrEnum):
     RESUME = "resume"
     BOUNCE_LEADER = "bounce-leader"
     PAGE_CACHE_LOSS = "page-cache-loss"
+    # contract version 3's fault packages
+    MIN_ISR_CHANGE = "min-isr-change"
+    SLOW_NETWORK = "slow-network"
+    DISK_FAULT = "disk-fault"
+    FEATURE_CHANGE = "feature-change"
+    REASSIGN = "reassign"
 
 
 #: Which fault ends which: a fault is in force from its `ok` (or `info`) until one
@@ -69,10 +75,22 @@ ENDED_BY: dict[Fault, tuple[Fault, ...]] = {
 }
 
 #: Faults that count against KIP-966's fault budget (HISTORY.md, "Fault budget"):
-#: an unclean shutdown that drops a replica's unflushed data.
-BUDGET_FAULTS = (Fault.PAGE_CACHE_LOSS,)
+#: an unclean shutdown that drops a replica's unflushed data, and a disk fault
+#: whose detail says it may have dropped unflushed data (DROPPED); a disk fault
+#: without it counts as nothing. A min ISR change and an ELR feature change count
+#: no loss: they change the budget (docs/CHECKING.md, fault budget).
+BUDGET_FAULTS = (Fault.PAGE_CACHE_LOSS, Fault.DISK_FAULT)
 
-#: The feature whose level 0 turns KIP-966 off (an observe line's elr_feature).
+# -- fault details the checker reads (HISTORY.md, "Precise rules") ------------------
+
+#: A disk-fault's detail key: true when unflushed data may have been dropped.
+DROPPED = "dropped"
+#: A min-isr-change's detail keys: the topic (null: the cluster default), the
+#: min.insync.replicas before and after.
+CHANGED_TOPIC, CHANGED_FROM, CHANGED_TO = "topic", "from", "to"
+#: A feature-change's detail key naming the feature (with CHANGED_FROM/CHANGED_TO
+#: its levels), and the feature whose level 0 turns KIP-966 off.
+CHANGED_FEATURE = "feature"
 ELR_FEATURE = "eligible.leader.replicas.version"
 
 # -- observe lines ------------------------------------------------------------------

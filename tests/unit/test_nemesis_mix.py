@@ -317,7 +317,8 @@ def test_each_package_is_one_complete_fault_kind():
     }
     assert {name: (str(p.recorded), p.colour, p.counts_against_budget)
             for name, p in PACKAGES.items()} == expected
-    assert {str(f) for f in BUDGET_FAULTS} == {"page-cache-loss"}
+    # a disk fault counts only when its detail says it dropped data (the contract's)
+    assert {str(f) for f in BUDGET_FAULTS} == {"page-cache-loss", "disk-fault"}
     for name, package in PACKAGES.items():
         assert package.name == name and package.recorded in lasting
         assert package.roles and callable(package.inject)
@@ -333,7 +334,7 @@ def test_a_leader_bounce_is_recorded_as_its_own_kind_and_counted_and_drawn_as_a_
     """bounce-leader's lines carry `bounce-leader` (a report and the checker's
     counts tell it from a plain pause); resume ends it as it ends a pause, it is
     drawn in a pause's colour, and the fault budget ignores it as it does a pause."""
-    from checkers.budget import page_cache_loss_nodes
+    from checkers.budget_faults import page_cache_loss_nodes
     from reports.plots import fault_colour
 
     injector = FakeInjector()
