@@ -1,13 +1,16 @@
 """Hypothesis strategies for random histories that follow shared/HISTORY.md
-(contract version 2), for property tests of the checkers against
+(contract version 3), for property tests of the checkers against
 tests/reference_checker.py.
 
 A small model drives them: 1-2 topics of 1-3 partitions, each partition an
 in-memory log of values; producers at acks 0/1/all whose sends end ok, fail,
 info or never; consumers polling several partitions at once, with seeks and
 batches; an observer reporting leader, epoch, ISR, ELR, last known ELR and at
-times the high watermark and the fenced brokers; a nemesis whose faults
-(page-cache losses on broker nodes among them) shrink and restore the ISR;
+times the high watermark, the fenced brokers, the replicas, the min ISR and the
+ELR feature's level; a nemesis whose faults (page-cache losses and disk faults
+on broker nodes among them) shrink and restore the ISR, and whose min ISR and
+ELR feature changes (with their details, on the invoke, the completion or both)
+move the budget;
 final reads, complete or incomplete in each of the contract's ways; and at
 times the collector's replica lines. Anomalies are injected at random (the
 checkers decide what they amount to: the model predicts nothing). Lines carry
@@ -24,12 +27,13 @@ from pathlib import Path
 from hypothesis import strategies as st
 
 ACKS = ("all", "1", "0")
+ELR_FEATURE = "eligible.leader.replicas.version"
 #: Every field name of the contract: unknown extra fields never use one.
 CONTRACT_FIELDS = frozenset((
     "index", "time", "process", "type", "f", "topic", "partition", "acks", "value", "offset",
     "error", "records", "high_watermark", "final", "seek", "fault", "nodes", "detail",
     "leader", "leader_epoch", "isr", "elr", "last_known_elr", "fenced", "node", "broker",
-    "log_end_offset"))
+    "log_end_offset", "min_isr", "replicas", "elr_feature"))
 EXTRA_FIELDS = ("retries", "client_id", "attempt", "note", "latency_ms", "assigned")
 TOPICS = ("t", "u")
 
@@ -92,6 +96,8 @@ class _Model:
         self.logs: dict[tuple[str, int], list[int | None]] = {k: [] for k in self.keys}
         self.brokers = broker_ids
         self.min_isr = min_isr
+        #: the ELR feature's level as the cluster has it (0: KIP-966 off)
+        self.elr_level = 1
         self.alive = set(broker_ids)
         self.epoch = 1
         self.last_elr: dict[tuple[str, int], list[int]] = {k: [] for k in self.keys}
@@ -236,6 +242,8 @@ class _Model:
         lkelr = list(self.last_elr[(topic, p)]) if not isr else []
         if not isr:
             lkelr, elr = (elr or [self.brokers[0]]), []
+        if not self.elr_level:  # KIP-966 off: the controller cleared them
+            elr, lkelr = [], []
         leader = isr[0] if isr else -1
         line = {"process": -2, "type": "ok", "f": "observe", "topic": topic, "partition": p,
                 "leader": leader, "leader_epoch": self.epoch, "isr": isr, "elr": elr,
@@ -245,6 +253,7 @@ class _Model:
         if self.inject:
             kinds += ["hwm-drop", "overlap", "elr-full", "fenced-leader", "lkelr-bad"]
         kind = self.draw(st.sampled_from(kinds))
+        self.settings(line, kind)
         if kind != "no-hwm":
             if kind == "hwm-drop":
                 hwm = max(0, self.observed_hwm.get((topic, p), hwm) - 1)
@@ -267,28 +276,102 @@ class _Model:
             line["isr"] = None
         self.emit(**line)
 
+    def settings(self, line: dict, kind: str) -> None:
+        """At times the observe fields of contract version 3: replicas, the min ISR in
+        effect (the observer's word, which may differ from test.json's), the ELR
+        feature's level; and, injected, an ELR outside the replicas or ELR while
+        the feature is off."""
+        if self.draw(st.booleans()):
+            line["replicas"] = list(self.brokers)
+        if self.draw(st.booleans()):
+            line["min_isr"] = self.min_isr
+        if self.draw(st.booleans()):
+            line["elr_feature"] = self.elr_level
+        if self.inject and self.draw(st.integers(0, 5)) == 0:
+            if self.draw(st.booleans()):
+                line["replicas"] = self.brokers[:-1]
+                line["elr"] = [self.brokers[-1]]
+            else:
+                line["elr_feature"] = 0
+                line["last_known_elr"] = [self.brokers[0]]
+
     def fault_step(self) -> None:
         fault = self.draw(st.sampled_from(["page-cache-loss", "page-cache-loss", "kill",
-                                           "partition", "start", "heal", "pause"]))
+                                           "partition", "start", "heal", "pause",
+                                           "disk-fault", "min-isr-change", "feature-change",
+                                           "slow-network", "reassign"]))
         names = [f"broker-{i}" for i in (1, 2, 3)] + ["controller-1"]
         nodes = self.draw(st.lists(st.sampled_from(names), min_size=1, max_size=2,
                                    unique=True))
         outcome = self.draw(st.sampled_from(["ok", "ok", "ok", "info", "fail"]))
-        self.emit(process=-1, type="invoke", f="fault", fault=fault, nodes=nodes)
+        detail = self.detail(fault)
+        # where the detail goes: the invoke, the completion, both
+        where = self.draw(st.sampled_from(["invoke", "done", "both"]))
+        invoke = {"process": -1, "type": "invoke", "f": "fault", "fault": fault, "nodes": nodes}
+        if detail is not None and where != "done":
+            invoke["detail"] = detail
+        self.emit(**invoke)
         if self.draw(st.integers(0, 4)) == 0:
             self.observe_step()  # an observation while the fault is under way
+        if self.draw(st.integers(0, 9)) == 0:
+            return  # never completed
         line = {"process": -1, "type": outcome, "f": "fault", "fault": fault, "nodes": nodes}
         if fault == "page-cache-loss" and outcome != "fail":
             line["detail"] = {"bytes_dropped": {"/data/kafka/t-0/0.log": 4096}}
+        if detail is not None and where != "invoke":
+            line["detail"] = detail
         self.emit(**line)
         ids = {self.brokers[int(n[-1]) - 1] for n in nodes if n.startswith("broker-")}
         if outcome == "fail":
+            return
+        if fault == "min-isr-change":
+            if outcome == "ok" and type(detail["to"]) is int and detail["to"] in (1, 2, 3):
+                self.min_isr = detail["to"]
+            return
+        if fault == "feature-change":
+            if (outcome == "ok" and detail["feature"] == ELR_FEATURE
+                    and type(detail["to"]) is int and detail["to"] in (0, 1)):
+                self.elr_level = detail["to"]
+            return
+        if fault in ("slow-network", "reassign"):
             return
         if fault in ("start", "heal"):
             self.alive |= ids
         else:
             self.alive -= ids
         self.epoch += 1
+
+    def detail(self, fault: str) -> dict | None:
+        """The detail of a fault of contract version 3 (None for the others): at
+        times with a value the checkers must ignore (no int, out of range)."""
+        draw = self.draw
+
+        def odd_or(usual):
+            """Mostly a usual value, at times one the checkers must ignore."""
+            if draw(st.integers(0, 5)) == 0:
+                return draw(st.sampled_from([0, 2 ** 31, True, "2", None]))
+            return draw(usual)
+
+        if fault == "min-isr-change":
+            topic = draw(st.sampled_from([*self.parts, *self.parts, None, "elsewhere"]))
+            return {"topic": topic, "from": odd_or(st.just(self.min_isr)),
+                    "to": odd_or(st.integers(1, 3))}
+        if fault == "feature-change":
+            feature = draw(st.sampled_from([ELR_FEATURE, ELR_FEATURE, "metadata.version"]))
+            return {"feature": feature, "from": self.elr_level,
+                    "to": odd_or(st.integers(0, 1))}
+        if fault == "disk-fault":
+            detail = {"error": draw(st.sampled_from(["EIO", "ENOSPC"]))}
+            dropped = draw(st.sampled_from([True, True, False, "true", 1, "absent"]))
+            if dropped != "absent":
+                detail["dropped"] = dropped
+            return detail
+        if fault == "slow-network":
+            return {"rate": "200kbit", "loss": 0.2}
+        if fault == "reassign":
+            topic, p = self.key()
+            return {"topic": topic, "partition": p, "replicas": list(self.brokers)}
+        return None
 
     # -- log injections
 
@@ -410,7 +493,7 @@ def _replicas(m: _Model) -> None:
 
 # -- the strategies ------------------------------------------------------------------------
 
-_STEPS = ["send"] * 6 + ["poll"] * 4 + ["observe"] * 2 + ["fault", "log"]
+_STEPS = ["send"] * 6 + ["poll"] * 4 + ["observe"] * 2 + ["fault", "fault", "log"]
 
 
 @st.composite

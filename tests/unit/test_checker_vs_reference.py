@@ -136,6 +136,12 @@ _TYPE_CASES = {
     "records-object": (7, "records", "{}", True),
     "poll-with-a-text-value": (7, "value", '"x"', True),
     "send-with-a-text-isr": (0, "isr", '"1"', True),
+    # contract version 3's observe fields: ints and a list of ints, on any kind
+    "min-isr-text": (4, "min_isr", '"2"', True), "min-isr-fraction": (4, "min_isr", "1.5", True),
+    "replicas-text": (4, "replicas", '["1"]', True), "replicas-int": (4, "replicas", "1", True),
+    "elr-feature-bool": (4, "elr_feature", "true", True),
+    "elr-feature-null": (4, "elr_feature", "null", False),
+    "send-with-a-text-replicas": (0, "replicas", '"1"', True),
     "unknown-kind-value-text": (8, "value", '"x"', False),
     "unknown-kind-nodes-int": (8, "nodes", "[1]", False),
     "unknown-kind-records": (8, "records", "[[1]]", False),

@@ -1,5 +1,6 @@
-"""The hand-written reference cases (tests/unit/test_reference_checker.py) run
-through the Spark checker too (#32).
+"""The hand-written reference cases (tests/unit/test_reference_checker.py and,
+for contract version 3's rules, test_reference_checker_v3.py) run through the
+Spark checker too (#32).
 
 Each case builds its small history and asserts what the reference oracle
 (tests/reference_checker.py) says of it; here the same case runs with a `check`
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import test_reference_checker as cases
+import test_reference_checker_v3 as cases_v3
 from _pytest.mark.structures import ParameterSet
 from checker_agreement import differences, reference_view, spark_view
 from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
@@ -31,13 +33,15 @@ pytestmark = pytest.mark.usefixtures("spark")
 
 
 def _cases() -> list:
-    """Every case of test_reference_checker that takes `check`, its parametrized
-    ones expanded, in the file's order."""
+    """Every case of the two case files that takes `check`, its parametrized ones
+    expanded, in the files' order."""
     found = []
-    functions = sorted(((name, fn) for name, fn in vars(cases).items()
-                        if name.startswith("test_") and inspect.isfunction(fn)
-                        and "check" in inspect.signature(fn).parameters),
-                       key=lambda item: item[1].__code__.co_firstlineno)
+    functions = [item for module in (cases, cases_v3) for item in sorted(
+        ((name, fn) for name, fn in vars(module).items()
+         if name.startswith("test_") and inspect.isfunction(fn)
+         and fn.__module__ == module.__name__
+         and "check" in inspect.signature(fn).parameters),
+        key=lambda item: item[1].__code__.co_firstlineno)]
     for name, fn in functions:
         marks = [m for m in getattr(fn, "pytestmark", []) if m.name == "parametrize"]
         if not marks:
@@ -58,10 +62,10 @@ _LINE = re.compile(r"\bline (\d+)\b")
 
 
 def test_every_case_that_checks_a_history_is_taken():
-    """82 functions of the file take `check` (5 of them parametrized); the one that
-    does not tests reference_check's own path handling."""
-    assert len({p.values[0].__name__ for p in CASES}) == 82
-    assert len(CASES) == 82 - 5 + sum(
+    """82 functions of the first file take `check` (5 of them parametrized; the one
+    that does not tests reference_check's own path handling), 7 of the second."""
+    assert len({p.values[0].__name__ for p in CASES}) == 82 + 7
+    assert len(CASES) == 82 + 7 - 5 + sum(
         len(next(m for m in fn.pytestmark if m.name == "parametrize").args[1])
         for fn in {p.values[0] for p in CASES} if getattr(fn, "pytestmark", None))
 

@@ -1,0 +1,237 @@
+"""The reference checker (tests/reference_checker.py) on the rules contract version
+3 added (shared/HISTORY.md; docs/CHECKING.md): the observation's own min ISR in
+elr-invariant, elr-outside-replicas, elr-while-disabled, and the fault budget's
+min ISR changes, ELR feature changes and disk faults. Small hand-written
+histories with the exact counts and verdicts; each also runs through the Spark
+checker (tests/unit/test_reference_cases_through_spark.py). No Spark here."""
+
+from __future__ import annotations
+
+import pytest
+from reference_checker import Reference, reference_check
+from test_reference_checker import TEST, History, _only, _test
+
+ELR = "eligible.leader.replicas.version"
+
+
+@pytest.fixture
+def check(tmp_path):
+    """test_reference_checker's fixture: the reference's word on a history."""
+    def run(h: History, test: dict | None = TEST) -> Reference:
+        path = tmp_path / "history.jsonl"
+        path.write_text(h.text())
+        return reference_check(path, test)
+    return run
+
+
+def _observed(*observations: dict) -> History:
+    """One value acked and read back whole; the observations between."""
+    h = History()
+    h.send(0, 0, 0)
+    for obs in observations:
+        h.observe(**obs)
+    h.final([[0, 0, 0]], seek={0: 0}, hwm={0: 1})
+    return h
+
+
+# -- the observation's own min ISR -------------------------------------------------
+
+
+def test_elr_invariant_takes_the_observations_min_isr_over_test_jsons(check):
+    h = _observed({"isr": [1, 2], "elr": [3], "min_isr": 3},  # higher: ISR below it, fine
+                  {"isr": [1], "elr": [2], "min_isr": 1},  # lower: ISR at it, broken
+                  {"isr": [1, 2], "elr": [3]},  # none: test.json's 2, broken
+                  {"isr": [1, 2, 3], "elr": [], "min_isr": 1})  # empty ELR: fine
+    r = check(h)
+    _only(r, elr_invariant=2)
+    assert r.valid is False and r.bad == {"elr-invariant"}
+    # test.json's min ISR 3 changes only the line without its own
+    _only(check(h, _test(min_isr=3)), elr_invariant=1)
+
+
+# -- elr-outside-replicas --------------------------------------------------------------
+
+
+def test_elr_outside_replicas(check):
+    h = _observed({"isr": [1], "elr": [4], "replicas": [1, 2, 3]},
+                  {"isr": [1], "elr": [2], "lkelr": [5], "replicas": [1, 2, 3]},
+                  {"isr": [1], "elr": [4], "lkelr": [5], "replicas": [1, 2, 3]},  # one line
+                  {"isr": [1], "elr": [], "lkelr": [2], "replicas": []},  # no replica at all
+                  {"isr": [1], "elr": [2, 3], "lkelr": [3], "replicas": [1, 2, 3]},  # fine
+                  {"isr": [1], "elr": [4]},  # no replicas: not judged
+                  {"isr": [1], "elr": None, "lkelr": None, "replicas": [1]})  # unknown ELR
+    r = check(h)
+    _only(r, elr_outside_replicas=4)
+    assert r.valid is False and r.bad == {"elr-outside-replicas"}
+
+
+# -- elr-while-disabled ----------------------------------------------------------------
+
+
+def test_elr_while_disabled(check):
+    h = _observed({"isr": [1], "elr": [2], "elr_feature": 0},
+                  {"isr": [1], "elr": [], "lkelr": [2], "elr_feature": 0},
+                  {"isr": [1], "elr": [2], "lkelr": [3], "elr_feature": 0},  # one line
+                  {"isr": [1], "elr": [2], "elr_feature": 1},  # on: fine
+                  {"isr": [1], "elr": [2]},  # not said: not judged
+                  {"isr": [1], "elr": [], "lkelr": [], "elr_feature": 0},  # empty: fine
+                  {"isr": [1], "elr": None, "lkelr": None, "elr_feature": 0})  # unknown
+    r = check(h)
+    _only(r, elr_while_disabled=3)
+    assert r.valid is False and r.bad == {"elr-while-disabled"}
+
+
+# -- the fault budget: min ISR changes -------------------------------------------------
+
+
+def _fault(kind: str, nodes: list[str], outcome: str | None = "ok",
+           detail: dict | None = None, invoke_detail: dict | None = None):
+    """A nemesis step: an invoke (with invoke_detail) and its completion (with detail)."""
+    def step(h: History) -> None:
+        extra = {} if invoke_detail is None else {"detail": invoke_detail}
+        h.add(process=-1, type="invoke", f="fault", fault=kind, nodes=nodes, **extra)
+        if outcome is not None:
+            done = {} if detail is None else {"detail": detail}
+            h.add(process=-1, type=outcome, f="fault", fault=kind, nodes=nodes, **done)
+    return step
+
+
+def _loss(node: str):
+    return _fault("page-cache-loss", [node], detail={"bytes_dropped": {}})
+
+
+def _min_isr(to: int, was: int, topic: str | None = "t", outcome: str | None = "ok"):
+    detail = {"topic": topic, "from": was, "to": to}
+    return _fault("min-isr-change", ["controller-1"], outcome, detail, detail)
+
+
+def _full(h: History) -> None:
+    h.observe(isr=[1, 2, 3])
+
+
+def _lossy(*steps, partitions: int = 1) -> History:
+    """Value 0 acked at offset 0 of t-0, then the steps, then a final read of every
+    partition without it."""
+    h = History()
+    _full(h)
+    h.send(0, 0, 0)
+    for step in steps:
+        step(h)
+    every = dict.fromkeys(range(partitions), 0)
+    h.final([], seek=every, hwm=every)
+    return h
+
+
+def _budget(r) -> tuple:
+    return r.page_cache_losses["t-0"], r.budgets["t-0"], r.beyond_budget == {"t-0"}, r.valid
+
+
+def test_a_min_isr_change_lowers_the_budget_of_its_window(check):
+    three = _test(min_isr=3)
+    # two losses within test.json's budget of 2: the acks=all loss is bad
+    assert _budget(check(_lossy(_loss("broker-2"), _loss("broker-3")), three)) == (
+        2, 2, False, False)
+    # min ISR 2 from before the losses: budget 1, the loss is expected
+    r = check(_lossy(_min_isr(2, 3), _loss("broker-2"), _loss("broker-3")), three)
+    assert _budget(r) == (2, 1, True, True)
+    _only(r, lost_write=1)
+    # at any time of the window: a change after the losses counts too
+    assert _budget(check(_lossy(_loss("broker-2"), _loss("broker-3"), _min_isr(2, 3)),
+                         three)) == (2, 1, True, True)
+    # the cluster default (topic null) applies to every topic; another topic's does not
+    assert _budget(check(_lossy(_min_isr(2, 3, None), _loss("broker-2"), _loss("broker-3")),
+                         three))[2:] == (True, True)
+    assert _budget(check(_lossy(_min_isr(2, 3, "u"), _loss("broker-2"), _loss("broker-3")),
+                         three)) == (2, 2, False, False)
+    # lowered, raised back and a full ISR seen: the losses' window had 3 throughout
+    r = check(_lossy(_min_isr(2, 3), _min_isr(3, 2), _full, _loss("broker-2"),
+                     _loss("broker-3")), three)
+    assert _budget(r) == (2, 2, False, False)
+    # a change that failed changes nothing; nor does one whose `to` is no min ISR
+    assert _budget(check(_lossy(_min_isr(2, 3, outcome="fail"), _loss("broker-2"),
+                                _loss("broker-3")), three))[2:] == (False, False)
+    assert _budget(check(_lossy(_min_isr(0, 3), _loss("broker-2"), _loss("broker-3")),
+                         three))[2:] == (False, False)
+
+
+def test_a_min_isr_change_that_ended_info_counts_as_both_values(check):
+    three = _test(min_isr=3)
+    # it may have happened: min ISR 2 may have been in effect
+    r = check(_lossy(_min_isr(2, 3, outcome="info"), _loss("broker-2"), _loss("broker-3")),
+              three)
+    assert _budget(r) == (2, 1, True, True)
+    # raising it may not have happened: what was before stays possible, and so does
+    # the `from` it names
+    r = check(_lossy(_min_isr(3, 2, outcome="info"), _loss("broker-2"), _loss("broker-3")),
+              three)
+    assert _budget(r) == (2, 1, True, True)
+    # never completed: as info
+    r = check(_lossy(_min_isr(2, 3, outcome=None), _loss("broker-2"), _loss("broker-3")),
+              three)
+    assert _budget(r) == (2, 1, True, True)
+    # an ok change after an info one settles it
+    r = check(_lossy(_min_isr(1, 3, outcome="info"), _min_isr(3, 1), _full,
+                     _loss("broker-2"), _loss("broker-3")), three)
+    assert _budget(r) == (2, 2, False, False)
+
+
+# -- the fault budget: the ELR feature off ---------------------------------------------
+
+
+def _feature(to: int, was: int, outcome: str | None = "ok", feature: str = ELR):
+    detail = {"feature": feature, "from": was, "to": to}
+    return _fault("feature-change", ["controller-1"], outcome, detail, detail)
+
+
+def test_a_loss_while_the_elr_feature_is_off_is_beyond_the_budget(check):
+    three = _test(min_isr=3, partitions=2)
+
+    def other_partition(h: History) -> None:
+        h.observe(partition=1, leader=2, isr=[2, 3])  # broker 1 is no replica of t-1
+
+    def run(*steps):
+        return check(_lossy(other_partition, *steps, partitions=2), three)
+
+    # one loss, within the count (budget 2), but with KIP-966 off
+    r = run(_feature(0, 1), _loss("broker-1"))
+    assert r.unprotected_losses == {"t-0": 1, "t-1": 0}
+    assert r.beyond_budget == {"t-0"} and r.valid is True
+    _only(r, lost_write=1)
+    # switched back on (ok) before the loss: protected again
+    r = run(_feature(0, 1), _feature(1, 0), _loss("broker-1"))
+    assert r.unprotected_losses == {"t-0": 0, "t-1": 0} and r.valid is False
+    # back on only maybe (info): still off; off only maybe (info): off
+    assert run(_feature(0, 1), _feature(1, 0, "info"), _loss("broker-1")).valid is True
+    assert run(_feature(0, 1, "info"), _loss("broker-1")).valid is True
+    assert run(_feature(0, 1, None), _loss("broker-1")).valid is True
+    # a failed change, another feature, or a loss before the change: protected
+    assert run(_feature(0, 1, "fail"), _loss("broker-1")).valid is False
+    assert run(_feature(0, 1, feature="metadata.version"), _loss("broker-1")).valid is False
+    assert run(_loss("broker-1"), _feature(0, 1)).valid is False
+
+
+# -- the fault budget: disk faults -------------------------------------------------------
+
+
+def test_a_disk_fault_that_dropped_data_counts_like_a_page_cache_loss(check):
+    def disk(dropped, **kw):
+        return _fault("disk-fault", ["broker-2"], detail={"dropped": dropped, "error": "EIO"},
+                      **kw)
+
+    r = check(_lossy(disk(True), _loss("broker-3")))
+    assert _budget(r) == (2, 1, True, True)
+    # not dropped, dropped not said as true, or failed: no loss
+    for step in (disk(False), disk("true"), disk(True, outcome="fail"),
+                 _fault("disk-fault", ["broker-2"])):
+        assert _budget(check(_lossy(step, _loss("broker-3")))) == (1, 1, False, False)
+    # said on the invoke, the completion silent: its detail is the invoke's
+    r = check(_lossy(_fault("disk-fault", ["broker-2"], invoke_detail={"dropped": True}),
+                     _loss("broker-3")))
+    assert _budget(r) == (2, 1, True, True)
+    # the completion's word wins over the invoke's
+    r = check(_lossy(_fault("disk-fault", ["broker-2"], invoke_detail={"dropped": True},
+                            detail={"dropped": False}), _loss("broker-3")))
+    assert _budget(r) == (1, 1, False, False)
+    # with the ELR feature off, a dropping disk fault alone is beyond the budget
+    r = check(_lossy(_feature(0, 1), disk(True)), TEST)
+    assert r.unprotected_losses == {"t-0": 1} and r.valid is True
