@@ -7,9 +7,12 @@ from dataclasses import replace
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
+from cluster import kraft
 from cluster.cluster import Cluster
 from cluster.kafka_wire import WireConnection
+from cluster.observe import ObservationError
 from harness.core.config import ClusterConfig, TopicConfig
 
 pytestmark = pytest.mark.integration
@@ -97,6 +100,70 @@ def _high_watermark_is_the_leaders(cluster: Cluster, acked: int) -> None:
     assert cluster.unfenced_brokers() == {1, 2, 3}
 
 
+#: Kafka's config tool, by release (it left the Scala `kafka.admin` for Java's tools).
+CONFIG_COMMAND = ("org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand")
+
+
+def _alter_cluster_default_min_isr(cluster: Cluster, value: int) -> None:
+    """Set the cluster-wide dynamic default of min.insync.replicas with Kafka's own
+    tool on a broker node (librdkafka takes no default broker resource; with ELR on,
+    Kafka refuses to delete it, so it is set back rather than removed)."""
+    broker = cluster.brokers[0]
+    change = ["--add-config", f"min.insync.replicas={value}"]
+    result = broker.exec(
+        ["java", "-Xmx256m", "-cp", f"{kraft.KAFKA_HOME}/libs/*",
+         cluster.distribution.main_class(CONFIG_COMMAND),
+         "--bootstrap-server", f"{broker.spec.address}:{cluster.config.broker_port}",
+         "--entity-type", "brokers", "--entity-default", "--alter", *change],
+        timeout_s=120)
+    assert result.ok, result.output[-500:]
+
+
+def _settings_are_observed(cluster: Cluster, elr: bool) -> None:
+    """Real observations carry the contract's min_isr (the topic's effective value:
+    its own setting, and for a topic without one the cluster default, followed when
+    it changes), replicas (the assignment) and elr_feature (the finalized level)."""
+    admin = AdminClient({"bootstrap.servers": ",".join(cluster.bootstrap)})
+    assigned = admin.list_topics(TOPIC.name, timeout=10).topics[TOPIC.name].partitions[0]
+    observer = cluster.observer(2.0)
+    default_topic = "it-default-min-isr"
+    try:
+        state, = observer.describe([TOPIC.name])
+        line = state.as_observation()
+        assert line["min_isr"] == TOPIC.min_insync_replicas, line
+        assert line["replicas"] == list(assigned.replicas) and len(line["replicas"]) == 3, line
+        # ELR off: formatted at level 0, which KRaft leaves out of the finalized features
+        assert line["elr_feature"] == (1 if elr else 0), line
+
+        admin.create_topics([NewTopic(default_topic, 1, 3)])[default_topic].result(60)
+
+        def described() -> bool:
+            try:
+                return len(observer.describe([default_topic])) == 1
+            except ObservationError:  # not in this broker's metadata yet
+                return False
+
+        _wait_for(described, 60, "the new topic")
+        kafka_default = admin.describe_configs([ConfigResource(ResourceType.TOPIC, default_topic)])
+        (described,) = kafka_default.values()
+        expected = int(described.result(30)["min.insync.replicas"].value)
+        both = [TOPIC.name, default_topic]
+
+        def observed() -> dict[str, int | None]:
+            return {s.topic: s.min_isr for s in observer.describe(both)}
+
+        assert observed() == {TOPIC.name: 2, default_topic: expected}
+        _alter_cluster_default_min_isr(cluster, 3)
+        _wait_for(lambda: observed() == {TOPIC.name: 2, default_topic: 3}, 30,
+                  "the cluster default in effect for a topic without its own", show=observed)
+        _alter_cluster_default_min_isr(cluster, expected)
+        _wait_for(lambda: observed() == {TOPIC.name: 2, default_topic: expected}, 30,
+                  "the default back", show=observed)
+        admin.delete_topics([default_topic])[default_topic].result(60)
+    finally:
+        observer.close()
+
+
 @pytest.mark.parametrize("elr", [True, False], ids=["elr-on", "elr-off"])
 def test_cluster_elr(docker_client, elr, tmp_path):
     cluster = _cluster(docker_client, elr)
@@ -111,6 +178,7 @@ def test_cluster_elr(docker_client, elr, tmp_path):
         values = list(range(1, 201))
         assert sorted(_produce_and_read_back(cluster, values)) == values
         _high_watermark_is_the_leaders(cluster, len(values))
+        _settings_are_observed(cluster, elr)
 
         leader, (first, last), state = _isr_shrinks_to_leader(cluster)
         if elr:
@@ -118,6 +186,9 @@ def test_cluster_elr(docker_client, elr, tmp_path):
             # ELR; the one removed while the ISR was still at min ISR does not.
             assert list(state.elr) == [last], state
             assert first not in state.elr
+            # the ELR is among the replicas the same description gave, feature on
+            line = state.as_observation()
+            assert set(line["elr"]) <= set(line["replicas"]) and line["elr_feature"] == 1
         else:
             assert not state.elr, f"ELR must be empty or absent with ELR off, got {state.elr}"
         assert state.leader == leader
