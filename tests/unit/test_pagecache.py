@@ -125,6 +125,37 @@ def test_install_copies_the_daemon_and_mfusepy(setup: Setup) -> None:
     assert (files / "pagecache_fs.py").read_bytes() == \
         Path(pagecache.__file__).with_name("pagecache_fs.py").read_bytes()
     assert (files / "mfusepy.py").stat().st_size > 10_000
+    assert (files / "pagecache_faults.py").read_bytes() == \
+        Path(pagecache.__file__).with_name("pagecache_faults.py").read_bytes()
+
+
+def test_a_disk_fault_is_set_and_cleared_through_the_node(setup: Setup) -> None:
+    """The nemesis's path: control file + SIGUSR2 through Node.exec, answer awaited."""
+    import errno
+
+    from nemesis.pagecache_faults import DiskFault
+
+    _mount(setup)
+    (setup.mnt / "dir-1").mkdir()
+    layer = pagecache.PageCacheLayer(setup.config)
+    assert layer.relative(str(setup.mnt / "dir-1")) == "dir-1"
+    assert layer.relative(str(setup.mnt)) == ""
+    with pytest.raises(HarnessError, match="not under the page-cache mount"):
+        layer.relative("/elsewhere/dir-1")
+    answer = layer.disk_fault(setup.node, DiskFault("dir-1", "ENOSPC", ("write",), drop=False))
+    assert answer["fault"] == {"directory": "dir-1", "errno": "ENOSPC",
+                               "operations": ["write"], "drop": False}
+    with pytest.raises(OSError) as failed:
+        _write(setup.mnt / "dir-1" / "seg", b"x", sync=False)
+    assert failed.value.errno == errno.ENOSPC
+    _write(setup.mnt / "seg", b"x", sync=True)
+    healed = layer.disk_fault(setup.node, None)
+    assert healed["fault"] is None and healed["failed"] == {"fsync": 0, "write": 1}
+    _write(setup.mnt / "dir-1" / "seg", b"y", sync=True)
+    assert (setup.backing / "dir-1" / "seg").read_bytes() == b"y"
+    os.kill(int((setup.control / "pid").read_text()), 9)
+    with pytest.raises(HarnessError, match="no live page-cache layer"):
+        layer.disk_fault(setup.node, None)
 
 
 def test_power_loss_reports_drops_and_remounts(setup: Setup) -> None:
