@@ -164,6 +164,53 @@ def _target(cluster: Cluster) -> tuple[Node, str, dict[str, dict[str, Any]]]:
     raise AssertionError("no broker leads a partition in a dir while its other dir holds some")
 
 
+def _fault_lines(history: Path, recorder: HistoryRecorder) -> list[dict[str, Any]]:
+    recorder.flush()
+    return [line for line in map(json.loads, history.read_text().splitlines())
+            if line["f"] == "fault"]
+
+
+def _wait_offline(cluster: Cluster, broker: Node, directory: str) -> dict[str, dict[str, Any]]:
+    """Kafka's own word that `directory` (and no other dir) went offline, the broker
+    living on, registered and unfenced."""
+    dirs = _wait(f"{directory} offline on {broker.spec.name}", OFFLINE_S, lambda: (
+        d if (d := _log_dirs(cluster, broker))[directory]["error"] else None))
+    assert dirs[directory]["error"].endswith(".KafkaStorageException"), dirs
+    assert all(info["error"] is None for d, info in dirs.items() if d != directory), dirs
+    log = broker.read_file(kraft.SERVER_LOG).decode(errors="replace")
+    assert f"Stopped serving replicas in dir {directory}" in log
+    broker_id = broker.spec.node_id
+    assert _fenced(cluster, broker_id).get(broker_id) is False, "registered, not fenced"
+    assert broker_id in cluster.unfenced_brokers()
+    return dirs
+
+
+def _heal(cluster: Cluster, injector: FaultInjector, broker: Node, directory: str,
+          in_dir: list[int], pid: int | None) -> tuple[dict[str, Any], float]:
+    """End the fault; the broker restarted, both dirs online with their partitions, the
+    broker back in every ISR, no fault left in the layer. What the end recorded, and
+    the seconds to a full ISR."""
+    healed_at = time.monotonic()
+    ended = injector.end_disk_fault(broker.spec.name)
+    assert ended["stopped_pid"] == pid and ended["pid"] not in (None, pid)
+    assert not injector.disk_faults
+    state = json.loads(broker.read_file(f"{PageCacheConfig().control_dir}/fault-state.json"))
+    assert state["fault"] is None, "no fault mode remains in the layer"
+    cluster.wait_ready(RECOVERED_S)
+
+    def online() -> dict[str, dict[str, Any]] | None:
+        dirs = _log_dirs(cluster, broker)
+        return dirs if all(info["error"] is None for info in dirs.values()) else None
+
+    dirs = _wait(f"both dirs of {broker.spec.name} online", RECOVERED_S, online)
+    assert sorted(dirs[directory]["partitions"]) == sorted(in_dir), dirs
+    broker_id = broker.spec.node_id
+    _wait(f"broker {broker_id} back in every ISR", RECOVERED_S, lambda: (
+        len(s := _states(cluster)) == TOPIC.partitions
+        and all(broker_id in p.isr for p in s.values())))
+    return ended, time.monotonic() - healed_at
+
+
 def test_a_failed_log_dir_goes_offline_alone_and_comes_back_after_the_heal(rig):
     cluster, injector, history, recorder, producer = rig
     time.sleep(5)  # acks=all writes flowing, every replica assigned to its dir
@@ -177,22 +224,13 @@ def test_a_failed_log_dir_goes_offline_alone_and_comes_back_after_the_heal(rig):
     pid = broker.kafka_pid()
     written = producer.outcomes["ok"]
     assert written > 0, "acks=all writes flow before the fault"
+    seen = len(_fault_lines(history, recorder))
 
     started = time.monotonic()
     injector.disk_fault(name, directory, "EIO", ("fsync", "write"), drop=True)
-
-    # Kafka took that dir offline, and only that one
-    dirs = _wait(f"{directory} offline on {name}", OFFLINE_S, lambda: (
-        d if (d := _log_dirs(cluster, broker))[directory]["error"] else None))
+    _wait_offline(cluster, broker, directory)
     offline_s = time.monotonic() - started
-    assert dirs[directory]["error"].endswith(".KafkaStorageException"), dirs
-    assert dirs[other]["error"] is None, dirs
-    log = broker.read_file(kraft.SERVER_LOG).decode(errors="replace")
-    assert f"Stopped serving replicas in dir {directory}" in log
-    # ...while the broker lives, registered and unfenced
-    assert broker.kafka_pid() == pid
-    assert _fenced(cluster, broker_id).get(broker_id) is False
-    assert broker_id in cluster.unfenced_brokers()
+    assert broker.kafka_pid() == pid, "the broker lives on"
 
     # the controller moved that dir's partitions away; the other dir's stay
     def moved() -> dict[int, PartitionState] | None:
@@ -207,38 +245,45 @@ def test_a_failed_log_dir_goes_offline_alone_and_comes_back_after_the_heal(rig):
     moved_s = time.monotonic() - started
     assert all(broker_id in states[p].isr for p in before[other]["partitions"]), states
     assert led and all(states[p].leader != broker_id for p in led)
-    recorder.flush()
-    lines = [json.loads(x) for x in history.read_text().splitlines()]
-    (fault,) = [x for x in lines if x["fault"] == "disk-fault" and x["type"] == "ok"]
-    assert fault["nodes"] == [name] and fault["detail"] == {
-        "dir": directory, "errno": "EIO", "operations": ["fsync", "write"], "dropped": True}
+    (fault,) = [x for x in _fault_lines(history, recorder)[seen:] if x["type"] == "ok"]
+    assert (fault["fault"], fault["nodes"]) == ("disk-fault", [name])
+    assert fault["detail"] == {"dir": directory, "errno": "EIO",
+                               "operations": ["fsync", "write"], "dropped": True}
 
-    # heal: the disk is healthy, the broker restarted, the dir online again
-    healed_at = time.monotonic()
-    ended = injector.end_disk_fault(name)
-    assert ended["stopped_pid"] == pid and ended["pid"] not in (None, pid)
-    assert ended["failed"]["write"] + ended["failed"]["fsync"] > 0, ended
-    assert not injector.disk_faults
-    control = PageCacheConfig().control_dir
-    state = json.loads(broker.read_file(f"{control}/fault-state.json"))
-    assert state["fault"] is None, "no fault mode remains in the layer"
-    cluster.wait_ready(RECOVERED_S)
-    def online() -> dict[str, dict[str, Any]] | None:
-        dirs = _log_dirs(cluster, broker)
-        return dirs if all(info["error"] is None for info in dirs.values()) else None
-
-    dirs = _wait(f"both dirs of {name} online", RECOVERED_S, online)
-    assert sorted(dirs[directory]["partitions"]) == sorted(in_dir), dirs
-    _wait(f"broker {broker_id} back in every ISR", RECOVERED_S, lambda: (
-        len(s := _states(cluster)) == TOPIC.partitions
-        and all(broker_id in p.isr for p in s.values())))
-    recovered_s = time.monotonic() - healed_at
+    ended, recovered_s = _heal(cluster, injector, broker, directory, in_dir, pid)
+    assert ended["failed"]["write"] > 0, ended
     assert producer.outcomes["ok"] > written, "acks=all writes went on"
-    recorder.flush()
-    lines = [json.loads(x) for x in history.read_text().splitlines()]
-    assert [(x["fault"], x["type"]) for x in lines if x["f"] == "fault"] == [
-        ("disk-fault", "invoke"), ("disk-fault", "ok"), ("start", "invoke"), ("start", "ok")]
-    print(f"\n[disk-fault] {name} {directory}: offline after {offline_s:.1f} s, "
-          f"partitions {in_dir} moved after {moved_s:.1f} s (led {led}); heal to full ISR "
-          f"{recovered_s:.1f} s; layer failed {ended['failed']}, dropped "
+    assert [(x["fault"], x["type"], x["nodes"]) for x in _fault_lines(history, recorder)[seen:]
+            ] == [("disk-fault", "invoke", [name]), ("disk-fault", "ok", [name]),
+                  ("start", "invoke", [name]), ("start", "ok", [name])]
+    print(f"\n[disk-fault EIO fsync+write] {name} {directory}: offline after "
+          f"{offline_s:.1f} s, partitions {in_dir} moved after {moved_s:.1f} s (led {led}); "
+          f"heal to full ISR {recovered_s:.1f} s; layer failed {ended['failed']}, dropped "
           f"{ended['total_bytes_dropped']} bytes; acks=all {producer.outcomes}")
+
+
+def test_a_failed_fsync_alone_takes_the_dir_offline_and_drops_what_it_did_not_sync(rig):
+    """ENOSPC on fsync only: writes go on, so Kafka meets the error at its next fsync
+    there (the high-watermark checkpoint, every 5 s), whose unsynced bytes the layer
+    then throws away, as Linux does."""
+    cluster, injector, history, recorder, _ = rig
+    broker = cluster.brokers[-1]
+    before = _log_dirs(cluster, broker)
+    directory = max(before, key=lambda d: len(before[d]["partitions"]))
+    in_dir = before[directory]["partitions"]
+    assert in_dir and all(info["error"] is None for info in before.values()), before
+    pid = broker.kafka_pid()
+    started = time.monotonic()
+    injector.disk_fault(broker.spec.name, directory, "ENOSPC", ("fsync",), drop=True)
+    _wait_offline(cluster, broker, directory)
+    offline_s = time.monotonic() - started
+    assert broker.kafka_pid() == pid, "the broker lives on"
+    ended, recovered_s = _heal(cluster, injector, broker, directory, in_dir, pid)
+    assert ended["failed"]["fsync"] > 0 and ended["failed"]["write"] == 0, ended
+    assert ended["total_bytes_dropped"] > 0, ended
+    assert ended["total_bytes_dropped"] == sum(ended["bytes_dropped"].values())
+    prefix = directory.removeprefix(cluster.config.log_dir).strip("/") + "/"
+    assert all(path.startswith(prefix) for path in ended["bytes_dropped"]), ended
+    print(f"\n[disk-fault ENOSPC fsync] {broker.spec.name} {directory}: offline after "
+          f"{offline_s:.1f} s; heal to full ISR {recovered_s:.1f} s; layer failed "
+          f"{ended['failed']}, dropped {ended['bytes_dropped']}")
