@@ -202,12 +202,19 @@ class FaultInjector:
         """Start Kafka (its storage layer mounted first) and wait for its process."""
         name = node.spec.name
         self.cluster.restart_kafka(node)
-        if not wait_until(lambda: node.kafka_pid() is not None,
-                          self.cluster.config.node_start_timeout_s,
+        seen: list[int | None] = [None]
+
+        def running() -> bool:
+            seen[0] = node.kafka_pid()
+            return seen[0] is not None
+
+        if not wait_until(running, self.cluster.config.node_start_timeout_s,
                           self.cluster.config.timeouts.process_poll_s):
             raise HarnessError(f"Kafka on {name} did not start: {node.log_tail(10)}")
         self.down.discard(name)
-        return node.kafka_pid()
+        # the pid the wait saw: a second look may miss it (an engine's exec answered
+        # before it knew its exit status)
+        return seen[0]
 
     def pause(self, name: str, step: str | None = None, kind: Fault | str = Fault.PAUSE,
               detail: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -171,14 +171,20 @@ def set_disk_fault(node: Node, fault: DiskFault | None,
     ({"fault", "failed", "bytes_dropped", "total_bytes_dropped"}).
     """
     ctl = _Control(node, config)
-    pid = ctl.daemon_pid(control_dir)
-    if pid is None or not ctl.alive(pid):
+    pid: int | None = None
+
+    def live() -> bool:
+        nonlocal pid
+        pid = ctl.daemon_pid(control_dir)
+        return pid is not None and ctl.alive(pid)
+
+    # One look is no proof: an engine may answer an exec before it knows its exit code.
+    if not wait_until(live, config.fault_control_timeout_s, config.poll_interval_s):
         raise HarnessError(f"disk fault on {node.spec.name}: no live page-cache layer "
                            f"(control dir {control_dir})")
     ident = uuid.uuid4().hex
     request = {"id": ident, "fault": None if fault is None else fault.to_json()}
     node.write_file(f"{control_dir}/{CONTROL_NAME}", json.dumps(request).encode())
-    ctl.run(["kill", "-USR2", str(pid)], "signal the page-cache daemon")
     answer: dict[str, Any] = {}
 
     def answered() -> bool:
@@ -191,7 +197,13 @@ def set_disk_fault(node: Node, fault: DiskFault | None,
             answer = {}
         return isinstance(answer, dict) and answer.get("id") == ident
 
-    ctl.wait_until(answered, config.fault_control_timeout_s,
+    def signalled_and_answered() -> bool:
+        # The daemon's answer, not kill's exit status, says the signal arrived; a
+        # request applied twice is the same request (its id, its fault).
+        node.exec(["kill", "-USR2", str(pid)], timeout_s=config.exit_timeout_s)
+        return wait_until(answered, config.fault_signal_retry_s, config.poll_interval_s)
+
+    ctl.wait_until(signalled_and_answered, config.fault_control_timeout_s,
                    f"the page-cache layer on {node.spec.name} did not answer a disk-fault "
                    "request", control_dir)
     if "error" in answer:

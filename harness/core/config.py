@@ -517,6 +517,8 @@ class PageCacheConfig:
     unmount_timeout_s: float = 120.0
     #: Bound on the live daemon answering a disk-fault request (SIGUSR2).
     fault_control_timeout_s: float = 10.0
+    #: The request's signal is sent again when no answer came within this.
+    fault_signal_retry_s: float = 1.0
     poll_interval_s: float = 0.1
     #: Lines of daemon.log quoted in an error.
     log_tail_lines: int = 30

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -75,7 +76,8 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
     config = replace(PageCacheConfig(), files_dir=str(tmp_path / "opt"),
                      backing_dir=str(tmp_path / "backing"), mountpoint=str(tmp_path / "mnt"),
                      control_dir=str(tmp_path / "control"), python="python3",
-                     mount_timeout_s=20.0, unmount_timeout_s=20.0)
+                     mount_timeout_s=20.0, unmount_timeout_s=20.0,
+                     fault_control_timeout_s=3.0, fault_signal_retry_s=0.3)
     node = LocalNode()
     try:
         yield Setup(node, config, Path(config.backing_dir), Path(config.mountpoint),
@@ -153,9 +155,65 @@ def test_a_disk_fault_is_set_and_cleared_through_the_node(setup: Setup) -> None:
     assert healed["fault"] is None and healed["failed"] == {"fsync": 0, "write": 1}
     _write(setup.mnt / "dir-1" / "seg", b"y", sync=True)
     assert (setup.backing / "dir-1" / "seg").read_bytes() == b"y"
-    os.kill(int((setup.control / "pid").read_text()), 9)
+    pid = int((setup.control / "pid").read_text())
+    os.kill(pid, 9)
+    _wait_gone(pid)
     with pytest.raises(HarnessError, match="no live page-cache layer"):
         layer.disk_fault(setup.node, None)
+    subprocess.run(["fusermount3", "-u", "-z", str(setup.mnt)], check=True)  # the dead mount
+
+
+def _wait_gone(pid: int, timeout_s: float = 10.0) -> None:
+    """Until the killed daemon is gone or a zombie (SIGKILL lands asynchronously)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX":
+                return
+        except FileNotFoundError:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"pid {pid} still runs")
+
+
+class FlakyNode(LocalNode):
+    """An engine under load: the first look at the pid file fails, the first signal is
+    lost, the second is delivered but its exit status is not known (Docker's exec
+    inspected before the exit was recorded answers None)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pid_looks = 0
+        self.kills = 0
+
+    def exec(self, cmd: list[str] | str, *, timeout_s: float = 60.0,
+             detach: bool = False) -> ExecResult:
+        if isinstance(cmd, list) and cmd[0] == "cat" and cmd[1].endswith("/pid"):
+            self.pid_looks += 1
+            if self.pid_looks == 1:
+                return ExecResult(-1, "")
+        if isinstance(cmd, list) and cmd[:2] == ["kill", "-USR2"]:
+            self.kills += 1
+            if self.kills == 1:
+                return ExecResult(0, "")
+            super().exec(cmd, timeout_s=timeout_s)
+            return ExecResult(-1, "")
+        return super().exec(cmd, timeout_s=timeout_s, detach=detach)
+
+
+def test_a_disk_fault_request_survives_an_engine_that_answers_late(setup: Setup) -> None:
+    from nemesis.pagecache_faults import DiskFault
+
+    _mount(setup)
+    flaky = FlakyNode()
+    answer = pagecache.set_disk_fault(flaky, DiskFault("", "EIO", ("write",), drop=False),
+                                      setup.config.control_dir, setup.config)
+    assert answer["fault"]["errno"] == "EIO"
+    assert (flaky.pid_looks, flaky.kills) == (2, 2)
+    with pytest.raises(OSError):
+        _write(setup.mnt / "f", b"x", sync=False)
+    assert pagecache.set_disk_fault(setup.node, None, setup.config.control_dir,
+                                    setup.config)["failed"]["write"] == 1
 
 
 def test_power_loss_reports_drops_and_remounts(setup: Setup) -> None:
