@@ -22,6 +22,7 @@ import importlib.util
 import json
 import os
 import shlex
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -339,13 +340,28 @@ class PageCacheLayer:
               files_dir=self.config.files_dir, config=self.config)
 
     def ensure(self, node: Node) -> None:
-        """Mount a fresh layer unless a live one is there (mount() clears a dead one)."""
+        """Mount a fresh layer unless a live one is there (mount() clears a dead one).
+
+        The layer must look dead `dead_looks` times before it is remounted: one look
+        is no proof (an engine may answer an exec before it knows its exit status,
+        and mount() refuses a live layer)."""
         ctl = _Control(node, self.config)
-        pid = ctl.daemon_pid(self.config.control_dir)
-        live = pid is not None and ctl.alive(pid)
-        if not (live and is_mounted(node, self.config.mountpoint, self.config)):
-            mount(node, self.config.backing_dir, self.config.mountpoint,
-                  self.config.control_dir, files_dir=self.config.files_dir, config=self.config)
+
+        def live() -> bool:
+            try:
+                pid = ctl.daemon_pid(self.config.control_dir)
+                return (pid is not None and ctl.alive(pid)
+                        and ctl.mount_source(self.config.mountpoint) is not None)
+            except HarnessError:
+                return False
+
+        for look in range(self.config.dead_looks):
+            if look:
+                time.sleep(self.config.poll_interval_s)
+            if live():
+                return
+        mount(node, self.config.backing_dir, self.config.mountpoint,
+              self.config.control_dir, files_dir=self.config.files_dir, config=self.config)
 
     def power_loss(self, node: Node) -> dict[str, Any]:
         """Drop every byte never fsynced (Kafka must be dead); remounts before returning."""

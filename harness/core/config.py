@@ -520,6 +520,9 @@ class PageCacheConfig:
     #: The request's signal is sent again when no answer came within this.
     fault_signal_retry_s: float = 1.0
     poll_interval_s: float = 0.1
+    #: Looks (poll_interval_s apart) that must all find no live layer before a
+    #: restart mounts a fresh one (one failed exec is no proof).
+    dead_looks: int = 3
     #: Lines of daemon.log quoted in an error.
     log_tail_lines: int = 30
 

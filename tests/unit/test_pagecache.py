@@ -280,6 +280,7 @@ def test_mounting_twice_is_refused_but_a_dead_mount_is_replaced(setup: Setup) ->
                         setup.config.control_dir, files_dir=setup.config.files_dir,
                         config=setup.config)
     os.kill(pid, 9)  # the daemon dies without unmounting: the mount is dead
+    _wait_gone(pid)  # SIGKILL lands asynchronously; a loaded machine showed it alive
     new_pid = pagecache.mount(setup.node, setup.config.backing_dir, setup.config.mountpoint,
                               setup.config.control_dir, files_dir=setup.config.files_dir,
                               config=setup.config)
@@ -295,3 +296,18 @@ def test_bad_paths_are_refused_before_anything_runs(setup: Setup) -> None:
     with pytest.raises(HarnessError, match="no live page-cache layer"):
         pagecache.power_loss(setup.node, setup.config.mountpoint, setup.config.control_dir,
                              config=setup.config)
+
+
+def test_ensure_does_not_remount_a_live_layer_that_one_look_missed(setup: Setup) -> None:
+    """A restart's ensure() met one failed exec (a real run's disk-fault end): mount()
+    then refused the live layer. Now a layer must look dead every time to be remounted."""
+    pid = _mount(setup)
+    layer = pagecache.PageCacheLayer(setup.config)
+    flaky = FlakyNode()
+    layer.ensure(flaky)
+    assert flaky.pid_looks == 2 and int((setup.control / "pid").read_text()) == pid
+    os.kill(pid, 9)
+    _wait_gone(pid)
+    layer.ensure(setup.node)  # a dead one is replaced
+    assert int((setup.control / "pid").read_text()) != pid
+    assert pagecache.is_mounted(setup.node, setup.config.mountpoint, config=setup.config)
