@@ -148,7 +148,7 @@ class Cluster:
             if self._on_page_cache_layer(node):
                 assert self.broker_storage is not None
                 node.write_file(kraft.FORMAT_PROPERTIES, kraft.format_properties(
-                    properties, self.broker_storage.backing_dir).encode())
+                    properties, self.config, self.broker_storage.backing_dir).encode())
             node.write_file(kraft.LOG4J_CONFIG, kraft.log4j2_properties().encode())
             node.write_file(kraft.START_SCRIPT, kraft.start_script(spec, self.config).encode(),
                             mode=0o755)
@@ -363,7 +363,8 @@ class Cluster:
         tool of the Kafka under test."""
         from cluster.replica_logs import dump_replicas
 
-        return dump_replicas(node, self.config.log_dir, topics, self._log_dump_class(),
+        return dump_replicas(node, kraft.broker_log_dirs(self.config), topics,
+                             self._log_dump_class(),
                              self.config.timeouts.metadata_dump_s)
 
     def describe_all(self) -> list[PartitionState]:

@@ -19,12 +19,14 @@ from typing import Any, Protocol
 
 from cluster.cluster import Cluster
 from cluster.firewall import drop_peers_command, remove_tagged_command
+from cluster.kraft import broker_log_dirs
 from cluster.node import Node
 from harness.core.errors import HarnessError
 from harness.core.history import NEMESIS_PROCESS, Fault, Kind, OpType
 from harness.core.wait import wait_until
 from nemesis.grudges import Grudge
 from nemesis.pagecache import PageCacheLayer
+from nemesis.pagecache_faults import DiskFault
 
 
 class Recorder(Protocol):
@@ -63,6 +65,8 @@ class FaultInjector:
         self.grudge: dict[str, list[str]] = {}
         self.down: set[str] = set()
         self.paused: set[str] = set()
+        #: Brokers with a disk fault in force: node -> the failing log dir.
+        self.disk_faults: dict[str, str] = {}
         #: Seconds from the decision to the fault in force, per fault kind.
         self.latencies: dict[str, list[float]] = {}
 
@@ -190,15 +194,27 @@ class FaultInjector:
         node = self._node(name)
 
         def apply() -> dict[str, Any]:
-            self.cluster.restart_kafka(node)
-            if not wait_until(lambda: node.kafka_pid() is not None,
-                              self.cluster.config.node_start_timeout_s,
-                              self.cluster.config.timeouts.process_poll_s):
-                raise HarnessError(f"Kafka on {name} did not start: {node.log_tail(10)}")
-            self.down.discard(name)
-            return {"pid": node.kafka_pid()}
+            return {"pid": self._start_kafka(node)}
 
         return self._fault(Fault.START, [name], _detail(step, detail), apply)
+
+    def _start_kafka(self, node: Node) -> int | None:
+        """Start Kafka (its storage layer mounted first) and wait for its process."""
+        name = node.spec.name
+        self.cluster.restart_kafka(node)
+        seen: list[int | None] = [None]
+
+        def running() -> bool:
+            seen[0] = node.kafka_pid()
+            return seen[0] is not None
+
+        if not wait_until(running, self.cluster.config.node_start_timeout_s,
+                          self.cluster.config.timeouts.process_poll_s):
+            raise HarnessError(f"Kafka on {name} did not start: {node.log_tail(10)}")
+        self.down.discard(name)
+        # the pid the wait saw: a second look may miss it (an engine's exec answered
+        # before it knew its exit status)
+        return seen[0]
 
     def pause(self, name: str, step: str | None = None, kind: Fault | str = Fault.PAUSE,
               detail: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -241,13 +257,72 @@ class FaultInjector:
 
         return self._fault(Fault.PAGE_CACHE_LOSS, [name], _detail(step, detail), apply)
 
+    # -- disks -----------------------------------------------------------------------
+
+    def log_dirs(self) -> list[str]:
+        """A broker's log directories (the same on every broker), as Kafka names them."""
+        return broker_log_dirs(self.cluster.config)
+
+    def disk_fault(self, name: str, directory: str, errno_name: str,
+                   operations: tuple[str, ...], drop: bool, step: str | None = None,
+                   detail: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Fail `operations` (write, fsync) under one log dir of a broker with an errno,
+        through its page-cache layer, while Kafka runs on: Kafka takes the dir offline
+        (or stops, when it was its only one). `drop`: a failed fsync forgets the
+        file's unsynced data, recorded as `"dropped": true`."""
+        if self.page_cache is None:
+            raise HarnessError("disk-fault needs the page-cache layer under the brokers")
+        node, layer = self._node(name), self.page_cache
+        fault = DiskFault(layer.relative(directory), errno_name, tuple(operations), drop)
+        dropping = drop and "fsync" in fault.operations
+        detail = {"dir": directory, "errno": errno_name, "operations": list(fault.operations),
+                  "dropped": dropping, **_detail(step, detail)}
+
+        def apply() -> None:
+            layer.disk_fault(node, fault)
+            self.disk_faults[name] = directory
+
+        return self._fault(Fault.DISK_FAULT, [name], detail, apply)
+
+    def end_disk_fault(self, name: str, step: str | None = None,
+                       detail: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The disk is healthy again: errors off, then the broker restarted (cleanly
+        if it still runs), since Kafka keeps a failed log dir offline until then.
+        Recorded as the `start` that ends the disk fault, with what the fault did."""
+        if self.page_cache is None:
+            raise HarnessError("disk-fault needs the page-cache layer under the brokers")
+        node, layer = self._node(name), self.page_cache
+        timeouts = self.cluster.config.timeouts
+
+        def apply() -> dict[str, Any]:
+            answer = layer.disk_fault(node, None)
+            self.disk_faults.pop(name, None)
+            stopped = node.kafka_pid()
+            if stopped is not None:
+                node.signal_kafka("TERM")
+                if not node.wait_kafka_gone(timeouts.kafka_gone_after_term_s):
+                    node.signal_kafka("KILL")  # a shutdown stuck on the failed dir
+                    if not node.wait_kafka_gone(timeouts.kafka_gone_s):
+                        raise HarnessError(f"Kafka on {name} still runs after SIGKILL")
+            self.down.add(name)
+            started = self._start_kafka(node)
+            return {"stopped_pid": stopped, "pid": started,
+                    "failed": answer.get("failed", {}),
+                    "bytes_dropped": answer.get("bytes_dropped", {}),
+                    "total_bytes_dropped": answer.get("total_bytes_dropped", 0)}
+
+        return self._fault(Fault.START, [name], _detail(step, detail), apply)
+
     # -- the end of every fault ------------------------------------------------------
 
     def heal_all(self) -> None:
-        """End every fault: heal the network, resume paused, start what is down."""
+        """End every fault: heal the network, resume paused, end disk faults, start
+        what is down."""
         self.heal(step="final-heal")
         for name in sorted(self.paused):
             self.resume(name, step="final-heal")
+        for name in sorted(self.disk_faults):
+            self.end_disk_fault(name, step="final-heal")
         for name in sorted(self.cluster.nodes):
             node = self._node(name)
             if name in self.down or node.kafka_pid() is None:

@@ -202,6 +202,10 @@ class ClusterConfig:
     partitions_poll_s: float = 0.3
     #: Log dirs of a broker (the page-cache layer mounts over this later).
     log_dir: str = "/data/kafka"
+    #: How many log directories each broker has (JBOD). One is log_dir itself; more
+    #: are log_dir/dir-0, log_dir/dir-1, ... (one page-cache mount holds them all),
+    #: so one can fail while the broker lives on (the disk-fault kind asks for 2).
+    log_dirs: int = 1
     metadata_log_dir: str = "/data/metadata"
     #: Real hosts over SSH (a YAML file naming them, cluster/nodes_file.py)
     #: instead of Docker containers; the file also sets the topology.
@@ -326,6 +330,36 @@ class ScenarioTimings:
     unfenced_poll_s: float = 0.5
 
 
+#: The errors and operations a disk fault may name (nemesis/pagecache_faults.py
+#: spells the same inside the node).
+DISK_ERRNOS = ("EIO", "ENOSPC")
+DISK_OPERATIONS = ("fsync", "write")
+
+
+@dataclass(frozen=True)
+class DiskFaultConfig:
+    """The disk-fault kind: how one of a broker's log directories fails, drawn
+    from the run's seeded RNG ([run.disk_fault] in --config)."""
+
+    #: Errors the failing directory answers with, one drawn per fault.
+    errnos: tuple[str, ...] = DISK_ERRNOS
+    #: What fails, one entry drawn per fault: operations joined by "+".
+    operations: tuple[str, ...] = ("fsync", "write", "fsync+write")
+    #: How long the directory fails at least, drawn between these (the fault lasts
+    #: the mix's interval if that is longer). Above the brokers' high-watermark
+    #: checkpoint interval (5 s, fsynced in every log dir), so Kafka meets the
+    #: error even where no record is written.
+    min_hold_s: float = 6.0
+    max_hold_s: float = 12.0
+    #: A failed fsync forgets the file's unsynced data (Linux after a writeback
+    #: error): such a fault is recorded `"dropped": true` and, like a page-cache
+    #: loss, injected only while every ISR is full.
+    drop_on_failed_fsync: bool = True
+    #: Log directories per broker while the kind is in the mix, unless chosen
+    #: (cluster.log_dirs): with two, one fails while the broker lives on.
+    log_dirs: int = 2
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """One `harness run`: which nemesis, how long, where the evidence goes."""
@@ -359,6 +393,8 @@ class RunConfig:
     #: bounce-leader's leader.imbalance.check.interval.seconds (unless --config sets
     #: [cluster.timings]): the fenced leader gets its partitions back within seconds.
     bounce_leader_imbalance_check_s: int = 5
+    #: disk-fault's draws and the log dirs it needs ([run.disk_fault] in --config).
+    disk_fault: DiskFaultConfig = field(default_factory=DiskFaultConfig)
     #: The progress display is refreshed this often; off a terminal a line is
     #: printed at most every progress_line_every_s.
     progress_poll_s: float = 0.5
@@ -479,7 +515,14 @@ class PageCacheConfig:
     exit_timeout_s: float = 10.0
     #: Bound on a clean unmount (it writes back every dirty byte first).
     unmount_timeout_s: float = 120.0
+    #: Bound on the live daemon answering a disk-fault request (SIGUSR2).
+    fault_control_timeout_s: float = 10.0
+    #: The request's signal is sent again when no answer came within this.
+    fault_signal_retry_s: float = 1.0
     poll_interval_s: float = 0.1
+    #: Looks (poll_interval_s apart) that must all find no live layer before a
+    #: restart mounts a fresh one (one failed exec is no proof).
+    dead_looks: int = 3
     #: Lines of daemon.log quoted in an error.
     log_tail_lines: int = 30
 

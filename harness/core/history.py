@@ -58,13 +58,16 @@ class Fault(StrEnum):
     RESUME = "resume"
     BOUNCE_LEADER = "bounce-leader"
     PAGE_CACHE_LOSS = "page-cache-loss"
+    DISK_FAULT = "disk-fault"
 
 
 #: Which fault ends which: a fault is in force from its `ok` (or `info`) until one
 #: of these acts on the same nodes.
 ENDED_BY: dict[Fault, tuple[Fault, ...]] = {
     Fault.HEAL: (Fault.PARTITION, Fault.CONTROLLER_PARTITION, Fault.ISOLATE_FROM_CONTROLLERS),
-    Fault.START: (Fault.KILL, Fault.STOP, Fault.PAGE_CACHE_LOSS, Fault.CONTROLLER_KILL),
+    # a disk fault ends when the broker is started again on a healthy disk
+    Fault.START: (Fault.KILL, Fault.STOP, Fault.PAGE_CACHE_LOSS, Fault.CONTROLLER_KILL,
+                  Fault.DISK_FAULT),
     Fault.RESUME: (Fault.PAUSE, Fault.BOUNCE_LEADER),
 }
 

@@ -12,6 +12,7 @@ from nemesis.faults import (
     bounce_leader,
     controller_kill,
     controller_partition,
+    disk_fault,
     isolate_from_controllers,
     kill,
     page_cache_loss,
@@ -28,7 +29,7 @@ __all__ = ["COLOURS", "FAULT_KINDS", "NETWORK", "NOT_IN_ALL", "PACKAGES", "PROCE
 #: (nemesis.mix): changing it changes which fault a seed injects when.
 PACKAGES: dict[str, FaultPackage] = {m.PACKAGE.name: m.PACKAGE for m in (
     partition, kill, stop, pause, page_cache_loss, controller_kill, controller_partition,
-    isolate_from_controllers, bounce_leader)}
+    isolate_from_controllers, bounce_leader, disk_fault)}
 
 #: The entries a mix may hold: one per fault package.
 FAULT_KINDS = tuple(PACKAGES)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from harness.core.config import DiskFaultConfig
 from harness.core.history import BUDGET_FAULTS, Fault
 from nemesis import grudges
 from nemesis.needs import Layer, Setting
@@ -51,6 +52,12 @@ class Injector(Protocol):
                detail: dict[str, Any] | None = None) -> Any: ...
     def page_cache_loss(self, name: str, step: str | None = None,
                         detail: dict[str, Any] | None = None) -> Any: ...
+    def log_dirs(self) -> list[str]: ...
+    def disk_fault(self, name: str, directory: str, errno_name: str,
+                   operations: tuple[str, ...], drop: bool, step: str | None = None,
+                   detail: dict[str, Any] | None = None) -> Any: ...
+    def end_disk_fault(self, name: str, step: str | None = None,
+                       detail: dict[str, Any] | None = None) -> Any: ...
 
 
 class Mix(Protocol):
@@ -61,6 +68,7 @@ class Mix(Protocol):
     rng: random.Random
     replication_factor: int
     bounce_hold_s: float
+    disk_fault: DiskFaultConfig
     stop_event: threading.Event
     log: Callable[[str], None]
 
@@ -80,7 +88,8 @@ class FaultPackage:
     roles: tuple[Role, ...]
     #: How plots draw it.
     colour: str
-    #: What it acts on (NETWORK or PROCESSES).
+    #: What it acts on (NETWORK or PROCESSES; a disk fault restarts its broker at
+    #: its end, so it is PROCESSES too).
     resource: str
     inject: Callable[[Mix, FaultPackage], Undo | None]
     #: Its line of `harness run --help`.

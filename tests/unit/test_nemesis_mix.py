@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from cluster.observe import PartitionState
+from harness.core.config import DiskFaultConfig
 from harness.core.history import ENDED_BY, Fault
 from nemesis.faults import FAULT_KINDS, PACKAGES
 from nemesis.mix import RandomMix
@@ -167,22 +168,39 @@ class FakeInjector:
     def page_cache_loss(self, name, step=None, detail=None):  # noqa: ANN001
         self._line(Fault.PAGE_CACHE_LOSS, [name], step, detail)
 
+    def log_dirs(self):  # noqa: ANN201
+        return ["/data/kafka/dir-0", "/data/kafka/dir-1"]
+
+    def disk_fault(self, name, directory, errno_name, operations, drop, step=None,  # noqa: ANN001
+                   detail=None):
+        self._line(Fault.DISK_FAULT, [name], step,
+                   {"dir": directory, "errno": errno_name, "operations": list(operations),
+                    "dropped": drop, **(detail or {})})
+
+    def end_disk_fault(self, name, step=None, detail=None):  # noqa: ANN001
+        self._line(Fault.START, [name], step, detail)
+
 
 FULL = [state(0, 1, (1, 2, 3), elr=()), state(1, 2, (2, 3, 1), elr=())]
 SHRUNK = [state(0, 1, (1, 2), elr=(3,)), state(1, 2, (2, 3, 1), elr=())]
+
+
+#: disk-fault's draws with a hold short enough for a unit test
+QUICK_DISK = DiskFaultConfig(min_hold_s=0.01, max_hold_s=0.02)
 
 
 def mix(injector: FakeInjector, states: list[PartitionState], kinds=FAULT_KINDS, seed: int = 3,
         stop: threading.Event | None = None, active: int | None = 102) -> RandomMix:
     return RandomMix(injector, FakeObserver(states), kinds, seed, interval_s=0.0,
                      replication_factor=3, stop=stop, log=lambda _m: None,
-                     topology=TOPOLOGY, active_controller=lambda: active, bounce_hold_s=0.01)
+                     topology=TOPOLOGY, active_controller=lambda: active, bounce_hold_s=0.01,
+                     disk_fault=QUICK_DISK)
 
 
 def test_every_kind_of_the_mix_is_recorded_as_a_fault_that_something_ends() -> None:
     assert FAULT_KINDS == tuple(PACKAGES) == (
         "partition", "kill", "stop", "pause", "page-cache-loss", "controller-kill",
-        "controller-partition", "isolate-from-controllers", "bounce-leader")
+        "controller-partition", "isolate-from-controllers", "bounce-leader", "disk-fault")
     lasting = {kind for ended in ENDED_BY.values() for kind in ended}
     for kind in FAULT_KINDS:
         assert isinstance(PACKAGES[kind].recorded, Fault)
@@ -314,6 +332,9 @@ def test_each_package_is_one_complete_fault_kind():
         "isolate-from-controllers": ("isolate-from-controllers", "#fdae6b", False),
         # its own kind, drawn in a pause's colour
         "bounce-leader": ("bounce-leader", "#756bb1", False),
+        # counted against the budget only when its detail says it dropped data
+        # (HISTORY.md), so not one of BUDGET_FAULTS
+        "disk-fault": ("disk-fault", "#8c510a", False),
     }
     assert {name: (str(p.recorded), p.colour, p.counts_against_budget)
             for name, p in PACKAGES.items()} == expected

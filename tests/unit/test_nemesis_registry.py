@@ -104,9 +104,12 @@ def test_the_layers_and_settings_a_scenario_needs_come_from_its_package():
 
 
 def test_a_plans_cluster_settings_are_its_kinds():
+    disk = PACKAGES["disk-fault"].cluster_settings
     plan = parse_nemesis(f"{ALL},bounce-leader")
-    assert plan.cluster_settings == PACKAGES["bounce-leader"].cluster_settings != ()
-    assert parse_nemesis(ALL).cluster_settings == ()
+    assert plan.cluster_settings == disk + PACKAGES["bounce-leader"].cluster_settings
+    assert PACKAGES["bounce-leader"].cluster_settings != () and disk != ()
+    assert parse_nemesis(ALL).cluster_settings == disk
+    assert parse_nemesis("kill,pause").cluster_settings == ()
 
 
 def test_a_config_file_with_cluster_timings_keeps_its_own_preferred_leader_check(tmp_path):
