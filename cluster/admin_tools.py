@@ -4,9 +4,12 @@ min-isr-change and feature-change faults.
 librdkafka's admin client has no UpdateFeatures, and the harness's wire client
 speaks no admin API; Kafka's ConfigCommand and FeatureCommand do both, are in
 every distribution the nodes mount, and run the same through Docker and SSH
-(Node.exec). They talk to the controllers directly (`--bootstrap-controller`,
-KIP-919): the controller is what changes a config or a feature level, and a
-broker cut off from it could only time out.
+(Node.exec). The feature tool talks to the controllers directly
+(`--bootstrap-controller`, KIP-919): the controller is what changes a feature
+level. The config tool asks the brokers (`--bootstrap-server`): a controller
+answers no DescribeConfigs of a topic ("not yet supported when communicating
+directly with the controller quorum", Kafka 4.4), and a broker forwards the
+change to the controller.
 
 What Kafka said decides how a fault line ends: a change the controller refused
 (an invalid config or feature level) certainly did not happen (AdminRefused: the
@@ -59,13 +62,18 @@ class AdminTools:
 
     config_class: str
     feature_class: str
+    #: host:port of every broker, comma-separated.
+    brokers: str
     #: host:port of every controller, comma-separated.
     controllers: str
     timeout_s: float
 
     def _java(self, main_class: str, *args: str) -> list[str]:
+        bootstrap = (["--bootstrap-controller", self.controllers]
+                     if main_class == self.feature_class
+                     else ["--bootstrap-server", self.brokers])
         return ["java", "-Xmx128m", "-cp", f"{kraft.KAFKA_HOME}/libs/*", main_class,
-                "--bootstrap-controller", self.controllers, *args]
+                *bootstrap, *args]
 
     # -- the commands -------------------------------------------------------------
 
@@ -118,16 +126,17 @@ class AdminTools:
 
 
 def admin_tools(cluster: Cluster) -> AdminTools:
-    """The tools of the Kafka under test, asking every controller of `cluster`."""
+    """The tools of the Kafka under test, asking every broker or controller of `cluster`."""
     port = cluster.config.controller_port
     return AdminTools(cluster.tool_class(CONFIG_CLASSES), cluster.tool_class(FEATURE_CLASSES),
+                      ",".join(cluster.bootstrap),
                       ",".join(f"{n.spec.address}:{port}" for n in cluster.controllers),
                       cluster.config.timeouts.admin_tool_s)
 
 
 def failure(name: str, command: list[str], exit_code: int, output: str) -> AdminError:
     """What a failed tool run means: refused (nothing changed) or unknown."""
-    args = " ".join(command[command.index("--bootstrap-controller") + 2:])
+    args = " ".join(command[7:])  # after java, its options, the class and the bootstrap
     tail = " ".join(output.strip().splitlines()[-3:])[-400:]
     message = f"{name}: {args}: exited {exit_code}: {tail}"
     if any(u in output for u in UNKNOWNS) or not any(r in output for r in REFUSALS):

@@ -34,10 +34,11 @@ from tests.unit.test_nemesis_mix import FULL, SHRUNK, FakeInjector, mix, state
 
 TOOLS = AdminTools("org.apache.kafka.tools.ConfigCommand",
                    "org.apache.kafka.tools.FeatureCommand",
-                   "10.0.0.1:9093,10.0.0.2:9093", timeout_s=60.0)
+                   "10.0.0.11:9092,10.0.0.12:9092", "10.0.0.1:9093,10.0.0.2:9093",
+                   timeout_s=60.0)
 JAVA = ["java", "-Xmx128m", "-cp", "/opt/kafka/libs/*"]
 CONFIGS = [*JAVA, "org.apache.kafka.tools.ConfigCommand",
-           "--bootstrap-controller", "10.0.0.1:9093,10.0.0.2:9093"]
+           "--bootstrap-server", "10.0.0.11:9092,10.0.0.12:9092"]
 FEATURES = [*JAVA, "org.apache.kafka.tools.FeatureCommand",
             "--bootstrap-controller", "10.0.0.1:9093,10.0.0.2:9093"]
 
