@@ -283,7 +283,16 @@ class FaultInjector(AdminFaults):
             node = self._node(name)
             if name in self.down or node.kafka_pid() is None:
                 self.start(name, step="final-heal")
+        errors = []  # each change is put back even when another one could not be
         for feature in sorted(self.feature_changes):
-            self.restore_feature(feature, step="final-heal")
+            try:
+                self.restore_feature(feature, step="final-heal")
+            except HarnessError as err:
+                errors.append(err.message)
         for topic in sorted(self.min_isr_changes, key=lambda t: (t is not None, t or "")):
-            self.restore_min_isr(topic, step="final-heal")
+            try:
+                self.restore_min_isr(topic, step="final-heal")
+            except HarnessError as err:
+                errors.append(err.message)
+        if errors:
+            raise HarnessError("; ".join(errors))

@@ -98,7 +98,7 @@ def test_random_mix_of_all_faults_heals_everything(tmp_path):
     """A seeded mix of every fault kind runs each kind, ends with each fault undone,
     the cluster recovered and complete final reads; with ELR on and page-cache
     losses kept within the fault budget, Kafka keeps its promises: valid, exit 0."""
-    proc = _harness("run", "--nemesis", "all", "--time-limit", "100", "--interval", "4",
+    proc = _harness("run", "--nemesis", "all", "--time-limit", "140", "--interval", "4",
                     "--seed", "3", "--name", "it-mix", store=tmp_path)
     run_dir = (tmp_path / "latest").resolve()
     test = json.loads((run_dir / "test.json").read_text())

@@ -25,6 +25,7 @@ from cluster.admin_tools import (
     parse_min_isr,
 )
 from cluster.node import ExecResult, NodeSpec, Role
+from harness.core.errors import HarnessError
 from harness.core.history import ENDED_BY, RESTORE, RESTORED_BY_SELF, Fault, restores
 from nemesis.faults import PACKAGES
 from nemesis.injector import FaultInjector, FaultRefused
@@ -44,22 +45,28 @@ FEATURES = [*JAVA, "org.apache.kafka.tools.FeatureCommand",
 
 #: What Kafka 4.4's tools print (seen on the integration cluster).
 TOPIC_DESCRIBED = (
-    "Dynamic configs for topic elr-test are:\n"
+    "Dynamic configs for topic minisr are:\n"
     "  min.insync.replicas=2 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:"
     "min.insync.replicas=2, DYNAMIC_DEFAULT_BROKER_CONFIG:min.insync.replicas=1, "
     "DEFAULT_CONFIG:min.insync.replicas=1}\n"
     "  unclean.leader.election.enable=false sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:"
-    "unclean.leader.election.enable=false, DEFAULT_CONFIG:unclean.leader.election.enable="
-    "false}\n")
+    "unclean.leader.election.enable=false, STATIC_BROKER_CONFIG:unclean.leader.election."
+    "enable=false, DEFAULT_CONFIG:unclean.leader.election.enable=false}\n")
 DEFAULT_DESCRIBED = (
     "Default configs for brokers in the cluster are:\n"
     "  min.insync.replicas=1 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:"
     "min.insync.replicas=1}\n")
-FEATURES_DESCRIBED = (
-    "Feature: eligible.leader.replicas.version\tSupportedMinVersion: 0\t"
-    "SupportedMaxVersion: 1\tFinalizedVersionLevel: 1\tEpoch: 12\n"
-    "Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\tSupportedMaxVersion: 4.4-IV0\t"
-    "FinalizedVersionLevel: 4.4-IV0\tEpoch: 12\n")
+
+
+def _feature(name: str, low: str, high: str, level: str) -> str:
+    """One line of `kafka-features describe` as 4.4.0 pads it."""
+    return (f"Feature: {name:<40}SupportedMinVersion: {low:<16}SupportedMaxVersion: "
+            f"{high:<16}FinalizedVersionLevel: {level:<16}Epoch: 9\n")
+
+
+FEATURES_DESCRIBED = (_feature(ELR_FEATURE, "0", "1", "1")
+                      + _feature("group.version", "0", "1", "1")
+                      + _feature("metadata.version", "3.3-IV3", "4.4-IV2", "4.4-IV2"))
 
 
 # -- parsing what the tools print ------------------------------------------------------
@@ -72,17 +79,23 @@ def test_the_min_isr_is_read_from_the_entitys_own_line_not_a_synonym():
 
 def test_a_feature_level_is_its_finalized_level_and_a_dash_is_zero():
     assert parse_feature_level(FEATURES_DESCRIBED, ELR_FEATURE) == 1
-    off = FEATURES_DESCRIBED.replace("FinalizedVersionLevel: 1", "FinalizedVersionLevel: -")
-    assert parse_feature_level(off, ELR_FEATURE) == 0
+    assert parse_feature_level(_feature(ELR_FEATURE, "0", "1", "0"), ELR_FEATURE) == 0
+    assert parse_feature_level(_feature(ELR_FEATURE, "0", "1", "-"), ELR_FEATURE) == 0
     assert parse_feature_level(FEATURES_DESCRIBED, "share.version") is None
 
 
 @pytest.mark.parametrize(("output", "refused"), [
-    ("Could not downgrade eligible.leader.replicas.version to 0. Invalid update version 0 "
-     "for feature eligible.leader.replicas.version.\n1 out of 1 operation(s) failed.", True),
-    ("Error while executing config command with args '...'\n"
-     "org.apache.kafka.common.errors.InvalidConfigurationException: Cannot update these "
-     "configs", True),
+    # what 4.4.0 printed for a level it does not support, and a min ISR of 0
+    ("Could not upgrade eligible.leader.replicas.version to 7. The update failed for all "
+     "features since the following feature had an error: Invalid update version 7 for "
+     "feature eligible.leader.replicas.version. Local controller 1001 only supports "
+     "versions 0-1\n1 out of 1 operation(s) failed.\n", True),
+    ("\tat org.apache.kafka.tools.ConfigCommand.main(ConfigCommand.java:140)\n"
+     "Caused by: org.apache.kafka.common.errors.InvalidConfigurationException: Invalid "
+     "value 0 for configuration min.insync.replicas: Value must be at least 1\n", True),
+    ("Caused by: org.apache.kafka.common.errors.UnsupportedEndpointTypeException: This "
+     "Admin API is not yet supported when communicating directly with the controller "
+     "quorum.", False),
     ("Could not downgrade eligible.leader.replicas.version to 0. The request timed out.", False),
     ("org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node", False),
     ("", False),  # killed by its bound: nothing said
@@ -371,3 +384,19 @@ def test_the_contract_names_what_ends_each_change():
     assert not restores(Fault.START, {RESTORE: True})
     assert str(Fault.MIN_ISR_CHANGE) == "min-isr-change"
     assert str(Fault.FEATURE_CHANGE) == "feature-change"
+
+
+def test_the_final_heal_puts_back_every_change_even_when_one_cannot_be(rig):
+    injector, recorder, nodes = rig
+    injector.feature_change(ELR_FEATURE, 0, 1)
+    injector.min_isr_change("elr-test", 1, 2)
+    injector.min_isr_change(None, 3, 1)
+    nodes["controller-1"].answers = [ExecResult(1, "TimeoutException: no answer")]
+    with pytest.raises(HarnessError, match="TimeoutException"):
+        injector.heal_all()
+    restores_ = [(x["type"], x["detail"].get("feature", x["detail"].get("topic")))
+                 for x in recorder.lines[6:] if x["detail"].get(RESTORE)]
+    assert restores_ == [("invoke", ELR_FEATURE), ("info", ELR_FEATURE),
+                         ("invoke", None), ("ok", None), ("invoke", "elr-test"),
+                         ("ok", "elr-test")]
+    assert injector.feature_changes == {ELR_FEATURE: (1, 0)} and injector.min_isr_changes == {}
