@@ -353,10 +353,15 @@ class Cluster:
         """DumpLogSegments of the Kafka under test, wherever that release keeps it."""
         from cluster.metadata_log import DUMP_LOG_CLASSES
 
+        return self.tool_class(DUMP_LOG_CLASSES)
+
+    def tool_class(self, candidates: tuple[str, ...]) -> str:
+        """The first of `candidates` (a tool's class names, newest first) that the
+        Kafka under test holds: releases move their tools between packages."""
         distribution = self.distribution or resolve_distribution(
             self.facts.get("kafka-version", self.config.kafka_version), self.config.kafka_dist,
             self.log)
-        return distribution.main_class(DUMP_LOG_CLASSES)
+        return distribution.main_class(candidates)
 
     def replica_logs(self, node: Node, topics: Sequence[str]) -> list[ReplicaLog]:
         """A broker's own replicas of `topics`, read from its files by the log dump

@@ -8,6 +8,14 @@ carries its own name, so a report tells it from a broker's), the nodes and a
 the caller, why (`step`, and the mix's `mix` entry and target `role`). The
 injector also remembers what is in force so that `heal_all` can always end
 every fault before the final reads.
+
+A config or feature change (min-isr-change, feature-change) runs Kafka's own
+tools in a node (cluster.admin_tools) and ends `fail` when the controller
+refused it (it certainly did not happen). Such a change is ended by a line of
+its own kind with `restore: true` (harness.core.history.RESTORED_BY_SELF). While
+the ELR feature is off KIP-966 promises nothing about unclean shutdowns, so the
+injector refuses a page-cache loss then, and refuses to turn ELR off while a
+broker that lost its page cache is down.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from cluster.admin_tools import AdminRefused, AdminTools
 from cluster.cluster import Cluster
 from cluster.firewall import drop_peers_command, remove_tagged_command
 from cluster.kraft import broker_log_dirs
@@ -24,6 +33,7 @@ from cluster.node import Node
 from harness.core.errors import HarnessError
 from harness.core.history import NEMESIS_PROCESS, Fault, Kind, OpType
 from harness.core.wait import wait_until
+from nemesis.admin_faults import AdminFaults, FaultRefused, detail_of
 from nemesis.grudges import Grudge
 from nemesis.pagecache import PageCacheLayer
 from nemesis.pagecache_faults import DiskFault
@@ -40,11 +50,6 @@ KILL_KINDS = (Fault.KILL, Fault.CONTROLLER_KILL)
 PAUSE_KINDS = (Fault.PAUSE, Fault.BOUNCE_LEADER)
 
 
-def _detail(step: str | None, extra: dict[str, Any] | None) -> dict[str, Any]:
-    """A fault's detail before it runs: the caller's why (step, mix, role)."""
-    return {**({"step": step} if step else {}), **(extra or {})}
-
-
 def _checked(kind: Fault | str, allowed: tuple[Fault, ...]) -> Fault:
     kind = Fault(kind)
     if kind not in allowed:
@@ -52,14 +57,17 @@ def _checked(kind: Fault | str, allowed: tuple[Fault, ...]) -> Fault:
     return kind
 
 
-class FaultInjector:
+class FaultInjector(AdminFaults):
     """Applies faults to a cluster's nodes and records each one."""
 
     def __init__(self, cluster: Cluster, recorder: Recorder,
-                 page_cache: PageCacheLayer | None = None) -> None:
+                 page_cache: PageCacheLayer | None = None,
+                 admin: AdminTools | None = None) -> None:
         self.cluster = cluster
         self.recorder = recorder
         self.page_cache = page_cache
+        #: Kafka's config and feature tools (made from the cluster when first needed).
+        self._admin = admin
         self._lock = threading.Lock()
         #: The grudge in force (node -> peers it cannot hear), empty when healed.
         self.grudge: dict[str, list[str]] = {}
@@ -69,20 +77,35 @@ class FaultInjector:
         self.disk_faults: dict[str, str] = {}
         #: Seconds from the decision to the fault in force, per fault kind.
         self.latencies: dict[str, list[float]] = {}
+        #: Brokers a page-cache loss took down that were not started since, and how
+        #: many page-cache losses the run had.
+        self.lost_page_cache: set[str] = set()
+        self.page_cache_losses = 0
+        #: Changes that are (or may be: ended info) in force, by target: topic (None:
+        #: the cluster default) or feature -> (the value before, the value now).
+        self.min_isr_changes: dict[str | None, tuple[int, int]] = {}
+        self.feature_changes: dict[str, tuple[int, int]] = {}
 
     # -- recording -------------------------------------------------------------
 
     def _fault(self, kind: Fault, nodes: list[str], detail: dict[str, Any],
-               action: Callable[[], dict[str, Any] | None]) -> dict[str, Any]:
-        """Record invoke, run the action, record ok (or info on failure)."""
+               action: Callable[[], dict[str, Any] | None],
+               refuse: Callable[[], str | None] | None = None) -> dict[str, Any]:
+        """Record invoke, run the action, record ok (info on failure; fail when Kafka
+        refused it). `refuse` is asked first, under the same lock as every other
+        fault: a reason it gives raises FaultRefused and nothing is recorded."""
         base = {"process": NEMESIS_PROCESS, "f": Kind.FAULT, "fault": kind, "nodes": nodes}
         with self._lock:
+            reason = refuse() if refuse is not None else None
+            if reason:
+                raise FaultRefused(f"{kind} refused: {reason}")
             self.recorder.record(type=OpType.INVOKE, **base, detail=detail)
             started = time.monotonic()
             try:
                 result = action() or {}
             except Exception as err:
-                self.recorder.record(type=OpType.INFO, **base,
+                self.recorder.record(type=OpType.FAIL if isinstance(err, AdminRefused)
+                                     else OpType.INFO, **base,
                                      detail={**detail, "error": str(err)[:500]})
                 raise
             self.latencies.setdefault(str(kind), []).append(time.monotonic() - started)
@@ -106,7 +129,7 @@ class FaultInjector:
         what the cut aims at (one of PARTITION_KINDS); the rules are the same."""
         kind = _checked(kind, PARTITION_KINDS)
         nodes = sorted(grudge)
-        detail = {"grudge": grudge, **_detail(step, detail)}
+        detail = {"grudge": grudge, **detail_of(step, detail)}
 
         def apply() -> None:
             for name, peers in grudge.items():
@@ -136,7 +159,7 @@ class FaultInjector:
                                        f"{result.output[-300:]}")
             self.grudge = {}
 
-        return self._fault(Fault.HEAL, names, _detail(step, detail), apply)
+        return self._fault(Fault.HEAL, names, detail_of(step, detail), apply)
 
     def stale_brokers(self) -> set[str]:
         """Broker addresses whose metadata may be stale: down, paused, or cut off
@@ -171,7 +194,7 @@ class FaultInjector:
         def apply() -> dict[str, Any]:
             return {"pid": self._take_down(node, signal_name)}
 
-        return self._fault(kind, [name], _detail(step, detail), apply)
+        return self._fault(kind, [name], detail_of(step, detail), apply)
 
     def _take_down(self, node: Node, signal_name: str) -> int | None:
         """Signal Kafka (a paused one is thawed first, or it could not act on TERM)
@@ -196,7 +219,7 @@ class FaultInjector:
         def apply() -> dict[str, Any]:
             return {"pid": self._start_kafka(node)}
 
-        return self._fault(Fault.START, [name], _detail(step, detail), apply)
+        return self._fault(Fault.START, [name], detail_of(step, detail), apply)
 
     def _start_kafka(self, node: Node) -> int | None:
         """Start Kafka (its storage layer mounted first) and wait for its process."""
@@ -212,6 +235,7 @@ class FaultInjector:
                           self.cluster.config.timeouts.process_poll_s):
             raise HarnessError(f"Kafka on {name} did not start: {node.log_tail(10)}")
         self.down.discard(name)
+        self.lost_page_cache.discard(name)
         # the pid the wait saw: a second look may miss it (an engine's exec answered
         # before it knew its exit status)
         return seen[0]
@@ -228,7 +252,7 @@ class FaultInjector:
                 raise HarnessError(f"no Kafka process to pause on {name}")
             self.paused.add(name)
 
-        return self._fault(kind, [name], _detail(step, detail), apply)
+        return self._fault(kind, [name], detail_of(step, detail), apply)
 
     def resume(self, name: str, step: str | None = None,
                detail: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -238,7 +262,7 @@ class FaultInjector:
             node.signal_kafka("CONT")
             self.paused.discard(name)
 
-        return self._fault(Fault.RESUME, [name], _detail(step, detail), apply)
+        return self._fault(Fault.RESUME, [name], detail_of(step, detail), apply)
 
     def page_cache_loss(self, name: str, step: str | None = None,
                         detail: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -250,12 +274,18 @@ class FaultInjector:
         layer = self.page_cache
 
         def apply() -> dict[str, Any]:
+            self.page_cache_losses += 1
+            self.lost_page_cache.add(name)
             self._take_down(node, "KILL")
             report = layer.power_loss(node)
             return {"bytes_dropped": report.get("bytes_dropped", {}),
                     "total_bytes_dropped": report.get("total_bytes", 0)}
 
-        return self._fault(Fault.PAGE_CACHE_LOSS, [name], _detail(step, detail), apply)
+        def refuse() -> str | None:
+            return ("the ELR feature is off: KIP-966 promises nothing about an unclean "
+                    "shutdown then") if self.elr_feature_off else None
+
+        return self._fault(Fault.PAGE_CACHE_LOSS, [name], detail_of(step, detail), apply, refuse)
 
     # -- disks -----------------------------------------------------------------------
 
@@ -276,7 +306,7 @@ class FaultInjector:
         fault = DiskFault(layer.relative(directory), errno_name, tuple(operations), drop)
         dropping = drop and "fsync" in fault.operations
         detail = {"dir": directory, "errno": errno_name, "operations": list(fault.operations),
-                  "dropped": dropping, **_detail(step, detail)}
+                  "dropped": dropping, **detail_of(step, detail)}
 
         def apply() -> None:
             layer.disk_fault(node, fault)
@@ -311,13 +341,13 @@ class FaultInjector:
                     "bytes_dropped": answer.get("bytes_dropped", {}),
                     "total_bytes_dropped": answer.get("total_bytes_dropped", 0)}
 
-        return self._fault(Fault.START, [name], _detail(step, detail), apply)
+        return self._fault(Fault.START, [name], detail_of(step, detail), apply)
 
     # -- the end of every fault ------------------------------------------------------
 
     def heal_all(self) -> None:
         """End every fault: heal the network, resume paused, end disk faults, start
-        what is down."""
+        what is down, and put back every config and feature a change left changed."""
         self.heal(step="final-heal")
         for name in sorted(self.paused):
             self.resume(name, step="final-heal")
@@ -327,3 +357,16 @@ class FaultInjector:
             node = self._node(name)
             if name in self.down or node.kafka_pid() is None:
                 self.start(name, step="final-heal")
+        errors = []  # each change is put back even when another one could not be
+        for feature in sorted(self.feature_changes):
+            try:
+                self.restore_feature(feature, step="final-heal")
+            except HarnessError as err:
+                errors.append(err.message)
+        for topic in sorted(self.min_isr_changes, key=lambda t: (t is not None, t or "")):
+            try:
+                self.restore_min_isr(topic, step="final-heal")
+            except HarnessError as err:
+                errors.append(err.message)
+        if errors:
+            raise HarnessError("; ".join(errors))

@@ -120,6 +120,10 @@ class NodeTimeouts:
     topic_ready_s: float = 60.0
     #: iptables rules applied or removed on one node.
     iptables_s: float = 30.0
+    #: Kafka's config or feature tool (a JVM in a node) describing or changing
+    #: min.insync.replicas or a feature level (the min-isr-change and
+    #: feature-change faults): JVM start, the admin client and the controller.
+    admin_tool_s: float = 60.0
     # -- moved here from the code (#32): each a literal where it was used ------
     #: Kafka's process gone after TERM (a clean shutdown closes its logs first;
     #: after KILL or STOP the bound is kafka_gone_s).

@@ -13,23 +13,25 @@ from nemesis.faults import (
     controller_kill,
     controller_partition,
     disk_fault,
+    feature_change,
     isolate_from_controllers,
     kill,
+    min_isr_change,
     page_cache_loss,
     partition,
     pause,
     stop,
 )
-from nemesis.faults.base import NETWORK, PROCESSES, FaultPackage, Injector, Mix
+from nemesis.faults.base import CONFIG, NETWORK, PROCESSES, FaultPackage, Injector, Mix
 
-__all__ = ["COLOURS", "FAULT_KINDS", "NETWORK", "NOT_IN_ALL", "PACKAGES", "PROCESSES",
+__all__ = ["COLOURS", "CONFIG", "FAULT_KINDS", "NETWORK", "NOT_IN_ALL", "PACKAGES", "PROCESSES",
            "FaultPackage", "Injector", "Mix", "in_all"]
 
 #: Every kind by its `--nemesis` name. The order is the seeded rotation's input
 #: (nemesis.mix): changing it changes which fault a seed injects when.
 PACKAGES: dict[str, FaultPackage] = {m.PACKAGE.name: m.PACKAGE for m in (
     partition, kill, stop, pause, page_cache_loss, controller_kill, controller_partition,
-    isolate_from_controllers, bounce_leader, disk_fault)}
+    isolate_from_controllers, bounce_leader, disk_fault, min_isr_change, feature_change)}
 
 #: The entries a mix may hold: one per fault package.
 FAULT_KINDS = tuple(PACKAGES)

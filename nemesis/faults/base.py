@@ -31,6 +31,8 @@ Undo = Callable[[], Any]
 #: What a fault acts on: overlapping schedules may not share one (nemesis.schedules).
 NETWORK = "network"
 PROCESSES = "processes"
+#: The cluster's dynamic config and feature levels (a change and its restore).
+CONFIG = "config"
 
 
 class Injector(Protocol):
@@ -58,6 +60,27 @@ class Injector(Protocol):
                    detail: dict[str, Any] | None = None) -> Any: ...
     def end_disk_fault(self, name: str, step: str | None = None,
                        detail: dict[str, Any] | None = None) -> Any: ...
+    def min_isr(self, topic: str | None) -> int | None: ...
+    def min_isr_change(self, topic: str | None, to: int, current: int,
+                       step: str | None = None,
+                       detail: dict[str, Any] | None = None) -> Any: ...
+    def restore_min_isr(self, topic: str | None, step: str | None = None,
+                        detail: dict[str, Any] | None = None) -> Any: ...
+    def feature_level(self, feature: str) -> int | None: ...
+    def feature_change(self, feature: str, to: int, current: int, step: str | None = None,
+                       detail: dict[str, Any] | None = None) -> Any: ...
+    def restore_feature(self, feature: str, step: str | None = None,
+                        detail: dict[str, Any] | None = None) -> Any: ...
+
+    #: Brokers a page-cache loss took down that were not started since.
+    lost_page_cache: set[str]
+    #: Page-cache losses of the run so far.
+    page_cache_losses: int
+
+    @property
+    def elr_feature_off(self) -> bool:
+        """A feature change turned ELR off (or may have) and nothing restored it."""
+        ...
 
 
 class Mix(Protocol):
@@ -88,8 +111,8 @@ class FaultPackage:
     roles: tuple[Role, ...]
     #: How plots draw it.
     colour: str
-    #: What it acts on (NETWORK or PROCESSES; a disk fault restarts its broker at
-    #: its end, so it is PROCESSES too).
+    #: What it acts on (NETWORK, PROCESSES or CONFIG; a disk fault restarts its broker
+    #: at its end, so it is PROCESSES too).
     resource: str
     inject: Callable[[Mix, FaultPackage], Undo | None]
     #: Its line of `harness run --help`.

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nemesis.faults import COLOURS, FAULT_KINDS, NOT_IN_ALL, PACKAGES, in_all
+from nemesis.faults import COLOURS, CONFIG, FAULT_KINDS, NOT_IN_ALL, PACKAGES, in_all
 from nemesis.needs import Layer
 from nemesis.registry import ALL, parse_nemesis, valid_names
 from nemesis.scenarios import SCENARIOS
@@ -26,7 +26,8 @@ def test_every_kind_is_one_module_with_a_help_line_and_a_colour(kind):
     assert PACKAGES[kind] is package and package.name == kind
     assert package.help.strip() and "\n" not in package.help
     assert package.colour.startswith("#") and COLOURS[str(package.recorded)] == package.colour
-    assert package.roles and callable(package.inject)
+    # a kind with no role acts on a topic or the cluster's config, not on a node
+    assert (package.roles or package.resource == CONFIG) and callable(package.inject)
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
