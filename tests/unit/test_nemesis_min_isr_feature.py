@@ -14,6 +14,8 @@ import time
 from typing import Any
 
 import pytest
+from test_nemesis_injector import FakeCluster, FakeNode, ListRecorder
+from test_nemesis_mix import FULL, SHRUNK, FakeInjector, mix, state
 
 from cluster.admin_tools import (
     ELR_FEATURE,
@@ -30,8 +32,6 @@ from harness.core.history import ENDED_BY, RESTORE, RESTORED_BY_SELF, Fault, res
 from nemesis.faults import PACKAGES
 from nemesis.injector import FaultInjector, FaultRefused
 from reports.faults import FaultEvent, pair_faults
-from tests.unit.test_nemesis_injector import FakeCluster, FakeNode, ListRecorder
-from tests.unit.test_nemesis_mix import FULL, SHRUNK, FakeInjector, mix, state
 
 TOOLS = AdminTools("org.apache.kafka.tools.ConfigCommand",
                    "org.apache.kafka.tools.FeatureCommand",
