@@ -489,6 +489,10 @@ class CheckerConfig:
     class_archive: bool = True
     #: Bound on building that archive (a training check, then the JVM's dump).
     class_archive_timeout_s: float = 300.0
+    #: How long a failed or interrupted conversion waits for its cancelled Spark
+    #: tasks to stop before it removes what they wrote (a running task may still
+    #: create files until it stops).
+    cancelled_tasks_wait_s: float = 30.0
     #: Further Spark settings, as (key, value) pairs, applied last.
     spark_conf: tuple[tuple[str, str], ...] = ()
 

@@ -63,3 +63,40 @@ def test_a_failing_block_cancels_the_background_job_and_raises(spark):  # noqa: 
         assert not spark.sparkContext.statusTracker().getActiveJobsIds()
     finally:
         slow.unpersist(blocking=True)
+
+
+def _running_tasks(session) -> int:
+    tracker = session.sparkContext._jsc.sc().statusTracker()
+    return sum(e.numRunningTasks() for e in tracker.getExecutorInfos())
+
+
+def test_stop_running_tasks_returns_only_when_no_task_writes_any_more(spark):  # noqa: F811
+    """A Ctrl-C ends the Python call, not the JVM's tasks (PySpark's JVM ignores
+    SIGINT): a failed conversion removes its files only once they have stopped."""
+    import threading
+
+    from checkers.spark import stop_running_tasks
+
+    # two tasks that each sleep 0.2 s per row for 100 rows: 20 s unless cancelled
+    slow = spark.range(0, 200, 1, 2).selectExpr(
+        "reflect('java.lang.Thread', 'sleep', CAST(200 AS BIGINT)) AS slept")
+    outcome: list[str] = []
+
+    def run() -> None:
+        try:
+            slow.collect()
+            outcome.append("finished")
+        except Exception as err:  # the cancelled job's error, whatever PySpark names it
+            outcome.append(type(err).__name__)
+
+    job = threading.Thread(target=run, daemon=True)
+    started = time.monotonic()
+    job.start()
+    while _running_tasks(spark) == 0:
+        assert time.monotonic() - started < 60, "the slow job never started"
+        time.sleep(0.02)
+    stop_running_tasks(spark, timeout_s=30)
+    assert _running_tasks(spark) == 0
+    assert time.monotonic() - started < 15, "the tasks ran to their end, not cancelled"
+    job.join(30)
+    assert outcome and outcome != ["finished"], outcome
