@@ -58,6 +58,10 @@ class Fault(StrEnum):
     RESUME = "resume"
     BOUNCE_LEADER = "bounce-leader"
     PAGE_CACHE_LOSS = "page-cache-loss"
+    SLOW_NETWORK = "slow-network"
+    #: Ends a slow network (its own kind: a partition's heal neither removes its
+    #: shaping nor ends it, so the two can be in force at once and drawn apart).
+    UNTHROTTLE = "unthrottle"
 
 
 #: Which fault ends which: a fault is in force from its `ok` (or `info`) until one
@@ -66,6 +70,7 @@ ENDED_BY: dict[Fault, tuple[Fault, ...]] = {
     Fault.HEAL: (Fault.PARTITION, Fault.CONTROLLER_PARTITION, Fault.ISOLATE_FROM_CONTROLLERS),
     Fault.START: (Fault.KILL, Fault.STOP, Fault.PAGE_CACHE_LOSS, Fault.CONTROLLER_KILL),
     Fault.RESUME: (Fault.PAUSE, Fault.BOUNCE_LEADER),
+    Fault.UNTHROTTLE: (Fault.SLOW_NETWORK,),
 }
 
 #: Faults that count against KIP-966's fault budget (HISTORY.md, "Fault budget"):
