@@ -14,12 +14,20 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from cluster.cluster import Cluster
 from cluster.firewall import drop_peers_command, remove_tagged_command
 from cluster.node import Node
+from cluster.shaping import (
+    Route,
+    loss_command,
+    parse_routes,
+    remove_slow_command,
+    routes_command,
+    shape_command,
+)
 from harness.core.errors import HarnessError
 from harness.core.history import NEMESIS_PROCESS, Fault, Kind, OpType
 from harness.core.wait import wait_until
@@ -63,6 +71,8 @@ class FaultInjector:
         self.grudge: dict[str, list[str]] = {}
         self.down: set[str] = set()
         self.paused: set[str] = set()
+        #: The node whose links are slow (a slow network's target) -> its peers.
+        self.throttled: dict[str, list[str]] = {}
         #: Seconds from the decision to the fault in force, per fault kind.
         self.latencies: dict[str, list[float]] = {}
 
@@ -133,6 +143,72 @@ class FaultInjector:
             self.grudge = {}
 
         return self._fault(Fault.HEAL, names, _detail(step, detail), apply)
+
+    # -- slow network ----------------------------------------------------------------
+
+    def slow_network(self, name: str, peers: Sequence[str], rate_kbit: int, loss: float,
+                     step: str | None = None,
+                     detail: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Make the links between `name` and each of `peers` slow and lossy, both
+        ways: on each end an htb class of `rate_kbit` for the traffic to the
+        other, and on `name` iptables dropping each packet to or from a peer with
+        probability `loss` (cluster.shaping; other traffic is untouched). One slow
+        network at a time: a second would meet the first's qdiscs."""
+        if self.throttled:
+            raise HarnessError(f"a slow network is in force on {', '.join(self.throttled)}; "
+                               "end it first")
+        peers = sorted(peers)
+        node, peer_nodes = self._node(name), [self._node(p) for p in peers]
+        detail = {**_detail(step, detail), "target": name, "peers": peers,
+                  "rate_kbit": rate_kbit, "loss": loss}
+
+        def apply() -> dict[str, Any]:
+            # known before anything is applied: heal_all ends a half-applied one too
+            self.throttled[name] = peers
+            routes = self._routes(node, [p.spec.address for p in peer_nodes])
+            by_interface: dict[str, list[str]] = {}
+            for route in routes:
+                by_interface.setdefault(route.interface, []).append(route.ip)
+            interfaces = {name: ",".join(sorted(by_interface))}
+            self._shaping(node, shape_command(by_interface, rate_kbit))
+            self._shaping(node, loss_command([r.ip for r in routes], loss))
+            for peer in peer_nodes:
+                (back,) = self._routes(peer, [node.spec.address])
+                self._shaping(peer, shape_command({back.interface: [back.ip]}, rate_kbit))
+                interfaces[peer.spec.name] = back.interface
+            return {"interface": interfaces[name], "interfaces": interfaces}
+
+        return self._fault(Fault.SLOW_NETWORK, [name], detail, apply)
+
+    def unthrottle(self, name: str, step: str | None = None,
+                   detail: dict[str, Any] | None = None) -> dict[str, Any]:
+        """End the slow network of `name`: every qdisc and loss rule of ours is
+        removed on every node (also what a half-applied one left), nothing else."""
+        names = sorted(self.cluster.nodes)
+
+        def apply() -> None:
+            for each in names:
+                self._shaping(self._node(each), remove_slow_command())
+            self.throttled.pop(name, None)
+
+        return self._fault(Fault.UNTHROTTLE, [name], {**_detail(step, detail), "target": name},
+                           apply)
+
+    def _routes(self, node: Node, addresses: list[str]) -> list[Route]:
+        """How `node` reaches each address (its IPv4 address and interface)."""
+        result = node.exec(routes_command(addresses),
+                           timeout_s=self.cluster.config.timeouts.shaping_s)
+        routes = parse_routes(result.output)
+        if not result.ok or len(routes) != len(addresses):
+            raise HarnessError(f"{node.spec.name} has no route to every one of "
+                               f"{', '.join(addresses)}: {result.output[-300:]}")
+        return routes
+
+    def _shaping(self, node: Node, command: str) -> None:
+        result = node.exec(command, timeout_s=self.cluster.config.timeouts.shaping_s)
+        if not result.ok:
+            raise HarnessError(f"slow network on {node.spec.name} failed: "
+                               f"{result.output[-300:]}")
 
     def stale_brokers(self) -> set[str]:
         """Broker addresses whose metadata may be stale: down, paused, or cut off
@@ -244,8 +320,11 @@ class FaultInjector:
     # -- the end of every fault ------------------------------------------------------
 
     def heal_all(self) -> None:
-        """End every fault: heal the network, resume paused, start what is down."""
+        """End every fault: heal the network (partitions, then a slow network),
+        resume paused, start what is down."""
         self.heal(step="final-heal")
+        for name in sorted(self.throttled):
+            self.unthrottle(name, step="final-heal")
         for name in sorted(self.paused):
             self.resume(name, step="final-heal")
         for name in sorted(self.cluster.nodes):

@@ -120,6 +120,9 @@ class NodeTimeouts:
     topic_ready_s: float = 60.0
     #: iptables rules applied or removed on one node.
     iptables_s: float = 30.0
+    #: A slow network's routes looked up, or its tc qdisc and loss rules applied
+    #: or removed, on one node.
+    shaping_s: float = 30.0
     # -- moved here from the code (#32): each a literal where it was used ------
     #: Kafka's process gone after TERM (a clean shutdown closes its logs first;
     #: after KILL or STOP the bound is kafka_gone_s).
@@ -327,6 +330,25 @@ class ScenarioTimings:
 
 
 @dataclass(frozen=True)
+class SlowNetworkConfig:
+    """What a `slow-network` fault of a mix draws from (nemesis/faults/slow_network.py):
+    its bandwidth, its random loss and how long it lasts, each from the mix's
+    seeded RNG. The defaults are KAFKA-19996's slow follower: a few hundred
+    kbit/s at most (a follower under acks=all load falls behind) with loss on
+    top, held longer than the cluster's replica.lag.time.max.ms (5 s) so that
+    the follower can leave the ISR and come back within one fault."""
+
+    #: Rates (kbit/s, both ways) of the throttled links, one drawn per fault.
+    rates_kbit: tuple[int, ...] = (64, 256, 1024)
+    #: Probabilities that one packet on a throttled link is dropped, one drawn.
+    loss_probabilities: tuple[float, ...] = (0.0, 0.05, 0.2)
+    #: The fault lasts at least a time drawn between these (the mix's interval
+    #: if that is longer).
+    min_hold_s: float = 6.0
+    max_hold_s: float = 15.0
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """One `harness run`: which nemesis, how long, where the evidence goes."""
 
@@ -359,6 +381,8 @@ class RunConfig:
     #: bounce-leader's leader.imbalance.check.interval.seconds (unless --config sets
     #: [cluster.timings]): the fenced leader gets its partitions back within seconds.
     bounce_leader_imbalance_check_s: int = 5
+    #: What a mix's slow-network faults draw their rate, loss and length from.
+    slow_network: SlowNetworkConfig = field(default_factory=SlowNetworkConfig)
     #: The progress display is refreshed this often; off a terminal a line is
     #: printed at most every progress_line_every_s.
     progress_poll_s: float = 0.5

@@ -338,6 +338,8 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "run.bounce_leader_imbalance_check_s": integer(1, int(MAX_SECONDS)),
     "run.fenced_last_leader_brokers": integer(1, 1000),
     "run.fenced_last_leader_min_insync_replicas": integer(1, 1000),
+    "run.slow_network.rates_kbit": _each(integer(1, 100_000_000), 1),
+    "run.slow_network.loss_probabilities": _each(number(0, 1), 1),
     # checker
     "checker.spark_master": spark_master,
     "checker.spark_logs_kept": integer(0, 10_000),

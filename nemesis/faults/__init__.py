@@ -17,6 +17,7 @@ from nemesis.faults import (
     page_cache_loss,
     partition,
     pause,
+    slow_network,
     stop,
 )
 from nemesis.faults.base import NETWORK, PROCESSES, FaultPackage, Injector, Mix
@@ -28,7 +29,7 @@ __all__ = ["COLOURS", "FAULT_KINDS", "NETWORK", "NOT_IN_ALL", "PACKAGES", "PROCE
 #: (nemesis.mix): changing it changes which fault a seed injects when.
 PACKAGES: dict[str, FaultPackage] = {m.PACKAGE.name: m.PACKAGE for m in (
     partition, kill, stop, pause, page_cache_loss, controller_kill, controller_partition,
-    isolate_from_controllers, bounce_leader)}
+    isolate_from_controllers, bounce_leader, slow_network)}
 
 #: The entries a mix may hold: one per fault package.
 FAULT_KINDS = tuple(PACKAGES)

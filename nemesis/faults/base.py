@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from harness.core.config import SlowNetworkConfig
 from harness.core.history import BUDGET_FAULTS, Fault
 from nemesis import grudges
 from nemesis.needs import Layer, Setting
@@ -51,6 +52,10 @@ class Injector(Protocol):
                detail: dict[str, Any] | None = None) -> Any: ...
     def page_cache_loss(self, name: str, step: str | None = None,
                         detail: dict[str, Any] | None = None) -> Any: ...
+    def slow_network(self, name: str, peers: Sequence[str], rate_kbit: int, loss: float,
+                     step: str | None = None, detail: dict[str, Any] | None = None) -> Any: ...
+    def unthrottle(self, name: str, step: str | None = None,
+                   detail: dict[str, Any] | None = None) -> Any: ...
 
 
 class Mix(Protocol):
@@ -61,6 +66,7 @@ class Mix(Protocol):
     rng: random.Random
     replication_factor: int
     bounce_hold_s: float
+    slow_network: SlowNetworkConfig
     stop_event: threading.Event
     log: Callable[[str], None]
 

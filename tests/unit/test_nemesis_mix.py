@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from cluster.observe import PartitionState
+from harness.core.config import SlowNetworkConfig
 from harness.core.history import ENDED_BY, Fault
 from nemesis.faults import FAULT_KINDS, PACKAGES
 from nemesis.mix import RandomMix
@@ -167,6 +168,14 @@ class FakeInjector:
     def page_cache_loss(self, name, step=None, detail=None):  # noqa: ANN001
         self._line(Fault.PAGE_CACHE_LOSS, [name], step, detail)
 
+    def slow_network(self, name, peers, rate_kbit, loss, step=None, detail=None):  # noqa: ANN001
+        self._line(Fault.SLOW_NETWORK, [name], step, {
+            "target": name, "peers": sorted(peers), "rate_kbit": rate_kbit, "loss": loss,
+            **(detail or {})})
+
+    def unthrottle(self, name, step=None, detail=None):  # noqa: ANN001
+        self._line(Fault.UNTHROTTLE, [name], step, detail)
+
 
 FULL = [state(0, 1, (1, 2, 3), elr=()), state(1, 2, (2, 3, 1), elr=())]
 SHRUNK = [state(0, 1, (1, 2), elr=(3,)), state(1, 2, (2, 3, 1), elr=())]
@@ -176,13 +185,14 @@ def mix(injector: FakeInjector, states: list[PartitionState], kinds=FAULT_KINDS,
         stop: threading.Event | None = None, active: int | None = 102) -> RandomMix:
     return RandomMix(injector, FakeObserver(states), kinds, seed, interval_s=0.0,
                      replication_factor=3, stop=stop, log=lambda _m: None,
-                     topology=TOPOLOGY, active_controller=lambda: active, bounce_hold_s=0.01)
+                     topology=TOPOLOGY, active_controller=lambda: active, bounce_hold_s=0.01,
+                     slow_network=SlowNetworkConfig(min_hold_s=0.01, max_hold_s=0.01))
 
 
 def test_every_kind_of_the_mix_is_recorded_as_a_fault_that_something_ends() -> None:
     assert FAULT_KINDS == tuple(PACKAGES) == (
         "partition", "kill", "stop", "pause", "page-cache-loss", "controller-kill",
-        "controller-partition", "isolate-from-controllers", "bounce-leader")
+        "controller-partition", "isolate-from-controllers", "bounce-leader", "slow-network")
     lasting = {kind for ended in ENDED_BY.values() for kind in ended}
     for kind in FAULT_KINDS:
         assert isinstance(PACKAGES[kind].recorded, Fault)
@@ -216,8 +226,8 @@ def test_roles_recorded_are_the_ones_the_target_was_chosen_by(seed: int) -> None
             continue  # page-cache-loss skipped (SHRUNK)
         line = injector.lines[0]
         role = line["detail"]["role"]
-        if kind in ("controller-kill", "controller-partition"):
-            assert role == "active-controller"
+        if role == "active-controller":
+            assert kind in ("controller-kill", "controller-partition", "slow-network")
             assert "controller-2" in line["nodes"] and (
                 kind == "controller-partition" or line["nodes"] == ["controller-2"])
         elif kind == "partition" and line["detail"]["step"] != "mix:isolate":
@@ -314,6 +324,7 @@ def test_each_package_is_one_complete_fault_kind():
         "isolate-from-controllers": ("isolate-from-controllers", "#fdae6b", False),
         # its own kind, drawn in a pause's colour
         "bounce-leader": ("bounce-leader", "#756bb1", False),
+        "slow-network": ("slow-network", "#31a354", False),
     }
     assert {name: (str(p.recorded), p.colour, p.counts_against_budget)
             for name, p in PACKAGES.items()} == expected
