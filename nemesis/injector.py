@@ -6,8 +6,9 @@ the fault kind (harness.core.history.Fault: a controller kill or partition
 carries its own name, so a report tells it from a broker's), the nodes and a
 `detail` saying what it did (the grudge, the bytes dropped per file) and, from
 the caller, why (`step`, and the mix's `mix` entry and target `role`). The
-injector also remembers what is in force so that `heal_all` can always end
-every fault before the final reads.
+injector also remembers what is in force (the grudge, what is down or paused,
+a slow network's target) so that `heal_all` can always end every fault before
+the final reads.
 """
 
 from __future__ import annotations

@@ -338,3 +338,37 @@ def test_a_follower_is_an_isr_member_that_is_not_the_leader() -> None:
 
 def test_no_follower_anywhere_is_any_broker() -> None:
     assert followers([state(1, (1,))]) == followers([]) == set(TOPOLOGY.brokers)
+
+
+# -- the plan and the config ---------------------------------------------------------
+
+
+def test_a_partition_mix_may_not_overlap_it_but_a_process_mix_may() -> None:
+    from harness.core.errors import BadInput
+    from nemesis.registry import parse_nemesis
+
+    with pytest.raises(BadInput, match="both act on the network"):
+        parse_nemesis("partition+slow-network")
+    assert parse_nemesis("slow-network+kill,pause").groups == (("slow-network",),
+                                                               ("kill", "pause"))
+    assert "slow-network" in parse_nemesis("all").faults
+
+
+@pytest.mark.parametrize(("settings", "reason"), [
+    ({"rates_kbit": [0]}, "0 is not between 1"),
+    ({"rates_kbit": []}, "needs at least 1"),
+    ({"loss_probabilities": [1.5]}, "1.5 is not at least 0 and at most 1"),
+    ({"min_hold_s": -1.0}, "min_hold_s"),
+])
+def test_a_bad_slow_network_setting_is_refused_naming_it(settings, reason) -> None:  # noqa: ANN001
+    import dataclasses
+
+    from harness.core.config import RunConfig
+    from harness.core.errors import BadInput
+    from harness.core.validate import validate_config
+
+    run = RunConfig(slow_network=dataclasses.replace(SlowNetworkConfig(), **{
+        k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()}))
+    with pytest.raises(BadInput, match=r"\[run\.slow_network\]") as refused:
+        validate_config({"run": run})
+    assert reason in str(refused.value)
