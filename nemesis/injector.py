@@ -196,14 +196,19 @@ class FaultInjector:
                            apply)
 
     def _routes(self, node: Node, addresses: list[str]) -> list[Route]:
-        """How `node` reaches each address (its IPv4 address and interface)."""
-        result = node.exec(routes_command(addresses),
-                           timeout_s=self.cluster.config.timeouts.shaping_s)
-        routes = parse_routes(result.output)
-        if not result.ok or len(routes) != len(addresses):
-            raise HarnessError(f"{node.spec.name} has no route to every one of "
-                               f"{', '.join(addresses)}: {result.output[-300:]}")
-        return routes
+        """How `node` reaches each address (its IPv4 address and interface), asked
+        again when the answer came back short (a look-up changes nothing)."""
+        timeouts = self.cluster.config.timeouts
+        for attempt in range(timeouts.route_lookup_attempts):
+            if attempt:
+                time.sleep(timeouts.route_lookup_retry_s)
+            result = node.exec(routes_command(addresses), timeout_s=timeouts.shaping_s)
+            routes = parse_routes(result.output)
+            if result.ok and [r.address for r in routes] == addresses:
+                return routes
+        raise HarnessError(f"{node.spec.name} has no route to every one of "
+                           f"{', '.join(addresses)} (exit {result.exit_code}): "
+                           f"{result.output[-300:]}")
 
     def _shaping(self, node: Node, command: str) -> None:
         result = node.exec(command, timeout_s=self.cluster.config.timeouts.shaping_s)

@@ -123,6 +123,11 @@ class NodeTimeouts:
     #: A slow network's routes looked up, or its tc qdisc and loss rules applied
     #: or removed, on one node.
     shaping_s: float = 30.0
+    #: Tries of a slow network's route look-up on one node, and the pause between
+    #: two: the Docker engine was seen (1 in ~160 execs under load) to lose the
+    #: first lines a short command printed, with exit code 0.
+    route_lookup_attempts: int = 3
+    route_lookup_retry_s: float = 0.5
     # -- moved here from the code (#32): each a literal where it was used ------
     #: Kafka's process gone after TERM (a clean shutdown closes its logs first;
     #: after KILL or STOP the bound is kafka_gone_s).

@@ -197,6 +197,39 @@ def test_a_half_applied_one_is_recorded_info_and_still_ended_by_heal_all() -> No
     assert all(node.commands[-1] == REMOVE for node in injector.cluster.nodes.values())
 
 
+def test_a_route_look_up_that_came_back_short_is_asked_again_within_bounds() -> None:
+    """The Docker engine was seen to lose a short command's first lines (exit 0)."""
+    injector, _ = rig()
+    injector.cluster.config.timeouts = NodeTimeouts(route_lookup_attempts=3,
+                                                    route_lookup_retry_s=0.01)
+    node = injector.cluster.nodes["broker-2"]
+    answers = iter([ExecResult(0, "10.0.0.13 10.0.0.13 eth0\n"),
+                    ExecResult(0, "10.0.0.11 10.0.0.11 eth0\n10.0.0.13 10.0.0.13 eth0\n")])
+    real_exec = node.exec
+
+    def lossy(cmd: str, timeout_s: float = 60.0) -> ExecResult:
+        if "getent" in cmd and node.commands.count(cmd) < 2:
+            node.commands.append(cmd)
+            return next(answers)
+        return real_exec(cmd, timeout_s)
+
+    node.exec = lossy  # type: ignore[method-assign]
+    done = injector.slow_network("broker-2", ["broker-1", "broker-3"], 64, 0.2)
+    assert node.commands[:2] == [routes("10.0.0.11", "10.0.0.13")] * 2
+    assert done["interface"] == "eth0"
+
+    injector, recorder = rig()
+    injector.cluster.config.timeouts = NodeTimeouts(route_lookup_attempts=3,
+                                                    route_lookup_retry_s=0.01)
+    node = injector.cluster.nodes["broker-1"]
+    node.exec = lambda cmd, timeout_s=60.0: (  # type: ignore[method-assign]
+        node.commands.append(cmd) or ExecResult(0, ""))
+    with pytest.raises(HarnessError, match=r"broker-1 has no route .* \(exit 0\)"):
+        injector.slow_network("broker-1", ["broker-2"], 64, 0.2)
+    assert node.commands == [routes("10.0.0.12")] * 3
+    assert recorder.lines[-1]["type"] == "info"
+
+
 # -- the package: roles, peers, seeded draws -------------------------------------------
 
 TOPOLOGY = Topology(brokers={"broker-1": 1, "broker-2": 2, "broker-3": 3},
