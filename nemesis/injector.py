@@ -6,8 +6,9 @@ the fault kind (harness.core.history.Fault: a controller kill or partition
 carries its own name, so a report tells it from a broker's), the nodes and a
 `detail` saying what it did (the grudge, the bytes dropped per file) and, from
 the caller, why (`step`, and the mix's `mix` entry and target `role`). The
-injector also remembers what is in force so that `heal_all` can always end
-every fault before the final reads.
+injector also remembers what is in force (the grudge, what is down or paused,
+a disk fault, a slow network's target, a changed config) so that `heal_all`
+can always end every fault before the final reads.
 
 A config or feature change (min-isr-change, feature-change) runs Kafka's own
 tools in a node (cluster.admin_tools) and ends `fail` when the controller
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from cluster.admin_tools import AdminRefused, AdminTools
@@ -30,6 +31,14 @@ from cluster.cluster import Cluster
 from cluster.firewall import drop_peers_command, remove_tagged_command
 from cluster.kraft import broker_log_dirs
 from cluster.node import Node
+from cluster.shaping import (
+    Route,
+    loss_command,
+    parse_routes,
+    remove_slow_command,
+    routes_command,
+    shape_command,
+)
 from harness.core.errors import HarnessError
 from harness.core.history import NEMESIS_PROCESS, Fault, Kind, OpType
 from harness.core.wait import wait_until
@@ -75,6 +84,8 @@ class FaultInjector(AdminFaults):
         self.paused: set[str] = set()
         #: Brokers with a disk fault in force: node -> the failing log dir.
         self.disk_faults: dict[str, str] = {}
+        #: The node whose links are slow (a slow network's target) -> its peers.
+        self.throttled: dict[str, list[str]] = {}
         #: Seconds from the decision to the fault in force, per fault kind.
         self.latencies: dict[str, list[float]] = {}
         #: Brokers a page-cache loss took down that were not started since, and how
@@ -160,6 +171,77 @@ class FaultInjector(AdminFaults):
             self.grudge = {}
 
         return self._fault(Fault.HEAL, names, detail_of(step, detail), apply)
+
+    # -- slow network ----------------------------------------------------------------
+
+    def slow_network(self, name: str, peers: Sequence[str], rate_kbit: int, loss: float,
+                     step: str | None = None,
+                     detail: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Make the links between `name` and each of `peers` slow and lossy, both
+        ways: on each end an htb class of `rate_kbit` for the traffic to the
+        other, and on `name` iptables dropping each packet to or from a peer with
+        probability `loss` (cluster.shaping; other traffic is untouched). One slow
+        network at a time: a second would meet the first's qdiscs."""
+        if self.throttled:
+            raise HarnessError(f"a slow network is in force on {', '.join(self.throttled)}; "
+                               "end it first")
+        peers = sorted(peers)
+        node, peer_nodes = self._node(name), [self._node(p) for p in peers]
+        detail = {**detail_of(step, detail), "target": name, "peers": peers,
+                  "rate_kbit": rate_kbit, "loss": loss}
+
+        def apply() -> dict[str, Any]:
+            # known before anything is applied: heal_all ends a half-applied one too
+            self.throttled[name] = peers
+            routes = self._routes(node, [p.spec.address for p in peer_nodes])
+            by_interface: dict[str, list[str]] = {}
+            for route in routes:
+                by_interface.setdefault(route.interface, []).append(route.ip)
+            interfaces = {name: ",".join(sorted(by_interface))}
+            self._shaping(node, shape_command(by_interface, rate_kbit))
+            self._shaping(node, loss_command([r.ip for r in routes], loss))
+            for peer in peer_nodes:
+                (back,) = self._routes(peer, [node.spec.address])
+                self._shaping(peer, shape_command({back.interface: [back.ip]}, rate_kbit))
+                interfaces[peer.spec.name] = back.interface
+            return {"interface": interfaces[name], "interfaces": interfaces}
+
+        return self._fault(Fault.SLOW_NETWORK, [name], detail, apply)
+
+    def unthrottle(self, name: str, step: str | None = None,
+                   detail: dict[str, Any] | None = None) -> dict[str, Any]:
+        """End the slow network of `name`: every qdisc and loss rule of ours is
+        removed on every node (also what a half-applied one left), nothing else."""
+        names = sorted(self.cluster.nodes)
+
+        def apply() -> None:
+            for each in names:
+                self._shaping(self._node(each), remove_slow_command())
+            self.throttled.pop(name, None)
+
+        return self._fault(Fault.UNTHROTTLE, [name], {**detail_of(step, detail), "target": name},
+                           apply)
+
+    def _routes(self, node: Node, addresses: list[str]) -> list[Route]:
+        """How `node` reaches each address (its IPv4 address and interface), asked
+        again when the answer came back short (a look-up changes nothing)."""
+        timeouts = self.cluster.config.timeouts
+        for attempt in range(timeouts.route_lookup_attempts):
+            if attempt:
+                time.sleep(timeouts.route_lookup_retry_s)
+            result = node.exec(routes_command(addresses), timeout_s=timeouts.shaping_s)
+            routes = parse_routes(result.output)
+            if result.ok and [r.address for r in routes] == addresses:
+                return routes
+        raise HarnessError(f"{node.spec.name} has no route to every one of "
+                           f"{', '.join(addresses)} (exit {result.exit_code}): "
+                           f"{result.output[-300:]}")
+
+    def _shaping(self, node: Node, command: str) -> None:
+        result = node.exec(command, timeout_s=self.cluster.config.timeouts.shaping_s)
+        if not result.ok:
+            raise HarnessError(f"slow network on {node.spec.name} failed: "
+                               f"{result.output[-300:]}")
 
     def stale_brokers(self) -> set[str]:
         """Broker addresses whose metadata may be stale: down, paused, or cut off
@@ -346,9 +428,12 @@ class FaultInjector(AdminFaults):
     # -- the end of every fault ------------------------------------------------------
 
     def heal_all(self) -> None:
-        """End every fault: heal the network, resume paused, end disk faults, start
-        what is down, and put back every config and feature a change left changed."""
+        """End every fault: heal the network (partitions, then a slow network),
+        resume paused, end disk faults, start what is down, and put back every
+        config and feature a change left changed."""
         self.heal(step="final-heal")
+        for name in sorted(self.throttled):
+            self.unthrottle(name, step="final-heal")
         for name in sorted(self.paused):
             self.resume(name, step="final-heal")
         for name in sorted(self.disk_faults):

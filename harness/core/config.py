@@ -124,6 +124,14 @@ class NodeTimeouts:
     #: min.insync.replicas or a feature level (the min-isr-change and
     #: feature-change faults): JVM start, the admin client and the controller.
     admin_tool_s: float = 60.0
+    #: A slow network's routes looked up, or its tc qdisc and loss rules applied
+    #: or removed, on one node.
+    shaping_s: float = 30.0
+    #: Tries of a slow network's route look-up on one node, and the pause between
+    #: two: the Docker engine was seen (1 in ~160 execs under load) to lose the
+    #: first lines a short command printed, with exit code 0.
+    route_lookup_attempts: int = 3
+    route_lookup_retry_s: float = 0.5
     # -- moved here from the code (#32): each a literal where it was used ------
     #: Kafka's process gone after TERM (a clean shutdown closes its logs first;
     #: after KILL or STOP the bound is kafka_gone_s).
@@ -365,6 +373,28 @@ class DiskFaultConfig:
 
 
 @dataclass(frozen=True)
+class SlowNetworkConfig:
+    """What a `slow-network` fault of a mix draws from (nemesis/faults/slow_network.py):
+    its bandwidth, its random loss and how long it lasts, each from the mix's
+    seeded RNG. The defaults are KAFKA-19996's slow follower: below what the
+    default workload's replication needs (~70 kbit/s to one follower, estimated
+    from ~170 one-record batches a second over 3 partitions; a run of
+    slow-network,partition that drew 256 kbit/s and no loss twice left every
+    ISR whole) with loss on top, held longer than the cluster's
+    replica.lag.time.max.ms (5 s) so that the follower can leave the ISR and
+    come back within one fault."""
+
+    #: Rates (kbit/s, both ways) of the throttled links, one drawn per fault.
+    rates_kbit: tuple[int, ...] = (16, 64, 256)
+    #: Probabilities that one packet on a throttled link is dropped, one drawn.
+    loss_probabilities: tuple[float, ...] = (0.0, 0.05, 0.2)
+    #: The fault lasts at least a time drawn between these (the mix's interval
+    #: if that is longer).
+    min_hold_s: float = 6.0
+    max_hold_s: float = 15.0
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """One `harness run`: which nemesis, how long, where the evidence goes."""
 
@@ -399,6 +429,8 @@ class RunConfig:
     bounce_leader_imbalance_check_s: int = 5
     #: disk-fault's draws and the log dirs it needs ([run.disk_fault] in --config).
     disk_fault: DiskFaultConfig = field(default_factory=DiskFaultConfig)
+    #: What a mix's slow-network faults draw their rate, loss and length from.
+    slow_network: SlowNetworkConfig = field(default_factory=SlowNetworkConfig)
     #: The progress display is refreshed this often; off a terminal a line is
     #: printed at most every progress_line_every_s.
     progress_poll_s: float = 0.5

@@ -61,6 +61,10 @@ class Fault(StrEnum):
     DISK_FAULT = "disk-fault"
     MIN_ISR_CHANGE = "min-isr-change"
     FEATURE_CHANGE = "feature-change"
+    SLOW_NETWORK = "slow-network"
+    #: Ends a slow network (its own kind: a partition's heal neither removes its
+    #: shaping nor ends it, so the two can be in force at once and drawn apart).
+    UNTHROTTLE = "unthrottle"
 
 
 #: Which fault ends which: a fault is in force from its `ok` (or `info`) until one
@@ -75,6 +79,7 @@ ENDED_BY: dict[Fault, tuple[Fault, ...]] = {
     # a change is ended by the change of the same kind that puts it back (RESTORED_BY_SELF)
     Fault.MIN_ISR_CHANGE: (Fault.MIN_ISR_CHANGE,),
     Fault.FEATURE_CHANGE: (Fault.FEATURE_CHANGE,),
+    Fault.UNTHROTTLE: (Fault.SLOW_NETWORK,),
 }
 
 #: The detail key of a line that puts back what an earlier line of its own kind

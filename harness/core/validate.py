@@ -321,6 +321,7 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "cluster.image.repository": _matching(_REPOSITORY, "a Docker repository name"),
     "cluster.ssh.kafka_dir": safe_path,
     "cluster.timeouts.create_topic_attempts": integer(1, 100),
+    "cluster.timeouts.route_lookup_attempts": integer(1, 100),
     # topic (its counts against the cluster: cluster/kraft.py validate_topic)
     "topic.name": topic_name,
     "topic.partitions": integer(-(10**9), 10**9),
@@ -362,6 +363,8 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "run.disk_fault.log_dirs": integer(1, 16),
     "run.fenced_last_leader_brokers": integer(1, 1000),
     "run.fenced_last_leader_min_insync_replicas": integer(1, 1000),
+    "run.slow_network.rates_kbit": _each(integer(1, 100_000_000), 1),
+    "run.slow_network.loss_probabilities": _each(number(0, 1), 1),
     # checker
     "checker.spark_master": spark_master,
     "checker.spark_logs_kept": integer(0, 10_000),

@@ -20,6 +20,7 @@ from nemesis.faults import (
     page_cache_loss,
     partition,
     pause,
+    slow_network,
     stop,
 )
 from nemesis.faults.base import CONFIG, NETWORK, PROCESSES, FaultPackage, Injector, Mix
@@ -31,7 +32,8 @@ __all__ = ["COLOURS", "CONFIG", "FAULT_KINDS", "NETWORK", "NOT_IN_ALL", "PACKAGE
 #: (nemesis.mix): changing it changes which fault a seed injects when.
 PACKAGES: dict[str, FaultPackage] = {m.PACKAGE.name: m.PACKAGE for m in (
     partition, kill, stop, pause, page_cache_loss, controller_kill, controller_partition,
-    isolate_from_controllers, bounce_leader, disk_fault, min_isr_change, feature_change)}
+    isolate_from_controllers, bounce_leader, disk_fault, min_isr_change, feature_change,
+    slow_network)}
 
 #: The entries a mix may hold: one per fault package.
 FAULT_KINDS = tuple(PACKAGES)

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from harness.core.config import DiskFaultConfig
+from harness.core.config import DiskFaultConfig, SlowNetworkConfig
 from harness.core.history import BUDGET_FAULTS, Fault
 from nemesis import grudges
 from nemesis.needs import Layer, Setting
@@ -81,6 +81,10 @@ class Injector(Protocol):
     def elr_feature_off(self) -> bool:
         """A feature change turned ELR off (or may have) and nothing restored it."""
         ...
+    def slow_network(self, name: str, peers: Sequence[str], rate_kbit: int, loss: float,
+                     step: str | None = None, detail: dict[str, Any] | None = None) -> Any: ...
+    def unthrottle(self, name: str, step: str | None = None,
+                   detail: dict[str, Any] | None = None) -> Any: ...
 
 
 class Mix(Protocol):
@@ -92,6 +96,7 @@ class Mix(Protocol):
     replication_factor: int
     bounce_hold_s: float
     disk_fault: DiskFaultConfig
+    slow_network: SlowNetworkConfig
     stop_event: threading.Event
     log: Callable[[str], None]
 

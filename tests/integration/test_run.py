@@ -98,6 +98,7 @@ def test_random_mix_of_all_faults_heals_everything(tmp_path):
     """A seeded mix of every fault kind runs each kind, ends with each fault undone,
     the cluster recovered and complete final reads; with ELR on and page-cache
     losses kept within the fault budget, Kafka keeps its promises: valid, exit 0."""
+    # 2 x 4 s per kind, a slow network held 6-15 s, restarts: 120 s fits every kind
     proc = _harness("run", "--nemesis", "all", "--time-limit", "120", "--interval", "4",
                     "--seed", "3", "--name", "it-mix", store=tmp_path)
     run_dir = (tmp_path / "latest").resolve()
@@ -108,7 +109,7 @@ def test_random_mix_of_all_faults_heals_everything(tmp_path):
     # every kind but those asked for by name (bounce-leader, min-isr-change,
     # feature-change), written out
     every = {"partition", "kill", "stop", "pause", "page-cache-loss", "controller-kill",
-             "controller-partition", "isolate-from-controllers", "disk-fault"}
+             "controller-partition", "isolate-from-controllers", "disk-fault", "slow-network"}
     assert set(injected) == set(every), f"kinds never injected: " \
         f"{sorted(set(every) - set(injected))}"
     recorded = {e["fault"] for e in _history(run_dir) if e["f"] == "fault" and e["type"] == "ok"}

@@ -16,7 +16,7 @@ import pytest
 
 from cluster.admin_tools import ELR_FEATURE
 from cluster.observe import PartitionState
-from harness.core.config import DiskFaultConfig
+from harness.core.config import DiskFaultConfig, SlowNetworkConfig
 from harness.core.history import ENDED_BY, RESTORE, Fault, restores
 from nemesis.faults import CONFIG, FAULT_KINDS, PACKAGES
 from nemesis.mix import RandomMix
@@ -231,6 +231,13 @@ class FakeInjector:
 
     def end_disk_fault(self, name, step=None, detail=None):  # noqa: ANN001
         self._line(Fault.START, [name], step, detail)
+    def slow_network(self, name, peers, rate_kbit, loss, step=None, detail=None):  # noqa: ANN001
+        self._line(Fault.SLOW_NETWORK, [name], step, {
+            "target": name, "peers": sorted(peers), "rate_kbit": rate_kbit, "loss": loss,
+            **(detail or {})})
+
+    def unthrottle(self, name, step=None, detail=None):  # noqa: ANN001
+        self._line(Fault.UNTHROTTLE, [name], step, detail)
 
 
 FULL = [state(0, 1, (1, 2, 3), elr=()), state(1, 2, (2, 3, 1), elr=())]
@@ -246,14 +253,15 @@ def mix(injector: FakeInjector, states: list[PartitionState], kinds=FAULT_KINDS,
     return RandomMix(injector, FakeObserver(states), kinds, seed, interval_s=0.0,
                      replication_factor=3, stop=stop, log=lambda _m: None,
                      topology=TOPOLOGY, active_controller=lambda: active, bounce_hold_s=0.01,
-                     disk_fault=QUICK_DISK)
+                     disk_fault=QUICK_DISK,
+                     slow_network=SlowNetworkConfig(min_hold_s=0.01, max_hold_s=0.01))
 
 
 def test_every_kind_of_the_mix_is_recorded_as_a_fault_that_something_ends() -> None:
     assert FAULT_KINDS == tuple(PACKAGES) == (
         "partition", "kill", "stop", "pause", "page-cache-loss", "controller-kill",
         "controller-partition", "isolate-from-controllers", "bounce-leader", "disk-fault",
-        "min-isr-change", "feature-change")
+        "min-isr-change", "feature-change", "slow-network")
     lasting = {kind for ended in ENDED_BY.values() for kind in ended}
     for kind in FAULT_KINDS:
         assert isinstance(PACKAGES[kind].recorded, Fault)
@@ -288,10 +296,12 @@ def test_roles_recorded_are_the_ones_the_target_was_chosen_by(seed: int) -> None
             continue  # page-cache-loss skipped (SHRUNK)
         line = injector.lines[0]
         role = line["detail"]["role"]
+        if kind in ("controller-kill", "controller-partition"):
+            assert role == "active-controller"
         if not PACKAGES[kind].roles:
             assert role is None and line["nodes"] == []  # a topic or the cluster
-        elif kind in ("controller-kill", "controller-partition"):
-            assert role == "active-controller"
+        elif role == "active-controller":
+            assert kind in ("controller-kill", "controller-partition", "slow-network")
             assert "controller-2" in line["nodes"] and (
                 kind == "controller-partition" or line["nodes"] == ["controller-2"])
         elif kind == "partition" and line["detail"]["step"] != "mix:isolate":
@@ -394,6 +404,7 @@ def test_each_package_is_one_complete_fault_kind():
         "disk-fault": ("disk-fault", "#8c510a", False),
         "min-isr-change": ("min-isr-change", "#1b9e77", False),
         "feature-change": ("feature-change", "#3182bd", False),
+        "slow-network": ("slow-network", "#31a354", False),
     }
     assert {name: (str(p.recorded), p.colour, p.counts_against_budget)
             for name, p in PACKAGES.items()} == expected
