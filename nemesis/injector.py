@@ -7,20 +7,24 @@ carries its own name, so a report tells it from a broker's), the nodes and a
 `detail` saying what it did (the grudge, the bytes dropped per file) and, from
 the caller, why (`step`, and the mix's `mix` entry and target `role`). The
 injector also remembers what is in force so that `heal_all` can always end
-every fault before the final reads.
+every fault before the final reads. An action refused before it changed
+anything is recorded `fail`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
+from cluster import reassignments
 from cluster.cluster import Cluster
 from cluster.firewall import drop_peers_command, remove_tagged_command
 from cluster.node import Node
-from harness.core.errors import HarnessError
+from harness.core.errors import HarnessError, Refused
 from harness.core.history import NEMESIS_PROCESS, Fault, Kind, OpType
 from harness.core.wait import wait_until
 from nemesis.grudges import Grudge
@@ -43,6 +47,23 @@ def _detail(step: str | None, extra: dict[str, Any] | None) -> dict[str, Any]:
     return {**({"step": step} if step else {}), **(extra or {})}
 
 
+@dataclass(frozen=True)
+class Reassignment:
+    """A partition reassignment in force: asked for, not yet ended."""
+
+    topic: str
+    partition: int
+    #: the replicas observed before (`from`) and the ones asked for (`to`)
+    replicas: tuple[int, ...]
+    target: tuple[int, ...]
+    #: the brokers of both, as the fault's `nodes`
+    nodes: list[str]
+    #: whether its end puts `replicas` back should it have completed
+    restore: bool
+    #: the caller's why (mix, role, ...), carried by its end too
+    why: dict[str, Any]
+
+
 def _checked(kind: Fault | str, allowed: tuple[Fault, ...]) -> Fault:
     kind = Fault(kind)
     if kind not in allowed:
@@ -63,6 +84,8 @@ class FaultInjector:
         self.grudge: dict[str, list[str]] = {}
         self.down: set[str] = set()
         self.paused: set[str] = set()
+        #: Reassignments asked for and not yet ended, by (topic, partition).
+        self.reassignments: dict[tuple[str, int], Reassignment] = {}
         #: Seconds from the decision to the fault in force, per fault kind.
         self.latencies: dict[str, list[float]] = {}
 
@@ -78,7 +101,8 @@ class FaultInjector:
             try:
                 result = action() or {}
             except Exception as err:
-                self.recorder.record(type=OpType.INFO, **base,
+                self.recorder.record(type=OpType.FAIL if isinstance(err, Refused)
+                                     else OpType.INFO, **base,
                                      detail={**detail, "error": str(err)[:500]})
                 raise
             self.latencies.setdefault(str(kind), []).append(time.monotonic() - started)
@@ -241,14 +265,102 @@ class FaultInjector:
 
         return self._fault(Fault.PAGE_CACHE_LOSS, [name], _detail(step, detail), apply)
 
+    # -- partition assignments -------------------------------------------------------
+
+    def reassign(self, topic: str, partition: int, replicas: Sequence[int],
+                 target: Sequence[int], restore: bool = False, step: str | None = None,
+                 detail: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Ask Kafka to move a partition from `replicas` (as observed) to `target`
+        (AlterPartitionReassignments, by Kafka's own tool in a node); it is in force
+        until end_reassign. `restore`: should it complete, its end puts `replicas`
+        back (a removal that left fewer replicas than the topic's replication
+        factor). One that may have half-happened (`info`) is ended like any other."""
+        key = (topic, partition)
+        if key in self.reassignments:
+            raise HarnessError(f"{topic}-{partition}: a reassignment is already in force")
+        nodes = self._broker_names([*replicas, *target])
+        why = _detail(step, detail)
+        record = {"topic": topic, "partition": partition, "from": list(replicas),
+                  "to": list(target), "restore": restore, **why}
+        tracked = Reassignment(topic, partition, tuple(replicas), tuple(target), nodes,
+                               restore, why)
+
+        def apply() -> None:
+            try:
+                reassignments.execute(self._tool_node(), topic, partition, target,
+                                      **self._tool_args())
+            except Exception as err:
+                if not isinstance(err, Refused):
+                    self.reassignments[key] = tracked  # it may have started
+                raise
+            self.reassignments[key] = tracked
+
+        return self._fault(Fault.REASSIGN, nodes, record, apply)
+
+    def end_reassign(self, topic: str, partition: int, step: str | None = None,
+                     detail: dict[str, Any] | None = None) -> dict[str, Any]:
+        """End a reassignment `reassign` began: cancelled if it is still under way
+        (Kafka drops the replicas it was adding), else left completed, or undone by
+        a reassignment back to its `from` when it was asked to restore. The line's
+        `outcome` says which; it carries the start's why unless given another."""
+        tracked = self.reassignments.get((topic, partition))
+        if tracked is None:
+            raise HarnessError(f"{topic}-{partition}: no reassignment in force to end")
+        record = {"topic": topic, "partition": partition, "from": list(tracked.replicas),
+                  "to": list(tracked.target),
+                  **_detail(step, tracked.why if detail is None else detail)}
+
+        def apply() -> dict[str, Any]:
+            node, args = self._tool_node(), self._tool_args()
+            outcome = reassignments.cancel(node, topic, partition, tracked.target, **args)
+            restored = outcome is reassignments.Outcome.COMPLETED and tracked.restore
+            if restored:
+                reassignments.execute(node, topic, partition, tracked.replicas, **args)
+            del self.reassignments[(topic, partition)]
+            return {"outcome": str(outcome), "restored": restored}
+
+        return self._fault(Fault.REASSIGN_END, tracked.nodes, record, apply)
+
+    def _broker_names(self, ids: Sequence[int]) -> list[str]:
+        try:
+            return sorted({self.cluster.broker_by_id(int(i)).spec.name for i in ids})
+        except KeyError as err:
+            raise HarnessError(f"reassignment names {err.args[0]}") from None
+
+    def _tool_node(self) -> Node:
+        """A node to run Kafka's admin tool in: the first that hears every broker
+        (controllers first, so the brokers keep their CPU); else the first one."""
+        brokers = {n.spec.name for n in self.cluster.brokers}
+        candidates = [*self.cluster.controllers, *self.cluster.brokers]
+        for node in candidates:
+            name = node.spec.name
+            cut = set(self.grudge.get(name, [])) | {
+                peer for peer, peers in self.grudge.items() if name in peers}
+            if not cut & (brokers - {name}):
+                return node
+        return candidates[0]
+
+    def _tool_args(self) -> dict[str, Any]:
+        config = self.cluster.config
+        return {"bootstrap": self.cluster.bootstrap, "timeouts": config.timeouts,
+                "heap": config.tool_heap}
+
     # -- the end of every fault ------------------------------------------------------
 
     def heal_all(self) -> None:
-        """End every fault: heal the network, resume paused, start what is down."""
+        """End every fault: heal the network, resume paused, end reassignments, start
+        what is down. Reassignments end before the restarts, so one that a stopped
+        replica held back is cancelled, not completed by its return; one whose end
+        failed (the cluster still without a controller) is tried again after them."""
         self.heal(step="final-heal")
         for name in sorted(self.paused):
             self.resume(name, step="final-heal")
+        for topic, partition in sorted(self.reassignments):
+            with contextlib.suppress(HarnessError):  # recorded as info; tried again below
+                self.end_reassign(topic, partition, step="final-heal")
         for name in sorted(self.cluster.nodes):
             node = self._node(name)
             if name in self.down or node.kafka_pid() is None:
                 self.start(name, step="final-heal")
+        for topic, partition in sorted(self.reassignments):
+            self.end_reassign(topic, partition, step="final-heal")

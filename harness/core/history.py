@@ -44,7 +44,9 @@ class OpType(StrEnum):
 class Fault(StrEnum):
     """A fault line's `fault`: what the nemesis did. Controller faults carry their
     own names, so a report tells a controller kill from a broker kill; a leader
-    bounce is a pause (SIGSTOP past the session timeout) under its own name."""
+    bounce is a pause (SIGSTOP past the session timeout) under its own name. A
+    reassignment of a partition's replicas lasts until its `reassign-end`, whose
+    detail says whether it was cancelled or had completed."""
 
     PARTITION = "partition"
     CONTROLLER_PARTITION = "controller-partition"
@@ -58,6 +60,8 @@ class Fault(StrEnum):
     RESUME = "resume"
     BOUNCE_LEADER = "bounce-leader"
     PAGE_CACHE_LOSS = "page-cache-loss"
+    REASSIGN = "reassign"
+    REASSIGN_END = "reassign-end"
 
 
 #: Which fault ends which: a fault is in force from its `ok` (or `info`) until one
@@ -66,6 +70,7 @@ ENDED_BY: dict[Fault, tuple[Fault, ...]] = {
     Fault.HEAL: (Fault.PARTITION, Fault.CONTROLLER_PARTITION, Fault.ISOLATE_FROM_CONTROLLERS),
     Fault.START: (Fault.KILL, Fault.STOP, Fault.PAGE_CACHE_LOSS, Fault.CONTROLLER_KILL),
     Fault.RESUME: (Fault.PAUSE, Fault.BOUNCE_LEADER),
+    Fault.REASSIGN_END: (Fault.REASSIGN,),
 }
 
 #: Faults that count against KIP-966's fault budget (HISTORY.md, "Fault budget"):

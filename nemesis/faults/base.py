@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -30,6 +30,8 @@ Undo = Callable[[], Any]
 #: What a fault acts on: overlapping schedules may not share one (nemesis.schedules).
 NETWORK = "network"
 PROCESSES = "processes"
+#: Partitions' replica assignments (the controller's, changed by reassignments).
+ASSIGNMENT = "assignment"
 
 
 class Injector(Protocol):
@@ -51,6 +53,11 @@ class Injector(Protocol):
                detail: dict[str, Any] | None = None) -> Any: ...
     def page_cache_loss(self, name: str, step: str | None = None,
                         detail: dict[str, Any] | None = None) -> Any: ...
+    def reassign(self, topic: str, partition: int, replicas: Sequence[int],
+                 target: Sequence[int], restore: bool = False, step: str | None = None,
+                 detail: dict[str, Any] | None = None) -> Any: ...
+    def end_reassign(self, topic: str, partition: int, step: str | None = None,
+                     detail: dict[str, Any] | None = None) -> Any: ...
 
 
 class Mix(Protocol):
@@ -80,7 +87,7 @@ class FaultPackage:
     roles: tuple[Role, ...]
     #: How plots draw it.
     colour: str
-    #: What it acts on (NETWORK or PROCESSES).
+    #: What it acts on (NETWORK, PROCESSES or ASSIGNMENT).
     resource: str
     inject: Callable[[Mix, FaultPackage], Undo | None]
     #: Its line of `harness run --help`.
