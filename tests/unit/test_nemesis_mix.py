@@ -167,6 +167,18 @@ class FakeInjector:
     def page_cache_loss(self, name, step=None, detail=None):  # noqa: ANN001
         self._line(Fault.PAGE_CACHE_LOSS, [name], step, detail)
 
+    def reassign(self, topic, partition, replicas, target, restore=False, step=None,  # noqa: ANN001
+                 detail=None):  # noqa: ANN001
+        nodes = sorted(TOPOLOGY.broker_name(b) for b in {*replicas, *target})
+        self.reassigning = (topic, partition, nodes)
+        self._line(Fault.REASSIGN, nodes, step, {"topic": topic, "partition": partition,
+                                                 "from": list(replicas), "to": list(target),
+                                                 "restore": restore, **(detail or {})})
+
+    def end_reassign(self, topic, partition, step=None, detail=None):  # noqa: ANN001
+        assert self.reassigning[:2] == (topic, partition)
+        self._line(Fault.REASSIGN_END, self.reassigning[2], step, detail)
+
 
 FULL = [state(0, 1, (1, 2, 3), elr=()), state(1, 2, (2, 3, 1), elr=())]
 SHRUNK = [state(0, 1, (1, 2), elr=(3,)), state(1, 2, (2, 3, 1), elr=())]
@@ -182,7 +194,7 @@ def mix(injector: FakeInjector, states: list[PartitionState], kinds=FAULT_KINDS,
 def test_every_kind_of_the_mix_is_recorded_as_a_fault_that_something_ends() -> None:
     assert FAULT_KINDS == tuple(PACKAGES) == (
         "partition", "kill", "stop", "pause", "page-cache-loss", "controller-kill",
-        "controller-partition", "isolate-from-controllers", "bounce-leader")
+        "controller-partition", "isolate-from-controllers", "bounce-leader", "reassign")
     lasting = {kind for ended in ENDED_BY.values() for kind in ended}
     for kind in FAULT_KINDS:
         assert isinstance(PACKAGES[kind].recorded, Fault)
@@ -314,6 +326,7 @@ def test_each_package_is_one_complete_fault_kind():
         "isolate-from-controllers": ("isolate-from-controllers", "#fdae6b", False),
         # its own kind, drawn in a pause's colour
         "bounce-leader": ("bounce-leader", "#756bb1", False),
+        "reassign": ("reassign", "#1b9e77", False),
     }
     assert {name: (str(p.recorded), p.colour, p.counts_against_budget)
             for name, p in PACKAGES.items()} == expected
