@@ -104,7 +104,7 @@ def test_random_mix_of_all_faults_heals_everything(tmp_path):
     injected = test["nemesis_result"]["injected"]
     # every kind but those asked for by name (bounce-leader), written out
     every = {"partition", "kill", "stop", "pause", "page-cache-loss", "controller-kill",
-             "controller-partition", "isolate-from-controllers"}
+             "controller-partition", "isolate-from-controllers", "reassign"}
     assert set(injected) == set(every), f"kinds never injected: " \
         f"{sorted(set(every) - set(injected))}"
     recorded = {e["fault"] for e in _history(run_dir) if e["f"] == "fault" and e["type"] == "ok"}
