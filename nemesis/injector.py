@@ -315,7 +315,10 @@ class FaultInjector:
             outcome = reassignments.cancel(node, topic, partition, tracked.target, **args)
             restored = outcome is reassignments.Outcome.COMPLETED and tracked.restore
             if restored:
-                reassignments.execute(node, topic, partition, tracked.replicas, **args)
+                try:
+                    reassignments.execute(node, topic, partition, tracked.replicas, **args)
+                except Refused as err:  # the end did something: not a fail
+                    raise HarnessError(f"putting {list(tracked.replicas)} back: {err}") from err
             del self.reassignments[(topic, partition)]
             return {"outcome": str(outcome), "restored": restored}
 

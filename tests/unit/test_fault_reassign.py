@@ -282,6 +282,19 @@ def test_a_completed_removal_below_the_replication_factor_is_put_back(rig) -> No
                                                     "--execute"]
 
 
+def test_a_put_back_the_tool_refused_is_info_not_fail_and_stays_in_force(rig) -> None:
+    """The end found the removal completed (it did something): a refused put-back
+    may not record the end as `fail`; heal_all tries it again."""
+    injector, recorder, cluster = rig
+    node = cluster.nodes["controller-1"]
+    node.answers = [ExecResult(0, STARTED), ExecResult(0, NONE_ACTIVE), ExecResult(
+        1, "Cannot execute because there is an existing partition assignment.")]
+    injector.reassign("t", 0, [1, 2, 3], [1, 3], restore=True)
+    with pytest.raises(Exception, match=r"putting \[1, 2, 3\] back"):
+        injector.end_reassign("t", 0)
+    assert recorder.lines[-1]["type"] == "info" and ("t", 0) in injector.reassignments
+
+
 def test_a_cancelled_removal_needs_no_putting_back(rig) -> None:
     injector, _, cluster = rig
     node = cluster.nodes["controller-1"]
