@@ -1,42 +1,50 @@
-"""Partition reassignments (KIP-455's AlterPartitionReassignments) through Kafka's
-own reassign-partitions tool, run inside a node.
+"""Partition reassignments: KIP-455's AlterPartitionReassignments (key 45, v0, a
+flexible version) over the harness's own wire client, from the host as the
+observer asks.
 
-Inside a node, as the cluster runs Kafka's other tools, so it works alike on
-Docker and over SSH and needs nothing librdkafka lacks (it has no
-AlterPartitionReassignments). The tool reads the wanted assignment from a JSON
-file written into the node beside it, and its AdminClient's bounds from a
-properties file (NodeTimeouts), so a cut-off cluster makes it give up and say
-why before the node's own bound kills it.
+Not Kafka's reassign-partitions tool: it refuses any target naming a broker
+that is not alive (its verifyBrokerIds), so it could never move a partition
+onto a replica a fault stopped, the very case KIP-966 constrains (the
+controller itself takes any registered broker, fenced or not); and
+librdkafka has no AlterPartitionReassignments. A broker forwards the request
+to the active controller.
 
-Only what the tool certainly refused to do is told apart (Refused: nothing was
-changed); any other failure may have happened half-way.
+One request per call, sent to the first broker that takes a connection:
+nothing sent is a refusal (Refused: recorded `fail`), and so is an error by
+which the controller refused the change (REFUSALS); any other error, or a lost
+answer, may have happened (an `info`).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
+import struct
+from collections.abc import Callable, Sequence
 from enum import StrEnum
+from typing import Protocol
 
-from cluster import kraft
-from cluster.node import ExecResult, Node
+from cluster.kafka_wire import (
+    WireConnection,
+    WireError,
+    _compact_string,
+    _framed,
+    _header_v1,
+    _Reader,
+    _uvarint,
+)
 from harness.core.config import NodeTimeouts
 from harness.core.errors import HarnessError, Refused
 
-#: The tool's main class in every 4.x release (it left the Scala `kafka.admin` in 3.7).
-TOOL_CLASS = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
-#: Where the tool's input files go in the node.
-PLAN_FILE = f"{kraft.HARNESS_DIR}/reassignment.json"
-ADMIN_FILE = f"{kraft.HARNESS_DIR}/reassignment-admin.properties"
-
-#: What the tool prints (ReassignPartitionsCommand, 4.0 to 4.4).
-STARTED = "Successfully started partition reassignment"
-CANCELLED = "Successfully cancelled partition reassignment"
-NONE_ACTIVE = "None of the specified partition reassignments are active"
-#: --execute while any reassignment is under way (it sends nothing then).
-EXISTING = "Cannot execute because there is an existing partition assignment"
-#: The controller's answer to a cancel of one that completed a moment ago.
-NOT_IN_PROGRESS = "No partition reassignment is in progress"
+ALTER_PARTITION_REASSIGNMENTS_KEY = 45
+ALTER_PARTITION_REASSIGNMENTS_VERSION = 0
+#: Kafka's error codes this module tells apart.
+NONE = 0
+NO_REASSIGNMENT_IN_PROGRESS = 85
+#: Errors by which the controller refused the change after checking it: nothing
+#: was applied (UNKNOWN_TOPIC_OR_PARTITION, TOPIC_ and CLUSTER_AUTHORIZATION_FAILED,
+#: UNSUPPORTED_VERSION, INVALID_REPLICA_ASSIGNMENT, INVALID_REQUEST,
+#: NO_REASSIGNMENT_IN_PROGRESS). Any other (a timeout, NOT_CONTROLLER while
+#: forwarding) may have been applied all the same.
+REFUSALS = frozenset({3, 29, 31, 35, 39, 42, NO_REASSIGNMENT_IN_PROGRESS})
 
 
 class Outcome(StrEnum):
@@ -46,63 +54,107 @@ class Outcome(StrEnum):
     CANCELLED = "cancelled"
 
 
-def plan_json(topic: str, partition: int, replicas: Sequence[int]) -> str:
-    """The tool's reassignment file for one partition (version 1)."""
-    return json.dumps({"version": 1, "partitions": [
-        {"topic": topic, "partition": partition, "replicas": [int(r) for r in replicas]}]})
+class Connection(Protocol):
+    def connect(self) -> None: ...
+    def request(self, build: Callable[[int], bytes]) -> bytes: ...
+    def close(self) -> None: ...
 
 
-def admin_properties(timeouts: NodeTimeouts) -> str:
-    """The tool's AdminClient bounds (its defaults wait 60 s on a silent cluster)."""
-    return (f"request.timeout.ms={int(timeouts.reassign_request_s * 1000)}\n"
-            f"default.api.timeout.ms={int(timeouts.reassign_admin_s * 1000)}\n")
+Connect = Callable[[str, float], Connection]
 
 
-def tool_command(action: str, bootstrap: Sequence[str], heap: str) -> list[str]:
-    """The tool's argv for `--execute` or `--cancel` of the plan file. A cancel keeps
-    throttles alone: clearing them alters each broker's config, which waits on a
-    broker that is down after the cancel itself went through."""
-    if action not in ("--execute", "--cancel"):
-        raise ValueError(f"unknown action {action}")
-    return ["java", *heap.split(), "-cp", f"{kraft.KAFKA_HOME}/libs/*", TOOL_CLASS,
-            "--bootstrap-server", ",".join(bootstrap), "--command-config", ADMIN_FILE,
-            "--reassignment-json-file", PLAN_FILE, action,
-            *(["--preserve-throttles"] if action == "--cancel" else [])]
+def encode_request(correlation_id: int, client_id: str, topic: str, partition: int,
+                   replicas: Sequence[int] | None, timeout_ms: int) -> bytes:
+    """A size-prefixed AlterPartitionReassignments v0 request (request header v2) for
+    one partition: to `replicas`, or None to cancel its reassignment."""
+    header = _header_v1(ALTER_PARTITION_REASSIGNMENTS_KEY, ALTER_PARTITION_REASSIGNMENTS_VERSION,
+                        correlation_id, client_id) + b"\x00"  # no tagged fields
+    if replicas is None:
+        target = _uvarint(0)  # null: cancel
+    else:
+        target = _uvarint(len(replicas) + 1) + b"".join(struct.pack(">i", int(r))
+                                                        for r in replicas)
+    body = (struct.pack(">i", timeout_ms) + _uvarint(2) + _compact_string(topic)
+            + _uvarint(2) + struct.pack(">i", partition) + target + b"\x00"  # partition
+            + b"\x00"  # topic tagged fields
+            + b"\x00")  # request tagged fields
+    return _framed(header, body)
 
 
-def _run(node: Node, action: str, topic: str, partition: int, replicas: Sequence[int],
-         bootstrap: Sequence[str], timeouts: NodeTimeouts, heap: str) -> ExecResult:
-    node.write_file(ADMIN_FILE, admin_properties(timeouts).encode())
-    node.write_file(PLAN_FILE, plan_json(topic, partition, replicas).encode())
-    return node.exec(tool_command(action, bootstrap, heap), timeout_s=timeouts.reassign_tool_s)
+def decode_response(payload: bytes) -> tuple[int, int, str | None,
+                                              dict[tuple[str, int], tuple[int, str | None]]]:
+    """(correlation id, top-level error code and message, {(topic, partition):
+    (error code, message)}) of a response (after the size prefix)."""
+    r = _Reader(payload)
+    correlation_id = r.int32()
+    r.skip_tagged_fields()  # response header v1
+    r.int32()  # throttle time
+    error_code, message = r.int16(), r.compact_nullable_string()
+    partitions: dict[tuple[str, int], tuple[int, str | None]] = {}
+    for _ in range(max(r.uvarint() - 1, 0)):
+        topic = r.compact_nullable_string() or ""
+        for _ in range(max(r.uvarint() - 1, 0)):
+            index, code = r.int32(), r.int16()
+            partitions[(topic, index)] = (code, r.compact_nullable_string())
+            r.skip_tagged_fields()
+        r.skip_tagged_fields()
+    r.skip_tagged_fields()
+    return correlation_id, error_code, message, partitions
 
 
-def _said(result: ExecResult) -> str:
-    """The tool's last words, for an error message."""
-    return " ".join(result.output.split())[-400:] or f"exit {result.exit_code}, no output"
+def alter(addresses: Sequence[str], topic: str, partition: int,
+          replicas: Sequence[int] | None, timeouts: NodeTimeouts,
+          connect: Connect = WireConnection) -> tuple[int, str | None]:
+    """Send one request to the first of `addresses` that takes a connection; the
+    error code and message the controller gave the partition."""
+    where = f"{topic}-{partition}"
+    for address in addresses:
+        connection = connect(address, timeouts.reassign_answer_s)
+        try:
+            try:
+                connection.connect()
+            except WireError:
+                continue
+            try:
+                payload = connection.request(lambda c: encode_request(
+                    c, "elr-harness", topic, partition, replicas,
+                    int(timeouts.reassign_request_s * 1000)))
+                _, error, message, answers = decode_response(payload)
+            except WireError as err:
+                raise HarnessError(f"{where}: no answer from {address}: {err}") from err
+        finally:
+            connection.close()
+        if error != NONE:
+            return error, message
+        if (topic, partition) not in answers:
+            raise HarnessError(f"{where}: {address} answered for other partitions")
+        return answers[(topic, partition)]
+    raise Refused(f"{where}: no broker that hears the controllers took a connection "
+                  f"({', '.join(addresses) or 'none to ask'})")
 
 
-def execute(node: Node, topic: str, partition: int, replicas: Sequence[int],
-            bootstrap: Sequence[str], timeouts: NodeTimeouts, heap: str) -> None:
-    """Ask Kafka to move the partition to `replicas` (the controller starts the
-    reassignment; it completes once every target replica is in the ISR)."""
-    result = _run(node, "--execute", topic, partition, replicas, bootstrap, timeouts, heap)
-    if EXISTING in result.output:
-        raise Refused(f"{topic}-{partition}: another reassignment is under "
-                                  "way; the tool refused to start this one")
-    if not result.ok or STARTED not in result.output:
-        raise HarnessError(f"{topic}-{partition}: reassigning to {list(replicas)} failed: "
-                           f"{_said(result)}")
+def _error(action: str, where: str, code: int, message: str | None) -> HarnessError:
+    text = f"{where}: {action}: Kafka error {code}: {message or 'no message'}"
+    return Refused(text) if code in REFUSALS else HarnessError(text)
 
 
-def cancel(node: Node, topic: str, partition: int, replicas: Sequence[int],
-           bootstrap: Sequence[str], timeouts: NodeTimeouts, heap: str) -> Outcome:
-    """Cancel the partition's reassignment if it is still under way (Kafka puts the
-    replicas it was adding out again); say whether it was cancelled or had completed."""
-    result = _run(node, "--cancel", topic, partition, replicas, bootstrap, timeouts, heap)
-    if result.ok and CANCELLED in result.output:
+def execute(addresses: Sequence[str], topic: str, partition: int, replicas: Sequence[int],
+            timeouts: NodeTimeouts, connect: Connect = WireConnection) -> None:
+    """Ask the controller to move the partition to `replicas`: it starts the
+    reassignment, which completes once every target replica is in the ISR."""
+    code, message = alter(addresses, topic, partition, replicas, timeouts, connect)
+    if code != NONE:
+        raise _error(f"reassigning to {list(replicas)}", f"{topic}-{partition}", code, message)
+
+
+def cancel(addresses: Sequence[str], topic: str, partition: int, timeouts: NodeTimeouts,
+           connect: Connect = WireConnection) -> Outcome:
+    """Cancel the partition's reassignment if it is still under way (the controller
+    drops the replicas it was adding and keeps those it was removing); say whether
+    it was cancelled or had completed (none in progress)."""
+    code, message = alter(addresses, topic, partition, None, timeouts, connect)
+    if code == NONE:
         return Outcome.CANCELLED
-    if (result.ok and NONE_ACTIVE in result.output) or NOT_IN_PROGRESS in result.output:
+    if code == NO_REASSIGNMENT_IN_PROGRESS:
         return Outcome.COMPLETED
-    raise HarnessError(f"{topic}-{partition}: cancelling the reassignment failed: "
-                       f"{_said(result)}")
+    raise _error("cancelling", f"{topic}-{partition}", code, message)

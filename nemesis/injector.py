@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from cluster import reassignments
 from cluster.cluster import Cluster
 from cluster.firewall import drop_peers_command, remove_tagged_command
+from cluster.kafka_wire import WireConnection
 from cluster.node import Node
 from harness.core.errors import HarnessError, Refused
 from harness.core.history import NEMESIS_PROCESS, Fault, Kind, OpType
@@ -75,10 +76,13 @@ class FaultInjector:
     """Applies faults to a cluster's nodes and records each one."""
 
     def __init__(self, cluster: Cluster, recorder: Recorder,
-                 page_cache: PageCacheLayer | None = None) -> None:
+                 page_cache: PageCacheLayer | None = None,
+                 connect: reassignments.Connect = WireConnection) -> None:
         self.cluster = cluster
         self.recorder = recorder
         self.page_cache = page_cache
+        #: How a reassignment reaches a broker (the harness's wire client).
+        self.connect = connect
         self._lock = threading.Lock()
         #: The grudge in force (node -> peers it cannot hear), empty when healed.
         self.grudge: dict[str, list[str]] = {}
@@ -271,8 +275,8 @@ class FaultInjector:
                  target: Sequence[int], restore: bool = False, step: str | None = None,
                  detail: dict[str, Any] | None = None) -> dict[str, Any]:
         """Ask Kafka to move a partition from `replicas` (as observed) to `target`
-        (AlterPartitionReassignments, by Kafka's own tool in a node); it is in force
-        until end_reassign. `restore`: should it complete, its end puts `replicas`
+        (AlterPartitionReassignments, through a broker that hears the controllers);
+        it is in force until end_reassign. `restore`: should it complete, its end puts `replicas`
         back (a removal that left fewer replicas than the topic's replication
         factor). One that may have half-happened (`info`) is ended like any other."""
         key = (topic, partition)
@@ -287,8 +291,8 @@ class FaultInjector:
 
         def apply() -> None:
             try:
-                reassignments.execute(self._tool_node(), topic, partition, target,
-                                      **self._tool_args())
+                reassignments.execute(self._admin_addresses(), topic, partition, target,
+                                      self.cluster.config.timeouts, self.connect)
             except Exception as err:
                 if not isinstance(err, Refused):
                     self.reassignments[key] = tracked  # it may have started
@@ -311,12 +315,13 @@ class FaultInjector:
                   **_detail(step, tracked.why if detail is None else detail)}
 
         def apply() -> dict[str, Any]:
-            node, args = self._tool_node(), self._tool_args()
-            outcome = reassignments.cancel(node, topic, partition, tracked.target, **args)
+            addresses, timeouts = self._admin_addresses(), self.cluster.config.timeouts
+            outcome = reassignments.cancel(addresses, topic, partition, timeouts, self.connect)
             restored = outcome is reassignments.Outcome.COMPLETED and tracked.restore
             if restored:
                 try:
-                    reassignments.execute(node, topic, partition, tracked.replicas, **args)
+                    reassignments.execute(addresses, topic, partition, tracked.replicas,
+                                          timeouts, self.connect)
                 except Refused as err:  # the end did something: not a fail
                     raise HarnessError(f"putting {list(tracked.replicas)} back: {err}") from err
             del self.reassignments[(topic, partition)]
@@ -330,25 +335,24 @@ class FaultInjector:
         except KeyError as err:
             raise HarnessError(f"reassignment names {err.args[0]}") from None
 
-    def _tool_node(self) -> Node:
-        """A node to run Kafka's admin tool in: the first that hears every broker
-        (controllers first, so the brokers keep their CPU); else the first one."""
-        brokers = {n.spec.name for n in self.cluster.brokers}
-        candidates = [*self.cluster.controllers, *self.cluster.brokers]
-        for node in candidates:
-            name = node.spec.name
-            cut = set(self.grudge.get(name, [])) | {
-                peer for peer, peers in self.grudge.items() if name in peers}
-            if not cut & (brokers - {name}):
-                return node
-        return candidates[0]
-
-    def _tool_args(self) -> dict[str, Any]:
-        config = self.cluster.config
-        return {"bootstrap": self.cluster.bootstrap, "timeouts": config.timeouts,
-                "heap": config.tool_heap}
+    def _admin_addresses(self) -> list[str]:
+        """Brokers to send a reassignment to, which forward it to the controller:
+        none that is down, paused or cut off from the controllers."""
+        stale = self.stale_brokers()
+        return [address for address in self.cluster.bootstrap if address not in stale]
 
     # -- the end of every fault ------------------------------------------------------
+
+    def _looks_dead(self, node: Node, looks: int = 3) -> bool:
+        """No Kafka process on `looks` asks in a row. One empty pgrep is no proof
+        (cluster.Cluster._fail_if_a_node_died): heal_all once started a controller
+        that ran all along, and recorded a start no fault had called for."""
+        for look in range(looks):
+            if node.kafka_pid() is not None:
+                return False
+            if look < looks - 1:
+                time.sleep(self.cluster.config.dead_look_spacing_s)
+        return True
 
     def heal_all(self) -> None:
         """End every fault: heal the network, resume paused, end reassignments, start
@@ -362,8 +366,7 @@ class FaultInjector:
             with contextlib.suppress(HarnessError):  # recorded as info; tried again below
                 self.end_reassign(topic, partition, step="final-heal")
         for name in sorted(self.cluster.nodes):
-            node = self._node(name)
-            if name in self.down or node.kafka_pid() is None:
+            if name in self.down or self._looks_dead(self._node(name)):
                 self.start(name, step="final-heal")
         for topic, partition in sorted(self.reassignments):
             self.end_reassign(topic, partition, step="final-heal")

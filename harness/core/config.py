@@ -141,14 +141,11 @@ class NodeTimeouts:
     #: Pause before removing a Docker network again (its endpoints take a moment
     #: to go after a forced container removal).
     network_remove_retry_s: float = 0.5
-    #: Kafka's reassign-partitions tool (a JVM started in a node) starting or
-    #: cancelling one partition reassignment.
-    reassign_tool_s: float = 60.0
-    #: The tool's AdminClient: its bound on every call (default.api.timeout.ms),
-    #: under reassign_tool_s so the tool says why before the node's bound kills it,
-    #: and on one request (request.timeout.ms).
-    reassign_admin_s: float = 40.0
-    reassign_request_s: float = 15.0
+    #: One AlterPartitionReassignments request (starting or cancelling a partition
+    #: reassignment): the controller's own bound on it (its TimeoutMs), and how
+    #: long the harness waits for the answer (longer: a broker forwards it).
+    reassign_request_s: float = 10.0
+    reassign_answer_s: float = 15.0
 
 
 @dataclass(frozen=True)
@@ -190,8 +187,6 @@ class ClusterConfig:
     controller_port: int = 9093
     controller_heap: str = "-Xms128m -Xmx256m"
     broker_heap: str = "-Xms256m -Xmx384m"
-    #: A Kafka command-line tool the nemesis runs in a node (reassign-partitions).
-    tool_heap: str = "-Xmx128m"
     jvm_opts: str = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k"
     timings: KafkaTimings = field(default_factory=KafkaTimings)
     timeouts: NodeTimeouts = field(default_factory=NodeTimeouts)

@@ -285,7 +285,6 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "cluster.controller_port": integer(1, 65535),
     "cluster.controller_heap": jvm_heap,
     "cluster.broker_heap": jvm_heap,
-    "cluster.tool_heap": jvm_heap,
     "cluster.jvm_opts": jvm_options,
     "cluster.ready_timeout_s": positive_seconds,
     "cluster.node_start_timeout_s": positive_seconds,
