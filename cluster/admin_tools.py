@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from cluster import kraft
 from cluster.node import Node
-from harness.core.errors import HarnessError
+from harness.core.errors import HarnessError, Refused
 
 if TYPE_CHECKING:
     from cluster.cluster import Cluster
@@ -52,7 +52,7 @@ class AdminError(HarnessError):
     """The tool failed in a way that leaves open whether the change was made."""
 
 
-class AdminRefused(AdminError):
+class AdminRefused(AdminError, Refused):
     """Kafka refused the change: nothing was changed."""
 
 

@@ -7,8 +7,9 @@ carries its own name, so a report tells it from a broker's), the nodes and a
 `detail` saying what it did (the grudge, the bytes dropped per file) and, from
 the caller, why (`step`, and the mix's `mix` entry and target `role`). The
 injector also remembers what is in force (the grudge, what is down or paused,
-a disk fault, a slow network's target, a changed config) so that `heal_all`
-can always end every fault before the final reads.
+a disk fault, a slow network's target, a changed config, a reassignment) so
+that `heal_all` can always end every fault before the final reads. An action
+refused before it changed anything is recorded `fail`.
 
 A config or feature change (min-isr-change, feature-change) runs Kafka's own
 tools in a node (cluster.admin_tools) and ends `fail` when the controller
@@ -21,14 +22,18 @@ broker that lost its page cache is down.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cluster.admin_tools import AdminRefused, AdminTools
+from cluster import reassignments
+from cluster.admin_tools import AdminTools
 from cluster.cluster import Cluster
 from cluster.firewall import drop_peers_command, remove_tagged_command
+from cluster.kafka_wire import WireConnection
 from cluster.kraft import broker_log_dirs
 from cluster.node import Node
 from cluster.shaping import (
@@ -39,7 +44,7 @@ from cluster.shaping import (
     routes_command,
     shape_command,
 )
-from harness.core.errors import HarnessError
+from harness.core.errors import HarnessError, Refused
 from harness.core.history import NEMESIS_PROCESS, Fault, Kind, OpType
 from harness.core.wait import wait_until
 from nemesis.admin_faults import AdminFaults, FaultRefused, detail_of
@@ -59,6 +64,23 @@ KILL_KINDS = (Fault.KILL, Fault.CONTROLLER_KILL)
 PAUSE_KINDS = (Fault.PAUSE, Fault.BOUNCE_LEADER)
 
 
+@dataclass(frozen=True)
+class Reassignment:
+    """A partition reassignment in force: asked for, not yet ended."""
+
+    topic: str
+    partition: int
+    #: the replicas observed before (`from`) and the ones asked for (`to`)
+    replicas: tuple[int, ...]
+    target: tuple[int, ...]
+    #: the brokers of both, as the fault's `nodes`
+    nodes: list[str]
+    #: whether its end puts `replicas` back should it have completed
+    restore: bool
+    #: the caller's why (mix, role, ...), carried by its end too
+    why: dict[str, Any]
+
+
 def _checked(kind: Fault | str, allowed: tuple[Fault, ...]) -> Fault:
     kind = Fault(kind)
     if kind not in allowed:
@@ -71,12 +93,15 @@ class FaultInjector(AdminFaults):
 
     def __init__(self, cluster: Cluster, recorder: Recorder,
                  page_cache: PageCacheLayer | None = None,
-                 admin: AdminTools | None = None) -> None:
+                 admin: AdminTools | None = None,
+                 connect: reassignments.Connect = WireConnection) -> None:
         self.cluster = cluster
         self.recorder = recorder
         self.page_cache = page_cache
         #: Kafka's config and feature tools (made from the cluster when first needed).
         self._admin = admin
+        #: How a reassignment reaches a broker (the harness's wire client).
+        self.connect = connect
         self._lock = threading.Lock()
         #: The grudge in force (node -> peers it cannot hear), empty when healed.
         self.grudge: dict[str, list[str]] = {}
@@ -86,6 +111,8 @@ class FaultInjector(AdminFaults):
         self.disk_faults: dict[str, str] = {}
         #: The node whose links are slow (a slow network's target) -> its peers.
         self.throttled: dict[str, list[str]] = {}
+        #: Reassignments asked for and not yet ended, by (topic, partition).
+        self.reassignments: dict[tuple[str, int], Reassignment] = {}
         #: Seconds from the decision to the fault in force, per fault kind.
         self.latencies: dict[str, list[float]] = {}
         #: Brokers a page-cache loss took down that were not started since, and how
@@ -115,7 +142,7 @@ class FaultInjector(AdminFaults):
             try:
                 result = action() or {}
             except Exception as err:
-                self.recorder.record(type=OpType.FAIL if isinstance(err, AdminRefused)
+                self.recorder.record(type=OpType.FAIL if isinstance(err, Refused)
                                      else OpType.INFO, **base,
                                      detail={**detail, "error": str(err)[:500]})
                 raise
@@ -425,12 +452,98 @@ class FaultInjector(AdminFaults):
 
         return self._fault(Fault.START, [name], detail_of(step, detail), apply)
 
+    # -- partition assignments -------------------------------------------------------
+
+    def reassign(self, topic: str, partition: int, replicas: Sequence[int],
+                 target: Sequence[int], restore: bool = False, step: str | None = None,
+                 detail: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Ask Kafka to move a partition from `replicas` (as observed) to `target`
+        (AlterPartitionReassignments, through a broker that hears the controllers);
+        it is in force until end_reassign. `restore`: should it complete, its end puts `replicas`
+        back (a removal that left fewer replicas than the topic's replication
+        factor). One that may have half-happened (`info`) is ended like any other."""
+        key = (topic, partition)
+        if key in self.reassignments:
+            raise HarnessError(f"{topic}-{partition}: a reassignment is already in force")
+        nodes = self._broker_names([*replicas, *target])
+        why = detail_of(step, detail)
+        record = {"topic": topic, "partition": partition, "from": list(replicas),
+                  "to": list(target), "restore": restore, **why}
+        tracked = Reassignment(topic, partition, tuple(replicas), tuple(target), nodes,
+                               restore, why)
+
+        def apply() -> None:
+            try:
+                reassignments.execute(self._admin_addresses(), topic, partition, target,
+                                      self.cluster.config.timeouts, self.connect)
+            except Exception as err:
+                if not isinstance(err, Refused):
+                    self.reassignments[key] = tracked  # it may have started
+                raise
+            self.reassignments[key] = tracked
+
+        return self._fault(Fault.REASSIGN, nodes, record, apply)
+
+    def end_reassign(self, topic: str, partition: int, step: str | None = None,
+                     detail: dict[str, Any] | None = None) -> dict[str, Any]:
+        """End a reassignment `reassign` began: cancelled if it is still under way
+        (Kafka drops the replicas it was adding), else left completed, or undone by
+        a reassignment back to its `from` when it was asked to restore. The line's
+        `outcome` says which; it carries the start's why unless given another."""
+        tracked = self.reassignments.get((topic, partition))
+        if tracked is None:
+            raise HarnessError(f"{topic}-{partition}: no reassignment in force to end")
+        record = {"topic": topic, "partition": partition, "from": list(tracked.replicas),
+                  "to": list(tracked.target),
+                  **detail_of(step, tracked.why if detail is None else detail)}
+
+        def apply() -> dict[str, Any]:
+            addresses, timeouts = self._admin_addresses(), self.cluster.config.timeouts
+            outcome = reassignments.cancel(addresses, topic, partition, timeouts, self.connect)
+            restored = outcome is reassignments.Outcome.COMPLETED and tracked.restore
+            if restored:
+                try:
+                    reassignments.execute(addresses, topic, partition, tracked.replicas,
+                                          timeouts, self.connect)
+                except Refused as err:  # the end did something: not a fail
+                    raise HarnessError(f"putting {list(tracked.replicas)} back: {err}") from err
+            del self.reassignments[(topic, partition)]
+            return {"outcome": str(outcome), "restored": restored}
+
+        return self._fault(Fault.REASSIGN_END, tracked.nodes, record, apply)
+
+    def _broker_names(self, ids: Sequence[int]) -> list[str]:
+        try:
+            return sorted({self.cluster.broker_by_id(int(i)).spec.name for i in ids})
+        except KeyError as err:
+            raise HarnessError(f"reassignment names {err.args[0]}") from None
+
+    def _admin_addresses(self) -> list[str]:
+        """Brokers to send a reassignment to, which forward it to the controller:
+        none that is down, paused or cut off from the controllers."""
+        stale = self.stale_brokers()
+        return [address for address in self.cluster.bootstrap if address not in stale]
+
     # -- the end of every fault ------------------------------------------------------
+
+    def _looks_dead(self, node: Node, looks: int = 3) -> bool:
+        """No Kafka process on `looks` asks in a row. One empty pgrep is no proof
+        (cluster.Cluster._fail_if_a_node_died): heal_all once started a controller
+        that ran all along, and recorded a start no fault had called for."""
+        for look in range(looks):
+            if node.kafka_pid() is not None:
+                return False
+            if look < looks - 1:
+                time.sleep(self.cluster.config.dead_look_spacing_s)
+        return True
 
     def heal_all(self) -> None:
         """End every fault: heal the network (partitions, then a slow network),
-        resume paused, end disk faults, start what is down, and put back every
-        config and feature a change left changed."""
+        resume paused, end disk faults and reassignments, start what is down, and
+        put back every config and feature a change left changed. Reassignments end
+        before the restarts, so one that a stopped replica held back is cancelled,
+        not completed by its return; one whose end failed (the cluster still
+        without a controller) is tried again after them."""
         self.heal(step="final-heal")
         for name in sorted(self.throttled):
             self.unthrottle(name, step="final-heal")
@@ -438,11 +551,18 @@ class FaultInjector(AdminFaults):
             self.resume(name, step="final-heal")
         for name in sorted(self.disk_faults):
             self.end_disk_fault(name, step="final-heal")
+        for topic, partition in sorted(self.reassignments):
+            with contextlib.suppress(HarnessError):  # recorded as info; tried again below
+                self.end_reassign(topic, partition, step="final-heal")
         for name in sorted(self.cluster.nodes):
-            node = self._node(name)
-            if name in self.down or node.kafka_pid() is None:
+            if name in self.down or self._looks_dead(self._node(name)):
                 self.start(name, step="final-heal")
         errors = []  # each change is put back even when another one could not be
+        for topic, partition in sorted(self.reassignments):
+            try:
+                self.end_reassign(topic, partition, step="final-heal")
+            except HarnessError as err:
+                errors.append(err.message)
         for feature in sorted(self.feature_changes):
             try:
                 self.restore_feature(feature, step="final-heal")

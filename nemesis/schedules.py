@@ -11,7 +11,7 @@ result dict (test.json's `nemesis_result`). The parts:
   overlapping schedules must not undo each other: a heal removes every
   iptables rule and a start revives what another stopped, so each overlapping
   schedule owns its resources (the network, the Kafka processes, or the
-  cluster's config and features) alone, and
+  cluster's config and features, or partitions' replica assignments) alone, and
   at most one may drop page caches, which keeps two losses from passing the
   fault-budget check at the same moment.
 
@@ -40,7 +40,7 @@ class Schedule(Protocol):
         ...
 
     def resources(self) -> set[str]:
-        """What its faults act on (NETWORK, PROCESSES, CONFIG)."""
+        """What its faults act on (NETWORK, PROCESSES, CONFIG, ASSIGNMENT)."""
         ...
 
 

@@ -153,6 +153,11 @@ class NodeTimeouts:
     #: Pause before removing a Docker network again (its endpoints take a moment
     #: to go after a forced container removal).
     network_remove_retry_s: float = 0.5
+    #: One AlterPartitionReassignments request (starting or cancelling a partition
+    #: reassignment): the controller's own bound on it (its TimeoutMs), and how
+    #: long the harness waits for the answer (longer: a broker forwards it).
+    reassign_request_s: float = 10.0
+    reassign_answer_s: float = 15.0
 
 
 @dataclass(frozen=True)

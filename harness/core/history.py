@@ -44,7 +44,9 @@ class OpType(StrEnum):
 class Fault(StrEnum):
     """A fault line's `fault`: what the nemesis did. Controller faults carry their
     own names, so a report tells a controller kill from a broker kill; a leader
-    bounce is a pause (SIGSTOP past the session timeout) under its own name."""
+    bounce is a pause (SIGSTOP past the session timeout) under its own name. A
+    reassignment of a partition's replicas lasts until its `reassign-end`, whose
+    detail says whether it was cancelled or had completed."""
 
     PARTITION = "partition"
     CONTROLLER_PARTITION = "controller-partition"
@@ -65,6 +67,8 @@ class Fault(StrEnum):
     #: Ends a slow network (its own kind: a partition's heal neither removes its
     #: shaping nor ends it, so the two can be in force at once and drawn apart).
     UNTHROTTLE = "unthrottle"
+    REASSIGN = "reassign"
+    REASSIGN_END = "reassign-end"
 
 
 #: Which fault ends which: a fault is in force from its `ok` (or `info`) until one
@@ -80,6 +84,7 @@ ENDED_BY: dict[Fault, tuple[Fault, ...]] = {
     Fault.MIN_ISR_CHANGE: (Fault.MIN_ISR_CHANGE,),
     Fault.FEATURE_CHANGE: (Fault.FEATURE_CHANGE,),
     Fault.UNTHROTTLE: (Fault.SLOW_NETWORK,),
+    Fault.REASSIGN_END: (Fault.REASSIGN,),
 }
 
 #: The detail key of a line that puts back what an earlier line of its own kind

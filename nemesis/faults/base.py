@@ -33,6 +33,8 @@ NETWORK = "network"
 PROCESSES = "processes"
 #: The cluster's dynamic config and feature levels (a change and its restore).
 CONFIG = "config"
+#: Partitions' replica assignments (the controller's, changed by reassignments).
+ASSIGNMENT = "assignment"
 
 
 class Injector(Protocol):
@@ -85,6 +87,11 @@ class Injector(Protocol):
                      step: str | None = None, detail: dict[str, Any] | None = None) -> Any: ...
     def unthrottle(self, name: str, step: str | None = None,
                    detail: dict[str, Any] | None = None) -> Any: ...
+    def reassign(self, topic: str, partition: int, replicas: Sequence[int],
+                 target: Sequence[int], restore: bool = False, step: str | None = None,
+                 detail: dict[str, Any] | None = None) -> Any: ...
+    def end_reassign(self, topic: str, partition: int, step: str | None = None,
+                     detail: dict[str, Any] | None = None) -> Any: ...
 
 
 class Mix(Protocol):
@@ -116,8 +123,8 @@ class FaultPackage:
     roles: tuple[Role, ...]
     #: How plots draw it.
     colour: str
-    #: What it acts on (NETWORK, PROCESSES or CONFIG; a disk fault restarts its broker
-    #: at its end, so it is PROCESSES too).
+    #: What it acts on (NETWORK, PROCESSES, CONFIG or ASSIGNMENT; a disk fault restarts
+    #: its broker at its end, so it is PROCESSES too).
     resource: str
     inject: Callable[[Mix, FaultPackage], Undo | None]
     #: Its line of `harness run --help`.

@@ -107,7 +107,7 @@ def test_random_mix_of_all_faults_heals_everything(tmp_path):
         f"{test.get('error')}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     injected = test["nemesis_result"]["injected"]
     # every kind but those asked for by name (bounce-leader, min-isr-change,
-    # feature-change), written out
+    # feature-change, reassign), written out
     every = {"partition", "kill", "stop", "pause", "page-cache-loss", "controller-kill",
              "controller-partition", "isolate-from-controllers", "disk-fault", "slow-network"}
     assert set(injected) == set(every), f"kinds never injected: " \

@@ -231,6 +231,7 @@ class FakeInjector:
 
     def end_disk_fault(self, name, step=None, detail=None):  # noqa: ANN001
         self._line(Fault.START, [name], step, detail)
+
     def slow_network(self, name, peers, rate_kbit, loss, step=None, detail=None):  # noqa: ANN001
         self._line(Fault.SLOW_NETWORK, [name], step, {
             "target": name, "peers": sorted(peers), "rate_kbit": rate_kbit, "loss": loss,
@@ -238,6 +239,18 @@ class FakeInjector:
 
     def unthrottle(self, name, step=None, detail=None):  # noqa: ANN001
         self._line(Fault.UNTHROTTLE, [name], step, detail)
+
+    def reassign(self, topic, partition, replicas, target, restore=False, step=None,  # noqa: ANN001
+                 detail=None):  # noqa: ANN001
+        nodes = sorted(TOPOLOGY.broker_name(b) for b in {*replicas, *target})
+        self.reassigning = (topic, partition, nodes)
+        self._line(Fault.REASSIGN, nodes, step, {"topic": topic, "partition": partition,
+                                                 "from": list(replicas), "to": list(target),
+                                                 "restore": restore, **(detail or {})})
+
+    def end_reassign(self, topic, partition, step=None, detail=None):  # noqa: ANN001
+        assert self.reassigning[:2] == (topic, partition)
+        self._line(Fault.REASSIGN_END, self.reassigning[2], step, detail)
 
 
 FULL = [state(0, 1, (1, 2, 3), elr=()), state(1, 2, (2, 3, 1), elr=())]
@@ -261,7 +274,7 @@ def test_every_kind_of_the_mix_is_recorded_as_a_fault_that_something_ends() -> N
     assert FAULT_KINDS == tuple(PACKAGES) == (
         "partition", "kill", "stop", "pause", "page-cache-loss", "controller-kill",
         "controller-partition", "isolate-from-controllers", "bounce-leader", "disk-fault",
-        "min-isr-change", "feature-change", "slow-network")
+        "min-isr-change", "feature-change", "slow-network", "reassign")
     lasting = {kind for ended in ENDED_BY.values() for kind in ended}
     for kind in FAULT_KINDS:
         assert isinstance(PACKAGES[kind].recorded, Fault)
@@ -405,6 +418,7 @@ def test_each_package_is_one_complete_fault_kind():
         "min-isr-change": ("min-isr-change", "#1b9e77", False),
         "feature-change": ("feature-change", "#3182bd", False),
         "slow-network": ("slow-network", "#31a354", False),
+        "reassign": ("reassign", "#e7298a", False),
     }
     assert {name: (str(p.recorded), p.colour, p.counts_against_budget)
             for name, p in PACKAGES.items()} == expected
