@@ -314,6 +314,9 @@ class ScenarioTimings:
     warmup_s: float = 8.0
     #: Time in T1 so that acks=1 writes land on L alone (and acks=all ones fail).
     hold_t1_s: float = 5.0
+    #: unclean-last-replica-alone: how long the uncleanly restarted L, unfenced,
+    #: is watched while B is still away (ELR on: it must never be elected).
+    hold_alone_s: float = 15.0
     #: fenced-last-leader: how long the restarted last leader is kept paused
     #: (registered, fenced) while the observer watches whom the controller elects.
     hold_fenced_s: float = 20.0
@@ -346,7 +349,7 @@ class RunConfig:
     store: Path = Path("store")
     keep_cluster: bool = False
     check: bool = True
-    #: The unclean-last-replica scenario's step bounds ([run.scenario] in --config).
+    #: The scripted scenarios' step bounds ([run.scenario] in --config).
     scenario: ScenarioTimings = field(default_factory=ScenarioTimings)
     #: A scripted scenario's cap on the workload when no time limit is given (a
     #: scenario ends its workload once its steps are done).
