@@ -224,9 +224,11 @@ class _Control:
         result = None
 
         def written() -> bool:
+            # the report is written whole (renamed into place), never empty: an empty
+            # read is output the Docker engine lost (moby/moby#27289), so read again
             nonlocal result
             result = self.node.exec(["cat", path], timeout_s=self.config.exit_timeout_s)
-            return result.ok
+            return result.ok and bool(result.output.strip())
 
         if not wait_until(written, self.config.report_timeout_s, self.config.poll_interval_s):
             raise HarnessError(

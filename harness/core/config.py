@@ -126,6 +126,10 @@ class NodeTimeouts:
     kafka_gone_after_term_s: float = 60.0
     #: How often a node is asked whether Kafka's process is gone or there.
     process_poll_s: float = 0.1
+    #: Times a command that must print is asked again when it printed nothing: the
+    #: Docker engine loses a short command's output now and then under load
+    #: (moby/moby#27289), e.g. pgrep exits 0 (Kafka found) with no pid printed.
+    lost_output_retries: int = 3
     #: One broker asked over the harness's wire client which brokers are
     #: registered and unfenced.
     broker_list_s: float = 3.0
