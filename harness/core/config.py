@@ -487,6 +487,9 @@ class PageCacheConfig:
     #: Bound on a clean unmount (it writes back every dirty byte first).
     unmount_timeout_s: float = 120.0
     poll_interval_s: float = 0.1
+    #: Times a read of a file that is never empty (a pid, /proc/mounts, the report)
+    #: is repeated when it printed nothing: output the Docker engine lost.
+    lost_output_retries: int = 3
     #: Lines of daemon.log quoted in an error.
     log_tail_lines: int = 30
 

@@ -66,3 +66,21 @@ def test_an_empty_read_of_the_page_cache_report_is_read_again() -> None:
     assert control.wait_for_report("/data/pagecache/dropped.json", "/data/pagecache")[
         "total_bytes"] == 10
     assert node.asked == 3
+
+
+def test_the_page_cache_daemons_pid_read_empty_is_read_again() -> None:
+    """A lost pid read once made a remount say "mounted but wrote no pid"."""
+    node = Scripted([LOST, ExecResult(0, "113\n")])
+    assert _Control(node, PageCacheConfig()).daemon_pid("/data/pagecache") == 113
+
+
+def test_a_missing_pid_file_is_no_daemon_at_once() -> None:
+    node = Scripted([ExecResult(1, "cat: /data/pagecache/pid: No such file or directory")])
+    assert _Control(node, PageCacheConfig()).daemon_pid("/data/pagecache") is None
+    assert node.asked == 1
+
+
+def test_a_read_lost_every_time_gives_up_after_its_retries() -> None:
+    node = Scripted([LOST] * 3)
+    assert _Control(node, PageCacheConfig(lost_output_retries=2)).daemon_pid("/x") is None
+    assert node.asked == 3
