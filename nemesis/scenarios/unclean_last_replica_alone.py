@@ -129,6 +129,7 @@ class UncleanLastReplicaAlone(UncleanLastReplica):
         seen = "fresh" not in observed
         return self._finish("T3-hold", seen and (elected is not None) != self.elr, observed)
 
+
 PACKAGE = ScenarioPackage(
     UncleanLastReplicaAlone, layers=frozenset({Layer.PAGE_CACHE}),
     help="KIP-966's last replica standing, L first: L restarts uncleanly while B is "
