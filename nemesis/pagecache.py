@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cluster.node import Node
+from cluster.node import ExecResult, Node
 from harness.core.config import PageCacheConfig
 from harness.core.errors import HarnessError
 from harness.core.wait import wait_until
@@ -251,10 +251,24 @@ class _Control:
                                f"({shlex.join(cmd)}): {result.output.strip()}")
         return result.output
 
+    def read(self, path: str) -> ExecResult:
+        """`cat path`. Every file read here is non-empty when it exists (/proc/mounts, a
+        pid, a process's stat, the report), so an empty success is output the Docker
+        engine lost (moby/moby#27289): read again, lost_output_retries times."""
+        for _ in range(self.config.lost_output_retries):
+            result = self.node.exec(["cat", path], timeout_s=self.config.exit_timeout_s)
+            if not result.ok or result.output.strip():
+                return result
+        return self.node.exec(["cat", path], timeout_s=self.config.exit_timeout_s)
+
     def mount_source(self, mountpoint: str) -> str | None:
         """The backing dir of the page-cache mount on mountpoint, from /proc/mounts."""
         target = os.path.normpath(mountpoint)
-        for line in self.run(["cat", "/proc/mounts"], "read /proc/mounts").splitlines():
+        mounts = self.read("/proc/mounts")
+        if not mounts.ok:
+            raise HarnessError(f"could not read /proc/mounts on {self.node.spec.name}: "
+                               f"{mounts.output.strip()}")
+        for line in mounts.output.splitlines():
             fields = line.split()
             if len(fields) < 3 or not fields[2].startswith("fuse"):
                 continue
@@ -263,14 +277,13 @@ class _Control:
         return None
 
     def daemon_pid(self, control_dir: str) -> int | None:
-        result = self.node.exec(["cat", f"{control_dir}/{PID_NAME}"],
-                                timeout_s=self.config.exit_timeout_s)
+        result = self.read(f"{control_dir}/{PID_NAME}")
         text = result.output.strip()
         return int(text) if result.ok and text.isdigit() else None
 
     def alive(self, pid: int) -> bool:
         """Whether pid runs (a zombie, which nobody may reap in a container, counts as gone)."""
-        result = self.node.exec(["cat", f"/proc/{pid}/stat"], timeout_s=self.config.exit_timeout_s)
+        result = self.read(f"/proc/{pid}/stat")
         if not result.ok or ")" not in result.output:
             return False
         return result.output.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
@@ -286,9 +299,10 @@ class _Control:
         result = None
 
         def written() -> bool:
+            # the report is renamed into place whole: an empty read is a lost one
             nonlocal result
-            result = self.node.exec(["cat", path], timeout_s=self.config.exit_timeout_s)
-            return result.ok
+            result = self.read(path)
+            return result.ok and bool(result.output.strip())
 
         if not wait_until(written, self.config.report_timeout_s, self.config.poll_interval_s):
             raise HarnessError(

@@ -138,6 +138,10 @@ class NodeTimeouts:
     kafka_gone_after_term_s: float = 60.0
     #: How often a node is asked whether Kafka's process is gone or there.
     process_poll_s: float = 0.1
+    #: Times a command that must print is asked again when it printed nothing: the
+    #: Docker engine loses a short command's output now and then under load
+    #: (moby/moby#27289), e.g. pgrep exits 0 (Kafka found) with no pid printed.
+    lost_output_retries: int = 3
     #: One broker asked over the harness's wire client which brokers are
     #: registered and unfenced.
     broker_list_s: float = 3.0
@@ -335,6 +339,9 @@ class ScenarioTimings:
     warmup_s: float = 8.0
     #: Time in T1 so that acks=1 writes land on L alone (and acks=all ones fail).
     hold_t1_s: float = 5.0
+    #: unclean-last-replica-alone: how long the uncleanly restarted L, unfenced,
+    #: is watched while B is still away (ELR on: it must never be elected).
+    hold_alone_s: float = 15.0
     #: fenced-last-leader: how long the restarted last leader is kept paused
     #: (registered, fenced) while the observer watches whom the controller elects.
     hold_fenced_s: float = 20.0
@@ -419,7 +426,7 @@ class RunConfig:
     store: Path = Path("store")
     keep_cluster: bool = False
     check: bool = True
-    #: The unclean-last-replica scenario's step bounds ([run.scenario] in --config).
+    #: The scripted scenarios' step bounds ([run.scenario] in --config).
     scenario: ScenarioTimings = field(default_factory=ScenarioTimings)
     #: A scripted scenario's cap on the workload when no time limit is given (a
     #: scenario ends its workload once its steps are done).
@@ -568,6 +575,9 @@ class PageCacheConfig:
     #: Looks (poll_interval_s apart) that must all find no live layer before a
     #: restart mounts a fresh one (one failed exec is no proof).
     dead_looks: int = 3
+    #: Times a read of a file that is never empty (a pid, /proc/mounts, the report)
+    #: is repeated when it printed nothing: output the Docker engine lost.
+    lost_output_retries: int = 3
     #: Lines of daemon.log quoted in an error.
     log_tail_lines: int = 30
 
