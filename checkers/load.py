@@ -47,6 +47,7 @@ from checkers.lines import (
     spark_needs_shape,
 )
 from checkers.report_tables import REPORT, report_rows
+from checkers.spark import stop_running_tasks
 from checkers.staging import Staging, writable_by_spark
 from harness.core.config import CheckerConfig
 from harness.core.errors import HistoryError
@@ -97,7 +98,7 @@ _PARSED = "_parsed"
 
 
 def _convert(spark, history: Path, tmp: Path, history_bytes: int = 0,
-             parsed_in_memory_below: int = 1 << 62) -> None:
+             parsed_in_memory_below: int = 1 << 62, cancelled_wait_s: float = 30.0) -> None:
     """Spark's text reader and from_json: one row per physical line, so `[]` or a
     blank line is a row too (the JSON reader takes `[...]` for rows and skips
     blanks, losing line numbers). Writes the cache's tables into tmp, a folder not
@@ -171,6 +172,9 @@ def _convert(spark, history: Path, tmp: Path, history_bytes: int = 0,
         _spark_side(written).coalesce(1).write.mode("overwrite").parquet(str(tmp / cache.SIDE))
         report_rows(written).coalesce(1).write.mode("overwrite").parquet(str(tmp / REPORT))
     except BaseException:
+        # a Ctrl-C leaves the JVM running (PySpark's JVM ignores SIGINT): its tasks
+        # go on creating files until they stop, so they are stopped first
+        stop_running_tasks(spark, cancelled_wait_s)
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     finally:
@@ -316,10 +320,12 @@ def _load(spark, history: Path, config: CheckerConfig, stage: Staging,
         size = history.stat().st_size
         real = writable_by_spark(tmp)
         if real is not None:
-            _convert(spark, seen, real, size, config.parsed_in_memory_below_bytes)
+            _convert(spark, seen, real, size, config.parsed_in_memory_below_bytes,
+                     config.cancelled_tasks_wait_s)
         else:  # written in the staging folder, then moved into place by Python
             out = stage.folder("spark-out")
-            _convert(spark, seen, out, size, config.parsed_in_memory_below_bytes)
+            _convert(spark, seen, out, size, config.parsed_in_memory_below_bytes,
+                     config.cancelled_tasks_wait_s)
             try:
                 shutil.move(out, tmp)
             except BaseException:

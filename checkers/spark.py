@@ -16,6 +16,7 @@ import logging
 import os
 import socket
 import tempfile
+import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -131,6 +132,28 @@ def computed_meanwhile(spark, *frames):
         pool.shutdown(wait=True)
         if computing.exception() is not None:
             _log.debug("computing the cached tables ahead failed: %s", computing.exception())
+
+
+def stop_running_tasks(spark, timeout_s: float) -> None:
+    """Cancel this session's jobs and wait (at most timeout_s) until no task runs.
+
+    A cancelled job ends at once, its tasks only at their next record: until
+    then a writing task may still open files, and Hadoop's committer makes their
+    folders again, so what a failed job wrote is removed only after this. A JVM
+    that no longer answers runs no task either.
+    """
+    try:
+        context = spark.sparkContext
+        context.cancelAllJobs()
+        tracker = context._jsc.sc().statusTracker()
+        deadline = time.monotonic() + timeout_s
+        while any(e.numRunningTasks() for e in tracker.getExecutorInfos()):
+            if time.monotonic() > deadline:
+                _log.warning("cancelled Spark tasks still run after %.0f s", timeout_s)
+                return
+            time.sleep(0.05)
+    except Exception as err:  # Py4J: the JVM is gone or going
+        _log.debug("no running Spark tasks to wait for: %s", err)
 
 
 def running_session():

@@ -148,7 +148,7 @@ class Cluster:
             if self._on_page_cache_layer(node):
                 assert self.broker_storage is not None
                 node.write_file(kraft.FORMAT_PROPERTIES, kraft.format_properties(
-                    properties, self.broker_storage.backing_dir).encode())
+                    properties, self.config, self.broker_storage.backing_dir).encode())
             node.write_file(kraft.LOG4J_CONFIG, kraft.log4j2_properties().encode())
             node.write_file(kraft.START_SCRIPT, kraft.start_script(spec, self.config).encode(),
                             mode=0o755)
@@ -353,17 +353,23 @@ class Cluster:
         """DumpLogSegments of the Kafka under test, wherever that release keeps it."""
         from cluster.metadata_log import DUMP_LOG_CLASSES
 
+        return self.tool_class(DUMP_LOG_CLASSES)
+
+    def tool_class(self, candidates: tuple[str, ...]) -> str:
+        """The first of `candidates` (a tool's class names, newest first) that the
+        Kafka under test holds: releases move their tools between packages."""
         distribution = self.distribution or resolve_distribution(
             self.facts.get("kafka-version", self.config.kafka_version), self.config.kafka_dist,
             self.log)
-        return distribution.main_class(DUMP_LOG_CLASSES)
+        return distribution.main_class(candidates)
 
     def replica_logs(self, node: Node, topics: Sequence[str]) -> list[ReplicaLog]:
         """A broker's own replicas of `topics`, read from its files by the log dump
         tool of the Kafka under test."""
         from cluster.replica_logs import dump_replicas
 
-        return dump_replicas(node, self.config.log_dir, topics, self._log_dump_class(),
+        return dump_replicas(node, kraft.broker_log_dirs(self.config), topics,
+                             self._log_dump_class(),
                              self.config.timeouts.metadata_dump_s)
 
     def describe_all(self) -> list[PartitionState]:

@@ -28,12 +28,13 @@ def drop_peers_command(addresses: Iterable[str]) -> str:
     return " && ".join(rules)
 
 
-def remove_tagged_command() -> str:
-    """One shell command deleting every rule carrying RULE_TAG (none is no error).
+def remove_tagged_command(tag: str = RULE_TAG) -> str:
+    """One shell command deleting every rule carrying `tag` (none is no error).
 
     `iptables -S` prints each rule as the `-A ...` arguments that made it; the
-    same words with `-D` delete it. Untagged rules are never touched.
+    same words with `-D` delete it. Rules without that exact tag (untagged, or
+    another fault's tag that merely starts with it) are never touched.
     """
-    tag = shlex.quote(f"--comment {RULE_TAG}")
+    tag = shlex.quote(f"--comment {tag}")
     return (f"iptables -S | grep -E -- {tag}'( |$)' | sed 's/^-A /-D /' | "
             "while read -r rule; do iptables $rule || exit 1; done")

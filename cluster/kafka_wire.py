@@ -1,7 +1,8 @@
 """Just enough of Kafka's wire protocol for the observer and the nemesis:
 DescribeTopicPartitions (key 75), ListOffsets (key 2), Metadata (key 3) and
 DescribeCluster (key 60) here; DescribeConfigs (key 32) and ApiVersions (key 18)
-in cluster.kafka_wire_config; the shared encoding in cluster.wire_codec.
+in cluster.kafka_wire_config; cluster/reassignments.py encodes its own
+AlterPartitionReassignments; the shared encoding in cluster.wire_codec.
 
 The ELR fields (EligibleLeaderReplicas, LastKnownElr) are only exposed by
 DescribeTopicPartitions (KIP-966); librdkafka does not surface them, and
@@ -298,6 +299,21 @@ class WireConnection:
             lambda c: encode_api_versions_request(c, self.client_id)))
         return result
 
+    def connect(self) -> None:
+        """Open the connection now (WireError if the broker takes none): a caller
+        that must know whether a request was sent at all asks this first."""
+        try:
+            if self._sock is None:
+                self._sock = socket.create_connection((self.host, self.port), self.timeout_s)
+                self._sock.settimeout(self.timeout_s)
+        except OSError as err:
+            self.close()
+            raise WireError(f"{self.host}:{self.port}: {err}") from err
+
+    def request(self, build: Callable[[int], bytes]) -> bytes:
+        """One request a caller encodes itself (cluster.reassignments); its answer."""
+        return self._exchange(build)
+
     def _exchange(self, build: Callable[[int], bytes]) -> bytes:
         """Send build(correlation id) and return the response for exactly that id
         (every response header starts with it); anything else closes the socket."""
@@ -309,10 +325,9 @@ class WireConnection:
         return payload
 
     def _roundtrip(self, request: bytes) -> bytes:
+        self.connect()
+        assert self._sock is not None
         try:
-            if self._sock is None:
-                self._sock = socket.create_connection((self.host, self.port), self.timeout_s)
-                self._sock.settimeout(self.timeout_s)
             self._sock.sendall(request)
             size = struct.unpack(">i", self._recv_exactly(4))[0]
             return self._recv_exactly(size)

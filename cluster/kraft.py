@@ -25,6 +25,8 @@ SERVER_PROPERTIES = f"{HARNESS_DIR}/server.properties"
 FORMAT_PROPERTIES = f"{HARNESS_DIR}/format.properties"
 LOG4J_CONFIG = f"{HARNESS_DIR}/log4j2.properties"
 START_SCRIPT = f"{HARNESS_DIR}/kafka-start.sh"
+#: A JBOD broker's log dirs are log_dir/dir-0, log_dir/dir-1, ...
+LOG_SUBDIR_PREFIX = "dir-"
 LOG_DIR = "/var/log/kafka"
 SERVER_LOG = f"{LOG_DIR}/server.log"
 STDOUT_LOG = f"{LOG_DIR}/stdout.log"
@@ -136,7 +138,7 @@ def server_properties(spec: NodeSpec, specs: list[NodeSpec], config: ClusterConf
             "listeners": f"PLAINTEXT://{spec.address}:{config.broker_port}",
             "advertised.listeners": f"PLAINTEXT://{spec.address}:{config.broker_port}",
             "inter.broker.listener.name": "PLAINTEXT",
-            "log.dirs": config.log_dir,
+            "log.dirs": ",".join(broker_log_dirs(config)),
             "broker.heartbeat.interval.ms": t.broker_heartbeat_interval_ms,
             "broker.session.timeout.ms": t.broker_session_timeout_ms,
             "replica.lag.time.max.ms": t.replica_lag_time_max_ms,
@@ -196,9 +198,22 @@ def start_script(spec: NodeSpec, config: ClusterConfig) -> str:
     ])
 
 
-def format_properties(properties: str, backing_dir: str) -> str:
-    """server.properties with the broker's log.dirs moved to the layer's backing dir."""
-    return "".join(f"log.dirs={backing_dir}\n" if line.startswith("log.dirs=") else line + "\n"
+def broker_log_dirs(config: ClusterConfig) -> list[str]:
+    """A broker's log.dirs: log_dir itself, or with JBOD (log_dirs > 1) one
+    subdirectory of it per log dir, so one storage layer mounted on log_dir
+    holds them all and a disk fault can fail one."""
+    if config.log_dirs <= 1:
+        return [config.log_dir]
+    return [f"{config.log_dir.rstrip('/')}/{LOG_SUBDIR_PREFIX}{i}"
+            for i in range(config.log_dirs)]
+
+
+def format_properties(properties: str, config: ClusterConfig, backing_dir: str) -> str:
+    """server.properties with the broker's log.dirs moved to the layer's backing dir
+    (each log dir at the same place under it as under log_dir)."""
+    root = config.log_dir.rstrip("/")
+    moved = ",".join(backing_dir.rstrip("/") + d[len(root):] for d in broker_log_dirs(config))
+    return "".join(f"log.dirs={moved}\n" if line.startswith("log.dirs=") else line + "\n"
                    for line in properties.splitlines())
 
 

@@ -29,10 +29,17 @@ class KafkaProcessCommands:
         raise NotImplementedError
 
     def kafka_pid(self) -> int | None:
-        result = self.exec(["pgrep", "-f", kraft.KAFKA_PROCESS_PATTERN],
-                           timeout_s=self.timeouts.quick_command_s)
-        pids = [int(p) for p in result.output.split() if p.isdigit()]
-        return pids[0] if pids else None
+        """Kafka's pid, None when pgrep finds no process. pgrep exiting 0 (found)
+        with no pid printed is an answer the Docker engine lost (moby/moby#27289):
+        asked again, never read as "Kafka is gone"."""
+        for _ in range(1 + self.timeouts.lost_output_retries):
+            result = self.exec(["pgrep", "-f", kraft.KAFKA_PROCESS_PATTERN],
+                               timeout_s=self.timeouts.quick_command_s)
+            pids = [int(p) for p in result.output.split() if p.isdigit()]
+            if pids or result.exit_code != 0:
+                return pids[0] if pids else None
+        raise HarnessError(f"{self.spec.name}: pgrep found Kafka's process but never printed "
+                           f"its pid ({1 + self.timeouts.lost_output_retries} tries)")
 
     def signal_kafka(self, signal_name: str) -> bool:
         if signal_name not in SIGNALS:

@@ -75,10 +75,12 @@ def parse_checkpoint(text: str) -> dict[tuple[str, int], int]:
     return found
 
 
-def dump_replicas(node: Node, log_dir: str, topics: Sequence[str], dump_class: str,
+def dump_replicas(node: Node, log_dirs: Sequence[str], topics: Sequence[str], dump_class: str,
                   timeout_s: float) -> list[ReplicaLog]:
-    """Every replica of `topics` this broker holds, from its own files."""
-    patterns = " ".join(f"{shlex.quote(log_dir)}/{shlex.quote(t)}-*/*.log" for t in topics)
+    """Every replica of `topics` this broker holds, from its own files in any of its
+    log dirs (each dir has its own high-watermark checkpoint)."""
+    patterns = " ".join(f"{shlex.quote(log_dir)}/{shlex.quote(t)}-*/*.log"
+                        for log_dir in log_dirs for t in topics)
     listing = node.exec(f"ls {patterns} 2>/dev/null")
     segments = sorted(listing.output.splitlines()) if listing.ok else []
     if not segments:
@@ -90,8 +92,10 @@ def dump_replicas(node: Node, log_dir: str, topics: Sequence[str], dump_class: s
     if not result.ok:
         raise RuntimeError(f"{node.spec.name}: DumpLogSegments failed: {result.output[-300:]}")
     logs = parse_replica_dump(result.output)
-    checkpoint = node.exec(["cat", f"{log_dir}/replication-offset-checkpoint"])
-    marks = parse_checkpoint(checkpoint.output) if checkpoint.ok else {}
+    marks: dict[tuple[str, int], int] = {}
+    for log_dir in log_dirs:
+        checkpoint = node.exec(["cat", f"{log_dir}/replication-offset-checkpoint"])
+        marks.update(parse_checkpoint(checkpoint.output) if checkpoint.ok else {})
     for key, log in logs.items():
         log.high_watermark = marks.get(key)
     return [logs[k] for k in sorted(logs)]

@@ -34,6 +34,7 @@ from cluster.firewall import remove_tagged_command
 from cluster.node import Attached, ExecResult, Node, NodeSpec
 from cluster.node_commands import KafkaProcessCommands
 from cluster.nodes_file import HostEntry, NodesFile, read_nodes_file
+from cluster.shaping import remove_slow_command
 from cluster.ssh_connection import Feed, HostUnreachable, SshHost
 from harness.core.config import ClusterConfig, NodeTimeouts, PageCacheConfig
 from harness.core.errors import HarnessError
@@ -277,7 +278,8 @@ class SshProvider:
                                f"{result.output.strip()}")
 
     def _clean_host(self, node: SshNode) -> bool:
-        """Kill, unmount, unfirewall, delete the manifest's paths; True if any were."""
+        """Kill, unmount, unfirewall (partitions' rules, a slow network's qdiscs and
+        rules), delete the manifest's paths; True if any were."""
         layer = PageCacheConfig()
         quick = self.config.timeouts.quick_command_s
         listed = node.exec(f"cat {MANIFEST} 2>/dev/null", timeout_s=quick).output.split()
@@ -295,6 +297,7 @@ class SshProvider:
             f"fusermount3 -u -z {shlex.quote(layer.mountpoint)} || "
             f"umount -l {shlex.quote(layer.mountpoint)}; fi",
             remove_tagged_command(),
+            remove_slow_command(),
             *(f"rm -rf {shlex.quote(p)}" for p in listed),
             f"rm -f {MANIFEST}",
             "true"])

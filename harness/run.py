@@ -242,7 +242,9 @@ def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):
     def maker(seed: int):
         return lambda kinds, stop: RandomMix(injector, observer, kinds, seed,
                                              spec.run.interval_s, replication, stop=stop,
-                                             log=log, bounce_hold_s=bounce_hold_s)
+                                             log=log, bounce_hold_s=bounce_hold_s,
+                                             disk_fault=spec.run.disk_fault,
+                                             slow_network=spec.run.slow_network)
 
     mixes = [Mix(group, maker(spec.run.seed + i)) for i, group in enumerate(plan.groups)]
     if not mixes:

@@ -6,25 +6,51 @@ the fault kind (harness.core.history.Fault: a controller kill or partition
 carries its own name, so a report tells it from a broker's), the nodes and a
 `detail` saying what it did (the grudge, the bytes dropped per file) and, from
 the caller, why (`step`, and the mix's `mix` entry and target `role`). The
-injector also remembers what is in force so that `heal_all` can always end
-every fault before the final reads.
+injector also remembers what is in force (the grudge, what is down or paused,
+a disk fault, a slow network's target, a changed config, a reassignment) so
+that `heal_all` can always end every fault before the final reads. An action
+refused before it changed anything is recorded `fail`.
+
+A config or feature change (min-isr-change, feature-change) runs Kafka's own
+tools in a node (cluster.admin_tools) and ends `fail` when the controller
+refused it (it certainly did not happen). Such a change is ended by a line of
+its own kind with `restore: true` (harness.core.history.RESTORED_BY_SELF). While
+the ELR feature is off KIP-966 promises nothing about unclean shutdowns, so the
+injector refuses a page-cache loss then, and refuses to turn ELR off while a
+broker that lost its page cache is down.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
+from cluster import reassignments
+from cluster.admin_tools import AdminTools
 from cluster.cluster import Cluster
 from cluster.firewall import drop_peers_command, remove_tagged_command
+from cluster.kafka_wire import WireConnection
+from cluster.kraft import broker_log_dirs
 from cluster.node import Node
-from harness.core.errors import HarnessError
+from cluster.shaping import (
+    Route,
+    loss_command,
+    parse_routes,
+    remove_slow_command,
+    routes_command,
+    shape_command,
+)
+from harness.core.errors import HarnessError, Refused
 from harness.core.history import NEMESIS_PROCESS, Fault, Kind, OpType
 from harness.core.wait import wait_until
+from nemesis.admin_faults import AdminFaults, FaultRefused, detail_of
 from nemesis.grudges import Grudge
 from nemesis.pagecache import PageCacheLayer
+from nemesis.pagecache_faults import DiskFault
 
 
 class Recorder(Protocol):
@@ -38,9 +64,21 @@ KILL_KINDS = (Fault.KILL, Fault.CONTROLLER_KILL)
 PAUSE_KINDS = (Fault.PAUSE, Fault.BOUNCE_LEADER)
 
 
-def _detail(step: str | None, extra: dict[str, Any] | None) -> dict[str, Any]:
-    """A fault's detail before it runs: the caller's why (step, mix, role)."""
-    return {**({"step": step} if step else {}), **(extra or {})}
+@dataclass(frozen=True)
+class Reassignment:
+    """A partition reassignment in force: asked for, not yet ended."""
+
+    topic: str
+    partition: int
+    #: the replicas observed before (`from`) and the ones asked for (`to`)
+    replicas: tuple[int, ...]
+    target: tuple[int, ...]
+    #: the brokers of both, as the fault's `nodes`
+    nodes: list[str]
+    #: whether its end puts `replicas` back should it have completed
+    restore: bool
+    #: the caller's why (mix, role, ...), carried by its end too
+    why: dict[str, Any]
 
 
 def _checked(kind: Fault | str, allowed: tuple[Fault, ...]) -> Fault:
@@ -50,35 +88,62 @@ def _checked(kind: Fault | str, allowed: tuple[Fault, ...]) -> Fault:
     return kind
 
 
-class FaultInjector:
+class FaultInjector(AdminFaults):
     """Applies faults to a cluster's nodes and records each one."""
 
     def __init__(self, cluster: Cluster, recorder: Recorder,
-                 page_cache: PageCacheLayer | None = None) -> None:
+                 page_cache: PageCacheLayer | None = None,
+                 admin: AdminTools | None = None,
+                 connect: reassignments.Connect = WireConnection) -> None:
         self.cluster = cluster
         self.recorder = recorder
         self.page_cache = page_cache
+        #: Kafka's config and feature tools (made from the cluster when first needed).
+        self._admin = admin
+        #: How a reassignment reaches a broker (the harness's wire client).
+        self.connect = connect
         self._lock = threading.Lock()
         #: The grudge in force (node -> peers it cannot hear), empty when healed.
         self.grudge: dict[str, list[str]] = {}
         self.down: set[str] = set()
         self.paused: set[str] = set()
+        #: Brokers with a disk fault in force: node -> the failing log dir.
+        self.disk_faults: dict[str, str] = {}
+        #: The node whose links are slow (a slow network's target) -> its peers.
+        self.throttled: dict[str, list[str]] = {}
+        #: Reassignments asked for and not yet ended, by (topic, partition).
+        self.reassignments: dict[tuple[str, int], Reassignment] = {}
         #: Seconds from the decision to the fault in force, per fault kind.
         self.latencies: dict[str, list[float]] = {}
+        #: Brokers a page-cache loss took down that were not started since, and how
+        #: many page-cache losses the run had.
+        self.lost_page_cache: set[str] = set()
+        self.page_cache_losses = 0
+        #: Changes that are (or may be: ended info) in force, by target: topic (None:
+        #: the cluster default) or feature -> (the value before, the value now).
+        self.min_isr_changes: dict[str | None, tuple[int, int]] = {}
+        self.feature_changes: dict[str, tuple[int, int]] = {}
 
     # -- recording -------------------------------------------------------------
 
     def _fault(self, kind: Fault, nodes: list[str], detail: dict[str, Any],
-               action: Callable[[], dict[str, Any] | None]) -> dict[str, Any]:
-        """Record invoke, run the action, record ok (or info on failure)."""
+               action: Callable[[], dict[str, Any] | None],
+               refuse: Callable[[], str | None] | None = None) -> dict[str, Any]:
+        """Record invoke, run the action, record ok (info on failure; fail when Kafka
+        refused it). `refuse` is asked first, under the same lock as every other
+        fault: a reason it gives raises FaultRefused and nothing is recorded."""
         base = {"process": NEMESIS_PROCESS, "f": Kind.FAULT, "fault": kind, "nodes": nodes}
         with self._lock:
+            reason = refuse() if refuse is not None else None
+            if reason:
+                raise FaultRefused(f"{kind} refused: {reason}")
             self.recorder.record(type=OpType.INVOKE, **base, detail=detail)
             started = time.monotonic()
             try:
                 result = action() or {}
             except Exception as err:
-                self.recorder.record(type=OpType.INFO, **base,
+                self.recorder.record(type=OpType.FAIL if isinstance(err, Refused)
+                                     else OpType.INFO, **base,
                                      detail={**detail, "error": str(err)[:500]})
                 raise
             self.latencies.setdefault(str(kind), []).append(time.monotonic() - started)
@@ -102,7 +167,7 @@ class FaultInjector:
         what the cut aims at (one of PARTITION_KINDS); the rules are the same."""
         kind = _checked(kind, PARTITION_KINDS)
         nodes = sorted(grudge)
-        detail = {"grudge": grudge, **_detail(step, detail)}
+        detail = {"grudge": grudge, **detail_of(step, detail)}
 
         def apply() -> None:
             for name, peers in grudge.items():
@@ -132,7 +197,78 @@ class FaultInjector:
                                        f"{result.output[-300:]}")
             self.grudge = {}
 
-        return self._fault(Fault.HEAL, names, _detail(step, detail), apply)
+        return self._fault(Fault.HEAL, names, detail_of(step, detail), apply)
+
+    # -- slow network ----------------------------------------------------------------
+
+    def slow_network(self, name: str, peers: Sequence[str], rate_kbit: int, loss: float,
+                     step: str | None = None,
+                     detail: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Make the links between `name` and each of `peers` slow and lossy, both
+        ways: on each end an htb class of `rate_kbit` for the traffic to the
+        other, and on `name` iptables dropping each packet to or from a peer with
+        probability `loss` (cluster.shaping; other traffic is untouched). One slow
+        network at a time: a second would meet the first's qdiscs."""
+        if self.throttled:
+            raise HarnessError(f"a slow network is in force on {', '.join(self.throttled)}; "
+                               "end it first")
+        peers = sorted(peers)
+        node, peer_nodes = self._node(name), [self._node(p) for p in peers]
+        detail = {**detail_of(step, detail), "target": name, "peers": peers,
+                  "rate_kbit": rate_kbit, "loss": loss}
+
+        def apply() -> dict[str, Any]:
+            # known before anything is applied: heal_all ends a half-applied one too
+            self.throttled[name] = peers
+            routes = self._routes(node, [p.spec.address for p in peer_nodes])
+            by_interface: dict[str, list[str]] = {}
+            for route in routes:
+                by_interface.setdefault(route.interface, []).append(route.ip)
+            interfaces = {name: ",".join(sorted(by_interface))}
+            self._shaping(node, shape_command(by_interface, rate_kbit))
+            self._shaping(node, loss_command([r.ip for r in routes], loss))
+            for peer in peer_nodes:
+                (back,) = self._routes(peer, [node.spec.address])
+                self._shaping(peer, shape_command({back.interface: [back.ip]}, rate_kbit))
+                interfaces[peer.spec.name] = back.interface
+            return {"interface": interfaces[name], "interfaces": interfaces}
+
+        return self._fault(Fault.SLOW_NETWORK, [name], detail, apply)
+
+    def unthrottle(self, name: str, step: str | None = None,
+                   detail: dict[str, Any] | None = None) -> dict[str, Any]:
+        """End the slow network of `name`: every qdisc and loss rule of ours is
+        removed on every node (also what a half-applied one left), nothing else."""
+        names = sorted(self.cluster.nodes)
+
+        def apply() -> None:
+            for each in names:
+                self._shaping(self._node(each), remove_slow_command())
+            self.throttled.pop(name, None)
+
+        return self._fault(Fault.UNTHROTTLE, [name], {**detail_of(step, detail), "target": name},
+                           apply)
+
+    def _routes(self, node: Node, addresses: list[str]) -> list[Route]:
+        """How `node` reaches each address (its IPv4 address and interface), asked
+        again when the answer came back short (a look-up changes nothing)."""
+        timeouts = self.cluster.config.timeouts
+        for attempt in range(timeouts.route_lookup_attempts):
+            if attempt:
+                time.sleep(timeouts.route_lookup_retry_s)
+            result = node.exec(routes_command(addresses), timeout_s=timeouts.shaping_s)
+            routes = parse_routes(result.output)
+            if result.ok and [r.address for r in routes] == addresses:
+                return routes
+        raise HarnessError(f"{node.spec.name} has no route to every one of "
+                           f"{', '.join(addresses)} (exit {result.exit_code}): "
+                           f"{result.output[-300:]}")
+
+    def _shaping(self, node: Node, command: str) -> None:
+        result = node.exec(command, timeout_s=self.cluster.config.timeouts.shaping_s)
+        if not result.ok:
+            raise HarnessError(f"slow network on {node.spec.name} failed: "
+                               f"{result.output[-300:]}")
 
     def stale_brokers(self) -> set[str]:
         """Broker addresses whose metadata may be stale: down, paused, or cut off
@@ -167,7 +303,7 @@ class FaultInjector:
         def apply() -> dict[str, Any]:
             return {"pid": self._take_down(node, signal_name)}
 
-        return self._fault(kind, [name], _detail(step, detail), apply)
+        return self._fault(kind, [name], detail_of(step, detail), apply)
 
     def _take_down(self, node: Node, signal_name: str) -> int | None:
         """Signal Kafka (a paused one is thawed first, or it could not act on TERM)
@@ -190,15 +326,28 @@ class FaultInjector:
         node = self._node(name)
 
         def apply() -> dict[str, Any]:
-            self.cluster.restart_kafka(node)
-            if not wait_until(lambda: node.kafka_pid() is not None,
-                              self.cluster.config.node_start_timeout_s,
-                              self.cluster.config.timeouts.process_poll_s):
-                raise HarnessError(f"Kafka on {name} did not start: {node.log_tail(10)}")
-            self.down.discard(name)
-            return {"pid": node.kafka_pid()}
+            return {"pid": self._start_kafka(node)}
 
-        return self._fault(Fault.START, [name], _detail(step, detail), apply)
+        return self._fault(Fault.START, [name], detail_of(step, detail), apply)
+
+    def _start_kafka(self, node: Node) -> int | None:
+        """Start Kafka (its storage layer mounted first) and wait for its process."""
+        name = node.spec.name
+        self.cluster.restart_kafka(node)
+        seen: list[int | None] = [None]
+
+        def running() -> bool:
+            seen[0] = node.kafka_pid()
+            return seen[0] is not None
+
+        if not wait_until(running, self.cluster.config.node_start_timeout_s,
+                          self.cluster.config.timeouts.process_poll_s):
+            raise HarnessError(f"Kafka on {name} did not start: {node.log_tail(10)}")
+        self.down.discard(name)
+        self.lost_page_cache.discard(name)
+        # the pid the wait saw: a second look may miss it (an engine's exec answered
+        # before it knew its exit status)
+        return seen[0]
 
     def pause(self, name: str, step: str | None = None, kind: Fault | str = Fault.PAUSE,
               detail: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -212,7 +361,7 @@ class FaultInjector:
                 raise HarnessError(f"no Kafka process to pause on {name}")
             self.paused.add(name)
 
-        return self._fault(kind, [name], _detail(step, detail), apply)
+        return self._fault(kind, [name], detail_of(step, detail), apply)
 
     def resume(self, name: str, step: str | None = None,
                detail: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -222,7 +371,7 @@ class FaultInjector:
             node.signal_kafka("CONT")
             self.paused.discard(name)
 
-        return self._fault(Fault.RESUME, [name], _detail(step, detail), apply)
+        return self._fault(Fault.RESUME, [name], detail_of(step, detail), apply)
 
     def page_cache_loss(self, name: str, step: str | None = None,
                         detail: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -234,21 +383,195 @@ class FaultInjector:
         layer = self.page_cache
 
         def apply() -> dict[str, Any]:
+            self.page_cache_losses += 1
+            self.lost_page_cache.add(name)
             self._take_down(node, "KILL")
             report = layer.power_loss(node)
             return {"bytes_dropped": report.get("bytes_dropped", {}),
                     "total_bytes_dropped": report.get("total_bytes", 0)}
 
-        return self._fault(Fault.PAGE_CACHE_LOSS, [name], _detail(step, detail), apply)
+        def refuse() -> str | None:
+            return ("the ELR feature is off: KIP-966 promises nothing about an unclean "
+                    "shutdown then") if self.elr_feature_off else None
+
+        return self._fault(Fault.PAGE_CACHE_LOSS, [name], detail_of(step, detail), apply, refuse)
+
+    # -- disks -----------------------------------------------------------------------
+
+    def log_dirs(self) -> list[str]:
+        """A broker's log directories (the same on every broker), as Kafka names them."""
+        return broker_log_dirs(self.cluster.config)
+
+    def disk_fault(self, name: str, directory: str, errno_name: str,
+                   operations: tuple[str, ...], drop: bool, step: str | None = None,
+                   detail: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Fail `operations` (write, fsync) under one log dir of a broker with an errno,
+        through its page-cache layer, while Kafka runs on: Kafka takes the dir offline
+        (or stops, when it was its only one). `drop`: a failed fsync forgets the
+        file's unsynced data, recorded as `"dropped": true`."""
+        if self.page_cache is None:
+            raise HarnessError("disk-fault needs the page-cache layer under the brokers")
+        node, layer = self._node(name), self.page_cache
+        fault = DiskFault(layer.relative(directory), errno_name, tuple(operations), drop)
+        dropping = drop and "fsync" in fault.operations
+        detail = {"dir": directory, "errno": errno_name, "operations": list(fault.operations),
+                  "dropped": dropping, **detail_of(step, detail)}
+
+        def apply() -> None:
+            layer.disk_fault(node, fault)
+            self.disk_faults[name] = directory
+
+        return self._fault(Fault.DISK_FAULT, [name], detail, apply)
+
+    def end_disk_fault(self, name: str, step: str | None = None,
+                       detail: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The disk is healthy again: errors off, then the broker restarted (cleanly
+        if it still runs), since Kafka keeps a failed log dir offline until then.
+        Recorded as the `start` that ends the disk fault, with what the fault did."""
+        if self.page_cache is None:
+            raise HarnessError("disk-fault needs the page-cache layer under the brokers")
+        node, layer = self._node(name), self.page_cache
+        timeouts = self.cluster.config.timeouts
+
+        def apply() -> dict[str, Any]:
+            answer = layer.disk_fault(node, None)
+            self.disk_faults.pop(name, None)
+            stopped = node.kafka_pid()
+            if stopped is not None:
+                node.signal_kafka("TERM")
+                if not node.wait_kafka_gone(timeouts.kafka_gone_after_term_s):
+                    node.signal_kafka("KILL")  # a shutdown stuck on the failed dir
+                    if not node.wait_kafka_gone(timeouts.kafka_gone_s):
+                        raise HarnessError(f"Kafka on {name} still runs after SIGKILL")
+            self.down.add(name)
+            started = self._start_kafka(node)
+            return {"stopped_pid": stopped, "pid": started,
+                    "failed": answer.get("failed", {}),
+                    "bytes_dropped": answer.get("bytes_dropped", {}),
+                    "total_bytes_dropped": answer.get("total_bytes_dropped", 0)}
+
+        return self._fault(Fault.START, [name], detail_of(step, detail), apply)
+
+    # -- partition assignments -------------------------------------------------------
+
+    def reassign(self, topic: str, partition: int, replicas: Sequence[int],
+                 target: Sequence[int], restore: bool = False, step: str | None = None,
+                 detail: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Ask Kafka to move a partition from `replicas` (as observed) to `target`
+        (AlterPartitionReassignments, through a broker that hears the controllers);
+        it is in force until end_reassign. `restore`: should it complete, its end puts `replicas`
+        back (a removal that left fewer replicas than the topic's replication
+        factor). One that may have half-happened (`info`) is ended like any other."""
+        key = (topic, partition)
+        if key in self.reassignments:
+            raise HarnessError(f"{topic}-{partition}: a reassignment is already in force")
+        nodes = self._broker_names([*replicas, *target])
+        why = detail_of(step, detail)
+        record = {"topic": topic, "partition": partition, "from": list(replicas),
+                  "to": list(target), "restore": restore, **why}
+        tracked = Reassignment(topic, partition, tuple(replicas), tuple(target), nodes,
+                               restore, why)
+
+        def apply() -> None:
+            try:
+                reassignments.execute(self._admin_addresses(), topic, partition, target,
+                                      self.cluster.config.timeouts, self.connect)
+            except Exception as err:
+                if not isinstance(err, Refused):
+                    self.reassignments[key] = tracked  # it may have started
+                raise
+            self.reassignments[key] = tracked
+
+        return self._fault(Fault.REASSIGN, nodes, record, apply)
+
+    def end_reassign(self, topic: str, partition: int, step: str | None = None,
+                     detail: dict[str, Any] | None = None) -> dict[str, Any]:
+        """End a reassignment `reassign` began: cancelled if it is still under way
+        (Kafka drops the replicas it was adding), else left completed, or undone by
+        a reassignment back to its `from` when it was asked to restore. The line's
+        `outcome` says which; it carries the start's why unless given another."""
+        tracked = self.reassignments.get((topic, partition))
+        if tracked is None:
+            raise HarnessError(f"{topic}-{partition}: no reassignment in force to end")
+        record = {"topic": topic, "partition": partition, "from": list(tracked.replicas),
+                  "to": list(tracked.target),
+                  **detail_of(step, tracked.why if detail is None else detail)}
+
+        def apply() -> dict[str, Any]:
+            addresses, timeouts = self._admin_addresses(), self.cluster.config.timeouts
+            outcome = reassignments.cancel(addresses, topic, partition, timeouts, self.connect)
+            restored = outcome is reassignments.Outcome.COMPLETED and tracked.restore
+            if restored:
+                try:
+                    reassignments.execute(addresses, topic, partition, tracked.replicas,
+                                          timeouts, self.connect)
+                except Refused as err:  # the end did something: not a fail
+                    raise HarnessError(f"putting {list(tracked.replicas)} back: {err}") from err
+            del self.reassignments[(topic, partition)]
+            return {"outcome": str(outcome), "restored": restored}
+
+        return self._fault(Fault.REASSIGN_END, tracked.nodes, record, apply)
+
+    def _broker_names(self, ids: Sequence[int]) -> list[str]:
+        try:
+            return sorted({self.cluster.broker_by_id(int(i)).spec.name for i in ids})
+        except KeyError as err:
+            raise HarnessError(f"reassignment names {err.args[0]}") from None
+
+    def _admin_addresses(self) -> list[str]:
+        """Brokers to send a reassignment to, which forward it to the controller:
+        none that is down, paused or cut off from the controllers."""
+        stale = self.stale_brokers()
+        return [address for address in self.cluster.bootstrap if address not in stale]
 
     # -- the end of every fault ------------------------------------------------------
 
+    def _looks_dead(self, node: Node, looks: int = 3) -> bool:
+        """No Kafka process on `looks` asks in a row. One empty pgrep is no proof
+        (cluster.Cluster._fail_if_a_node_died): heal_all once started a controller
+        that ran all along, and recorded a start no fault had called for."""
+        for look in range(looks):
+            if node.kafka_pid() is not None:
+                return False
+            if look < looks - 1:
+                time.sleep(self.cluster.config.dead_look_spacing_s)
+        return True
+
     def heal_all(self) -> None:
-        """End every fault: heal the network, resume paused, start what is down."""
+        """End every fault: heal the network (partitions, then a slow network),
+        resume paused, end disk faults and reassignments, start what is down, and
+        put back every config and feature a change left changed. Reassignments end
+        before the restarts, so one that a stopped replica held back is cancelled,
+        not completed by its return; one whose end failed (the cluster still
+        without a controller) is tried again after them."""
         self.heal(step="final-heal")
+        for name in sorted(self.throttled):
+            self.unthrottle(name, step="final-heal")
         for name in sorted(self.paused):
             self.resume(name, step="final-heal")
+        for name in sorted(self.disk_faults):
+            self.end_disk_fault(name, step="final-heal")
+        for topic, partition in sorted(self.reassignments):
+            with contextlib.suppress(HarnessError):  # recorded as info; tried again below
+                self.end_reassign(topic, partition, step="final-heal")
         for name in sorted(self.cluster.nodes):
-            node = self._node(name)
-            if name in self.down or node.kafka_pid() is None:
+            if name in self.down or self._looks_dead(self._node(name)):
                 self.start(name, step="final-heal")
+        errors = []  # each change is put back even when another one could not be
+        for topic, partition in sorted(self.reassignments):
+            try:
+                self.end_reassign(topic, partition, step="final-heal")
+            except HarnessError as err:
+                errors.append(err.message)
+        for feature in sorted(self.feature_changes):
+            try:
+                self.restore_feature(feature, step="final-heal")
+            except HarnessError as err:
+                errors.append(err.message)
+        for topic in sorted(self.min_isr_changes, key=lambda t: (t is not None, t or "")):
+            try:
+                self.restore_min_isr(topic, step="final-heal")
+            except HarnessError as err:
+                errors.append(err.message)
+        if errors:
+            raise HarnessError("; ".join(errors))

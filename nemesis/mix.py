@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from harness.core.config import DiskFaultConfig, SlowNetworkConfig
 from nemesis.faults import PACKAGES, Injector
 from nemesis.scenarios.base import Observer
 from nemesis.targets import Role, Topology, choose_target
@@ -44,7 +45,9 @@ class RandomMix:
                  log: Callable[[str], None] = print,
                  topology: Topology | None = None,
                  active_controller: Callable[[], int | None] | None = None,
-                 bounce_hold_s: float = 8.0) -> None:
+                 bounce_hold_s: float = 8.0,
+                 disk_fault: DiskFaultConfig | None = None,
+                 slow_network: SlowNetworkConfig | None = None) -> None:
         unknown = [k for k in kinds if k not in PACKAGES]
         if unknown:
             raise ValueError(f"unknown fault kinds {unknown}")
@@ -56,6 +59,10 @@ class RandomMix:
         self.replication_factor = replication_factor
         #: bounce-leader's SIGSTOP: longer than the broker session timeout
         self.bounce_hold_s = bounce_hold_s
+        #: disk-fault's draws (errno, operations, hold)
+        self.disk_fault = disk_fault or DiskFaultConfig()
+        #: what slow-network draws its rate, loss and length from
+        self.slow_network = slow_network or SlowNetworkConfig()
         self.stop_event = stop or threading.Event()
         self.log = log
         cluster = getattr(injector, "cluster", None)

@@ -10,6 +10,10 @@ Call order of a power loss: kill Kafka with SIGKILL, then `power_loss(...)`,
 which crashes the layer, lazily unmounts it and (by default) mounts a fresh
 layer over the same backing dir before it returns the report, so the log dir is
 never left as a bare directory Kafka could start on; then restart Kafka.
+
+A disk error (`set_disk_fault`) needs no restart of anything: the live daemon
+is told through a control file and SIGUSR2 (pagecache_faults.py) to fail one
+directory's write and/or fsync, and later to stop failing.
 """
 
 from __future__ import annotations
@@ -18,17 +22,22 @@ import importlib.util
 import json
 import os
 import shlex
+import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cluster.node import Node
+from cluster.node import ExecResult, Node
 from harness.core.config import PageCacheConfig
 from harness.core.errors import HarnessError
 from harness.core.wait import wait_until
+from nemesis.pagecache_faults import CONTROL_NAME, STATE_NAME, DiskFault
 
 DEFAULTS = PageCacheConfig()
 DAEMON_FILE = "pagecache_fs.py"
+#: What the daemon imports from beside it (besides mfusepy).
+FAULTS_FILE = "pagecache_faults.py"
 REPORT_NAME = "dropped.json"
 PID_NAME = "pid"
 LOG_NAME = "daemon.log"
@@ -43,6 +52,8 @@ def install(node: Node, files_dir: str = DEFAULTS.files_dir,
     ctl.run(["mkdir", "-p", files_dir], "create the layer's directory")
     node.write_file(f"{files_dir}/{DAEMON_FILE}",
                     Path(__file__).with_name(DAEMON_FILE).read_bytes(), mode=0o755)
+    node.write_file(f"{files_dir}/{FAULTS_FILE}",
+                    Path(__file__).with_name(FAULTS_FILE).read_bytes(), mode=0o644)
     node.write_file(f"{files_dir}/mfusepy.py", _mfusepy_source().read_bytes(), mode=0o644)
     probe = f"import sys; sys.path.insert(0, {files_dir!r}); import mfusepy"
     result = node.exec([config.python, "-c", probe], timeout_s=config.mount_timeout_s)
@@ -151,6 +162,57 @@ def clean_unmount(node: Node, mountpoint: str = DEFAULTS.mountpoint,
                    control_dir)
 
 
+def set_disk_fault(node: Node, fault: DiskFault | None,
+                   control_dir: str = DEFAULTS.control_dir,
+                   config: PageCacheConfig = DEFAULTS) -> dict[str, Any]:
+    """Make the live layer fail as `fault` says (None: stop failing); its answer.
+
+    The answer is the daemon's state once the change is in force: the fault,
+    how many operations it failed, and the bytes a failed fsync dropped
+    ({"fault", "failed", "bytes_dropped", "total_bytes_dropped"}).
+    """
+    ctl = _Control(node, config)
+    pid: int | None = None
+
+    def live() -> bool:
+        nonlocal pid
+        pid = ctl.daemon_pid(control_dir)
+        return pid is not None and ctl.alive(pid)
+
+    # One look is no proof: an engine may answer an exec before it knows its exit code.
+    if not wait_until(live, config.fault_control_timeout_s, config.poll_interval_s):
+        raise HarnessError(f"disk fault on {node.spec.name}: no live page-cache layer "
+                           f"(control dir {control_dir})")
+    ident = uuid.uuid4().hex
+    request = {"id": ident, "fault": None if fault is None else fault.to_json()}
+    node.write_file(f"{control_dir}/{CONTROL_NAME}", json.dumps(request).encode())
+    answer: dict[str, Any] = {}
+
+    def answered() -> bool:
+        nonlocal answer
+        result = node.exec(["cat", f"{control_dir}/{STATE_NAME}"],
+                           timeout_s=config.exit_timeout_s)
+        try:
+            answer = json.loads(result.output) if result.ok else {}
+        except json.JSONDecodeError:
+            answer = {}
+        return isinstance(answer, dict) and answer.get("id") == ident
+
+    def signalled_and_answered() -> bool:
+        # The daemon's answer, not kill's exit status, says the signal arrived; a
+        # request applied twice is the same request (its id, its fault).
+        node.exec(["kill", "-USR2", str(pid)], timeout_s=config.exit_timeout_s)
+        return wait_until(answered, config.fault_signal_retry_s, config.poll_interval_s)
+
+    ctl.wait_until(signalled_and_answered, config.fault_control_timeout_s,
+                   f"the page-cache layer on {node.spec.name} did not answer a disk-fault "
+                   "request", control_dir)
+    if "error" in answer:
+        raise HarnessError(f"the page-cache layer on {node.spec.name} refused a disk fault: "
+                           f"{answer['error']}")
+    return {key: value for key, value in answer.items() if key != "id"}
+
+
 def is_mounted(node: Node, mountpoint: str = DEFAULTS.mountpoint,
                config: PageCacheConfig = DEFAULTS) -> bool:
     """Whether a page-cache layer is mounted on mountpoint (live or crashed)."""
@@ -189,10 +251,24 @@ class _Control:
                                f"({shlex.join(cmd)}): {result.output.strip()}")
         return result.output
 
+    def read(self, path: str) -> ExecResult:
+        """`cat path`. Every file read here is non-empty when it exists (/proc/mounts, a
+        pid, a process's stat, the report), so an empty success is output the Docker
+        engine lost (moby/moby#27289): read again, lost_output_retries times."""
+        for _ in range(self.config.lost_output_retries):
+            result = self.node.exec(["cat", path], timeout_s=self.config.exit_timeout_s)
+            if not result.ok or result.output.strip():
+                return result
+        return self.node.exec(["cat", path], timeout_s=self.config.exit_timeout_s)
+
     def mount_source(self, mountpoint: str) -> str | None:
         """The backing dir of the page-cache mount on mountpoint, from /proc/mounts."""
         target = os.path.normpath(mountpoint)
-        for line in self.run(["cat", "/proc/mounts"], "read /proc/mounts").splitlines():
+        mounts = self.read("/proc/mounts")
+        if not mounts.ok:
+            raise HarnessError(f"could not read /proc/mounts on {self.node.spec.name}: "
+                               f"{mounts.output.strip()}")
+        for line in mounts.output.splitlines():
             fields = line.split()
             if len(fields) < 3 or not fields[2].startswith("fuse"):
                 continue
@@ -201,14 +277,13 @@ class _Control:
         return None
 
     def daemon_pid(self, control_dir: str) -> int | None:
-        result = self.node.exec(["cat", f"{control_dir}/{PID_NAME}"],
-                                timeout_s=self.config.exit_timeout_s)
+        result = self.read(f"{control_dir}/{PID_NAME}")
         text = result.output.strip()
         return int(text) if result.ok and text.isdigit() else None
 
     def alive(self, pid: int) -> bool:
         """Whether pid runs (a zombie, which nobody may reap in a container, counts as gone)."""
-        result = self.node.exec(["cat", f"/proc/{pid}/stat"], timeout_s=self.config.exit_timeout_s)
+        result = self.read(f"/proc/{pid}/stat")
         if not result.ok or ")" not in result.output:
             return False
         return result.output.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
@@ -224,9 +299,10 @@ class _Control:
         result = None
 
         def written() -> bool:
+            # the report is renamed into place whole: an empty read is a lost one
             nonlocal result
-            result = self.node.exec(["cat", path], timeout_s=self.config.exit_timeout_s)
-            return result.ok
+            result = self.read(path)
+            return result.ok and bool(result.output.strip())
 
         if not wait_until(written, self.config.report_timeout_s, self.config.poll_interval_s):
             raise HarnessError(
@@ -278,15 +354,44 @@ class PageCacheLayer:
               files_dir=self.config.files_dir, config=self.config)
 
     def ensure(self, node: Node) -> None:
-        """Mount a fresh layer unless a live one is there (mount() clears a dead one)."""
+        """Mount a fresh layer unless a live one is there (mount() clears a dead one).
+
+        The layer must look dead `dead_looks` times before it is remounted: one look
+        is no proof (an engine may answer an exec before it knows its exit status,
+        and mount() refuses a live layer)."""
         ctl = _Control(node, self.config)
-        pid = ctl.daemon_pid(self.config.control_dir)
-        live = pid is not None and ctl.alive(pid)
-        if not (live and is_mounted(node, self.config.mountpoint, self.config)):
-            mount(node, self.config.backing_dir, self.config.mountpoint,
-                  self.config.control_dir, files_dir=self.config.files_dir, config=self.config)
+
+        def live() -> bool:
+            try:
+                pid = ctl.daemon_pid(self.config.control_dir)
+                return (pid is not None and ctl.alive(pid)
+                        and ctl.mount_source(self.config.mountpoint) is not None)
+            except HarnessError:
+                return False
+
+        for look in range(self.config.dead_looks):
+            if look:
+                time.sleep(self.config.poll_interval_s)
+            if live():
+                return
+        mount(node, self.config.backing_dir, self.config.mountpoint,
+              self.config.control_dir, files_dir=self.config.files_dir, config=self.config)
 
     def power_loss(self, node: Node) -> dict[str, Any]:
         """Drop every byte never fsynced (Kafka must be dead); remounts before returning."""
         return power_loss(node, self.config.mountpoint, self.config.control_dir,
                           files_dir=self.config.files_dir, config=self.config)
+
+    def relative(self, path: str) -> str:
+        """A path Kafka sees (a log dir) relative to the mount, as a disk fault names it."""
+        mount = os.path.normpath(self.config.mountpoint)
+        path = os.path.normpath(path)
+        if path == mount:
+            return ""
+        if not path.startswith(mount + "/"):
+            raise HarnessError(f"{path} is not under the page-cache mount {mount}")
+        return path[len(mount) + 1:]
+
+    def disk_fault(self, node: Node, fault: DiskFault | None) -> dict[str, Any]:
+        """Fail (or stop failing) one directory of the live layer; the daemon's answer."""
+        return set_disk_fault(node, fault, self.config.control_dir, self.config)

@@ -46,6 +46,13 @@ caller lazily unmounts and mounts a fresh daemon over the same backing dir.
 
 Clean shutdown (SIGTERM, SIGINT, SIGHUP): every dirty byte is written back and
 fsynced, the file system is unmounted, the daemon exits 0.
+
+Disk errors (SIGUSR2, for the disk-fault nemesis): the daemon reads a fault
+from DIR/fault.json and from then on fails write and/or fsync of the files
+under one directory of the mount with EIO or ENOSPC (a failed fsync may also
+forget the file's unsynced data, as Linux does after a writeback error), until
+a request without a fault clears it; it answers each request in
+DIR/fault-state.json. The protocol and the rules are in pagecache_faults.py.
 """
 
 from __future__ import annotations
@@ -71,6 +78,11 @@ try:
 except ImportError:  # the copy next to this file when run inside a node
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import mfusepy as fuse
+try:
+    from nemesis import pagecache_faults as faults
+except ImportError:  # inside a node: the copy next to this file
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import pagecache_faults as faults  # type: ignore[no-redef]
 
 REPORT_NAME = "dropped.json"
 PID_NAME = "pid"
@@ -236,6 +248,8 @@ class PageCacheFS(fuse.Operations):
         self._states: dict[tuple[int, int], FileState] = {}
         self._handles: dict[int, FileState] = {}
         self._next_fh = 1
+        #: The injected disk error in force, if any (pagecache_faults.py; SIGUSR2).
+        self.faults = faults.FaultSwitch()
 
     # ----------------------------------------------------------------- helpers
 
@@ -363,6 +377,9 @@ class PageCacheFS(fuse.Operations):
         state = self._state_of(fh)
         if not state.writable:
             raise fuse.FuseOSError(errno.EBADF)
+        failing = self.faults.check("write", state.rel_path)
+        if failing is not None:
+            raise fuse.FuseOSError(faults.error_of(failing))
         with state.lock:
             state.extents.write(offset, data)
             state.mtime_ns = time.time_ns()
@@ -401,11 +418,24 @@ class PageCacheFS(fuse.Operations):
         return 0
 
     def fsync(self, path: str, datasync: int, fh: int) -> int:
-        self._sync(self._state_of(fh), bool(datasync))
+        state = self._state_of(fh)
+        failing = self.faults.check("fsync", state.rel_path)
+        if failing is not None:
+            if failing.drop:
+                with state.lock:
+                    dropped = state.extents.dirty_bytes
+                    state.extents.clear()
+                    state.mtime_ns = None
+                self.faults.record_drop(state.rel_path, dropped)
+            raise fuse.FuseOSError(faults.error_of(failing))
+        self._sync(state, bool(datasync))
         return 0
 
     def fsyncdir(self, path: str, datasync: int, fh: int) -> int:
-        """Metadata is durable at once in this model, so there is nothing to do."""
+        """Metadata is durable at once in this model: nothing to do but an injected error."""
+        failing = self.faults.check("fsync", _rel(path))
+        if failing is not None:
+            raise fuse.FuseOSError(faults.error_of(failing))
         return 0
 
     def release(self, path: str, fh: int) -> int:
@@ -640,11 +670,25 @@ def _unmount(mountpoint: str) -> None:
         _log(f"{' '.join(args)} failed: {result.stderr.strip()}")
 
 
+def _apply_fault_request(fs: PageCacheFS, control_dir: str) -> None:
+    """SIGUSR2: apply the control file's disk fault (or clear it) and answer."""
+    try:
+        with open(os.path.join(control_dir, faults.CONTROL_NAME), encoding="utf-8") as request:
+            answer = fs.faults.apply(json.load(request))
+    except (OSError, ValueError) as err:
+        answer = {"id": None, "error": f"unreadable request: {err}"}
+    _write_atomically(os.path.join(control_dir, faults.STATE_NAME), json.dumps(answer))
+    _log(f"disk fault: {answer.get('error') or answer.get('fault')}")
+
+
 def _watch_signals(fs: PageCacheFS, mountpoint: str, control_dir: str) -> None:
     """Handle the blocked signals synchronously (libfuse keeps the main thread in C)."""
-    wanted = {signal.SIGUSR1, *_CLEAN_SIGNALS}
+    wanted = {signal.SIGUSR1, signal.SIGUSR2, *_CLEAN_SIGNALS}
     while True:
         sig = signal.sigwait(wanted)
+        if sig == signal.SIGUSR2:
+            _apply_fault_request(fs, control_dir)
+            continue
         if sig == signal.SIGUSR1:
             report = fs.freeze_and_report()
             _write_atomically(os.path.join(control_dir, REPORT_NAME), json.dumps(report))
@@ -658,7 +702,7 @@ def _watch_signals(fs: PageCacheFS, mountpoint: str, control_dir: str) -> None:
 
 def serve(backing: str, mountpoint: str, control_dir: str) -> int:
     """Mount and serve in this process until unmounted or crashed by SIGUSR1."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1, *_CLEAN_SIGNALS})
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1, signal.SIGUSR2, *_CLEAN_SIGNALS})
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))

@@ -10,7 +10,8 @@ result dict (test.json's `nemesis_result`). The parts:
 - `Overlap`: schedules at the same time, each in its own thread. Faults of
   overlapping schedules must not undo each other: a heal removes every
   iptables rule and a start revives what another stopped, so each overlapping
-  schedule owns its resources (the network, or the Kafka processes) alone, and
+  schedule owns its resources (the network, the Kafka processes, or the
+  cluster's config and features, or partitions' replica assignments) alone, and
   at most one may drop page caches, which keeps two losses from passing the
   fault-budget check at the same moment.
 
@@ -39,7 +40,7 @@ class Schedule(Protocol):
         ...
 
     def resources(self) -> set[str]:
-        """What its faults act on (NETWORK, PROCESSES)."""
+        """What its faults act on (NETWORK, PROCESSES, CONFIG, ASSIGNMENT)."""
         ...
 
 

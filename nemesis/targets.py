@@ -23,14 +23,17 @@ class Role(StrEnum):
     """How a target is chosen; recorded as a fault's `detail.role`."""
 
     LEADER = "leader"
+    #: An ISR member that is not the leader (a replica that must keep fetching).
+    FOLLOWER = "follower"
     ISR = "isr"
     ELR = "elr"
     ANY = "any"
     ACTIVE_CONTROLLER = "active-controller"
 
 
-#: Broker roles: a member of one (randomly chosen) partition's leader/ISR/ELR, or any broker.
-BROKER_ROLES = (Role.LEADER, Role.ISR, Role.ELR, Role.ANY)
+#: Broker roles: one (randomly chosen) partition's leader, a follower in its ISR, a
+#: member of its ISR or ELR, or any broker.
+BROKER_ROLES = (Role.LEADER, Role.FOLLOWER, Role.ISR, Role.ELR, Role.ANY)
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,8 @@ def choose_target(role: Role | str, states: Sequence[PartitionState], topology: 
 
     Broker roles take one partition at random (sorted first, so the order the
     observer listed them in does not matter) and a random member of its leader,
-    ISR or ELR; with nothing observed, or no such member, any broker. The
+    followers (ISR members but the leader; only partitions that have one are
+    drawn from), ISR or ELR; with nothing observed, or no such member, any broker. The
     active controller is `active_controller` (an id, asked of the quorum by the
     caller), or any controller when that is unknown.
     """
@@ -77,12 +81,19 @@ def choose_target(role: Role | str, states: Sequence[PartitionState], topology: 
             if active_controller is not None and node_id == active_controller:
                 return name
         return rng.choice(sorted(topology.controllers))
-    pool = [s for s in states if s.leader >= 0] if role is Role.LEADER else list(states)
+    if role is Role.LEADER:
+        pool = [s for s in states if s.leader >= 0]
+    elif role is Role.FOLLOWER:
+        pool = [s for s in states if s.leader >= 0 and _followers(s)]
+    else:
+        pool = list(states)
     candidates: list[int] = []
     if pool:
         state = rng.choice(sorted(pool, key=lambda s: (s.topic, s.partition)))
         if role is Role.LEADER:
             candidates = [state.leader]
+        elif role is Role.FOLLOWER:
+            candidates = _followers(state)
         elif role is Role.ISR:
             candidates = list(state.isr)
         elif role is Role.ELR:
@@ -93,6 +104,10 @@ def choose_target(role: Role | str, states: Sequence[PartitionState], topology: 
     name = topology.broker_name(rng.choice(sorted(known)))
     assert name is not None
     return name
+
+
+def _followers(state: PartitionState) -> list[int]:
+    return [b for b in state.isr if b != state.leader]
 
 
 def all_isr_full(states: Sequence[PartitionState], replication_factor: int) -> bool:

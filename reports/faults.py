@@ -4,8 +4,12 @@ FORMATS.md: a fault is in force from its `ok` (or `info`: it may have half
 happened) until its opposite acts on the same nodes: `partition`,
 `controller-partition` and `isolate-from-controllers` until `heal`,
 `kill`/`controller-kill`/`stop`/`page-cache-loss` until `start`, `pause` and
-`bounce-leader` until `resume` (harness.core.history.ENDED_BY). A fault never
-ended is drawn to the end of the run and marked as such.
+`bounce-leader` until `resume` (harness.core.history.ENDED_BY). A config or
+feature change (`min-isr-change`, `feature-change`) lasts until the line of its
+own kind with `restore: true` for the same target (its topic, null for the
+cluster default; its feature: RESTORED_BY_SELF), and is labelled by that target
+and its `from`->`to`. A fault never ended is drawn to the end of the run and
+marked as such.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.core.history import ENDED_BY
+from harness.core.history import ENDED_BY, RESTORED_BY_SELF, restores
 
 #: Which fault kind ends which: opposite -> kinds it ends (the contract's table).
 ENDS: dict[str, tuple[str, ...]] = {str(end): tuple(map(str, ended))
@@ -23,10 +27,27 @@ ENDS: dict[str, tuple[str, ...]] = {str(end): tuple(map(str, ended))
 LASTING_KINDS = frozenset(kind for kinds in ENDS.values() for kind in kinds)
 
 
-def describe(step: str | None, kind: str, nodes: tuple[str, ...]) -> str:
-    """'T2 page-cache-loss broker-1': how plots and tables name a fault."""
+#: The detail key naming what a self-restored kind changed (its topic, its feature).
+TARGET_KEYS: dict[str, str] = {str(kind): key for kind, key in RESTORED_BY_SELF.items()}
+
+
+def describe(step: str | None, kind: str, nodes: tuple[str, ...],
+             what: str | None = None) -> str:
+    """'T2 page-cache-loss broker-1': how plots and tables name a fault; `what`
+    stands for the nodes of a change to a topic or the cluster."""
     prefix = f"{step} " if step else ""
-    return f"{prefix}{kind} {','.join(nodes) if nodes else 'all'}"
+    return f"{prefix}{kind} {what or (','.join(nodes) if nodes else 'all')}"
+
+
+def changed(kind: str, detail: dict[str, Any]) -> str | None:
+    """'elr-test 2->1', 'cluster default 2->3': what a config or feature change
+    changed (None for other kinds)."""
+    key = TARGET_KEYS.get(kind)
+    if key is None:
+        return None
+    target = detail.get(key)
+    return (f"{'cluster default' if target is None else target} "
+            f"{detail.get('from')}->{detail.get('to')}")
 
 
 @dataclass
@@ -45,6 +66,12 @@ class FaultEvent:
         step = self.detail.get("step")
         return str(step) if step is not None else None
 
+    @property
+    def target(self) -> Any:
+        """What a config or feature change acts on (its topic or feature)."""
+        key = TARGET_KEYS.get(self.kind)
+        return None if key is None else self.detail.get(key)
+
 
 @dataclass
 class FaultBand:
@@ -60,10 +87,13 @@ class FaultBand:
     end_index: int | None = None
     ended_by: str | None = None
     open_nodes: set[str] = field(default_factory=set)
+    #: A config or feature change: what it changed ('elr-test 2->1').
+    what: str | None = None
+    target: Any = None
 
     @property
     def label(self) -> str:
-        return describe(self.step, self.kind, self.nodes)
+        return describe(self.step, self.kind, self.nodes, self.what)
 
     @property
     def lasting(self) -> bool:
@@ -78,7 +108,10 @@ def pair_faults(events: list[FaultEvent]) -> list[FaultBand]:
     for ev in sorted(events, key=lambda e: (e.time_s, e.index)):
         if ev.type not in ("ok", "info"):
             continue
-        ended_kinds = ENDS.get(ev.kind, ())
+        if restores(ev.kind, ev.detail):
+            _restore(open_bands, ev)
+            continue
+        ended_kinds = () if ev.kind in TARGET_KEYS else ENDS.get(ev.kind, ())
         if ended_kinds:
             for band in list(open_bands):
                 if band.kind not in ended_kinds:
@@ -103,6 +136,8 @@ def pair_faults(events: list[FaultEvent]) -> list[FaultBand]:
             uncertain=ev.type == "info",
             start_index=ev.index,
             open_nodes=set(ev.nodes),
+            what=changed(ev.kind, ev.detail),
+            target=ev.target,
         )
         if ev.kind in LASTING_KINDS:
             bands.append(band)
@@ -113,3 +148,13 @@ def pair_faults(events: list[FaultEvent]) -> list[FaultBand]:
             band.end_index = ev.index
             bands.append(band)
     return bands
+
+
+def _restore(open_bands: list[FaultBand], ev: FaultEvent) -> None:
+    """A restoring change ends the open change of its kind on the same target."""
+    for band in list(open_bands):
+        if band.kind == ev.kind and band.target == ev.target:
+            band.end_s = ev.time_s
+            band.end_index = ev.index
+            band.ended_by = describe(ev.step, ev.kind, ev.nodes, changed(ev.kind, ev.detail))
+            open_bands.remove(band)

@@ -120,12 +120,28 @@ class NodeTimeouts:
     topic_ready_s: float = 60.0
     #: iptables rules applied or removed on one node.
     iptables_s: float = 30.0
+    #: Kafka's config or feature tool (a JVM in a node) describing or changing
+    #: min.insync.replicas or a feature level (the min-isr-change and
+    #: feature-change faults): JVM start, the admin client and the controller.
+    admin_tool_s: float = 60.0
+    #: A slow network's routes looked up, or its tc qdisc and loss rules applied
+    #: or removed, on one node.
+    shaping_s: float = 30.0
+    #: Tries of a slow network's route look-up on one node, and the pause between
+    #: two: the Docker engine was seen (1 in ~160 execs under load) to lose the
+    #: first lines a short command printed, with exit code 0.
+    route_lookup_attempts: int = 3
+    route_lookup_retry_s: float = 0.5
     # -- moved here from the code (#32): each a literal where it was used ------
     #: Kafka's process gone after TERM (a clean shutdown closes its logs first;
     #: after KILL or STOP the bound is kafka_gone_s).
     kafka_gone_after_term_s: float = 60.0
     #: How often a node is asked whether Kafka's process is gone or there.
     process_poll_s: float = 0.1
+    #: Times a command that must print is asked again when it printed nothing: the
+    #: Docker engine loses a short command's output now and then under load
+    #: (moby/moby#27289), e.g. pgrep exits 0 (Kafka found) with no pid printed.
+    lost_output_retries: int = 3
     #: One broker asked over the harness's wire client which brokers are
     #: registered and unfenced.
     broker_list_s: float = 3.0
@@ -141,6 +157,11 @@ class NodeTimeouts:
     #: Pause before removing a Docker network again (its endpoints take a moment
     #: to go after a forced container removal).
     network_remove_retry_s: float = 0.5
+    #: One AlterPartitionReassignments request (starting or cancelling a partition
+    #: reassignment): the controller's own bound on it (its TimeoutMs), and how
+    #: long the harness waits for the answer (longer: a broker forwards it).
+    reassign_request_s: float = 10.0
+    reassign_answer_s: float = 15.0
 
 
 @dataclass(frozen=True)
@@ -202,6 +223,10 @@ class ClusterConfig:
     partitions_poll_s: float = 0.3
     #: Log dirs of a broker (the page-cache layer mounts over this later).
     log_dir: str = "/data/kafka"
+    #: How many log directories each broker has (JBOD). One is log_dir itself; more
+    #: are log_dir/dir-0, log_dir/dir-1, ... (one page-cache mount holds them all),
+    #: so one can fail while the broker lives on (the disk-fault kind asks for 2).
+    log_dirs: int = 1
     metadata_log_dir: str = "/data/metadata"
     #: Real hosts over SSH (a YAML file naming them, cluster/nodes_file.py)
     #: instead of Docker containers; the file also sets the topology.
@@ -314,6 +339,9 @@ class ScenarioTimings:
     warmup_s: float = 8.0
     #: Time in T1 so that acks=1 writes land on L alone (and acks=all ones fail).
     hold_t1_s: float = 5.0
+    #: unclean-last-replica-alone: how long the uncleanly restarted L, unfenced,
+    #: is watched while B is still away (ELR on: it must never be elected).
+    hold_alone_s: float = 15.0
     #: fenced-last-leader: how long the restarted last leader is kept paused
     #: (registered, fenced) while the observer watches whom the controller elects.
     hold_fenced_s: float = 20.0
@@ -324,6 +352,58 @@ class ScenarioTimings:
     controller_poll_s: float = 1.0
     #: How often a step waiting for healed brokers asks who is unfenced.
     unfenced_poll_s: float = 0.5
+
+
+#: The errors and operations a disk fault may name (nemesis/pagecache_faults.py
+#: spells the same inside the node).
+DISK_ERRNOS = ("EIO", "ENOSPC")
+DISK_OPERATIONS = ("fsync", "write")
+
+
+@dataclass(frozen=True)
+class DiskFaultConfig:
+    """The disk-fault kind: how one of a broker's log directories fails, drawn
+    from the run's seeded RNG ([run.disk_fault] in --config)."""
+
+    #: Errors the failing directory answers with, one drawn per fault.
+    errnos: tuple[str, ...] = DISK_ERRNOS
+    #: What fails, one entry drawn per fault: operations joined by "+".
+    operations: tuple[str, ...] = ("fsync", "write", "fsync+write")
+    #: How long the directory fails at least, drawn between these (the fault lasts
+    #: the mix's interval if that is longer). Above the brokers' high-watermark
+    #: checkpoint interval (5 s, fsynced in every log dir), so Kafka meets the
+    #: error even where no record is written.
+    min_hold_s: float = 6.0
+    max_hold_s: float = 12.0
+    #: A failed fsync forgets the file's unsynced data (Linux after a writeback
+    #: error): such a fault is recorded `"dropped": true` and, like a page-cache
+    #: loss, injected only while every ISR is full.
+    drop_on_failed_fsync: bool = True
+    #: Log directories per broker while the kind is in the mix, unless chosen
+    #: (cluster.log_dirs): with two, one fails while the broker lives on.
+    log_dirs: int = 2
+
+
+@dataclass(frozen=True)
+class SlowNetworkConfig:
+    """What a `slow-network` fault of a mix draws from (nemesis/faults/slow_network.py):
+    its bandwidth, its random loss and how long it lasts, each from the mix's
+    seeded RNG. The defaults are KAFKA-19996's slow follower: below what the
+    default workload's replication needs (~70 kbit/s to one follower, estimated
+    from ~170 one-record batches a second over 3 partitions; a run of
+    slow-network,partition that drew 256 kbit/s and no loss twice left every
+    ISR whole) with loss on top, held longer than the cluster's
+    replica.lag.time.max.ms (5 s) so that the follower can leave the ISR and
+    come back within one fault."""
+
+    #: Rates (kbit/s, both ways) of the throttled links, one drawn per fault.
+    rates_kbit: tuple[int, ...] = (16, 64, 256)
+    #: Probabilities that one packet on a throttled link is dropped, one drawn.
+    loss_probabilities: tuple[float, ...] = (0.0, 0.05, 0.2)
+    #: The fault lasts at least a time drawn between these (the mix's interval
+    #: if that is longer).
+    min_hold_s: float = 6.0
+    max_hold_s: float = 15.0
 
 
 @dataclass(frozen=True)
@@ -346,7 +426,7 @@ class RunConfig:
     store: Path = Path("store")
     keep_cluster: bool = False
     check: bool = True
-    #: The unclean-last-replica scenario's step bounds ([run.scenario] in --config).
+    #: The scripted scenarios' step bounds ([run.scenario] in --config).
     scenario: ScenarioTimings = field(default_factory=ScenarioTimings)
     #: A scripted scenario's cap on the workload when no time limit is given (a
     #: scenario ends its workload once its steps are done).
@@ -359,6 +439,10 @@ class RunConfig:
     #: bounce-leader's leader.imbalance.check.interval.seconds (unless --config sets
     #: [cluster.timings]): the fenced leader gets its partitions back within seconds.
     bounce_leader_imbalance_check_s: int = 5
+    #: disk-fault's draws and the log dirs it needs ([run.disk_fault] in --config).
+    disk_fault: DiskFaultConfig = field(default_factory=DiskFaultConfig)
+    #: What a mix's slow-network faults draw their rate, loss and length from.
+    slow_network: SlowNetworkConfig = field(default_factory=SlowNetworkConfig)
     #: The progress display is refreshed this often; off a terminal a line is
     #: printed at most every progress_line_every_s.
     progress_poll_s: float = 0.5
@@ -449,6 +533,10 @@ class CheckerConfig:
     class_archive: bool = True
     #: Bound on building that archive (a training check, then the JVM's dump).
     class_archive_timeout_s: float = 300.0
+    #: How long a failed or interrupted conversion waits for its cancelled Spark
+    #: tasks to stop before it removes what they wrote (a running task may still
+    #: create files until it stops).
+    cancelled_tasks_wait_s: float = 30.0
     #: Further Spark settings, as (key, value) pairs, applied last.
     spark_conf: tuple[tuple[str, str], ...] = ()
 
@@ -479,7 +567,17 @@ class PageCacheConfig:
     exit_timeout_s: float = 10.0
     #: Bound on a clean unmount (it writes back every dirty byte first).
     unmount_timeout_s: float = 120.0
+    #: Bound on the live daemon answering a disk-fault request (SIGUSR2).
+    fault_control_timeout_s: float = 10.0
+    #: The request's signal is sent again when no answer came within this.
+    fault_signal_retry_s: float = 1.0
     poll_interval_s: float = 0.1
+    #: Looks (poll_interval_s apart) that must all find no live layer before a
+    #: restart mounts a fresh one (one failed exec is no proof).
+    dead_looks: int = 3
+    #: Times a read of a file that is never empty (a pid, /proc/mounts, the report)
+    #: is repeated when it printed nothing: output the Docker engine lost.
+    lost_output_retries: int = 3
     #: Lines of daemon.log quoted in an error.
     log_tail_lines: int = 30
 

@@ -39,3 +39,8 @@ class ClusterStartError(HarnessError):
 
 class HistoryError(HarnessError):
     """A history file is corrupt (a malformed line that is not the last one)."""
+
+
+class Refused(HarnessError):
+    """An action was refused before it changed anything (a fault recorded as `fail`:
+    it certainly did not happen)."""

@@ -44,7 +44,9 @@ class OpType(StrEnum):
 class Fault(StrEnum):
     """A fault line's `fault`: what the nemesis did. Controller faults carry their
     own names, so a report tells a controller kill from a broker kill; a leader
-    bounce is a pause (SIGSTOP past the session timeout) under its own name."""
+    bounce is a pause (SIGSTOP past the session timeout) under its own name. A
+    reassignment of a partition's replicas lasts until its `reassign-end`, whose
+    detail says whether it was cancelled or had completed."""
 
     PARTITION = "partition"
     CONTROLLER_PARTITION = "controller-partition"
@@ -58,21 +60,51 @@ class Fault(StrEnum):
     RESUME = "resume"
     BOUNCE_LEADER = "bounce-leader"
     PAGE_CACHE_LOSS = "page-cache-loss"
-    # contract version 3's fault packages
-    MIN_ISR_CHANGE = "min-isr-change"
-    SLOW_NETWORK = "slow-network"
     DISK_FAULT = "disk-fault"
+    MIN_ISR_CHANGE = "min-isr-change"
     FEATURE_CHANGE = "feature-change"
+    SLOW_NETWORK = "slow-network"
+    #: Ends a slow network (its own kind: a partition's heal neither removes its
+    #: shaping nor ends it, so the two can be in force at once and drawn apart).
+    UNTHROTTLE = "unthrottle"
     REASSIGN = "reassign"
+    REASSIGN_END = "reassign-end"
 
 
 #: Which fault ends which: a fault is in force from its `ok` (or `info`) until one
-#: of these acts on the same nodes.
+#: of these acts on the same nodes (a config or feature change: until the line of
+#: its own kind that restores it, RESTORED_BY_SELF).
 ENDED_BY: dict[Fault, tuple[Fault, ...]] = {
     Fault.HEAL: (Fault.PARTITION, Fault.CONTROLLER_PARTITION, Fault.ISOLATE_FROM_CONTROLLERS),
-    Fault.START: (Fault.KILL, Fault.STOP, Fault.PAGE_CACHE_LOSS, Fault.CONTROLLER_KILL),
+    # a disk fault ends when the broker is started again on a healthy disk
+    Fault.START: (Fault.KILL, Fault.STOP, Fault.PAGE_CACHE_LOSS, Fault.CONTROLLER_KILL,
+                  Fault.DISK_FAULT),
     Fault.RESUME: (Fault.PAUSE, Fault.BOUNCE_LEADER),
+    # a change is ended by the change of the same kind that puts it back (RESTORED_BY_SELF)
+    Fault.MIN_ISR_CHANGE: (Fault.MIN_ISR_CHANGE,),
+    Fault.FEATURE_CHANGE: (Fault.FEATURE_CHANGE,),
+    Fault.UNTHROTTLE: (Fault.SLOW_NETWORK,),
+    Fault.REASSIGN_END: (Fault.REASSIGN,),
 }
+
+#: The detail key of a line that puts back what an earlier line of its own kind
+#: changed (`"restore": true`): such a line ends that change, and nothing else does.
+RESTORE = "restore"
+
+#: Kinds a later line of the same kind ends (ENDED_BY maps each to itself): the
+#: one with RESTORE in its detail whose detail names the same target under this
+#: key (`topic`, null for the cluster default; `feature`). Without RESTORE a line
+#: of these kinds begins a change; its `from` and `to` say what it changed.
+RESTORED_BY_SELF: dict[Fault, str] = {
+    Fault.MIN_ISR_CHANGE: "topic",
+    Fault.FEATURE_CHANGE: "feature",
+}
+
+
+def restores(kind: Fault | str, detail: dict | None) -> bool:
+    """Whether a fault line of `kind` puts back an earlier change (it ends one)."""
+    return kind in RESTORED_BY_SELF and bool((detail or {}).get(RESTORE))
+
 
 #: Faults that count against KIP-966's fault budget (HISTORY.md, "Fault budget"):
 #: an unclean shutdown that drops a replica's unflushed data, and a disk fault

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.core.config import DISK_ERRNOS, DISK_OPERATIONS
 from harness.core.errors import BadInput
 
 #: The longest time any setting may name (a run, an interval, a timeout):
@@ -262,6 +263,24 @@ def _boolean(value: bool) -> bool:
     return value
 
 
+def _one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if value not in choices:
+            raise Invalid(f"{_shown(value)} is not one of {', '.join(choices)}")
+        return value
+    return check
+
+
+def _operations(value: str) -> str:
+    """A disk fault's failing operations: some of DISK_OPERATIONS joined by '+'."""
+    text(value, 100)
+    parts = value.split("+")
+    if not all(p in DISK_OPERATIONS for p in parts) or len(set(parts)) != len(parts):
+        raise Invalid(f"{_shown(value)} is not operations of {', '.join(DISK_OPERATIONS)} "
+                      "joined by +")
+    return value
+
+
 # -- the rules of every field ---------------------------------------------------
 
 _TINY = integer(1, 1_000_000)
@@ -289,6 +308,7 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "cluster.ready_timeout_s": positive_seconds,
     "cluster.node_start_timeout_s": positive_seconds,
     "cluster.log_dir": safe_path,
+    "cluster.log_dirs": integer(1, 16),
     "cluster.metadata_log_dir": safe_path,
     "cluster.nodes_file": local_path,
     "cluster.timings.leader_imbalance_check_interval_s": integer(1, int(MAX_SECONDS)),
@@ -301,6 +321,8 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "cluster.image.repository": _matching(_REPOSITORY, "a Docker repository name"),
     "cluster.ssh.kafka_dir": safe_path,
     "cluster.timeouts.create_topic_attempts": integer(1, 100),
+    "cluster.timeouts.route_lookup_attempts": integer(1, 100),
+    "cluster.timeouts.lost_output_retries": integer(0, 100),
     # topic (its counts against the cluster: cluster/kraft.py validate_topic)
     "topic.name": topic_name,
     "topic.partitions": integer(-(10**9), 10**9),
@@ -336,8 +358,14 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "run.keep_cluster": _boolean,
     "run.check": _boolean,
     "run.bounce_leader_imbalance_check_s": integer(1, int(MAX_SECONDS)),
+    "run.disk_fault.errnos": _each(_one_of(DISK_ERRNOS), 1),
+    "run.disk_fault.operations": _each(_operations, 1),
+    "run.disk_fault.drop_on_failed_fsync": _boolean,
+    "run.disk_fault.log_dirs": integer(1, 16),
     "run.fenced_last_leader_brokers": integer(1, 1000),
     "run.fenced_last_leader_min_insync_replicas": integer(1, 1000),
+    "run.slow_network.rates_kbit": _each(integer(1, 100_000_000), 1),
+    "run.slow_network.loss_probabilities": _each(number(0, 1), 1),
     # checker
     "checker.spark_master": spark_master,
     "checker.spark_logs_kept": integer(0, 10_000),

@@ -12,23 +12,37 @@ from nemesis.faults import (
     bounce_leader,
     controller_kill,
     controller_partition,
+    disk_fault,
+    feature_change,
     isolate_from_controllers,
     kill,
+    min_isr_change,
     page_cache_loss,
     partition,
     pause,
+    reassign,
+    slow_network,
     stop,
 )
-from nemesis.faults.base import NETWORK, PROCESSES, FaultPackage, Injector, Mix
+from nemesis.faults.base import (
+    ASSIGNMENT,
+    CONFIG,
+    NETWORK,
+    PROCESSES,
+    FaultPackage,
+    Injector,
+    Mix,
+)
 
-__all__ = ["COLOURS", "FAULT_KINDS", "NETWORK", "NOT_IN_ALL", "PACKAGES", "PROCESSES",
-           "FaultPackage", "Injector", "Mix", "in_all"]
+__all__ = ["ASSIGNMENT", "COLOURS", "CONFIG", "FAULT_KINDS", "NETWORK", "NOT_IN_ALL",
+           "PACKAGES", "PROCESSES", "FaultPackage", "Injector", "Mix", "in_all"]
 
 #: Every kind by its `--nemesis` name. The order is the seeded rotation's input
 #: (nemesis.mix): changing it changes which fault a seed injects when.
 PACKAGES: dict[str, FaultPackage] = {m.PACKAGE.name: m.PACKAGE for m in (
     partition, kill, stop, pause, page_cache_loss, controller_kill, controller_partition,
-    isolate_from_controllers, bounce_leader)}
+    isolate_from_controllers, bounce_leader, disk_fault, min_isr_change, feature_change,
+    slow_network, reassign)}
 
 #: The entries a mix may hold: one per fault package.
 FAULT_KINDS = tuple(PACKAGES)

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from harness.core.config import DiskFaultConfig, SlowNetworkConfig
 from harness.core.history import BUDGET_FAULTS, Fault
 from nemesis import grudges
 from nemesis.needs import Layer, Setting
@@ -30,6 +31,10 @@ Undo = Callable[[], Any]
 #: What a fault acts on: overlapping schedules may not share one (nemesis.schedules).
 NETWORK = "network"
 PROCESSES = "processes"
+#: The cluster's dynamic config and feature levels (a change and its restore).
+CONFIG = "config"
+#: Partitions' replica assignments (the controller's, changed by reassignments).
+ASSIGNMENT = "assignment"
 
 
 class Injector(Protocol):
@@ -51,6 +56,42 @@ class Injector(Protocol):
                detail: dict[str, Any] | None = None) -> Any: ...
     def page_cache_loss(self, name: str, step: str | None = None,
                         detail: dict[str, Any] | None = None) -> Any: ...
+    def log_dirs(self) -> list[str]: ...
+    def disk_fault(self, name: str, directory: str, errno_name: str,
+                   operations: tuple[str, ...], drop: bool, step: str | None = None,
+                   detail: dict[str, Any] | None = None) -> Any: ...
+    def end_disk_fault(self, name: str, step: str | None = None,
+                       detail: dict[str, Any] | None = None) -> Any: ...
+    def min_isr(self, topic: str | None) -> int | None: ...
+    def min_isr_change(self, topic: str | None, to: int, current: int,
+                       step: str | None = None,
+                       detail: dict[str, Any] | None = None) -> Any: ...
+    def restore_min_isr(self, topic: str | None, step: str | None = None,
+                        detail: dict[str, Any] | None = None) -> Any: ...
+    def feature_level(self, feature: str) -> int | None: ...
+    def feature_change(self, feature: str, to: int, current: int, step: str | None = None,
+                       detail: dict[str, Any] | None = None) -> Any: ...
+    def restore_feature(self, feature: str, step: str | None = None,
+                        detail: dict[str, Any] | None = None) -> Any: ...
+
+    #: Brokers a page-cache loss took down that were not started since.
+    lost_page_cache: set[str]
+    #: Page-cache losses of the run so far.
+    page_cache_losses: int
+
+    @property
+    def elr_feature_off(self) -> bool:
+        """A feature change turned ELR off (or may have) and nothing restored it."""
+        ...
+    def slow_network(self, name: str, peers: Sequence[str], rate_kbit: int, loss: float,
+                     step: str | None = None, detail: dict[str, Any] | None = None) -> Any: ...
+    def unthrottle(self, name: str, step: str | None = None,
+                   detail: dict[str, Any] | None = None) -> Any: ...
+    def reassign(self, topic: str, partition: int, replicas: Sequence[int],
+                 target: Sequence[int], restore: bool = False, step: str | None = None,
+                 detail: dict[str, Any] | None = None) -> Any: ...
+    def end_reassign(self, topic: str, partition: int, step: str | None = None,
+                     detail: dict[str, Any] | None = None) -> Any: ...
 
 
 class Mix(Protocol):
@@ -61,6 +102,8 @@ class Mix(Protocol):
     rng: random.Random
     replication_factor: int
     bounce_hold_s: float
+    disk_fault: DiskFaultConfig
+    slow_network: SlowNetworkConfig
     stop_event: threading.Event
     log: Callable[[str], None]
 
@@ -80,7 +123,8 @@ class FaultPackage:
     roles: tuple[Role, ...]
     #: How plots draw it.
     colour: str
-    #: What it acts on (NETWORK or PROCESSES).
+    #: What it acts on (NETWORK, PROCESSES, CONFIG or ASSIGNMENT; a disk fault restarts
+    #: its broker at its end, so it is PROCESSES too).
     resource: str
     inject: Callable[[Mix, FaultPackage], Undo | None]
     #: Its line of `harness run --help`.

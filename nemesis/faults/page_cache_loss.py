@@ -14,7 +14,13 @@ from nemesis.targets import Role, all_isr_full
 def inject(mix: Mix, package: FaultPackage) -> Undo | None:
     """Only while every observed partition has a full ISR: no partition then loses
     unflushed data on more than one replica between two full-ISR points (within
-    KIP-966's budget of min.insync.replicas - 1 for min ISR >= 2)."""
+    KIP-966's budget of min.insync.replicas - 1 for min ISR >= 2). Never while a
+    feature change has turned ELR off: KIP-966 promises nothing about an unclean
+    shutdown then (the injector refuses it too)."""
+    if mix.injector.elr_feature_off:
+        mix.log(f"{package.name} skipped: the ELR feature is off (KIP-966 promises "
+                "nothing about unclean shutdowns then)")
+        return None
     if not all_isr_full(mix.states(), mix.replication_factor):
         mix.log(f"{package.name} skipped: not every ISR is full (fault budget)")
         return None
@@ -28,4 +34,4 @@ PACKAGE = FaultPackage(
     "page-cache-loss", Fault.PAGE_CACHE_LOSS, (Role.LEADER, Role.ISR), "#000000", PROCESSES,
     inject, layers=frozenset({Layer.PAGE_CACHE}),
     help="power loss on a leader or ISR member: kill -9 and drop its unsynced writes "
-         "(only while every ISR is full)")
+         "(only while every ISR is full and ELR is on)")

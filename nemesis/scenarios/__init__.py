@@ -7,11 +7,15 @@ plan read this; nothing outside a scenario's own module tests its name.
 
 from __future__ import annotations
 
-from nemesis.scenarios import fenced_last_leader, unclean_last_replica
+from nemesis.scenarios import (
+    fenced_last_leader,
+    unclean_last_replica,
+    unclean_last_replica_alone,
+)
 from nemesis.scenarios.base import ScenarioPackage
 
 __all__ = ["SCENARIOS", "ScenarioPackage"]
 
 #: Every scenario by its `--nemesis` name, in the order help and plans list them.
 SCENARIOS: dict[str, ScenarioPackage] = {m.PACKAGE.name: m.PACKAGE for m in (
-    unclean_last_replica, fenced_last_leader)}
+    unclean_last_replica, unclean_last_replica_alone, fenced_last_leader)}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from cluster.observe import PartitionState
 from harness.core.wait import wait_until
@@ -26,35 +27,61 @@ from nemesis.needs import Layer
 from nemesis.scenarios.base import ScenarioPackage, ScriptedScenario, StepOutcome, summary
 
 
+@dataclass(frozen=True)
+class Roles:
+    """L, A and B as the observed state named them: broker ids and node names."""
+
+    leader: int
+    a: int
+    b: int
+    l_name: str
+    a_name: str
+    b_name: str
+
+
+Steps = list[tuple[str, Callable[[], object]]]
+
+
 class UncleanLastReplica(ScriptedScenario):
     """Runs T0..T4 on one partition; every other partition goes along."""
 
     name = "unclean-last-replica"
 
     def run(self) -> list[StepOutcome]:
-        leader, a_id, b_id = self._roles()
-        l_name, a_name, b_name = (self._broker_name(i) for i in (leader, a_id, b_id))
-        nodes = sorted(self.injector.cluster.nodes)
+        roles = self._named_roles()
+        return self._steps([
+            *self._power_loss_steps(roles),
+            ("T3", lambda: self.injector.heal(step="T3")),
+            ("T3-wait", lambda: self._wait_unfenced("T3", [roles.a, roles.b])),
+            ("T4", lambda: self.injector.start(roles.l_name, step="T4")),
+            ("T4-wait", lambda: self._wait(
+                "T4", lambda s: s.leader == (roles.b if self.elr else roles.leader))),
+        ])
 
-        steps: list[tuple[str, Callable[[], None]]] = [
-            ("T0", lambda: self.injector.partition(grudges.isolate(a_name, nodes), step="T0")),
+    def _named_roles(self) -> Roles:
+        """L, A and B from the observed state (a full ISR), with their node names."""
+        leader, a_id, b_id = self._roles()
+        return Roles(leader, a_id, b_id, *(self._broker_name(i) for i in (leader, a_id, b_id)))
+
+    def _power_loss_steps(self, roles: Roles) -> Steps:
+        """T0..T2, shared by every variant: A then B cut off from every node (the
+        ISR shrinks to L; ELR on: B joins the ELR), then power loss on L."""
+        nodes = sorted(self.injector.cluster.nodes)
+        leader, b_id = roles.leader, roles.b
+        return [
+            ("T0", lambda: self.injector.partition(
+                grudges.isolate(roles.a_name, nodes), step="T0")),
             ("T0-wait", lambda: self._wait(
                 "T0", lambda s: sorted(s.isr) == sorted([leader, b_id]))),
             ("T1", lambda: self.injector.partition(
-                grudges.isolate_all([a_name, b_name], nodes), step="T1")),
+                grudges.isolate_all([roles.a_name, roles.b_name], nodes), step="T1")),
             ("T1-wait", lambda: self._wait(
                 "T1", lambda s: list(s.isr) == [leader]
                 and (not self.elr or list(s.elr or []) == [b_id]))),
             ("T1-hold", lambda: self._sleep(self.timings.hold_t1_s)),
-            ("T2", lambda: self.injector.page_cache_loss(l_name, step="T2")),
+            ("T2", lambda: self.injector.page_cache_loss(roles.l_name, step="T2")),
             ("T2-wait", lambda: self._wait_controller("T2", lambda s: s.leader == -1)),
-            ("T3", lambda: self.injector.heal(step="T3")),
-            ("T3-wait", lambda: self._wait_unfenced("T3", [a_id, b_id])),
-            ("T4", lambda: self.injector.start(l_name, step="T4")),
-            ("T4-wait", lambda: self._wait(
-                "T4", lambda s: s.leader == (b_id if self.elr else leader))),
         ]
-        return self._steps(steps)
 
     def _wait_controller(self, step: str,
                          predicate: Callable[[PartitionState], bool]) -> StepOutcome:

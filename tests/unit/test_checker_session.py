@@ -12,10 +12,19 @@ from checkers.spark import computed_meanwhile
 pytestmark = pytest.mark.usefixtures("spark")
 
 
-def _finished_jobs(session) -> int:
-    """Jobs the status tracker knows that succeeded (public API; job ids count up)."""
+def _newest_job(session) -> int:
+    """The id of a job run now, outside any job group: every later job's id is
+    higher (job ids count up in a session)."""
+    session.range(1).count()
+    return max(session.sparkContext.statusTracker().getJobIdsForGroup())
+
+
+def _finished_after(session, newest: int) -> int:
+    """Jobs after `newest` that succeeded (public API). Counted from the session's
+    newest job, not from id 0: a session shared by many tests is past id 1000, and
+    the tracker forgets its oldest jobs."""
     tracker = session.sparkContext.statusTracker()
-    jobs = [tracker.getJobInfo(i) for i in range(1000)]
+    jobs = [tracker.getJobInfo(i) for i in range(newest + 1, newest + 100)]
     return sum(1 for job in jobs if job is not None and job.status == "SUCCEEDED")
 
 
@@ -24,14 +33,14 @@ def test_persisted_frames_are_computed_in_the_background_while_the_block_runs(sp
 
     frame = spark.range(0, 1000, 1, 4).selectExpr("id % 10 AS k").persist(
         StorageLevel.MEMORY_AND_DISK_DESER)
-    before = _finished_jobs(spark)
+    newest = _newest_job(spark)
     try:
         with computed_meanwhile(spark, frame):
             # no job of the block's own: only the background one can run one
             deadline = time.monotonic() + 120
-            while _finished_jobs(spark) == before and time.monotonic() < deadline:
+            while _finished_after(spark, newest) == 0 and time.monotonic() < deadline:
                 time.sleep(0.05)
-            assert _finished_jobs(spark) == before + 1
+            assert _finished_after(spark, newest) == 1
         assert frame.count() == 1000
     finally:
         frame.unpersist(blocking=True)
@@ -54,3 +63,40 @@ def test_a_failing_block_cancels_the_background_job_and_raises(spark):  # noqa: 
         assert not spark.sparkContext.statusTracker().getActiveJobsIds()
     finally:
         slow.unpersist(blocking=True)
+
+
+def _running_tasks(session) -> int:
+    tracker = session.sparkContext._jsc.sc().statusTracker()
+    return sum(e.numRunningTasks() for e in tracker.getExecutorInfos())
+
+
+def test_stop_running_tasks_returns_only_when_no_task_writes_any_more(spark):  # noqa: F811
+    """A Ctrl-C ends the Python call, not the JVM's tasks (PySpark's JVM ignores
+    SIGINT): a failed conversion removes its files only once they have stopped."""
+    import threading
+
+    from checkers.spark import stop_running_tasks
+
+    # two tasks that each sleep 0.2 s per row for 100 rows: 20 s unless cancelled
+    slow = spark.range(0, 200, 1, 2).selectExpr(
+        "reflect('java.lang.Thread', 'sleep', CAST(200 AS BIGINT)) AS slept")
+    outcome: list[str] = []
+
+    def run() -> None:
+        try:
+            slow.collect()
+            outcome.append("finished")
+        except Exception as err:  # the cancelled job's error, whatever PySpark names it
+            outcome.append(type(err).__name__)
+
+    job = threading.Thread(target=run, daemon=True)
+    started = time.monotonic()
+    job.start()
+    while _running_tasks(spark) == 0:
+        assert time.monotonic() - started < 60, "the slow job never started"
+        time.sleep(0.02)
+    stop_running_tasks(spark, timeout_s=30)
+    assert _running_tasks(spark) == 0
+    assert time.monotonic() - started < 15, "the tasks ran to their end, not cancelled"
+    job.join(30)
+    assert outcome and outcome != ["finished"], outcome

@@ -45,6 +45,7 @@ class FakeNode:
 class FakeConfig:
     broker_port: int = 9092
     node_start_timeout_s: float = 30.0
+    dead_look_spacing_s: float = 0.0
     timeouts: NodeTimeouts = field(default_factory=NodeTimeouts)
 
 
@@ -173,3 +174,16 @@ def test_heal_all_starts_a_killed_controller_again(rig) -> None:
     injector.heal_all()
     starts = [x["nodes"] for x in recorder.lines if x["fault"] == "start" and x["type"] == "ok"]
     assert starts == [["controller-1"]] and not injector.down
+
+
+def test_heal_all_starts_an_untracked_node_only_when_it_looks_dead_every_time(rig) -> None:
+    """One empty pgrep is no proof: a node whose Kafka answers on the second look
+    is left alone; one with no Kafka on every look (it died on its own) is started."""
+    injector, recorder = rig
+    flaky, dead = injector.cluster.nodes["controller-1"], injector.cluster.nodes["broker-2"]
+    answers = iter([None, flaky.pid])
+    flaky.kafka_pid = lambda: next(answers, 101)  # type: ignore[method-assign]
+    dead.pid = None
+    injector.heal_all()
+    starts = [x["nodes"] for x in recorder.lines if x["fault"] == "start" and x["type"] == "ok"]
+    assert starts == [["broker-2"]]

@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 
+from cluster.admin_tools import ELR_FEATURE
 from cluster.observe import PartitionState
-from harness.core.history import ENDED_BY, Fault
-from nemesis.faults import FAULT_KINDS, PACKAGES
+from harness.core.config import DiskFaultConfig, SlowNetworkConfig
+from harness.core.history import ENDED_BY, RESTORE, Fault, restores
+from nemesis.faults import CONFIG, FAULT_KINDS, PACKAGES
 from nemesis.mix import RandomMix
 from nemesis.targets import BROKER_ROLES, Role, Topology, all_isr_full, choose_target
 from reports.faults import FaultEvent, pair_faults
@@ -127,21 +129,69 @@ class FakeObserver:
         return self.states if predicate(self.states) else None
 
 
+def begins(line: dict[str, Any]) -> bool:
+    """A fault line that begins a fault (not a heal, start, resume or restore)."""
+    return not restores(line["fault"], line["detail"]) and (
+        line["fault"] not in ENDED_BY or line["fault"] in ENDED_BY[line["fault"]])
+
+
 class FakeInjector:
-    """Writes down the fault lines FaultInjector would record; acts on nothing."""
+    """Writes down the fault lines FaultInjector would record; acts on nothing but
+    its own idea of the cluster's min ISRs and feature levels."""
 
     def __init__(self, stop_after: int | None = None,
                  stop: threading.Event | None = None) -> None:
         self.lines: list[dict[str, Any]] = []
         self.stop_after, self.stop_event = stop_after, stop
+        self.min_isrs: dict[str | None, int] = {None: 2, "t": 2, "u": 2}
+        self.levels = {ELR_FEATURE: 1}
+        self.changed: dict[Any, int] = {}
+        self.lost_page_cache: set[str] = set()
+        self.page_cache_losses = 0
+
+    @property
+    def elr_feature_off(self) -> bool:
+        return self.levels[ELR_FEATURE] == 0
 
     def _line(self, fault: Fault, nodes: list[str], step: str | None,
               detail: dict[str, Any] | None) -> None:
         self.lines.append({"fault": Fault(fault), "nodes": sorted(nodes),
                            "detail": {**({"step": step} if step else {}), **(detail or {})}})
-        begun = [x for x in self.lines if x["fault"] not in ENDED_BY]
+        begun = [x for x in self.lines if begins(x)]
         if self.stop_event is not None and len(begun) == self.stop_after:
             self.stop_event.set()
+
+    def min_isr(self, topic):  # noqa: ANN001, ANN201
+        return self.min_isrs.get(topic)
+
+    def min_isr_change(self, topic, to, current, step=None, detail=None):  # noqa: ANN001
+        self.changed.setdefault(("min-isr", topic), current)
+        self.min_isrs[topic] = to
+        self._line(Fault.MIN_ISR_CHANGE, [], step,
+                   {"topic": topic, "from": current, "to": to, **(detail or {})})
+
+    def restore_min_isr(self, topic, step=None, detail=None):  # noqa: ANN001
+        before = self.changed.pop(("min-isr", topic))
+        current, self.min_isrs[topic] = self.min_isrs[topic], before
+        self._line(Fault.MIN_ISR_CHANGE, [], step, {"topic": topic, "from": current,
+                                                    "to": before, **(detail or {}),
+                                                    RESTORE: True})
+
+    def feature_level(self, feature):  # noqa: ANN001, ANN201
+        return self.levels.get(feature)
+
+    def feature_change(self, feature, to, current, step=None, detail=None):  # noqa: ANN001
+        self.changed.setdefault(("feature", feature), current)
+        self.levels[feature] = to
+        self._line(Fault.FEATURE_CHANGE, [], step,
+                   {"feature": feature, "from": current, "to": to, **(detail or {})})
+
+    def restore_feature(self, feature, step=None, detail=None):  # noqa: ANN001
+        before = self.changed.pop(("feature", feature))
+        current, self.levels[feature] = self.levels[feature], before
+        self._line(Fault.FEATURE_CHANGE, [], step, {"feature": feature, "from": current,
+                                                    "to": before, **(detail or {}),
+                                                    RESTORE: True})
 
     def partition(self, grudge, step=None, kind=Fault.PARTITION, detail=None):  # noqa: ANN001
         self._line(kind, list(grudge), step, {"grudge": grudge, **(detail or {})})
@@ -156,6 +206,7 @@ class FakeInjector:
         self._line(Fault.STOP, [name], step, detail)
 
     def start(self, name, step=None, detail=None):  # noqa: ANN001
+        self.lost_page_cache.discard(name)
         self._line(Fault.START, [name], step, detail)
 
     def pause(self, name, step=None, kind=Fault.PAUSE, detail=None):  # noqa: ANN001
@@ -165,24 +216,65 @@ class FakeInjector:
         self._line(Fault.RESUME, [name], step, detail)
 
     def page_cache_loss(self, name, step=None, detail=None):  # noqa: ANN001
+        self.page_cache_losses += 1
+        self.lost_page_cache.add(name)
         self._line(Fault.PAGE_CACHE_LOSS, [name], step, detail)
+
+    def log_dirs(self):  # noqa: ANN201
+        return ["/data/kafka/dir-0", "/data/kafka/dir-1"]
+
+    def disk_fault(self, name, directory, errno_name, operations, drop, step=None,  # noqa: ANN001
+                   detail=None):
+        self._line(Fault.DISK_FAULT, [name], step,
+                   {"dir": directory, "errno": errno_name, "operations": list(operations),
+                    "dropped": drop, **(detail or {})})
+
+    def end_disk_fault(self, name, step=None, detail=None):  # noqa: ANN001
+        self._line(Fault.START, [name], step, detail)
+
+    def slow_network(self, name, peers, rate_kbit, loss, step=None, detail=None):  # noqa: ANN001
+        self._line(Fault.SLOW_NETWORK, [name], step, {
+            "target": name, "peers": sorted(peers), "rate_kbit": rate_kbit, "loss": loss,
+            **(detail or {})})
+
+    def unthrottle(self, name, step=None, detail=None):  # noqa: ANN001
+        self._line(Fault.UNTHROTTLE, [name], step, detail)
+
+    def reassign(self, topic, partition, replicas, target, restore=False, step=None,  # noqa: ANN001
+                 detail=None):  # noqa: ANN001
+        nodes = sorted(TOPOLOGY.broker_name(b) for b in {*replicas, *target})
+        self.reassigning = (topic, partition, nodes)
+        self._line(Fault.REASSIGN, nodes, step, {"topic": topic, "partition": partition,
+                                                 "from": list(replicas), "to": list(target),
+                                                 "restore": restore, **(detail or {})})
+
+    def end_reassign(self, topic, partition, step=None, detail=None):  # noqa: ANN001
+        assert self.reassigning[:2] == (topic, partition)
+        self._line(Fault.REASSIGN_END, self.reassigning[2], step, detail)
 
 
 FULL = [state(0, 1, (1, 2, 3), elr=()), state(1, 2, (2, 3, 1), elr=())]
 SHRUNK = [state(0, 1, (1, 2), elr=(3,)), state(1, 2, (2, 3, 1), elr=())]
 
 
+#: disk-fault's draws with a hold short enough for a unit test
+QUICK_DISK = DiskFaultConfig(min_hold_s=0.01, max_hold_s=0.02)
+
+
 def mix(injector: FakeInjector, states: list[PartitionState], kinds=FAULT_KINDS, seed: int = 3,
         stop: threading.Event | None = None, active: int | None = 102) -> RandomMix:
     return RandomMix(injector, FakeObserver(states), kinds, seed, interval_s=0.0,
                      replication_factor=3, stop=stop, log=lambda _m: None,
-                     topology=TOPOLOGY, active_controller=lambda: active, bounce_hold_s=0.01)
+                     topology=TOPOLOGY, active_controller=lambda: active, bounce_hold_s=0.01,
+                     disk_fault=QUICK_DISK,
+                     slow_network=SlowNetworkConfig(min_hold_s=0.01, max_hold_s=0.01))
 
 
 def test_every_kind_of_the_mix_is_recorded_as_a_fault_that_something_ends() -> None:
     assert FAULT_KINDS == tuple(PACKAGES) == (
         "partition", "kill", "stop", "pause", "page-cache-loss", "controller-kill",
-        "controller-partition", "isolate-from-controllers", "bounce-leader")
+        "controller-partition", "isolate-from-controllers", "bounce-leader", "disk-fault",
+        "min-isr-change", "feature-change", "slow-network", "reassign")
     lasting = {kind for ended in ENDED_BY.values() for kind in ended}
     for kind in FAULT_KINDS:
         assert isinstance(PACKAGES[kind].recorded, Fault)
@@ -200,6 +292,7 @@ def test_each_kind_records_its_own_fault_with_mix_and_role_and_is_ended(kind: st
     assert begin["detail"]["mix"] == kind and end["detail"]["mix"] == kind
     assert "role" in begin["detail"]
     assert begin["fault"] in ENDED_BY[end["fault"]]
+    assert begins(begin) and not begins(end)
     # The report pairs the two into one band of the fault's own kind, ended.
     events = [FaultEvent(i, float(i), str(x["fault"]), tuple(x["nodes"]), "ok", x["detail"])
               for i, x in enumerate(injector.lines)]
@@ -218,6 +311,10 @@ def test_roles_recorded_are_the_ones_the_target_was_chosen_by(seed: int) -> None
         role = line["detail"]["role"]
         if kind in ("controller-kill", "controller-partition"):
             assert role == "active-controller"
+        if not PACKAGES[kind].roles:
+            assert role is None and line["nodes"] == []  # a topic or the cluster
+        elif role == "active-controller":
+            assert kind in ("controller-kill", "controller-partition", "slow-network")
             assert "controller-2" in line["nodes"] and (
                 kind == "controller-partition" or line["nodes"] == ["controller-2"])
         elif kind == "partition" and line["detail"]["step"] != "mix:isolate":
@@ -271,8 +368,9 @@ def test_the_same_seed_reproduces_kinds_and_targets_not_only_kinds() -> None:
     assert first == _run(11)
     assert first != _run(12)
     # Every fault the run began, it ended before returning.
-    begun = [x for x in first if x[0] not in map(str, ENDED_BY)]
-    assert len(first) == 2 * len(begun)
+    injector = FakeInjector(stop_after=25, stop=threading.Event())
+    mix(injector, SHRUNK, seed=11, stop=injector.stop_event).run(time.monotonic() + 60)
+    assert len(injector.lines) == 2 * len([x for x in injector.lines if begins(x)])
 
 
 def test_an_unknown_kind_is_refused_before_the_mix_starts() -> None:
@@ -314,6 +412,13 @@ def test_each_package_is_one_complete_fault_kind():
         "isolate-from-controllers": ("isolate-from-controllers", "#fdae6b", False),
         # its own kind, drawn in a pause's colour
         "bounce-leader": ("bounce-leader", "#756bb1", False),
+        # counted against the budget only when its detail says it dropped data
+        # (HISTORY.md), so not one of BUDGET_FAULTS
+        "disk-fault": ("disk-fault", "#8c510a", False),
+        "min-isr-change": ("min-isr-change", "#1b9e77", False),
+        "feature-change": ("feature-change", "#3182bd", False),
+        "slow-network": ("slow-network", "#31a354", False),
+        "reassign": ("reassign", "#e7298a", False),
     }
     assert {name: (str(p.recorded), p.colour, p.counts_against_budget)
             for name, p in PACKAGES.items()} == expected
@@ -321,7 +426,9 @@ def test_each_package_is_one_complete_fault_kind():
     assert {str(f) for f in BUDGET_FAULTS} == {"page-cache-loss", "disk-fault"}
     for name, package in PACKAGES.items():
         assert package.name == name and package.recorded in lasting
-        assert package.roles and callable(package.inject)
+        # no role: a config or feature change acts on a topic or the cluster
+        assert bool(package.roles) != (package.resource == CONFIG)
+        assert callable(package.inject)
         assert fault_colour(str(package.recorded)) == expected[name][1]
     recorded = {p.recorded for p in PACKAGES.values()}
     assert len(recorded) == len(PACKAGES), "each kind recorded under its own name"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nemesis.faults import COLOURS, FAULT_KINDS, NOT_IN_ALL, PACKAGES, in_all
+from nemesis.faults import COLOURS, CONFIG, FAULT_KINDS, NOT_IN_ALL, PACKAGES, in_all
 from nemesis.needs import Layer
 from nemesis.registry import ALL, parse_nemesis, valid_names
 from nemesis.scenarios import SCENARIOS
@@ -26,7 +26,8 @@ def test_every_kind_is_one_module_with_a_help_line_and_a_colour(kind):
     assert PACKAGES[kind] is package and package.name == kind
     assert package.help.strip() and "\n" not in package.help
     assert package.colour.startswith("#") and COLOURS[str(package.recorded)] == package.colour
-    assert package.roles and callable(package.inject)
+    # a kind with no role acts on a topic or the cluster's config, not on a node
+    assert (package.roles or package.resource == CONFIG) and callable(package.inject)
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
@@ -104,9 +105,12 @@ def test_the_layers_and_settings_a_scenario_needs_come_from_its_package():
 
 
 def test_a_plans_cluster_settings_are_its_kinds():
+    disk = PACKAGES["disk-fault"].cluster_settings
     plan = parse_nemesis(f"{ALL},bounce-leader")
-    assert plan.cluster_settings == PACKAGES["bounce-leader"].cluster_settings != ()
-    assert parse_nemesis(ALL).cluster_settings == ()
+    assert plan.cluster_settings == disk + PACKAGES["bounce-leader"].cluster_settings
+    assert PACKAGES["bounce-leader"].cluster_settings != () and disk != ()
+    assert parse_nemesis(ALL).cluster_settings == disk
+    assert parse_nemesis("kill,pause").cluster_settings == ()
 
 
 def test_a_config_file_with_cluster_timings_keeps_its_own_preferred_leader_check(tmp_path):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -75,7 +76,8 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
     config = replace(PageCacheConfig(), files_dir=str(tmp_path / "opt"),
                      backing_dir=str(tmp_path / "backing"), mountpoint=str(tmp_path / "mnt"),
                      control_dir=str(tmp_path / "control"), python="python3",
-                     mount_timeout_s=20.0, unmount_timeout_s=20.0)
+                     mount_timeout_s=20.0, unmount_timeout_s=20.0,
+                     fault_control_timeout_s=3.0, fault_signal_retry_s=0.3)
     node = LocalNode()
     try:
         yield Setup(node, config, Path(config.backing_dir), Path(config.mountpoint),
@@ -125,6 +127,93 @@ def test_install_copies_the_daemon_and_mfusepy(setup: Setup) -> None:
     assert (files / "pagecache_fs.py").read_bytes() == \
         Path(pagecache.__file__).with_name("pagecache_fs.py").read_bytes()
     assert (files / "mfusepy.py").stat().st_size > 10_000
+    assert (files / "pagecache_faults.py").read_bytes() == \
+        Path(pagecache.__file__).with_name("pagecache_faults.py").read_bytes()
+
+
+def test_a_disk_fault_is_set_and_cleared_through_the_node(setup: Setup) -> None:
+    """The nemesis's path: control file + SIGUSR2 through Node.exec, answer awaited."""
+    import errno
+
+    from nemesis.pagecache_faults import DiskFault
+
+    _mount(setup)
+    (setup.mnt / "dir-1").mkdir()
+    layer = pagecache.PageCacheLayer(setup.config)
+    assert layer.relative(str(setup.mnt / "dir-1")) == "dir-1"
+    assert layer.relative(str(setup.mnt)) == ""
+    with pytest.raises(HarnessError, match="not under the page-cache mount"):
+        layer.relative("/elsewhere/dir-1")
+    answer = layer.disk_fault(setup.node, DiskFault("dir-1", "ENOSPC", ("write",), drop=False))
+    assert answer["fault"] == {"directory": "dir-1", "errno": "ENOSPC",
+                               "operations": ["write"], "drop": False}
+    with pytest.raises(OSError) as failed:
+        _write(setup.mnt / "dir-1" / "seg", b"x", sync=False)
+    assert failed.value.errno == errno.ENOSPC
+    _write(setup.mnt / "seg", b"x", sync=True)
+    healed = layer.disk_fault(setup.node, None)
+    assert healed["fault"] is None and healed["failed"] == {"fsync": 0, "write": 1}
+    _write(setup.mnt / "dir-1" / "seg", b"y", sync=True)
+    assert (setup.backing / "dir-1" / "seg").read_bytes() == b"y"
+    pid = int((setup.control / "pid").read_text())
+    os.kill(pid, 9)
+    _wait_gone(pid)
+    with pytest.raises(HarnessError, match="no live page-cache layer"):
+        layer.disk_fault(setup.node, None)
+    subprocess.run(["fusermount3", "-u", "-z", str(setup.mnt)], check=True)  # the dead mount
+
+
+def _wait_gone(pid: int, timeout_s: float = 10.0) -> None:
+    """Until the killed daemon is gone or a zombie (SIGKILL lands asynchronously)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX":
+                return
+        except FileNotFoundError:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"pid {pid} still runs")
+
+
+class FlakyNode(LocalNode):
+    """An engine under load: the first look at the pid file fails, the first signal is
+    lost, the second is delivered but its exit status is not known (Docker's exec
+    inspected before the exit was recorded answers None)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pid_looks = 0
+        self.kills = 0
+
+    def exec(self, cmd: list[str] | str, *, timeout_s: float = 60.0,
+             detach: bool = False) -> ExecResult:
+        if isinstance(cmd, list) and cmd[0] == "cat" and cmd[1].endswith("/pid"):
+            self.pid_looks += 1
+            if self.pid_looks == 1:
+                return ExecResult(-1, "")
+        if isinstance(cmd, list) and cmd[:2] == ["kill", "-USR2"]:
+            self.kills += 1
+            if self.kills == 1:
+                return ExecResult(0, "")
+            super().exec(cmd, timeout_s=timeout_s)
+            return ExecResult(-1, "")
+        return super().exec(cmd, timeout_s=timeout_s, detach=detach)
+
+
+def test_a_disk_fault_request_survives_an_engine_that_answers_late(setup: Setup) -> None:
+    from nemesis.pagecache_faults import DiskFault
+
+    _mount(setup)
+    flaky = FlakyNode()
+    answer = pagecache.set_disk_fault(flaky, DiskFault("", "EIO", ("write",), drop=False),
+                                      setup.config.control_dir, setup.config)
+    assert answer["fault"]["errno"] == "EIO"
+    assert (flaky.pid_looks, flaky.kills) == (2, 2)
+    with pytest.raises(OSError):
+        _write(setup.mnt / "f", b"x", sync=False)
+    assert pagecache.set_disk_fault(setup.node, None, setup.config.control_dir,
+                                    setup.config)["failed"]["write"] == 1
 
 
 def test_power_loss_reports_drops_and_remounts(setup: Setup) -> None:
@@ -191,6 +280,7 @@ def test_mounting_twice_is_refused_but_a_dead_mount_is_replaced(setup: Setup) ->
                         setup.config.control_dir, files_dir=setup.config.files_dir,
                         config=setup.config)
     os.kill(pid, 9)  # the daemon dies without unmounting: the mount is dead
+    _wait_gone(pid)  # SIGKILL lands asynchronously; a loaded machine showed it alive
     new_pid = pagecache.mount(setup.node, setup.config.backing_dir, setup.config.mountpoint,
                               setup.config.control_dir, files_dir=setup.config.files_dir,
                               config=setup.config)
@@ -206,3 +296,18 @@ def test_bad_paths_are_refused_before_anything_runs(setup: Setup) -> None:
     with pytest.raises(HarnessError, match="no live page-cache layer"):
         pagecache.power_loss(setup.node, setup.config.mountpoint, setup.config.control_dir,
                              config=setup.config)
+
+
+def test_ensure_does_not_remount_a_live_layer_that_one_look_missed(setup: Setup) -> None:
+    """A restart's ensure() met one failed exec (a real run's disk-fault end): mount()
+    then refused the live layer. Now a layer must look dead every time to be remounted."""
+    pid = _mount(setup)
+    layer = pagecache.PageCacheLayer(setup.config)
+    flaky = FlakyNode()
+    layer.ensure(flaky)
+    assert flaky.pid_looks == 2 and int((setup.control / "pid").read_text()) == pid
+    os.kill(pid, 9)
+    _wait_gone(pid)
+    layer.ensure(setup.node)  # a dead one is replaced
+    assert int((setup.control / "pid").read_text()) != pid
+    assert pagecache.is_mounted(setup.node, setup.config.mountpoint, config=setup.config)
