@@ -1,8 +1,10 @@
 """The observer: partition state sampled every ~250 ms into `observe` lines.
 
 Leader, leader epoch, ISR, ELR, LastKnownELR and high watermark of every
-partition go into the history (process -2, type ok) so the checker can test
-KIP-966's invariants and the report can draw them beside the faults. The
+partition go into the history (process -2, type ok), with, where the cluster
+could say, the fenced brokers, the replicas, the topic's effective min ISR and
+the ELR feature's level (cluster/observe.py), so the checker can test KIP-966's
+invariants and the report can draw them beside the faults. The
 latest sample is also kept for the nemesis, so a scenario waits on observed
 state without polling the cluster a second time.
 

@@ -48,6 +48,27 @@ def test_acks_all_loss_beyond_budget_is_expected():
     assert results["valid"] is False
 
 
+def test_a_lowered_min_isr_or_the_elr_feature_off_spares_an_acks_all_loss():
+    """The budget is the window's lowest min ISR - 1 (not test.json's), and a loss
+    while the ELR feature was off is beyond it whatever the count."""
+    parts = {("t", 0): PartitionFacts(True, 10, page_cache_losses=1, min_insync_replicas=1),
+             ("t", 1): PartitionFacts(True, 11, page_cache_losses=1, unprotected_losses=1)}
+    lost = {("lost-write", "all", "t", 0): 1, ("lost-write", "all", "t", 1): 1}
+    results = assemble(_findings(lost, parts), INFO, 1.0)
+    assert results["valid"] is True and results["bad_anomaly_types"] == []
+    lowered, off = results["guarantee"]["t-0"], results["guarantee"]["t-1"]
+    assert (lowered["within_budget"], lowered["budget"], lowered["min_insync_replicas"]) == (
+        False, 0, 1)
+    assert "min ISR 1 in effect at its lowest, not 2" in lowered["reason"]
+    assert (off["within_budget"], off["budget"], off["unprotected_losses"]) == (False, 1, 1)
+    assert "ELR feature was off" in off["reason"]
+    # neither: test.json's min ISR 2, budget 1, the loss is a violation
+    results = assemble(_findings(lost, {("t", 0): PartitionFacts(True, 10, page_cache_losses=1)}),
+                       INFO, 1.0)
+    assert results["valid"] is False
+    assert results["guarantee"]["t-0"]["min_insync_replicas"] == 2
+
+
 def test_duplicates_are_bad_only_with_idempotent_producers():
     counts = {("duplicate", "1", "t", 0): 1}
     assert assemble(_findings(counts), INFO, 1.0)["valid"] is True

@@ -48,7 +48,9 @@ LINES = [
      "nodes": ["broker-1"], "detail": {"step": "T2"}},                           # 8
     _observe(1000, [1, 2, 3], [], 5), _observe(1100, [3, 2, 1], [], 5),          # 9, 10
     _observe(1200, [1], [2], 7), _observe(1300, [1], None, 7),                   # 11, 12
-    _observe(1400, [1], None, 7, fenced=[1]), _observe(1500, [1], None, 6, fenced=[1]),
+    _observe(1400, [1], None, 7, fenced=[1]),                                    # 13
+    _observe(1500, [1], None, 6, fenced=[1], min_isr=2, replicas=[1, 2, 3],
+             elr_feature=1),                                                     # 14
     {"time": 2000 * MS, "process": 50, "type": "invoke", "f": "poll", "topic": "t",
      "final": True},                                                             # 15
     {"time": 2300 * MS, "process": 50, "type": "ok", "f": "poll", "topic": "t",
@@ -112,7 +114,7 @@ def test_observed_state_keeps_changes_only(checked) -> None:
 def test_only_wanted_ops_are_read_and_polls_cut_to_relevant_records(checked) -> None:
     history, _results = checked
     wanted = {2: Interest(), 3: Interest(), 5: Interest(), 6: Interest(),
-              8: Interest(), 14: Interest(),
+              8: Interest(), 13: Interest(), 14: Interest(),
               16: Interest(frozenset({104}), frozenset({(0, 9)}))}
     ops = read_checked_tables(history, wanted).ops
     assert set(ops) == set(wanted)
@@ -123,6 +125,10 @@ def test_only_wanted_ops_are_read_and_polls_cut_to_relevant_records(checked) -> 
     assert ops[6]["records_total"] == 2 and ops[6]["high_watermark"] == {"0": 5}
     assert ops[8]["detail"] == {"step": "T2"} and ops[8]["nodes"] == ["broker-1"]
     assert ops[14]["fenced"] == [1] and ops[14]["high_watermark"] == 6
+    # contract v3's optional observe fields, as the line had them (ints stay ints)
+    assert (ops[14]["min_isr"], ops[14]["replicas"], ops[14]["elr_feature"]) == (
+        2, [1, 2, 3], 1) and type(ops[14]["min_isr"]) is int
+    assert not {"min_isr", "replicas", "elr_feature"} & set(ops[13])
     final = ops[16]
     assert final["final"] is True and "records" not in final
     assert final["records_total"] == 2000
