@@ -19,42 +19,22 @@ from collections.abc import Callable
 from typing import Any
 
 from cluster.admin_tools import ELR_FEATURE, AdminError, AdminRefused, AdminTools, admin_tools
-from cluster.cluster import Cluster
 from cluster.node import Node
 from harness.core.errors import HarnessError
 from harness.core.history import RESTORE, Fault
+from nemesis.injector_parts import InjectorPart, detail_of
 
 
-class FaultRefused(HarnessError):
-    """The injector would not inject this fault now (why is in the message);
-    nothing was recorded."""
-
-
-def detail_of(step: str | None, extra: dict[str, Any] | None) -> dict[str, Any]:
-    """A fault's detail before it runs: the caller's why (step, mix, role)."""
-    return {**({"step": step} if step else {}), **(extra or {})}
-
-
-class AdminFaults:
+class AdminFaults(InjectorPart):
     """Config and feature changes; FaultInjector provides the recording (`_fault`)
     and what is down, paused or cut off."""
 
-    cluster: Cluster
     _admin: AdminTools | None
-    grudge: dict[str, list[str]]
-    down: set[str]
-    paused: set[str]
     lost_page_cache: set[str]
     #: Changes that are (or may be: ended info) in force, by target: topic (None:
     #: the cluster default) or feature -> (the value before, the value now).
     min_isr_changes: dict[str | None, tuple[int, int]]
     feature_changes: dict[str, tuple[int, int]]
-
-    def _fault(self, kind: Fault, nodes: list[str], detail: dict[str, Any],
-               action: Callable[[], dict[str, Any] | None],
-               refuse: Callable[[], str | None] | None = None) -> dict[str, Any]:
-        """Record and run one fault (FaultInjector's)."""
-        raise NotImplementedError
 
     @property
     def admin(self) -> AdminTools:

@@ -25,8 +25,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from cluster import reassignments
@@ -36,21 +35,18 @@ from cluster.firewall import drop_peers_command, remove_tagged_command
 from cluster.kafka_wire import WireConnection
 from cluster.kraft import broker_log_dirs
 from cluster.node import Node
-from cluster.shaping import (
-    Route,
-    loss_command,
-    parse_routes,
-    remove_slow_command,
-    routes_command,
-    shape_command,
-)
 from harness.core.errors import HarnessError, Refused
 from harness.core.history import NEMESIS_PROCESS, Fault, Kind, OpType
 from harness.core.wait import wait_until
-from nemesis.admin_faults import AdminFaults, FaultRefused, detail_of
+from nemesis.admin_faults import AdminFaults
 from nemesis.grudges import Grudge
+from nemesis.injector_parts import FaultRefused, detail_of
 from nemesis.pagecache import PageCacheLayer
 from nemesis.pagecache_faults import DiskFault
+from nemesis.reassign_faults import ReassignFaults, Reassignment
+from nemesis.shaping_faults import ShapingFaults
+
+__all__ = ["FaultInjector", "FaultRefused", "Recorder"]
 
 
 class Recorder(Protocol):
@@ -64,23 +60,6 @@ KILL_KINDS = (Fault.KILL, Fault.CONTROLLER_KILL)
 PAUSE_KINDS = (Fault.PAUSE, Fault.BOUNCE_LEADER)
 
 
-@dataclass(frozen=True)
-class Reassignment:
-    """A partition reassignment in force: asked for, not yet ended."""
-
-    topic: str
-    partition: int
-    #: the replicas observed before (`from`) and the ones asked for (`to`)
-    replicas: tuple[int, ...]
-    target: tuple[int, ...]
-    #: the brokers of both, as the fault's `nodes`
-    nodes: list[str]
-    #: whether its end puts `replicas` back should it have completed
-    restore: bool
-    #: the caller's why (mix, role, ...), carried by its end too
-    why: dict[str, Any]
-
-
 def _checked(kind: Fault | str, allowed: tuple[Fault, ...]) -> Fault:
     kind = Fault(kind)
     if kind not in allowed:
@@ -88,8 +67,9 @@ def _checked(kind: Fault | str, allowed: tuple[Fault, ...]) -> Fault:
     return kind
 
 
-class FaultInjector(AdminFaults):
-    """Applies faults to a cluster's nodes and records each one."""
+class FaultInjector(AdminFaults, ShapingFaults, ReassignFaults):
+    """Applies faults to a cluster's nodes and records each one (its parts by what
+    they act on: nemesis.injector_parts)."""
 
     def __init__(self, cluster: Cluster, recorder: Recorder,
                  page_cache: PageCacheLayer | None = None,
@@ -198,77 +178,6 @@ class FaultInjector(AdminFaults):
             self.grudge = {}
 
         return self._fault(Fault.HEAL, names, detail_of(step, detail), apply)
-
-    # -- slow network ----------------------------------------------------------------
-
-    def slow_network(self, name: str, peers: Sequence[str], rate_kbit: int, loss: float,
-                     step: str | None = None,
-                     detail: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Make the links between `name` and each of `peers` slow and lossy, both
-        ways: on each end an htb class of `rate_kbit` for the traffic to the
-        other, and on `name` iptables dropping each packet to or from a peer with
-        probability `loss` (cluster.shaping; other traffic is untouched). One slow
-        network at a time: a second would meet the first's qdiscs."""
-        if self.throttled:
-            raise HarnessError(f"a slow network is in force on {', '.join(self.throttled)}; "
-                               "end it first")
-        peers = sorted(peers)
-        node, peer_nodes = self._node(name), [self._node(p) for p in peers]
-        detail = {**detail_of(step, detail), "target": name, "peers": peers,
-                  "rate_kbit": rate_kbit, "loss": loss}
-
-        def apply() -> dict[str, Any]:
-            # known before anything is applied: heal_all ends a half-applied one too
-            self.throttled[name] = peers
-            routes = self._routes(node, [p.spec.address for p in peer_nodes])
-            by_interface: dict[str, list[str]] = {}
-            for route in routes:
-                by_interface.setdefault(route.interface, []).append(route.ip)
-            interfaces = {name: ",".join(sorted(by_interface))}
-            self._shaping(node, shape_command(by_interface, rate_kbit))
-            self._shaping(node, loss_command([r.ip for r in routes], loss))
-            for peer in peer_nodes:
-                (back,) = self._routes(peer, [node.spec.address])
-                self._shaping(peer, shape_command({back.interface: [back.ip]}, rate_kbit))
-                interfaces[peer.spec.name] = back.interface
-            return {"interface": interfaces[name], "interfaces": interfaces}
-
-        return self._fault(Fault.SLOW_NETWORK, [name], detail, apply)
-
-    def unthrottle(self, name: str, step: str | None = None,
-                   detail: dict[str, Any] | None = None) -> dict[str, Any]:
-        """End the slow network of `name`: every qdisc and loss rule of ours is
-        removed on every node (also what a half-applied one left), nothing else."""
-        names = sorted(self.cluster.nodes)
-
-        def apply() -> None:
-            for each in names:
-                self._shaping(self._node(each), remove_slow_command())
-            self.throttled.pop(name, None)
-
-        return self._fault(Fault.UNTHROTTLE, [name], {**detail_of(step, detail), "target": name},
-                           apply)
-
-    def _routes(self, node: Node, addresses: list[str]) -> list[Route]:
-        """How `node` reaches each address (its IPv4 address and interface), asked
-        again when the answer came back short (a look-up changes nothing)."""
-        timeouts = self.cluster.config.timeouts
-        for attempt in range(timeouts.route_lookup_attempts):
-            if attempt:
-                time.sleep(timeouts.route_lookup_retry_s)
-            result = node.exec(routes_command(addresses), timeout_s=timeouts.shaping_s)
-            routes = parse_routes(result.output)
-            if result.ok and [r.address for r in routes] == addresses:
-                return routes
-        raise HarnessError(f"{node.spec.name} has no route to every one of "
-                           f"{', '.join(addresses)} (exit {result.exit_code}): "
-                           f"{result.output[-300:]}")
-
-    def _shaping(self, node: Node, command: str) -> None:
-        result = node.exec(command, timeout_s=self.cluster.config.timeouts.shaping_s)
-        if not result.ok:
-            raise HarnessError(f"slow network on {node.spec.name} failed: "
-                               f"{result.output[-300:]}")
 
     def stale_brokers(self) -> set[str]:
         """Broker addresses whose metadata may be stale: down, paused, or cut off
@@ -451,78 +360,6 @@ class FaultInjector(AdminFaults):
                     "total_bytes_dropped": answer.get("total_bytes_dropped", 0)}
 
         return self._fault(Fault.START, [name], detail_of(step, detail), apply)
-
-    # -- partition assignments -------------------------------------------------------
-
-    def reassign(self, topic: str, partition: int, replicas: Sequence[int],
-                 target: Sequence[int], restore: bool = False, step: str | None = None,
-                 detail: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Ask Kafka to move a partition from `replicas` (as observed) to `target`
-        (AlterPartitionReassignments, through a broker that hears the controllers);
-        it is in force until end_reassign. `restore`: should it complete, its end puts `replicas`
-        back (a removal that left fewer replicas than the topic's replication
-        factor). One that may have half-happened (`info`) is ended like any other."""
-        key = (topic, partition)
-        if key in self.reassignments:
-            raise HarnessError(f"{topic}-{partition}: a reassignment is already in force")
-        nodes = self._broker_names([*replicas, *target])
-        why = detail_of(step, detail)
-        record = {"topic": topic, "partition": partition, "from": list(replicas),
-                  "to": list(target), "restore": restore, **why}
-        tracked = Reassignment(topic, partition, tuple(replicas), tuple(target), nodes,
-                               restore, why)
-
-        def apply() -> None:
-            try:
-                reassignments.execute(self._admin_addresses(), topic, partition, target,
-                                      self.cluster.config.timeouts, self.connect)
-            except Exception as err:
-                if not isinstance(err, Refused):
-                    self.reassignments[key] = tracked  # it may have started
-                raise
-            self.reassignments[key] = tracked
-
-        return self._fault(Fault.REASSIGN, nodes, record, apply)
-
-    def end_reassign(self, topic: str, partition: int, step: str | None = None,
-                     detail: dict[str, Any] | None = None) -> dict[str, Any]:
-        """End a reassignment `reassign` began: cancelled if it is still under way
-        (Kafka drops the replicas it was adding), else left completed, or undone by
-        a reassignment back to its `from` when it was asked to restore. The line's
-        `outcome` says which; it carries the start's why unless given another."""
-        tracked = self.reassignments.get((topic, partition))
-        if tracked is None:
-            raise HarnessError(f"{topic}-{partition}: no reassignment in force to end")
-        record = {"topic": topic, "partition": partition, "from": list(tracked.replicas),
-                  "to": list(tracked.target),
-                  **detail_of(step, tracked.why if detail is None else detail)}
-
-        def apply() -> dict[str, Any]:
-            addresses, timeouts = self._admin_addresses(), self.cluster.config.timeouts
-            outcome = reassignments.cancel(addresses, topic, partition, timeouts, self.connect)
-            restored = outcome is reassignments.Outcome.COMPLETED and tracked.restore
-            if restored:
-                try:
-                    reassignments.execute(addresses, topic, partition, tracked.replicas,
-                                          timeouts, self.connect)
-                except Refused as err:  # the end did something: not a fail
-                    raise HarnessError(f"putting {list(tracked.replicas)} back: {err}") from err
-            del self.reassignments[(topic, partition)]
-            return {"outcome": str(outcome), "restored": restored}
-
-        return self._fault(Fault.REASSIGN_END, tracked.nodes, record, apply)
-
-    def _broker_names(self, ids: Sequence[int]) -> list[str]:
-        try:
-            return sorted({self.cluster.broker_by_id(int(i)).spec.name for i in ids})
-        except KeyError as err:
-            raise HarnessError(f"reassignment names {err.args[0]}") from None
-
-    def _admin_addresses(self) -> list[str]:
-        """Brokers to send a reassignment to, which forward it to the controller:
-        none that is down, paused or cut off from the controllers."""
-        stale = self.stale_brokers()
-        return [address for address in self.cluster.bootstrap if address not in stale]
 
     # -- the end of every fault ------------------------------------------------------
 

@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from list_recorder import ListRecorder
 
 from cluster import kraft
 from cluster.node import ExecResult, NodeSpec, Role
@@ -193,17 +194,8 @@ class Layer:
                 "bytes_dropped": {"dir-1/t-0/0.log": 77}, "total_bytes_dropped": 77}
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.lines: list[dict[str, Any]] = []
-
-    def record(self, **fields: Any) -> dict[str, Any]:
-        self.lines.append(fields)
-        return fields
-
-
 def test_the_injector_records_the_fault_and_ends_it_with_a_restart_recorded_as_start() -> None:
-    cluster, layer, recorder = Cluster(), Layer(), Recorder()
+    cluster, layer, recorder = Cluster(), Layer(), ListRecorder()
     injector = FaultInjector(cluster, recorder, layer)  # type: ignore[arg-type]
     assert injector.log_dirs() == DIRS
     why = {"mix": "disk-fault", "role": "leader"}
@@ -228,7 +220,7 @@ def test_the_injector_records_the_fault_and_ends_it_with_a_restart_recorded_as_s
 
 
 def test_a_write_only_fault_is_not_dropping_and_a_stopped_broker_is_only_started() -> None:
-    cluster, layer, recorder = Cluster(), Layer(), Recorder()
+    cluster, layer, recorder = Cluster(), Layer(), ListRecorder()
     injector = FaultInjector(cluster, recorder, layer)  # type: ignore[arg-type]
     injector.disk_fault("broker-1", DIRS[0], "ENOSPC", ("write",), True)
     assert recorder.lines[1]["detail"]["dropped"] is False
@@ -240,7 +232,7 @@ def test_a_write_only_fault_is_not_dropping_and_a_stopped_broker_is_only_started
 
 
 def test_without_the_layer_a_disk_fault_is_refused_before_anything_is_recorded() -> None:
-    recorder = Recorder()
+    recorder = ListRecorder()
     injector = FaultInjector(Cluster(), recorder)  # type: ignore[arg-type]
     with pytest.raises(HarnessError, match="page-cache layer"):
         injector.disk_fault("broker-1", DIRS[0], "EIO", ("write",), False)

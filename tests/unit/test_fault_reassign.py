@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from list_recorder import ListRecorder
 
 from cluster import reassignments
 from cluster.kafka_wire import WireError
@@ -249,15 +250,6 @@ class FakeCluster:
     def restart_kafka(self, node: FakeNode) -> None:
         self.started.append(node.spec.name)
         node.pid = 200 + node.spec.node_id
-
-
-class ListRecorder:
-    def __init__(self) -> None:
-        self.lines: list[dict[str, Any]] = []
-
-    def record(self, **fields: Any) -> dict[str, Any]:
-        self.lines.append(fields)
-        return fields
 
 
 @pytest.fixture

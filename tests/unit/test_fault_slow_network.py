@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from list_recorder import ListRecorder
 
 from cluster.node import ExecResult, NodeSpec, Role
 from cluster.observe import PartitionState
@@ -62,15 +63,6 @@ class FakeConfig:
 class FakeCluster:
     nodes: dict[str, FakeNode]
     config: FakeConfig = field(default_factory=FakeConfig)
-
-
-class ListRecorder:
-    def __init__(self) -> None:
-        self.lines: list[dict[str, Any]] = []
-
-    def record(self, **fields: Any) -> dict[str, Any]:
-        self.lines.append(fields)
-        return fields
 
 
 def rig(fail: dict[str, str] | None = None) -> tuple[FaultInjector, ListRecorder]:

@@ -8,9 +8,9 @@ and restarts act on real Kafka is tests/integration/test_faults.py's job.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
+from list_recorder import ListRecorder
 
 from cluster.node import ExecResult, NodeSpec, Role
 from harness.core.config import NodeTimeouts
@@ -64,15 +64,6 @@ class FakeCluster:
 
     def restart_kafka(self, node: FakeNode) -> None:
         node.pid = 200 + node.spec.node_id
-
-
-class ListRecorder:
-    def __init__(self) -> None:
-        self.lines: list[dict[str, Any]] = []
-
-    def record(self, **fields: Any) -> dict[str, Any]:
-        self.lines.append(fields)
-        return fields
 
 
 @pytest.fixture

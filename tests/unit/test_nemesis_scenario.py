@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from list_recorder import ListRecorder
 
 from cluster.observe import PartitionState
 from harness.core.config import ScenarioTimings
@@ -57,22 +58,13 @@ class FakeCluster:
         return self.world.unfenced
 
 
-class FakeRecorder:
-    def __init__(self) -> None:
-        self.lines: list[dict[str, Any]] = []
-
-    def record(self, **fields: Any) -> dict[str, Any]:
-        self.lines.append(fields)
-        return fields
-
-
 class FakeInjector:
     """Writes down each fault; moves the world as the cluster would answer it."""
 
     def __init__(self, world: World) -> None:
         self.world = world
         self.cluster = FakeCluster(world)
-        self.recorder = FakeRecorder()
+        self.recorder = ListRecorder()
         self.calls: list[tuple[Any, ...]] = []
 
     def partition(self, grudge: grudges.Grudge, step: str | None = None) -> None:
