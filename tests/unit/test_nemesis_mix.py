@@ -412,9 +412,8 @@ def test_each_package_is_one_complete_fault_kind():
         "isolate-from-controllers": ("isolate-from-controllers", "#fdae6b", False),
         # its own kind, drawn in a pause's colour
         "bounce-leader": ("bounce-leader", "#756bb1", False),
-        # counted against the budget only when its detail says it dropped data
-        # (HISTORY.md), so not one of BUDGET_FAULTS
-        "disk-fault": ("disk-fault", "#8c510a", False),
+        # one of BUDGET_FAULTS: counted when its detail says it dropped data (HISTORY.md)
+        "disk-fault": ("disk-fault", "#8c510a", True),
         "min-isr-change": ("min-isr-change", "#1b9e77", False),
         "feature-change": ("feature-change", "#3182bd", False),
         "slow-network": ("slow-network", "#31a354", False),
