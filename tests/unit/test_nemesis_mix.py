@@ -433,7 +433,8 @@ def test_each_package_is_one_complete_fault_kind():
     assert len(recorded) == len(PACKAGES), "each kind recorded under its own name"
     assert len({p.colour for p in PACKAGES.values()}) == len(recorded) - 1, \
         "one colour per recorded kind, but a bounce is drawn as the pause it is"
-    assert [p.name for p in PACKAGES.values() if p.counts_against_budget] == ["page-cache-loss"]
+    assert [p.name for p in PACKAGES.values() if p.counts_against_budget] == [
+        "page-cache-loss", "disk-fault"]
 
 
 def test_a_leader_bounce_is_recorded_as_its_own_kind_and_counted_and_drawn_as_a_pause():
