@@ -7,7 +7,9 @@ the observation's own min_isr when it has one, else test.json's); a null ELR
 means the cluster could not say, so it is not checked. elr-outside-replicas:
 ELR or last known ELR names a broker the same observation's replicas do not
 hold. elr-while-disabled: ELR or last known ELR not empty while the same
-observation has the ELR feature at level 0.
+observation has the ELR feature at level 0, once the partition visibly changed
+with the feature at 0 (KIP-966: a downgrade removes the ELR fields "on the next
+partition change"; until then the old ones may still be described).
 fenced-leader: the leader is a broker the same observation lists as fenced.
 last-known-elr-invalid: no leader, empty ISR and ELR, and a last known ELR
 holding -1 or an id that is no broker of test.json.
@@ -25,8 +27,8 @@ from checkers.testinfo import RunInfo
 def observations(side: DataFrame) -> DataFrame:
     """The observe lines of the side table, with the columns the checks read."""
     return side.filter(F.col("f") == "observe").select(
-        "index", "topic", "partition", "leader", "isr", "elr", "last_known_elr", "fenced",
-        "hwm", "min_isr", "replicas", "elr_feature")
+        "index", "topic", "partition", "leader", "leader_epoch", "isr", "elr",
+        "last_known_elr", "fenced", "hwm", "min_isr", "replicas", "elr_feature")
 
 
 def per_topic(info: RunInfo, pick) -> str:
@@ -85,16 +87,46 @@ def elr_outside_replicas(obs: DataFrame) -> DataFrame:
                              f"to_json(array_distinct({outside}))", "to_json(replicas)"))
 
 
+#: What a partition change shows in an observation: the leader, its epoch, the
+#: ISR as a set (an order alone is not taken for a change).
+_STATE = ("struct(leader, leader_epoch, "
+          "array_sort(coalesce(isr, CAST(array() AS ARRAY<BIGINT>))) AS isr)")
+
+
 def elr_while_disabled(obs: DataFrame) -> DataFrame:
     """Observations with the ELR feature at level 0 whose ELR or last known ELR is
-    not empty (KIP-966: turning the feature off clears them)."""
-    bad = obs.filter(f"elr_feature = 0 AND size({_ELR_MEMBERS}) > 0")
+    not empty, once the partition changed while the feature was at 0.
+
+    KIP-966 removes the ELR fields "on the next partition change" after the
+    feature goes to 0, so a stale ELR is Kafka's promise broken only after a
+    change. A stretch is a partition's run of consecutive observations at level 0
+    (any other level, or none said, ends it); the partition changed when an
+    observation of the stretch shows another leader, leader epoch or ISR than
+    its first, or other replicas than its first with replicas (as sets). A change
+    before the stretch's first observation is not seen, so not judged."""
+    seq = Window.partitionBy("topic", "partition").orderBy("index")
+    upto = seq.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    stretched = obs.withColumn(
+        "_stretch", F.sum(F.expr("CASE WHEN elr_feature = 0 THEN 0 ELSE 1 END")).over(upto))
+    inner = (Window.partitionBy("topic", "partition", "_stretch").orderBy("index")
+             .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    zero = (stretched.filter("elr_feature = 0")
+            .withColumn("_state", F.expr(_STATE))
+            .withColumn("_replicas", F.expr("array_sort(replicas)")))
+    differs = ("NOT (_state <=> _first_state) OR "
+               "(_replicas IS NOT NULL AND NOT (_replicas <=> _first_replicas))")
+    judged = (zero
+              .withColumn("_first_state", F.first("_state").over(inner))
+              .withColumn("_first_replicas", F.first("_replicas", ignorenulls=True).over(inner))
+              .withColumn("_changed", F.max(F.expr(f"CASE WHEN {differs} THEN 1 ELSE 0 END"))
+                          .over(inner)))
+    bad = judged.filter(f"_changed = 1 AND size({_ELR_MEMBERS}) > 0")
     return anomaly(
         bad, "elr-while-disabled", ops=op_list("index"),
         extra=json_of(elr="elr", last_known_elr="last_known_elr"),
         description=sentence("observed ELR %s / last known ELR %s of %s while the ELR "
-                             "feature is at level 0", "to_json(elr)",
-                             "to_json(last_known_elr)", tp_name()))
+                             "feature is at level 0, after the partition changed",
+                             "to_json(elr)", "to_json(last_known_elr)", tp_name()))
 
 
 def fenced_leaders(obs: DataFrame) -> DataFrame:

@@ -605,6 +605,10 @@ def _observe_checks(ops: _Ops, test: dict | None, counts: dict[str, int]) -> Non
     """hwm-regression, elr-invariant, elr-outside-replicas, elr-while-disabled,
     fenced-leader, last-known-elr-invalid."""
     last_hwm: dict[TP, int] = {}
+    # elr-while-disabled: per partition, its stretch of observations at ELR
+    # feature level 0 so far: the first one's (leader, epoch, sorted ISR), the
+    # first sorted replicas, and whether the partition changed since
+    stretch: dict[TP, dict] = {}
     brokers = set(_node_brokers(test).values())
     nodes_known = bool((test or {}).get("nodes"))
     for _, obs in ops.observes:
@@ -624,8 +628,21 @@ def _observe_checks(ops: _Ops, test: dict | None, counts: dict[str, int]) -> Non
         replicas = obs.get("replicas")
         if replicas is not None and any(b not in replicas for b in named):
             counts["elr-outside-replicas"] += 1
-        if obs.get("elr_feature") == 0 and named:
-            counts["elr-while-disabled"] += 1
+        if obs.get("elr_feature") != 0:
+            stretch.pop(key, None)
+        else:
+            state = (obs["leader"], obs["leader_epoch"], sorted(isr))
+            seen = stretch.setdefault(key, {"first": state, "replicas": None,
+                                            "changed": False})
+            if state != seen["first"]:
+                seen["changed"] = True
+            if replicas is not None:
+                if seen["replicas"] is None:
+                    seen["replicas"] = sorted(replicas)
+                elif sorted(replicas) != seen["replicas"]:
+                    seen["changed"] = True
+            if seen["changed"] and named:
+                counts["elr-while-disabled"] += 1
         fenced = obs.get("fenced")
         if fenced is not None and obs["leader"] >= 0 and obs["leader"] in fenced:
             counts["fenced-leader"] += 1

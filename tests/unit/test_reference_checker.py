@@ -73,9 +73,10 @@ class History:
         self.poll(process, records, final=True, seek=seek, hwm=hwm, **kw)
 
     def observe(self, partition: int = 0, leader: int = 1, isr=(1, 2, 3), elr=(),
-                lkelr=(), topic: str = "t", **extra) -> None:
+                lkelr=(), topic: str = "t", leader_epoch: int = 1, **extra) -> None:
         self.add(process=-2, type="ok", f="observe", topic=topic, partition=partition,
-                 leader=leader, leader_epoch=1, isr=None if isr is None else list(isr),
+                 leader=leader, leader_epoch=leader_epoch,
+                 isr=None if isr is None else list(isr),
                  elr=None if elr is None else list(elr),
                  last_known_elr=None if lkelr is None else list(lkelr), **extra)
 

@@ -68,17 +68,39 @@ def test_elr_outside_replicas(check):
 # -- elr-while-disabled ----------------------------------------------------------------
 
 
-def test_elr_while_disabled(check):
-    h = _observed({"isr": [1], "elr": [2], "elr_feature": 0},
-                  {"isr": [1], "elr": [], "lkelr": [2], "elr_feature": 0},
-                  {"isr": [1], "elr": [2], "lkelr": [3], "elr_feature": 0},  # one line
-                  {"isr": [1], "elr": [2], "elr_feature": 1},  # on: fine
-                  {"isr": [1], "elr": [2]},  # not said: not judged
-                  {"isr": [1], "elr": [], "lkelr": [], "elr_feature": 0},  # empty: fine
-                  {"isr": [1], "elr": None, "lkelr": None, "elr_feature": 0})  # unknown
-    r = check(h)
-    _only(r, elr_while_disabled=3)
+def test_elr_while_disabled_once_the_partition_changed_with_the_feature_off(check):
+    """KIP-966: a downgrade removes the ELR fields on the partition's next change;
+    an ELR kept until then is no anomaly (Kafka 4.4.0 keeps it, docs/KNOWN_BUGS.md)."""
+    h = _observed(
+        {"isr": [1], "elr": [2], "elr_feature": 0},  # the stretch's first: kept, fine
+        {"isr": [1], "elr": [2], "lkelr": [3], "elr_feature": 0},  # no change yet: fine
+        {"isr": [1, 3], "elr": [2], "elr_feature": 0},  # the ISR changed: broken
+        {"isr": [1], "elr": [], "lkelr": [2], "elr_feature": 0},  # changed before: broken
+        {"isr": [1], "elr": [], "lkelr": [], "elr_feature": 0},  # empty: fine
+        {"isr": [1], "elr": None, "lkelr": None, "elr_feature": 0},  # unknown: fine
+        {"isr": [1], "elr": [2], "elr_feature": 1},  # on: fine, and the stretch ends
+        {"isr": [1, 3], "elr": [2], "elr_feature": 0},  # a new stretch's first: fine
+        {"isr": [3, 1], "elr": [2], "elr_feature": 0},  # the same ISR reordered: fine
+        {"isr": [1, 3], "elr": [2]},  # not said: not judged, and the stretch ends
+        {"isr": [1, 3], "elr": [2], "elr_feature": 0, "replicas": [1, 2, 3]},  # first: fine
+        {"isr": [1, 3], "elr": [2], "elr_feature": 0},  # no replicas said: fine
+        {"isr": [1, 3], "elr": [2], "elr_feature": 0, "replicas": [3, 2, 1]},  # same set
+        {"isr": [1, 3], "elr": [2], "elr_feature": 0, "replicas": [1, 2, 3, 4]},  # broken
+        {"isr": [1], "elr": [2], "elr_feature": 1},
+        {"isr": [1], "elr": [2], "elr_feature": 0},  # first: fine
+        {"isr": [1], "elr": [2], "elr_feature": 0, "leader_epoch": 2},  # new epoch: broken
+        {"isr": [1], "elr": [2], "elr_feature": 1},
+        {"isr": [1], "elr": [2], "elr_feature": 0},  # first: fine
+        {"isr": [1], "elr": [2], "elr_feature": 0, "leader": 3},  # new leader: broken
+        {"isr": [1], "elr": [2], "elr_feature": 0, "partition": 1})  # another partition
+    r = check(h, _test(min_isr=3))  # an ISR of two is below min ISR: no elr-invariant
+    _only(r, elr_while_disabled=5)
     assert r.valid is False and r.bad == {"elr-while-disabled"}
+    # a stale ELR, the partition never changed: valid
+    kept = _observed(*[{"isr": [1], "elr": [2], "lkelr": [3], "elr_feature": 0}] * 3)
+    r = check(kept)
+    _only(r)
+    assert r.valid is True
 
 
 # -- the fault budget: min ISR changes -------------------------------------------------
