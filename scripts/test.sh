@@ -24,18 +24,24 @@ else
   # 55 minutes). The integration log is printed when both are done (and if this
   # script is stopped).
   log=$(mktemp -t elr-integration.XXXXXX)
-  trap 'kill "${integration:-0}" 2>/dev/null; echo "== integration tests (stopped)"
+  # Each half runs in its own session (setsid), so that stopping this script
+  # stops both halves and everything they started at once: bash runs a trap
+  # only between commands, and a half left running would have outlived it.
+  trap 'kill -TERM -- "-${integration:-0}" "-${unit:-0}" 2>/dev/null
+        wait 2>/dev/null; echo "== integration tests (stopped)"
         cat "$log"; rm -f "$log"
         docker ps -aq --filter label=elr-harness | xargs -r docker rm -f >/dev/null 2>&1
         exit 1' INT TERM
   echo "== integration tests: in the background (their output follows the other tests')"
-  "$python" -m pytest -q -rs -p no:cacheprovider --durations=15 tests/integration \
+  setsid "$python" -m pytest -q -rs -p no:cacheprovider --durations=15 tests/integration \
     >"$log" 2>&1 &
   integration=$!
   echo "== unit and browser tests"
   # -rs: every skip's reason in the summary
-  nice -n 10 "$python" -m pytest -q -rs -p no:cacheprovider --durations=15 tests \
-    --ignore=tests/integration
+  setsid nice -n 10 "$python" -m pytest -q -rs -p no:cacheprovider --durations=15 tests \
+    --ignore=tests/integration &
+  unit=$!
+  wait "$unit"
   rc=$?
   # pytest's 5 means "no tests ran": that is a failure here, never a pass.
   [ $rc -ne 0 ] && status=1
