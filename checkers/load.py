@@ -28,6 +28,7 @@ import itertools
 import json
 import os
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,7 +99,8 @@ _PARSED = "_parsed"
 
 
 def _convert(spark, history: Path, tmp: Path, history_bytes: int = 0,
-             parsed_in_memory_below: int = 1 << 62, cancelled_wait_s: float = 30.0) -> None:
+             parsed_in_memory_below: int = 1 << 62, cancelled_wait_s: float = 30.0,
+             cancelled_settle_s: float = 1.0) -> None:
     """Spark's text reader and from_json: one row per physical line, so `[]` or a
     blank line is a row too (the JSON reader takes `[...]` for rows and skips
     blanks, losing line numbers). Writes the cache's tables into tmp, a folder not
@@ -172,10 +174,21 @@ def _convert(spark, history: Path, tmp: Path, history_bytes: int = 0,
         _spark_side(written).coalesce(1).write.mode("overwrite").parquet(str(tmp / cache.SIDE))
         report_rows(written).coalesce(1).write.mode("overwrite").parquet(str(tmp / REPORT))
     except BaseException:
-        # a Ctrl-C leaves the JVM running (PySpark's JVM ignores SIGINT): its tasks
-        # go on creating files until they stop, so they are stopped first
-        stop_running_tasks(spark, cancelled_wait_s)
-        shutil.rmtree(tmp, ignore_errors=True)
+        # a Ctrl-C leaves the JVM running (PySpark's JVM ignores SIGINT): its tasks,
+        # and a job it has yet to start, would go on creating files, so jobs are
+        # cancelled until none has run for a while, the table removed, and both done
+        # again should it come back; removed even if a second Ctrl-C cuts that short
+        deadline = time.monotonic() + cancelled_wait_s
+        try:
+            while True:
+                stop_running_tasks(spark, max(0.0, deadline - time.monotonic()),
+                                   cancelled_settle_s)
+                shutil.rmtree(tmp, ignore_errors=True)
+                time.sleep(cancelled_settle_s)
+                if not tmp.exists() or time.monotonic() > deadline:
+                    break
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         raise
     finally:
         parsed_lines.unpersist()
@@ -321,11 +334,11 @@ def _load(spark, history: Path, config: CheckerConfig, stage: Staging,
         real = writable_by_spark(tmp)
         if real is not None:
             _convert(spark, seen, real, size, config.parsed_in_memory_below_bytes,
-                     config.cancelled_tasks_wait_s)
+                     config.cancelled_tasks_wait_s, config.cancelled_tasks_settle_s)
         else:  # written in the staging folder, then moved into place by Python
             out = stage.folder("spark-out")
             _convert(spark, seen, out, size, config.parsed_in_memory_below_bytes,
-                     config.cancelled_tasks_wait_s)
+                     config.cancelled_tasks_wait_s, config.cancelled_tasks_settle_s)
             try:
                 shutil.move(out, tmp)
             except BaseException:

@@ -134,24 +134,35 @@ def computed_meanwhile(spark, *frames):
             _log.debug("computing the cached tables ahead failed: %s", computing.exception())
 
 
-def stop_running_tasks(spark, timeout_s: float) -> None:
-    """Cancel this session's jobs and wait (at most timeout_s) until no task runs.
+def stop_running_tasks(spark, timeout_s: float, settle_s: float = 0.0) -> None:
+    """Cancel this session's jobs until none has run a task for settle_s, waiting at
+    most timeout_s.
 
     A cancelled job ends at once, its tasks only at their next record: until
     then a writing task may still open files, and Hadoop's committer makes their
-    folders again, so what a failed job wrote is removed only after this. A JVM
-    that no longer answers runs no task either.
+    folders again. And after a Ctrl-C the JVM (which ignores SIGINT) may still be
+    planning a command Python gave up on, whose job starts later: cancelling
+    again until the session stays idle stops that one too. A JVM that no longer
+    answers runs no task either.
     """
     try:
         context = spark.sparkContext
-        context.cancelAllJobs()
         tracker = context._jsc.sc().statusTracker()
         deadline = time.monotonic() + timeout_s
-        while any(e.numRunningTasks() for e in tracker.getExecutorInfos()):
-            if time.monotonic() > deadline:
-                _log.warning("cancelled Spark tasks still run after %.0f s", timeout_s)
+        idle_since = None
+        while time.monotonic() < deadline:
+            context.cancelAllJobs()
+            busy = (context.statusTracker().getActiveJobsIds()
+                    or any(e.numRunningTasks() for e in tracker.getExecutorInfos()))
+            now = time.monotonic()
+            if busy:
+                idle_since = None
+            elif idle_since is None:
+                idle_since = now
+            if idle_since is not None and now - idle_since >= settle_s:
                 return
             time.sleep(0.05)
+        _log.warning("Spark jobs still ran after %.0f s of cancelling", timeout_s)
     except Exception as err:  # Py4J: the JVM is gone or going
         _log.debug("no running Spark tasks to wait for: %s", err)
 

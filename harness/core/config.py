@@ -537,6 +537,9 @@ class CheckerConfig:
     #: tasks to stop before it removes what they wrote (a running task may still
     #: create files until it stops).
     cancelled_tasks_wait_s: float = 30.0
+    #: ... and how long its session must then stay without a job: after a Ctrl-C
+    #: the JVM may still be planning a job Python gave up on, which starts within it.
+    cancelled_tasks_settle_s: float = 1.0
     #: Further Spark settings, as (key, value) pairs, applied last.
     spark_conf: tuple[tuple[str, str], ...] = ()
 
