@@ -3,9 +3,11 @@ mid-run and then resumed repeats no finished run, and its soak.json, junit.xml
 and index.html agree with each run's results.json.
 
 One soak covers both (a second, uninterrupted soak cost CI 5 more minutes and
-checked nothing this one does not). Its plan is the unclean-last-replica
-scenario with ELR on, whose verdict is known (valid), so the exit code is
-asserted exactly.
+checked nothing this one does not). Its plan is a short fault-free run with ELR
+on, whose verdict is known (valid), so the exit code is asserted exactly. (It was
+the unclean-last-replica scenario: on a loaded CI machine its first run took
+over 143 s, the soak then judged a second one would not fit in the 5 minutes,
+and the test waited in vain: the soak's own rule, not a fault.)
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from junitparser import JUnitXml
 pytestmark = pytest.mark.integration
 
 HARNESS = str(Path(sys.executable).with_name("harness"))
-PLAN = '[[entry]]\nname = "unclean-last-replica"\nargs = ["--nemesis", "unclean-last-replica"]\n'
+PLAN = ('[[entry]]\nname = "no-faults"\n'
+        'args = ["--nemesis", "none", "--time-limit", "40"]\n')
 
 
 def _soak_dir(store: Path) -> Path:
@@ -82,23 +85,14 @@ def _assert_summary_agrees(soak_dir: Path, exit_code: int) -> dict:
 
 def test_a_killed_soak_resumes_without_repeating_a_finished_run(tmp_path, capsys):
     (tmp_path / "plan.toml").write_text(PLAN)
-    soak_proc = subprocess.Popen(
-        [HARNESS, "soak", "--duration", "5m", "--plan", "plan.toml", "--seed", "7"],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    soak_log = tmp_path / "soak.log"
+    with soak_log.open("wb") as out:
+        soak_proc = subprocess.Popen(
+            [HARNESS, "soak", "--duration", "5m", "--plan", "plan.toml", "--seed", "7"],
+            cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT)
     try:
-        state_file = None
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:  # wait for the second run to be under way
-            time.sleep(2)
-            found = list((tmp_path / "store" / "soak").glob("*/soak.json"))
-            if found:
-                state_file = found[0]
-                state = json.loads(state_file.read_text())
-                if len(state["runs"]) == 1 and state["current"]:
-                    break
-        else:
-            pytest.fail("the soak never started its second run")
-        time.sleep(25)  # mid-run: the cluster is up, the workload going
+        state_file, state = _second_run_recording(tmp_path, soak_proc, soak_log)
+        time.sleep(5)  # mid-run: the cluster is up, the workload going
         child = state["current"]["pid"]
         soak_proc.send_signal(signal.SIGKILL)
         soak_proc.wait(timeout=30)
@@ -123,6 +117,30 @@ def test_a_killed_soak_resumes_without_repeating_a_finished_run(tmp_path, capsys
     with capsys.disabled():
         print(f"\n[soak 5m, killed and resumed] {len(soak['runs'])} runs, "
               f"{soak['used_s']:.0f} s used: {[r['status'] for r in soak['runs']]}")
+
+
+def _second_run_recording(tmp_path: Path, soak_proc: subprocess.Popen,
+                           soak_log: Path) -> tuple[Path, dict]:
+    """soak.json and its state once the soak's second run records its history."""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        time.sleep(2)
+        if soak_proc.poll() is not None:
+            pytest.fail(f"the soak ended (exit {soak_proc.returncode}) before its second "
+                        f"run recorded anything:\n{soak_log.read_text()[-3000:]}")
+        found = list((tmp_path / "store" / "soak").glob("*/soak.json"))
+        if not found:
+            continue
+        state = json.loads(found[0].read_text())
+        if len(state["runs"]) != 1 or not state["current"]:
+            continue
+        marker = Path(state["current"]["marker"])
+        run_dir = Path(marker.read_text().strip()) if marker.is_file() else None
+        history = run_dir / "history.jsonl" if run_dir else None
+        if history is not None and history.is_file() and history.stat().st_size > 0:
+            return found[0], state
+    pytest.fail(f"the soak's second run recorded nothing in 600 s:\n"
+                f"{soak_log.read_text()[-3000:]}")
 
 
 def _alive(pid: int) -> bool:
