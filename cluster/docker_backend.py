@@ -24,7 +24,7 @@ from cluster import kraft
 from cluster.image import ensure_image
 from cluster.node import Attached, ExecResult, Node, NodeSpec, Role
 from cluster.node_commands import KafkaProcessCommands
-from harness.core.config import LABEL, ClusterConfig, NodeTimeouts
+from harness.core.config import LABEL, ClusterConfig, NodeTimeouts, owner_labels
 from harness.core.errors import ClusterStartError, EngineUnavailable, HarnessError
 
 
@@ -43,7 +43,7 @@ def connect(timeout_s: float = NodeTimeouts.engine_s) -> docker.DockerClient:
 
 
 def labels(cluster_name: str, **extra: str) -> dict[str, str]:
-    return {LABEL: "1", f"{LABEL}.cluster": cluster_name, **extra}
+    return {LABEL: "1", f"{LABEL}.cluster": cluster_name, **owner_labels(), **extra}
 
 
 def network_name(config: ClusterConfig) -> str:

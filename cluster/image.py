@@ -21,7 +21,7 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from harness.core.config import LABEL, ImageConfig, cache_dir
+from harness.core.config import LABEL, ImageConfig, cache_dir, owner_labels
 from harness.core.errors import HarnessError
 
 #: Bumped when the way the root filesystem is prepared changes.
@@ -115,7 +115,7 @@ def _build_from_registry_image(client: docker.DockerClient, config: ImageConfig,
         config.base_image,
         ["sh", "-c", "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "
          "--no-install-recommends " + " ".join(config.packages)],
-        detach=True, labels={LABEL: "image-build"},
+        detach=True, labels={LABEL: "image-build", **owner_labels()},
     )
     try:
         result = container.wait()

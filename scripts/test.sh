@@ -8,6 +8,18 @@ export PYTHONUNBUFFERED=1
 python=.venv/bin/python
 [ -x "$python" ] || { echo "test: no .venv here; run scripts/setup.sh first" >&2; exit 2; }
 
+# Every container and network the tests create carries this owner label
+# (harness/core/config.py OWNER_ENV), and the clean-up below removes those
+# only: a user's cluster, or another suite's, is not this suite's to remove.
+export ELR_HARNESS_OWNER="test-suite-$$-$(date +%s%N)"
+remove_own_clusters() {
+  docker ps -aq --filter "label=elr-harness.owner=$ELR_HARNESS_OWNER" \
+    | xargs -r docker rm -f >/dev/null 2>&1
+  docker network ls -q --filter "label=elr-harness.owner=$ELR_HARNESS_OWNER" \
+    | xargs -r docker network rm >/dev/null 2>&1
+  return 0
+}
+
 status=0
 echo "== ruff"
 "$python" -m ruff check . || status=1
@@ -30,7 +42,7 @@ else
   trap 'kill -TERM -- "-${integration:-0}" "-${unit:-0}" 2>/dev/null
         wait 2>/dev/null; echo "== integration tests (stopped)"
         cat "$log"; rm -f "$log"
-        docker ps -aq --filter label=elr-harness | xargs -r docker rm -f >/dev/null 2>&1
+        remove_own_clusters
         exit 1' INT TERM
   echo "== integration tests: in the background (their output follows the other tests')"
   setsid "$python" -m pytest -q -rs -p no:cacheprovider --durations=15 tests/integration \
@@ -54,6 +66,6 @@ else
   [ $rc -ne 0 ] && status=1
 fi
 
-# Whatever happened, leave no test cluster behind.
-docker ps -aq --filter label=elr-harness | xargs -r docker rm -f >/dev/null 2>&1 || true
+# Whatever happened, leave none of this suite's clusters behind.
+remove_own_clusters
 exit $status

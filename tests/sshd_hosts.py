@@ -23,6 +23,7 @@ import docker
 import paramiko
 import yaml
 
+from cluster.docker_backend import labels
 from cluster.image import ensure_image
 from harness.core.config import LABEL, ImageConfig
 
@@ -90,13 +91,13 @@ def sshd_hosts(client: docker.DockerClient, folder: Path, name: str,
     addresses = {node: str(network.network_address + 11 + i) for i, node in enumerate(NODES)}
     try:
         client.networks.create(
-            net_name, driver="bridge", labels={LABEL: "1", f"{LABEL}.cluster": name},
+            net_name, driver="bridge", labels=labels(name),
             ipam=docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(
                 subnet=subnet, gateway=str(network.network_address + 1))]))
         for node, address in addresses.items():
             client.containers.run(
                 image, ["sh", "-c", SSHD], name=f"{net_name}-{node}", hostname=node,
-                detach=True, init=True, labels={LABEL: "1", f"{LABEL}.cluster": name},
+                detach=True, init=True, labels=labels(name),
                 environment={"AUTHORIZED_KEY": f"{key.get_name()} {key.get_base64()}",
                              "LANG": "C.UTF-8"},
                 network=net_name,

@@ -43,6 +43,16 @@ def default_store_dir() -> Path:
 #: Label on every container and network the harness creates; `down` and the
 #: leftover sweep find them by it.
 LABEL = "elr-harness"
+#: Set (by scripts/test.sh, say) to stamp every container and network a process
+#: and its children create with `elr-harness.owner=<value>`, so that whoever set
+#: it removes its own clusters afterwards and nobody else's.
+OWNER_ENV = "ELR_HARNESS_OWNER"
+
+
+def owner_labels() -> dict[str, str]:
+    """`{elr-harness.owner: value}` when OWNER_ENV is set, else nothing."""
+    owner = os.environ.get(OWNER_ENV, "").strip()
+    return {f"{LABEL}.owner": owner} if owner else {}
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, Resourc
 
 from cluster import kraft
 from cluster.cluster import Cluster
+from cluster.docker_backend import labels
 from cluster.kafka_wire import WireConnection
 from cluster.observe import ObservationError
 from harness.core.config import ClusterConfig, TopicConfig
@@ -246,8 +247,7 @@ def test_leftover_network_of_another_cluster_on_the_subnet_is_swept(docker_clien
     subnet = "10.213.82.0/24"
     ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(subnet=subnet)])
     docker_client.networks.create("elr-harness-it-stale", driver="bridge", ipam=ipam,
-                                          labels={"elr-harness": "1",
-                                                  "elr-harness.cluster": "it-stale"})
+                                          labels=labels("it-stale"))
     cluster = Cluster(ClusterConfig(name="it-sweep", subnet=subnet), client=docker_client)
     try:
         cluster.sweep_leftovers()
