@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import tempfile
 import time
@@ -210,6 +211,27 @@ def _require_reachable_master(config: CheckerConfig) -> None:
 _gateway = None
 
 
+def _chain_sigint(handler_before, context) -> None:
+    """A SparkContext made in the main thread replaces SIGINT's handler with its
+    own (cancel the jobs, raise KeyboardInterrupt): the handler that was there
+    (the CLI's, which remembers the interrupt so that the py4j error it causes
+    reads as one) would no longer run. Both run now: the jobs are cancelled, then
+    the earlier handler has its say."""
+    spark_handler = signal.getsignal(signal.SIGINT)
+    if not callable(handler_before) or handler_before is signal.default_int_handler \
+            or spark_handler is handler_before:
+        return
+
+    def cancel_then_before(signum, frame):
+        try:
+            context.cancelAllJobs()
+        except Exception:  # noqa: BLE001 - a JVM already gone has no jobs to cancel
+            pass
+        handler_before(signum, frame)
+
+    signal.signal(signal.SIGINT, cancel_then_before)
+
+
 def get_spark(config: CheckerConfig, history_bytes: int | None = None):
     """The running SparkSession for config's master, started quietly if needed
     (with the JIT chosen for a history of history_bytes, see jvm_options; a
@@ -292,7 +314,9 @@ def get_spark(config: CheckerConfig, history_bytes: int | None = None):
                 _gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
         # a context stopped earlier leaves its JVM running (PySpark reuses it): the
         # next one is made on the same gateway, never on a second JVM
-        SparkContext(conf=conf, gateway=_gateway)
+        handler_before = signal.getsignal(signal.SIGINT)
+        context = SparkContext(conf=conf, gateway=_gateway)
+        _chain_sigint(handler_before, context)
         spark = SparkSession.builder.getOrCreate()  # the session of that context
     except Exception as err:  # Py4J or launcher errors: say where to look
         raise HarnessError(

@@ -100,3 +100,35 @@ def test_stop_running_tasks_returns_only_when_no_task_writes_any_more(spark):  #
     assert time.monotonic() - started < 15, "the tasks ran to their end, not cancelled"
     job.join(30)
     assert outcome and outcome != ["finished"], outcome
+
+
+def test_a_new_context_keeps_the_handler_that_remembers_a_ctrl_c():
+    """SparkContext puts its own SIGINT handler in place of the CLI's: a Ctrl-C
+    must still cancel the jobs and still reach the CLI's handler (which notes
+    the interrupt so that the py4j error it causes is reported as one)."""
+    import signal
+
+    from checkers.spark import _chain_sigint
+
+    calls: list[str] = []
+
+    class Context:
+        def cancelAllJobs(self):  # noqa: N802 - PySpark's name
+            calls.append("cancelled")
+
+    def cli_handler(signum, frame):
+        calls.append("noted")
+        raise KeyboardInterrupt
+
+    def spark_handler(signum, frame):
+        raise AssertionError("Spark's own handler is replaced, not called")
+
+    previous = signal.signal(signal.SIGINT, spark_handler)  # as SparkContext leaves it
+    try:
+        _chain_sigint(cli_handler, Context())
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+            time.sleep(1)
+        assert calls == ["cancelled", "noted"]
+    finally:
+        signal.signal(signal.SIGINT, previous)
