@@ -171,7 +171,7 @@ def stop_running_tasks(spark, timeout_s: float, settle_s: float = 0.0) -> None:
 def running_session():
     """The SparkSession this process runs, whichever thread started it, or None
     (SparkSession.active: the thread's own session, else the builder's default;
-    check_history starts Spark in a helper thread)."""
+    the soak starts Spark in a helper thread)."""
     from pyspark.errors import PySparkRuntimeError
     from pyspark.sql import SparkSession
 
