@@ -96,7 +96,8 @@ class FaultInjector(AdminFaults, ShapingFaults, ReassignFaults):
         #: Seconds from the decision to the fault in force, per fault kind.
         self.latencies: dict[str, list[float]] = {}
         #: Brokers a page-cache loss took down that were not started since, and how
-        #: many page-cache losses the run had.
+        #: many losses of unflushed data the run had (page-cache losses, and disk
+        #: faults that dropped data).
         self.lost_page_cache: set[str] = set()
         self.page_cache_losses = 0
         #: Changes that are (or may be: ended info) in force, by target: topic (None:
@@ -329,8 +330,14 @@ class FaultInjector(AdminFaults, ShapingFaults, ReassignFaults):
         def apply() -> None:
             layer.disk_fault(node, fault)
             self.disk_faults[name] = directory
+            if dropping:  # a loss of unflushed data, as a page-cache loss is
+                self.page_cache_losses += 1
 
-        return self._fault(Fault.DISK_FAULT, [name], detail, apply)
+        def refuse() -> str | None:
+            return ("the ELR feature is off: KIP-966 promises nothing about lost unflushed "
+                    "data then") if dropping and self.elr_feature_off else None
+
+        return self._fault(Fault.DISK_FAULT, [name], detail, apply, refuse)
 
     def end_disk_fault(self, name: str, step: str | None = None,
                        detail: dict[str, Any] | None = None) -> dict[str, Any]:

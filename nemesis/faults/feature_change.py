@@ -3,9 +3,10 @@ feature downgraded to 0, UpdateFeatures) and back on when the fault ends.
 
 With ELR off the controller keeps no ELR, and KIP-966 promises nothing about
 unclean shutdowns: the mix injects no page-cache loss while it is off
-(nemesis.faults.page_cache_loss), and this kind waits while a page-cache loss is
-outstanding: its broker still down, or back but not yet in every ISR (it would
-rejoin with ELR off, past the protection the loss was judged under). Its lines
+(nemesis.faults.page_cache_loss) nor any disk fault that drops unflushed data,
+and this kind waits while such a loss is outstanding: its broker still down, or
+back but not yet in every ISR (it would rejoin with ELR off, past the protection
+the loss was judged under). Its lines
 carry `feature`, `from` and `to`; the line that puts it back has `restore: true`
 and ends it (harness.core.history.RESTORED_BY_SELF).
 """
@@ -24,7 +25,8 @@ def outstanding_loss(mix: Mix) -> str | None:
         return f"{', '.join(sorted(mix.injector.lost_page_cache))} lost its page cache and is down"
     if mix.injector.page_cache_losses and not all_isr_full(mix.states(),
                                                            mix.replication_factor):
-        return "a page-cache loss happened and not every ISR is full again"
+        return ("a page-cache loss or a disk fault dropped unflushed data and not every "
+                "ISR is full again")
     return None
 
 
@@ -46,8 +48,4 @@ def inject(mix: Mix, package: FaultPackage) -> Undo | None:
 PACKAGE = FaultPackage(
     "feature-change", Fault.FEATURE_CHANGE, (), "#3182bd", CONFIG, inject,
     help="turn ELR off (eligible.leader.replicas.version downgraded to 0), then on "
-         "again; no page-cache loss while it is off",
-    # asked for by name until the checker judges by the min ISR and ELR feature in
-    # effect (the observer's min_isr and elr_feature): judged by test.json's min ISR,
-    # a raised or lowered one could make the checker call a valid run invalid
-    in_all=False)
+         "again; no page-cache loss while it is off")

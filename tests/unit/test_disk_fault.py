@@ -231,6 +231,32 @@ def test_a_write_only_fault_is_not_dropping_and_a_stopped_broker_is_only_started
     assert recorder.lines[-1]["detail"]["stopped_pid"] is None
 
 
+def test_a_dropping_fault_counts_as_a_loss_and_is_refused_while_the_elr_feature_is_off(
+) -> None:
+    """A fault that drops unflushed data is a loss like a page-cache loss: the
+    feature-change kind waits after it for full ISRs (injector.page_cache_losses),
+    and with ELR off (no KIP-966 promise) only a write fault, which drops nothing,
+    is made."""
+    from nemesis.injector_parts import FaultRefused
+
+    cluster, layer, recorder = Cluster(), Layer(), ListRecorder()
+    injector = FaultInjector(cluster, recorder, layer)  # type: ignore[arg-type]
+    injector.disk_fault("broker-1", DIRS[0], "ENOSPC", ("write",), True)
+    assert injector.page_cache_losses == 0, "a write fault drops nothing"
+    injector.end_disk_fault("broker-1")
+    injector.disk_fault("broker-1", DIRS[0], "EIO", ("fsync",), True)
+    assert injector.page_cache_losses == 1
+    injector.end_disk_fault("broker-1")
+    lines = len(recorder.lines)
+    injector.feature_changes["eligible.leader.replicas.version"] = (1, 0)
+    with pytest.raises(FaultRefused, match="ELR feature is off"):
+        injector.disk_fault("broker-1", DIRS[0], "EIO", ("fsync",), True)
+    assert injector.page_cache_losses == 1 and layer.faults[-1] is None
+    assert [x["type"] for x in recorder.lines[lines:]] == [], "nothing recorded"
+    injector.disk_fault("broker-1", DIRS[0], "EIO", ("write",), True)
+    assert layer.faults[-1] == DiskFault("dir-0", "EIO", ("write",), drop=True)
+
+
 def test_without_the_layer_a_disk_fault_is_refused_before_anything_is_recorded() -> None:
     recorder = ListRecorder()
     injector = FaultInjector(Cluster(), recorder)  # type: ignore[arg-type]
