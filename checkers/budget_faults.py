@@ -125,12 +125,14 @@ def _min_isr(value: object) -> int | None:
         else None
 
 
-def min_isr_steps(faults: list[FaultOp], topic: str, base: int) -> list[tuple[int, int]]:
+def min_isr_steps(faults: list[FaultOp], topic: str, base: int,
+                  own_min_isr: bool = False) -> list[tuple[int, int]]:
     """(index, lowest min ISR possibly in effect from there on) after each change that
-    applies to `topic` (its own, or the cluster default's: a topic of null), from
-    `base` (test.json's). A change ok sets its `to`; one that ended info adds its
-    `from` and `to` to what may be in effect; a value that is no int from 1 to
-    2^31 - 1 is left out."""
+    applies to `topic` (its own; the cluster default's, a topic of null, only when
+    the topic has no min ISR of its own: Kafka resolves a topic's setting before the
+    cluster default), from `base` (test.json's). A change ok sets its `to`; one that
+    ended info adds its `from` and `to` to what may be in effect; a value that is
+    no int from 1 to 2^31 - 1 is left out."""
     steps: list[tuple[int, int]] = []
     lowest = base
     for op in faults:
@@ -139,6 +141,8 @@ def min_isr_steps(faults: list[FaultOp], topic: str, base: int) -> list[tuple[in
         named = op.detail.get(CHANGED_TOPIC)
         if isinstance(named, str) and named != topic:
             continue
+        if not isinstance(named, str) and own_min_isr:
+            continue  # the cluster default's: not in effect for a topic with its own
         to = _min_isr(op.detail.get(CHANGED_TO))
         if op.status == "ok":
             if to is None:

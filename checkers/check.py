@@ -170,7 +170,8 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
     # only losses are counted against a replica set: without one, no job
     replicas = observed_replicas(obs) if hits else {}
     steps = {topic: s for topic in sorted({t for t, _ in findings.partitions})
-             if (s := bf.min_isr_steps(faults, topic, info.topic(topic).min_insync_replicas))}
+             if (s := bf.min_isr_steps(faults, topic, info.topic(topic).min_insync_replicas,
+                                       info.topic(topic).own_min_isr))}
     for key, n in bf.per_partition(bf.unprotected_hits(faults), replicas, findings.partitions,
                                    info.broker_id).items():
         findings.partitions[key].unprotected_losses = n

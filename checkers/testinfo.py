@@ -24,6 +24,10 @@ class TopicInfo:
     partitions: int | None
     replication_factor: int
     min_insync_replicas: int
+    #: test.json gives the topic's min.insync.replicas: the harness created the
+    #: topic with it, so the topic has its own and the cluster default's is not
+    #: in effect for it
+    own_min_isr: bool = False
 
 
 @dataclass(frozen=True)
@@ -77,7 +81,8 @@ def parse_test_info(test: dict | None, config: CheckerConfig) -> RunInfo:
             str(name): TopicInfo(
                 int(t["partitions"]) if t.get("partitions") is not None else None,
                 int(t.get("replication_factor", default.replication_factor)),
-                int(t.get("min_insync_replicas", default.min_insync_replicas)))
+                int(t.get("min_insync_replicas", default.min_insync_replicas)),
+                t.get("min_insync_replicas") is not None)
             for name, t in (test.get("topics") or {}).items()
         }
         nodes = test.get("nodes") or {}

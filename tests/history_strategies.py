@@ -325,7 +325,10 @@ class _Model:
         if outcome == "fail":
             return
         if fault == "min-isr-change":
-            if outcome == "ok" and type(detail["to"]) is int and detail["to"] in (1, 2, 3):
+            # the topics' own min ISR (test.json gives it) wins over the cluster default
+            if (outcome == "ok" and type(detail["to"]) is int and detail["to"] in (1, 2, 3)
+                    and (detail["topic"] in self.parts
+                         or (detail["topic"] is None and not self.test))):
                 self.min_isr = detail["to"]
             return
         if fault == "feature-change":

@@ -31,7 +31,8 @@ def _is_loss(fault) -> bool:
 
 def fault_budget(faults: list, observes: list[tuple[int, dict]], judged: set[TP],
                  topic_info: Callable[[str], tuple[int, int]],
-                 broker_of: Callable[[str], int | None]
+                 broker_of: Callable[[str], int | None],
+                 has_own_min_isr: Callable[[str], bool] = lambda topic: False
                  ) -> tuple[dict[TP, int], dict[TP, int], dict[TP, int]]:
     """Per judged partition: the losses on its replicas in the window (between
     observations of a full ISR) that came closest to its budget or went furthest
@@ -41,7 +42,9 @@ def fault_budget(faults: list, observes: list[tuple[int, dict]], judged: set[TP]
     A fault sits at its completion, or at its invoke when it never completed
     (then it counts as info); one that failed counts as nothing. faults: the
     reference's Fault objects (fault, nodes, position, status, detail);
-    topic_info(topic) -> (replication factor, min ISR of test.json)."""
+    topic_info(topic) -> (replication factor, min ISR of test.json);
+    has_own_min_isr(topic): test.json gives the topic a min ISR, so the harness
+    created it with its own, which Kafka takes before the cluster default."""
     replicas: dict[TP, set[int]] = {}
     for _, obs in observes:
         members = replicas.setdefault((obs["topic"], obs["partition"]), set())
@@ -67,6 +70,8 @@ def fault_budget(faults: list, observes: list[tuple[int, dict]], judged: set[TP]
             for topic in lowest:
                 if isinstance(named, str) and named != topic:
                     continue  # another topic's; a null topic is the cluster default's
+                if not isinstance(named, str) and has_own_min_isr(topic):
+                    continue  # the topic's own setting wins over the cluster default
                 if item.status == "ok" and to is not None:
                     lowest[topic] = to
                 elif item.status != "ok":  # may or may not have happened: both count

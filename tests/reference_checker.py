@@ -548,7 +548,9 @@ def reference_check(history: Path, test: dict | None) -> Reference:
 
     losses, budgets, unprotected = fault_budget(
         ops.faults, ops.observes, judged, lambda topic: _topic_info(test, topic),
-        lambda node: _broker_of(node, test))
+        lambda node: _broker_of(node, test),
+        lambda topic: (((test or {}).get("topics") or {}).get(topic) or {}).get(
+            "min_insync_replicas") is not None)
     beyond = {key for key, n in losses.items() if n > budgets[key] or unprotected[key]}
     lost_in_budget = sum(1 for s in ops.sends
                          if s.status == "ok" and s.acks == "all" and s.value in lost_values
