@@ -10,7 +10,10 @@ A page-cache loss is only injected while every observed partition has a full
 ISR, so no partition loses unflushed data on more than one replica between
 two points where its ISR was full: the run stays within KIP-966's budget of
 min.insync.replicas - 1 such losses (for min ISR >= 2), and the checker's
-budget rule still judges whatever happens.
+budget rule still judges whatever happens: after a min-isr-change to 1 (no budget
+left), by the lowest min ISR in effect; after a feature-change turned ELR off
+(no promise), as unprotected. No page-cache loss or data-dropping disk fault is
+made while ELR is off, and ELR is not turned off while such a loss is not over.
 
 Each kind is a package (nemesis/faults/<kind>.py): recorded under its own kind
 (a controller kill is `controller-kill`, not `kill`), with `detail.mix` (the

@@ -70,6 +70,10 @@ class ObservedState:
     last_known_elr: tuple[int, ...] | None
     #: brokers the observation listed fenced (None: it could not say)
     fenced: tuple[int, ...] | None = None
+    #: the topic's min.insync.replicas in effect and the ELR feature's level, as
+    #: the observer read them (None: not recorded, or they changed during the read)
+    min_isr: int | None = None
+    elr_feature: int | None = None
 
 
 @dataclass
@@ -183,7 +187,8 @@ def read_checked_tables(history: Path, wanted: dict[int, Interest],
                   [("f", "==", "poll")])
     observed = _read(side, SIDE_SCHEMA, ["index", "time", "topic", "partition", "leader",
                                          "leader_epoch", "isr", "elr", "last_known_elr",
-                                         "fenced", "hwm"], [("f", "==", "observe")],
+                                         "fenced", "hwm", "min_isr", "elr_feature"],
+                     [("f", "==", "observe")],
                      dtype_backend="pyarrow")
     side_times = _read(side, SIDE_SCHEMA, ["time"])["time"]
     out.end_time_s = max([float(s.max()) / NS for s in (sends["time"], polls["time"],
@@ -277,7 +282,8 @@ def _int_or_none(value: Any) -> int | None:
 
 
 #: The columns of an observed state, in ObservedState's order after time and index.
-STATE_COLUMNS = ("leader", "leader_epoch", "isr", "elr", "last_known_elr", "fenced")
+STATE_COLUMNS = ("leader", "leader_epoch", "isr", "elr", "last_known_elr", "fenced",
+                 "min_isr", "elr_feature")
 
 
 def _state_text(obs: pd.DataFrame) -> np.ndarray:
@@ -309,7 +315,8 @@ def _observed(out: CheckedTables, obs: pd.DataFrame) -> None:
     for r in obs[maybe].itertuples(index=False):
         key = (str(r.topic), int(r.partition))
         state = (_int_or_none(r.leader), _int_or_none(r.leader_epoch), _ints(r.isr) or (),
-                 _ints(r.elr), _ints(r.last_known_elr), _ints(r.fenced))
+                 _ints(r.elr), _ints(r.last_known_elr), _ints(r.fenced),
+                 _int_or_none(r.min_isr), _int_or_none(r.elr_feature))
         if last.get(key) != state:
             last[key] = state
             out.states.setdefault(key, []).append(ObservedState(r.time / NS, int(r.index),

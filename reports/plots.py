@@ -239,17 +239,46 @@ def membership_plot(key: PartitionKey, states: list[ObservedState], brokers: lis
         if unknown:
             ax.broken_barh(unknown, (y - 0.38, 0.76), facecolor="none", edgecolor="#bbbbbb",
                            hatch="..", lw=0)
-    ax.set_yticks(range(len(lanes)))
-    ax.set_yticklabels([f"{cat} b{b}" for cat, b in reversed(lanes)], fontsize=7)
+    labels = [f"{cat} b{b}" for cat, b in reversed(lanes)]
+    if any(s.min_isr is not None or s.elr_feature is not None for s in states):
+        _settings_lane(ax, spans, len(lanes))
+        labels.append("min ISR")
+        ax.axhline(len(lanes) - 0.5, color="#999999", lw=0.6)
+    ax.set_yticks(range(len(labels)))
+    ax.set_yticklabels(labels, fontsize=7)
     for boundary in range(1, len(LANE_COLOURS)):
         ax.axhline(boundary * len(ids) - 0.5, color="#999999", lw=0.6)
-    ax.set_ylim(-0.6, len(lanes) - 0.4)
+    ax.set_ylim(-0.6, len(labels) - 0.4)
     ax.set_title(plain(f"{key[0]}-{key[1]}: leader, ISR, ELR, LastKnownELR, fenced per "
                        "broker (hatched: the cluster could not say)"), fontsize=9)
     draw_fault_bands(ax, bands, end_s, max_labels)
     legend(ax, bands)
     _finish(ax, end_s)
     return to_data_uri(fig, dpi)
+
+
+#: The settings lane: the min ISR in effect, red while the ELR feature was off.
+SETTINGS_COLOURS = {"on": "#e0e0e0", "off": "#d62728", "unknown": "#ffffff"}
+
+
+def _settings_lane(ax, spans: list[tuple[float, float, ObservedState]], y: int) -> None:
+    """One lane above the brokers' lanes: the topic's min ISR as the observer read
+    it, written where it changed ('?': not read), on red while the ELR feature was
+    at 0 (KIP-966's protection off)."""
+    by_colour: dict[str, list[tuple[float, float]]] = {}
+    shown: object = object()
+    for start, width, state in spans:
+        level = state.elr_feature
+        colour = "unknown" if level is None else "off" if level == 0 else "on"
+        by_colour.setdefault(colour, []).append((start, width))
+        if state.min_isr != shown:
+            shown = state.min_isr
+            ax.text(start, y, "?" if shown is None else str(shown), fontsize=7,
+                    va="center", ha="left", color="#000000")
+    for colour, bars in by_colour.items():
+        ax.broken_barh(bars, (y - 0.38, 0.76), facecolor=SETTINGS_COLOURS[colour],
+                       edgecolor="#bbbbbb" if colour == "unknown" else "none",
+                       alpha=0.6 if colour == "off" else 1.0)
 
 
 def hwm_plot(tables: CheckedTables, bands: list[FaultBand], max_points: int, max_labels: int,

@@ -24,6 +24,14 @@ def _brokers(test: dict[str, Any]) -> list[int]:
     )
 
 
+#: ObservedState's fields the state table shows, in its columns' order.
+_STATE_CELLS = ("leader", "leader_epoch", "isr", "elr", "last_known_elr", "fenced", "min_isr",
+                "elr_feature")
+_ID_CELLS = ("isr", "elr", "last_known_elr", "fenced")
+#: Settings the observer may not have read (an older history, or a change mid-read).
+_SETTING_CELLS = ("min_isr", "elr_feature")
+
+
 def state_table(states: list[ObservedState], bands: list[FaultBand], limit: int) -> Safe:
     """Observed changes with the faults between them, in time order: the KIP-966 table."""
     events: list[tuple[float, int, Any]] = [(s.time_s, 1, s) for s in states]
@@ -37,15 +45,11 @@ def state_table(states: list[ObservedState], bands: list[FaultBand], limit: int)
     for time_s, _kind, item in events[:limit]:
         if isinstance(item, ObservedState):
             cells = []
-            for name, value in (("leader", item.leader), ("epoch", item.leader_epoch),
-                                ("isr", item.isr), ("elr", item.elr),
-                                ("lke", item.last_known_elr), ("fenced", item.fenced)):
-                old = None if previous is None else {
-                    "leader": previous.leader, "epoch": previous.leader_epoch,
-                    "isr": previous.isr, "elr": previous.elr, "lke": previous.last_known_elr,
-                    "fenced": previous.fenced,
-                }[name]
-                text = ids(value) if name in ("isr", "elr", "lke", "fenced") else str(value)
+            for name in _STATE_CELLS:
+                value = getattr(item, name)
+                old = None if previous is None else getattr(previous, name)
+                text = (ids(value) if name in _ID_CELLS
+                        else "?" if value is None and name in _SETTING_CELLS else str(value))
                 changed = previous is not None and old != value
                 cells.append(Safe(f'<span class="changed">{h(text)}</span>') if changed
                              else text)
@@ -61,14 +65,15 @@ def state_table(states: list[ObservedState], bands: list[FaultBand], limit: int)
             if band.uncertain and what == "start":
                 label += " (info: may have half happened)"
             rows.append(Safe(tag("tr", join([tag("td", f"{time_s:.3f}"),
-                                             tag("td", "fault"), tag("td", label, colspan=6)]),
+                                             tag("td", "fault"), tag("td", label, colspan=8)]),
                                  class_="fault")))
     more = ""
     if len(events) > limit:
         more = tag("div", f"{len(events) - limit} more rows not shown "
                           "(ReportConfig.max_state_rows).", class_="muted")
     head = join(tag("th", c) for c in ["time (s)", "event", "leader", "leader epoch", "ISR",
-                                      "ELR", "LastKnownELR", "fenced"])
+                                      "ELR", "LastKnownELR", "fenced", "min ISR",
+                                      "ELR feature"])
     body = Safe("".join(rows))
     return join([tag("table", Safe(f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody>")),
                  more])
@@ -81,8 +86,10 @@ def partitions_section(inputs: ReportInputs) -> Safe:
                              or "the history has no observe lines.")
     brokers = _brokers(inputs.run.test)
     parts = [tag("p", "Leader, ISR, ELR and LastKnownELR as the observer saw them, one lane per "
-                      "broker, with the faults shaded; the table lists every change with the "
-                      "faults in between, changed cells highlighted.", class_="muted")]
+                      "broker, with the faults shaded, and above them the topic's min ISR in "
+                      "effect (red while the ELR feature was off); the table lists every "
+                      "change with the faults in between, changed cells highlighted.",
+                 class_="muted")]
     keys = sorted(tables.states)
     for key in keys[:cfg.max_partition_timelines]:
         states = tables.states[key]

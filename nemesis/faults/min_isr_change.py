@@ -44,8 +44,4 @@ def inject(mix: Mix, package: FaultPackage) -> Undo | None:
 PACKAGE = FaultPackage(
     "min-isr-change", Fault.MIN_ISR_CHANGE, (), "#1b9e77", CONFIG, inject,
     help="raise or lower min.insync.replicas of a topic or the cluster default "
-         "(within 1..RF; the controller must clear ELR, KAFKA-16540), then put it back",
-    # asked for by name until the checker judges by the min ISR and ELR feature in
-    # effect (the observer's min_isr and elr_feature): judged by test.json's min ISR,
-    # a raised or lowered one could make the checker call a valid run invalid
-    in_all=False)
+         "(within 1..RF; the controller must clear ELR, KAFKA-16540), then put it back")

@@ -102,11 +102,14 @@ def test_observed_state_keeps_changes_only(checked) -> None:
     history, _results = checked
     tables = read_checked_tables(history, {})
     states = tables.states[("t", 0)]
-    # [3, 2, 1] is the ISR [1, 2, 3]; a change of `fenced` alone is a state of its own
-    assert [s.index for s in states] == [9, 11, 12, 13]
-    assert [s.isr for s in states] == [(1, 2, 3), (1,), (1,), (1,)]
-    assert [s.elr for s in states] == [(), (2,), None, None]
-    assert [s.fenced for s in states] == [None, None, None, (1,)]
+    # [3, 2, 1] is the ISR [1, 2, 3]; a change of `fenced` alone is a state of its own,
+    # and so is one of the min ISR or the ELR feature as read (14)
+    assert [s.index for s in states] == [9, 11, 12, 13, 14]
+    assert [s.isr for s in states] == [(1, 2, 3), (1,), (1,), (1,), (1,)]
+    assert [s.elr for s in states] == [(), (2,), None, None, None]
+    assert [s.fenced for s in states] == [None, None, None, (1,), (1,)]
+    assert [s.min_isr for s in states] == [None, None, None, None, 2]
+    assert [s.elr_feature for s in states] == [None, None, None, None, 1]
     hwm = tables.hwm[("t", 0)]
     assert list(hwm.y) == [5.0, 7.0, 6.0] and list(hwm.x) == [1.0, 1.2, 1.5]
 
@@ -154,3 +157,20 @@ def test_downsample_keeps_spikes_and_the_bound() -> None:
     assert list(dx) == sorted(dx)
     small_x, small_y = downsample([1.0, 2.0], [3.0, 4.0], 400)
     assert list(small_y) == [3.0, 4.0]
+
+
+def test_the_state_table_and_lanes_show_the_min_isr_and_elr_feature(checked) -> None:
+    from reports.plots import membership_plot
+    from reports.timeline import state_table
+
+    history, _results = checked
+    states = read_checked_tables(history, {}).states[("t", 0)]
+    html = str(state_table(states, [], 100))
+    assert "<th>min ISR</th><th>ELR feature</th>" in html
+    last_row = html.split("<tr>")[-1]
+    # the change the last observation brought is highlighted: min ISR 2, feature 1
+    assert '<span class="changed">2</span>' in last_row
+    assert '<span class="changed">1</span>' in last_row
+    drawn = membership_plot(("t", 0), states, [1, 2, 3], [], 2.3, 10, 50)
+    without = membership_plot(("t", 0), states[:-1], [1, 2, 3], [], 2.3, 10, 50)
+    assert drawn.startswith("data:image/png") and drawn != without
