@@ -131,6 +131,6 @@ class UncleanLastReplicaAlone(UncleanLastReplica):
 
 
 PACKAGE = ScenarioPackage(
-    UncleanLastReplicaAlone, layers=frozenset({Layer.PAGE_CACHE}),
+    UncleanLastReplicaAlone, layers=frozenset({Layer.PAGE_CACHE}), in_default_soak=True,
     help="KIP-966's last replica standing, L first: L restarts uncleanly while B is "
          "still away; ELR on never elects L (leaderless until B is back)")

@@ -45,7 +45,8 @@ def test_every_entry_meets_every_release_with_its_own_seed():
 def test_a_scenario_is_expected_to_take_its_typical_time_not_its_cap():
     config = SoakConfig()
     assert workload_seconds(DEFAULT_PLAN[0], config) == config.scenario_workload_s
-    assert workload_seconds(DEFAULT_PLAN[1], config) == 90.0
+    assert workload_seconds(DEFAULT_PLAN[1], config) == config.scenario_workload_s
+    assert workload_seconds(DEFAULT_PLAN[2], config) == 90.0
     assert workload_seconds(PlanEntry("x", ("--time-limit=45",)), config) == 45.0
     assert workload_seconds(PlanEntry("x", ("--nemesis", "kill")), config) == 60.0
 
@@ -54,6 +55,28 @@ def test_the_default_plan_is_valid_run_flags(tmp_path):
     run_parser = build_parser()._subparsers._group_actions[0].choices["run"]
     validate_plan(DEFAULT_PLAN, run_parser, tmp_path / "store")
     assert not (tmp_path / "store").exists(), "validating makes nothing"
+    assert [e.name for e in DEFAULT_PLAN] == [
+        "unclean-last-replica", "unclean-last-replica-alone", "mix-all"]
+
+
+def test_the_known_bugs_plan_is_valid_and_with_the_default_reaches_every_kind(tmp_path):
+    """plans/known-bugs.toml: run flags the run accepts; it and the default plan
+    together ask for every fault kind and every scripted scenario."""
+    from nemesis.faults import FAULT_KINDS
+    from nemesis.registry import parse_nemesis
+    from nemesis.scenarios import SCENARIOS
+
+    run_parser = build_parser()._subparsers._group_actions[0].choices["run"]
+    plan = read_plan(Path(__file__).parents[2] / "plans" / "known-bugs.toml")
+    validate_plan(plan, run_parser, tmp_path / "store")
+    asked: set[str] = set()
+    for entry in (*plan, *DEFAULT_PLAN):
+        nemesis = entry.args[entry.args.index("--nemesis") + 1]
+        if nemesis in SCENARIOS:
+            asked.add(nemesis)
+        else:
+            asked |= set(parse_nemesis(nemesis).faults)
+    assert (set(FAULT_KINDS) | set(SCENARIOS)) - asked == set()
 
 
 @pytest.mark.parametrize(("text", "message"), [
