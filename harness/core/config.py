@@ -461,6 +461,8 @@ class RunConfig:
     #: a fourth broker to answer, and an ISR that may shrink to one.
     fenced_last_leader_brokers: int = 4
     fenced_last_leader_min_insync_replicas: int = 1
+    #: min-isr-drop unless min ISR is given: 3 on three replicas, lowered to 2 at T1.
+    min_isr_drop_min_insync_replicas: int = 3
 
 
 @dataclass(frozen=True)

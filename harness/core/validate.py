@@ -364,6 +364,7 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "run.disk_fault.log_dirs": integer(1, 16),
     "run.fenced_last_leader_brokers": integer(1, 1000),
     "run.fenced_last_leader_min_insync_replicas": integer(1, 1000),
+    "run.min_isr_drop_min_insync_replicas": integer(1, 1000),
     "run.slow_network.rates_kbit": _each(integer(1, 100_000_000), 1),
     "run.slow_network.loss_probabilities": _each(number(0, 1), 1),
     # checker

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from nemesis.scenarios import (
     fenced_last_leader,
+    min_isr_drop,
     unclean_last_replica,
     unclean_last_replica_alone,
 )
@@ -18,4 +19,4 @@ __all__ = ["SCENARIOS", "ScenarioPackage"]
 
 #: Every scenario by its `--nemesis` name, in the order help and plans list them.
 SCENARIOS: dict[str, ScenarioPackage] = {m.PACKAGE.name: m.PACKAGE for m in (
-    unclean_last_replica, unclean_last_replica_alone, fenced_last_leader)}
+    unclean_last_replica, unclean_last_replica_alone, min_isr_drop, fenced_last_leader)}

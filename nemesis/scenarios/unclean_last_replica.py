@@ -91,20 +91,12 @@ class UncleanLastReplica(ScriptedScenario):
         answer from stale caches), so the state is read where KIP-966 keeps it.
         Each reading is recorded as an `observe` line with source "controller".
         """
-        cluster = self.injector.cluster
         state = None
         started = time.monotonic()
 
         def reached() -> bool:
             nonlocal state
-            try:
-                views = cluster.controller_view(self.topic)
-            except Exception as err:  # noqa: BLE001 - the controller may be busy; ask again
-                self.log(f"{step}: controller view unavailable: {err}")
-                views = []
-            for view in views:
-                self.injector.recorder.record(source="controller", **view.as_observation())
-            state = self._state(views)
+            state = self._read_controller(step)
             return state is not None and predicate(state)
 
         wait_until(reached, self.timings.step_timeout_s, self.timings.controller_poll_s,
@@ -114,6 +106,19 @@ class UncleanLastReplica(ScriptedScenario):
             observed.update(last_known_elr=list(state.last_known_elr or []), source="controller")
         return self._finish(step, state is not None and predicate(state), observed,
                             f" after {time.monotonic() - started:.0f} s")
+
+    def _read_controller(self, step: str) -> PartitionState | None:
+        """The partition in the active controller's metadata log now, each partition
+        read recorded as an `observe` line with source "controller" (None: the
+        controller could not say)."""
+        try:
+            views = self.injector.cluster.controller_view(self.topic)
+        except Exception as err:  # noqa: BLE001 - the controller may be busy; ask again
+            self.log(f"{step}: controller view unavailable: {err}")
+            views = []
+        for view in views:
+            self.injector.recorder.record(source="controller", **view.as_observation())
+        return self._state(views)
 
     def _wait_unfenced(self, step: str, broker_ids: list[int]) -> StepOutcome:
         """Healed brokers are back when the controller reports them registered."""
