@@ -1,0 +1,35 @@
+"""min-isr-drop's settings: min ISR 3 on three replicas unless the user says
+otherwise, and a topology its steps cannot use refused before anything starts."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.cli import build_parser
+from harness.flags import given_flags
+from harness.run_config import run_configs
+
+
+def _configs(tmp_path, *flags: str):
+    parser = build_parser()
+    argv = ["run", "--nemesis", "min-isr-drop", "--store", str(tmp_path), *flags]
+    args = parser.parse_args(argv)
+    args.given = given_flags(parser, argv)
+    return run_configs(args)
+
+
+def test_the_topic_starts_with_min_isr_three(tmp_path):
+    _cluster, topic, *_ = _configs(tmp_path)
+    assert (topic.min_insync_replicas, topic.replication_factor) == (3, 3)
+
+
+@pytest.mark.parametrize("flags", [("--min-insync-replicas", "2"),
+                                   ("--replication-factor", "4", "--brokers", "4")])
+def test_a_topology_its_steps_cannot_use_is_refused(tmp_path, flags):
+    from harness.core.errors import HarnessError
+    from harness.run_spec import RunSpec, validate
+
+    cluster, topic, workload, run, checker = _configs(tmp_path, *flags)
+    with pytest.raises(HarnessError, match="needs replication factor 3 and "
+                                           "--min-insync-replicas 3"):
+        validate(RunSpec(cluster, [topic], workload, run, checker))
