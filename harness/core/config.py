@@ -362,6 +362,12 @@ class ScenarioTimings:
     controller_poll_s: float = 1.0
     #: How often a step waiting for healed brokers asks who is unfenced.
     unfenced_poll_s: float = 0.5
+    #: slow-follower: the slow follower's links (below the ~70 kbit/s the default
+    #: workload's replication needs, with loss on top), and how long the ISR is
+    #: kept below min ISR while producers write.
+    slow_follower_rate_kbit: int = 32
+    slow_follower_loss: float = 0.05
+    slow_follower_hold_s: float = 60.0
 
 
 #: The errors and operations a disk fault may name (nemesis/pagecache_faults.py

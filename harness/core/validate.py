@@ -367,6 +367,8 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "run.min_isr_drop_min_insync_replicas": integer(1, 1000),
     "run.slow_network.rates_kbit": _each(integer(1, 100_000_000), 1),
     "run.slow_network.loss_probabilities": _each(number(0, 1), 1),
+    "run.scenario.slow_follower_rate_kbit": integer(1, 100_000_000),
+    "run.scenario.slow_follower_loss": number(0, 1),
     # checker
     "checker.spark_master": spark_master,
     "checker.spark_logs_kept": integer(0, 10_000),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from nemesis.scenarios import (
     fenced_last_leader,
     min_isr_drop,
+    slow_follower,
     unclean_last_replica,
     unclean_last_replica_alone,
 )
@@ -19,4 +20,5 @@ __all__ = ["SCENARIOS", "ScenarioPackage"]
 
 #: Every scenario by its `--nemesis` name, in the order help and plans list them.
 SCENARIOS: dict[str, ScenarioPackage] = {m.PACKAGE.name: m.PACKAGE for m in (
-    unclean_last_replica, unclean_last_replica_alone, min_isr_drop, fenced_last_leader)}
+    unclean_last_replica, unclean_last_replica_alone, min_isr_drop, slow_follower,
+    fenced_last_leader)}
