@@ -4,10 +4,14 @@ and index.html agree with each run's results.json.
 
 One soak covers both (a second, uninterrupted soak cost CI 5 more minutes and
 checked nothing this one does not). Its plan is a short fault-free run with ELR
-on, whose verdict is known (valid), so the exit code is asserted exactly. (It was
-the unclean-last-replica scenario: on a loaded CI machine its first run took
-over 143 s, the soak then judged a second one would not fit in the 5 minutes,
-and the test waited in vain: the soak's own rule, not a fault.)
+on, whose verdict is known (valid), so the exit code is asserted exactly.
+
+The soak starts a run only when 1.1 x the longest run so far fits in the time
+left, so its duration must hold two first runs as a loaded machine makes them:
+in 5 minutes, a first run of 143 s (the unclean-last-replica scenario, on CI)
+and one of 144 s (this 40 s fault-free run, cluster start and check included,
+beside the unit tests' Spark) each left no room for a second; 7 minutes holds a
+first run of up to 200 s.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from junitparser import JUnitXml
 pytestmark = pytest.mark.integration
 
 HARNESS = str(Path(sys.executable).with_name("harness"))
+#: The soak's --duration (see the module's docstring).
+DURATION_S = 420
 PLAN = ('[[entry]]\nname = "no-faults"\n'
         'args = ["--nemesis", "none", "--time-limit", "40"]\n')
 
@@ -88,11 +94,15 @@ def test_a_killed_soak_resumes_without_repeating_a_finished_run(tmp_path, capsys
     soak_log = tmp_path / "soak.log"
     with soak_log.open("wb") as out:
         soak_proc = subprocess.Popen(
-            [HARNESS, "soak", "--duration", "5m", "--plan", "plan.toml", "--seed", "7"],
+            [HARNESS, "soak", "--duration", f"{DURATION_S}s", "--plan", "plan.toml",
+             "--seed", "7"],
             cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT)
     try:
         state_file, state = _second_run_recording(tmp_path, soak_proc, soak_log)
-        time.sleep(5)  # mid-run: the cluster is up, the workload going
+        # mid-run: the cluster up and the producers going (the first lines are the
+        # observer's; a SIGINT in the very first second of the workload left its
+        # test.json unfinished once: see the session note, not this test's subject)
+        time.sleep(15)
         child = state["current"]["pid"]
         soak_proc.send_signal(signal.SIGKILL)
         soak_proc.wait(timeout=30)
@@ -113,9 +123,9 @@ def test_a_killed_soak_resumes_without_repeating_a_finished_run(tmp_path, capsys
     assert cut["interrupted"] is True, "the killed soak's run was ended by SIGINT, cleanly"
     run_dirs = [r["run_dir"] for r in soak["runs"]]
     assert abandoned["run_dir"] not in run_dirs and len(set(run_dirs)) == len(run_dirs)
-    assert soak["used_s"] < 5 * 60 + 120, "no run started that could not finish in the time left"
+    assert soak["used_s"] < DURATION_S + 120, "no run started that could not finish in time"
     with capsys.disabled():
-        print(f"\n[soak 5m, killed and resumed] {len(soak['runs'])} runs, "
+        print(f"\n[soak {DURATION_S} s, killed and resumed] {len(soak['runs'])} runs, "
               f"{soak['used_s']:.0f} s used: {[r['status'] for r in soak['runs']]}")
 
 
