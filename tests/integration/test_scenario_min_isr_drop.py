@@ -11,42 +11,19 @@ worktree's own store/.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from checker_agreement import assert_reference_agrees
+from scenario_runs import fault_index, run_scenario
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
-STORE = ROOT / "store"
 NAME = "min-isr-drop"
 
 
-def _step_index(history: list[dict], step: str, fault: str, typ: str = "ok") -> int:
-    return next(e["index"] for e in history if e["f"] == "fault" and e["type"] == typ
-                and e["fault"] == fault and e.get("detail", {}).get("step") == step)
-
-
 def test_a_follower_the_min_isr_change_took_out_of_the_elr_is_never_elected(capsys):
-    runs = STORE / NAME
-    before = set(runs.iterdir()) if runs.exists() else set()
-    proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "--nemesis", NAME, "--seed", "1",
-         "--store", str(STORE)], cwd=ROOT, capture_output=True, text=True, timeout=1200)
-    added = sorted(set(runs.iterdir()) - before) if runs.exists() else []
-    assert len(added) == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
-    run_dir = added[0]
-    test = json.loads((run_dir / "test.json").read_text())
-    assert (run_dir / "results.json").exists(), (
-        f"no verdict; error: {test.get('error')}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    results = json.loads((run_dir / "results.json").read_text())
-    lost = results["anomalies"].get("lost-write", {}).get("by_acks", {"all": 0})
-    steps = {s["step"]: s for s in test["nemesis_result"]["steps"]}
-    history = [json.loads(line) for line in (run_dir / "history.jsonl").open()]
+    run = run_scenario(NAME)
+    proc, run_dir, test, results = run.proc, run.run_dir, run.test, run.results
+    lost, steps, history = run.lost, run.steps, run.history
     topic = next(iter(test["topics"]))
     observe = [e for e in history if e["f"] == "observe" and e["topic"] == topic
                and e["partition"] == 0]
@@ -65,7 +42,7 @@ def test_a_follower_the_min_isr_change_took_out_of_the_elr_is_never_elected(caps
     assert a != leader and a in steps["setup"]["observed"]["isr"]
     # from the first observation of min ISR 2 after T1 to the stop of L: the ELR is
     # empty (samples taken while the change was under way may still show 3 and A)
-    t1, t2 = _step_index(history, "T1", "min-isr-change"), _step_index(
+    t1, t2 = fault_index(history, "T1", "min-isr-change"), fault_index(
         history, "T2", "stop", "invoke")
     after_t1 = [e for e in observe if t1 < e["index"] < t2 and "source" not in e]
     first = next((i for i, e in enumerate(after_t1) if e.get("min_isr") == 2), None)
@@ -74,7 +51,7 @@ def test_a_follower_the_min_isr_change_took_out_of_the_elr_is_never_elected(caps
     assert all(e.get("elr") == [] for e in lowered), lowered
     assert all(e.get("min_isr") in (2, None) for e in lowered), lowered
     # while L and B were down, A was never elected (brokers' and controller's views)
-    t4 = _step_index(history, "T4", "start", "invoke")
+    t4 = fault_index(history, "T4", "start", "invoke")
     down = [e for e in observe if t2 < e["index"] < t4]
     assert down and a not in {e["leader"] for e in down}, down
     hold = steps["T3-hold"]["observed"]

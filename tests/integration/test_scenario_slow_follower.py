@@ -9,48 +9,25 @@ the heal. The ISR changes below min ISR are counted in the test's output.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from checker_agreement import assert_reference_agrees
+from scenario_runs import fault_index, run_scenario
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
-STORE = ROOT / "store"
 NAME = "slow-follower"
 
 
-def _fault_index(history: list[dict], step: str, fault: str, typ: str) -> int:
-    return next(e["index"] for e in history if e["f"] == "fault" and e["type"] == typ
-                and e["fault"] == fault and e.get("detail", {}).get("step") == step)
-
-
 def test_a_slow_follower_below_min_isr_loses_nothing(capsys):
-    runs = STORE / NAME
-    before = set(runs.iterdir()) if runs.exists() else set()
-    proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "--nemesis", NAME, "--seed", "1",
-         "--store", str(STORE)], cwd=ROOT, capture_output=True, text=True, timeout=1200)
-    added = sorted(set(runs.iterdir()) - before) if runs.exists() else []
-    assert len(added) == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
-    run_dir = added[0]
-    test = json.loads((run_dir / "test.json").read_text())
-    assert (run_dir / "results.json").exists(), (
-        f"no verdict; error: {test.get('error')}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    results = json.loads((run_dir / "results.json").read_text())
-    lost = results["anomalies"].get("lost-write", {}).get("by_acks", {"all": 0})
-    steps = {s["step"]: s for s in test["nemesis_result"]["steps"]}
-    history = [json.loads(line) for line in (run_dir / "history.jsonl").open()]
+    run = run_scenario(NAME)
+    proc, run_dir, test, results = run.proc, run.run_dir, run.test, run.results
+    lost, steps, history = run.lost, run.steps, run.history
     topic = next(iter(test["topics"]))
     observe = [e for e in history if e["f"] == "observe" and e["topic"] == topic
                and e["partition"] == 0 and "source" not in e]
-    slowed = _fault_index(history, "T0", "slow-network", "ok")
-    cut = _fault_index(history, "T1", "partition", "invoke")
-    healed = _fault_index(history, "T2", "heal", "ok")
+    slowed = fault_index(history, "T0", "slow-network", "ok")
+    cut = fault_index(history, "T1", "partition", "invoke")
+    healed = fault_index(history, "T2", "heal", "ok")
     below = [e for e in observe if cut < e["index"] < healed and len(e["isr"]) < 2]
     changes = sum(1 for x, y in zip(below, below[1:], strict=False)
                   if sorted(x["isr"]) != sorted(y["isr"]))

@@ -1,0 +1,56 @@
+"""One `harness run` of a scripted scenario into the worktree's own store/, and
+what it recorded: shared by the scenario integration tests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STORE = ROOT / "store"
+
+
+@dataclass(frozen=True)
+class ScenarioRun:
+    proc: subprocess.CompletedProcess
+    run_dir: Path
+    test: dict
+    results: dict
+    #: test.json's nemesis steps by name
+    steps: dict[str, dict]
+    history: list[dict]
+    #: results.json's lost-write counts by acks
+    lost: dict[str, int]
+
+
+def run_scenario(name: str, *flags: str) -> ScenarioRun:
+    """Run scenario `name` (seed 1, flags added) and read the run folder it added."""
+    runs = STORE / name
+    before = set(runs.iterdir()) if runs.exists() else set()
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", "--nemesis", name, "--seed", "1",
+         *flags, "--store", str(STORE)], cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    added = sorted(set(runs.iterdir()) - before) if runs.exists() else []
+    assert len(added) == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return read_run(proc, added[0])
+
+
+def read_run(proc: subprocess.CompletedProcess, run_dir: Path) -> ScenarioRun:
+    test = json.loads((run_dir / "test.json").read_text())
+    assert (run_dir / "results.json").exists(), (
+        f"no verdict; error: {test.get('error')}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    results = json.loads((run_dir / "results.json").read_text())
+    return ScenarioRun(
+        proc, run_dir, test, results,
+        steps={s["step"]: s for s in test["nemesis_result"]["steps"]},
+        history=[json.loads(line) for line in (run_dir / "history.jsonl").open()],
+        lost=results["anomalies"].get("lost-write", {}).get("by_acks", {"all": 0}))
+
+
+def fault_index(history: list[dict], step: str, fault: str, typ: str = "ok") -> int:
+    """The index of the `typ` line of the `fault` of nemesis step `step`."""
+    return next(e["index"] for e in history if e["f"] == "fault" and e["type"] == typ
+                and e["fault"] == fault and e.get("detail", {}).get("step") == step)
