@@ -32,8 +32,10 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from cluster.observe import PartitionState
 from harness.core.config import ClusterConfig, TopicConfig
 from harness.core.errors import BadInput
+from harness.core.wait import wait_until
 from nemesis import grudges
 from nemesis.needs import Setting
 from nemesis.scenarios.base import ScenarioPackage, StepOutcome, summary
@@ -79,20 +81,20 @@ class MinIsrDrop(UncleanLastReplica):
         """Watch hold_alone_s, on the controller's own log, for A elected while L and
         B are down (only A runs, and it was cut off: no broker's view is fresh)."""
         started = time.monotonic()
-        elected = seen = None
-        while time.monotonic() - started < self.timings.hold_alone_s:
-            if self.stop_event.is_set():
-                break
+        seen: PartitionState | None = None
+
+        def a_elected() -> bool:
+            nonlocal seen
             state = self._read_controller("T3-hold")
             seen = state if state is not None else seen
-            if state is not None and state.leader == roles.a:
-                elected = state
-                break
-            self._sleep(self.timings.controller_poll_s)
-        observed = summary(elected or seen)
-        observed.update(a_elected=elected is not None,
-                        watched_s=round(time.monotonic() - started, 1), source="controller")
-        return self._finish("T3-hold", seen is not None and elected is None, observed)
+            return state is not None and state.leader == roles.a
+
+        elected = wait_until(a_elected, self.timings.hold_alone_s,
+                             self.timings.controller_poll_s, self.stop_event)
+        observed = summary(seen)
+        observed.update(a_elected=elected, watched_s=round(time.monotonic() - started, 1),
+                        source="controller")
+        return self._finish("T3-hold", seen is not None and not elected, observed)
 
 
 def check(cluster: ClusterConfig, topics: Sequence[TopicConfig]) -> None:
