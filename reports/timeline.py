@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from reports import plots
-from reports.checked_tables import ObservedState
+from reports.checked_tables import STATE_COLUMNS, ObservedState
 from reports.faults import FaultBand
 from reports.html import Safe, h, image, join, not_available, table, tag
 from reports.metadata import PARTITION_FIELDS, decode_metadata
@@ -24,9 +24,6 @@ def _brokers(test: dict[str, Any]) -> list[int]:
     )
 
 
-#: ObservedState's fields the state table shows, in its columns' order.
-_STATE_CELLS = ("leader", "leader_epoch", "isr", "elr", "last_known_elr", "fenced", "min_isr",
-                "elr_feature")
 _ID_CELLS = ("isr", "elr", "last_known_elr", "fenced")
 #: Settings the observer may not have read (an older history, or a change mid-read).
 _SETTING_CELLS = ("min_isr", "elr_feature")
@@ -45,7 +42,7 @@ def state_table(states: list[ObservedState], bands: list[FaultBand], limit: int)
     for time_s, _kind, item in events[:limit]:
         if isinstance(item, ObservedState):
             cells = []
-            for name in _STATE_CELLS:
+            for name in STATE_COLUMNS:
                 value = getattr(item, name)
                 old = None if previous is None else getattr(previous, name)
                 text = (ids(value) if name in _ID_CELLS
@@ -64,9 +61,9 @@ def state_table(states: list[ObservedState], bands: list[FaultBand], limit: int)
                 label = f"{band.label} ends ({band.ended_by})"
             if band.uncertain and what == "start":
                 label += " (info: may have half happened)"
-            rows.append(Safe(tag("tr", join([tag("td", f"{time_s:.3f}"),
-                                             tag("td", "fault"), tag("td", label, colspan=8)]),
-                                 class_="fault")))
+            cells = [tag("td", f"{time_s:.3f}"), tag("td", "fault"),
+                     tag("td", label, colspan=len(STATE_COLUMNS))]
+            rows.append(Safe(tag("tr", join(cells), class_="fault")))
     more = ""
     if len(events) > limit:
         more = tag("div", f"{len(events) - limit} more rows not shown "
