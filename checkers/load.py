@@ -142,17 +142,19 @@ def _convert(spark, history: Path, tmp: Path, history_bytes: int = 0,
         # a fault's detail object, as JSON text, for the report table
         F.to_json(F.col("shape.detail")).alias("detail"),
         bad.alias("_bad"), "_blank", "_blk", "_row")
-    tmp.mkdir(parents=True)
-    # parsed once, read by every later pass: a history under parsed_in_memory_below
-    # is kept as objects (no serialization); a larger one is written as Parquet and
-    # read back, since its objects outgrow the driver's storage memory, and an
-    # evicted block is parsed again by each pass (1M operations: 135 s of CPU)
     in_memory = history_bytes < parsed_in_memory_below
-    parsed_lines = table = table.persist(StorageLevel.MEMORY_AND_DISK_DESER) if in_memory \
-        else table
-    fixes = None
+    parsed_lines = fixes = None
+    tmp.mkdir(parents=True)
     try:
-        if not in_memory:
+        # parsed once, read by every later pass: a history under
+        # parsed_in_memory_below is kept as objects (no serialization); a larger one
+        # is written as Parquet and read back, since its objects outgrow the
+        # driver's storage memory, and an evicted block is parsed again by each
+        # pass (1M operations: 135 s of CPU). Inside the try: a Ctrl-C during this
+        # py4j call (slow on a loaded machine) must remove tmp as well
+        if in_memory:
+            parsed_lines = table = table.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+        else:
             table.write.parquet(str(tmp / _PARSED))
             table = spark.read.parquet(str(tmp / _PARSED))
         table, fixes = _paired(table)
@@ -191,7 +193,8 @@ def _convert(spark, history: Path, tmp: Path, history_bytes: int = 0,
             shutil.rmtree(tmp, ignore_errors=True)
         raise
     finally:
-        parsed_lines.unpersist()
+        if parsed_lines is not None:
+            parsed_lines.unpersist()
         shutil.rmtree(tmp / _PARSED, ignore_errors=True)
         if fixes is not None:
             fixes.unpersist()

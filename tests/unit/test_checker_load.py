@@ -334,3 +334,28 @@ def test_the_jit_stops_at_c1_only_for_small_histories(monkeypatch):
     assert "TieredStopAtLevel" not in large and large == config.jvm_options
     monkeypatch.setenv("ELR_CHECKER_JVM_OPTIONS", "-Xint")
     assert jvm_options(config, 1) == "-Xint"
+
+
+@pytest.mark.parametrize("in_memory", [True, False])
+def test_a_ctrl_c_at_the_conversions_first_spark_call_leaves_no_table(
+        spark, tmp_path, monkeypatch, in_memory):  # noqa: F811
+    """The folder is made, then the parsed lines are kept (persist, or written as
+    Parquet): a Ctrl-C while that first py4j call runs, a long one on a loaded
+    machine, must remove the folder too (CI once found it left)."""
+    write_run_dir(tmp_path, SyntheticSpec(lines=200, seed=2))
+    out = tmp_path / "history.parquet.tmp-test"
+
+    def interrupted(*args, **kwargs):
+        assert out.is_dir()  # the window: after the folder exists
+        raise KeyboardInterrupt
+
+    frame = spark.range(1)  # the session's own classes (classic, not Connect)
+    if in_memory:
+        monkeypatch.setattr(type(frame), "persist", interrupted)
+    else:
+        monkeypatch.setattr(type(frame.write), "parquet", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _convert(spark, tmp_path / "history.jsonl", out,
+                 history_bytes=100, parsed_in_memory_below=1000 if in_memory else 10,
+                 cancelled_wait_s=5, cancelled_settle_s=0.1)
+    assert not out.exists()
