@@ -105,23 +105,48 @@ def run_test(spec: RunSpec) -> int:
         console.print(f"[red]harness error:[/red] {outcome['error']}")
         traceback.print_exc(file=sys.stderr)
     finally:
-        recorder.close()
-        if not spec.run.keep_cluster:
-            phases.enter("teardown")
-            try:
-                cluster.down()
-            except Exception as err:  # noqa: BLE001
-                console.print(f"[red]teardown failed: {err}[/red]")
-        ended_at = datetime.now(UTC)
-        test.update({"ended_at": ended_at.isoformat(timespec="seconds"),
-                     "duration_s": round((ended_at - started_at).total_seconds(), 1),
-                     "interrupted": interrupted, **outcome})
-        write_json(run_dir / "test.json", test)
+        # test.json says how the run ended whatever happens here (a history that
+        # cannot be flushed, a teardown that fails, a second Ctrl-C): the end is
+        # part of what was recorded
+        try:
+            interrupted = _close_and_tear_down(recorder, cluster, spec, phases,
+                                               outcome) or interrupted
+        finally:
+            ended_at = datetime.now(UTC)
+            test.update({"ended_at": ended_at.isoformat(timespec="seconds"),
+                         "duration_s": round((ended_at - started_at).total_seconds(), 1),
+                         "interrupted": interrupted, **outcome})
+            write_json(run_dir / "test.json", test)
     if interrupted or "error" in outcome or not spec.run.check:
         if "error" in outcome or interrupted:
             console.print(f"evidence kept in {run_dir}; `harness check {run_dir}` re-checks it")
         return EXIT_UNKNOWN
     return check_and_report(run_dir, test, spec.run, spec.checker)
+
+
+def _close_and_tear_down(recorder, cluster: Cluster, spec: RunSpec, phases: Phases,
+                         outcome: dict[str, Any]) -> bool:
+    """Close the history, then remove the cluster (unless kept), each whatever the
+    other did; a failure goes into outcome["errors"] (and a history that could not
+    be closed is the run's error: it gets no verdict). True if a Ctrl-C came
+    meanwhile (the cluster is still removed after one during the close)."""
+    interrupted = False
+    steps = [("history", recorder.close)]
+    if not spec.run.keep_cluster:
+        steps.append(("teardown", lambda: (phases.enter("teardown"), cluster.down())))
+    for name, step in steps:
+        try:
+            step()
+        except KeyboardInterrupt:
+            interrupted = True
+            outcome.setdefault("errors", []).append(f"{name}: interrupted")
+            console.print(f"[yellow]{name}: interrupted[/yellow]")
+        except Exception as err:  # noqa: BLE001 - the next step and test.json still run
+            outcome.setdefault("errors", []).append(f"{name}: {err}")
+            if name == "history":  # not all of it reached the disk: no verdict on it
+                outcome.setdefault("error", f"the history could not be closed: {err}")
+            console.print(f"[red]{name} failed: {err}[/red]")
+    return interrupted
 
 
 def _log_to(path: Path) -> None:

@@ -23,7 +23,10 @@ class ClientThread:
         self._thread.start()
 
     def join(self, timeout_s: float | None = None) -> bool:
-        """Wait for the thread; True if it has ended."""
+        """Wait for the thread; True if it has ended (or never started: a Ctrl-C
+        while the workload started its clients stops the ones it started)."""
+        if self._thread.ident is None:
+            return True
         self._thread.join(timeout_s)
         return not self._thread.is_alive()
 

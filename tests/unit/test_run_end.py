@@ -1,0 +1,75 @@
+"""How a run ends when its end goes wrong: test.json still says how it ended
+(harness/run.py, _close_and_tear_down), and a Ctrl-C while the workload starts its
+clients stops the ones it started (workloads/client_thread.py)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from harness.run import Phases, _close_and_tear_down
+from workloads.client_thread import ClientThread
+
+
+class _Recorder:
+    def __init__(self, error: BaseException | None) -> None:
+        self.error, self.closed = error, False
+
+    def close(self) -> None:
+        self.closed = True
+        if self.error is not None:
+            raise self.error
+
+
+class _Cluster:
+    def __init__(self, error: BaseException | None) -> None:
+        self.error, self.downed = error, False
+
+    def down(self) -> None:
+        self.downed = True
+        if self.error is not None:
+            raise self.error
+
+
+def _spec(keep: bool = False):
+    return SimpleNamespace(run=SimpleNamespace(keep_cluster=keep))
+
+
+def test_a_history_that_cannot_be_closed_is_the_runs_error_and_the_cluster_still_goes():
+    recorder, cluster, outcome = _Recorder(OSError("No space left")), _Cluster(None), {}
+    assert _close_and_tear_down(recorder, cluster, _spec(), Phases(), outcome) is False
+    assert recorder.closed and cluster.downed
+    assert outcome["errors"] == ["history: No space left"]
+    assert outcome["error"] == "the history could not be closed: No space left"
+
+
+def test_a_ctrl_c_during_the_close_still_removes_the_cluster_and_says_so():
+    recorder, cluster, outcome = _Recorder(KeyboardInterrupt()), _Cluster(None), {}
+    assert _close_and_tear_down(recorder, cluster, _spec(), Phases(), outcome) is True
+    assert cluster.downed
+    assert outcome == {"errors": ["history: interrupted"]}
+
+
+def test_a_failed_teardown_is_noted_and_is_not_the_runs_error():
+    recorder, cluster, outcome = _Recorder(None), _Cluster(RuntimeError("docker gone")), {}
+    assert _close_and_tear_down(recorder, cluster, _spec(), Phases(), outcome) is False
+    assert outcome == {"errors": ["teardown: docker gone"]}
+
+
+def test_a_kept_cluster_is_left_alone():
+    recorder, cluster, outcome = _Recorder(None), _Cluster(None), {}
+    assert _close_and_tear_down(recorder, cluster, _spec(keep=True), Phases(), outcome) is False
+    assert recorder.closed and not cluster.downed and outcome == {}
+
+
+@pytest.mark.parametrize("started", [False, True])
+def test_a_client_is_joined_whether_or_not_it_was_started(started):
+    class Quick(ClientThread):
+        def _run(self) -> None:
+            pass
+
+    client = Quick("c")
+    if started:
+        client.start()
+    assert client.join(5) is True
