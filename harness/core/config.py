@@ -368,6 +368,9 @@ class ScenarioTimings:
     slow_follower_rate_kbit: int = 32
     slow_follower_loss: float = 0.05
     slow_follower_hold_s: float = 60.0
+    #: disk-failure: how long the ISR is kept below min ISR (a follower cut off)
+    #: while the leader's failed log dir is offline and producers write.
+    disk_failure_hold_s: float = 20.0
 
 
 #: The errors and operations a disk fault may name (nemesis/pagecache_faults.py

@@ -8,6 +8,7 @@ plan read this; nothing outside a scenario's own module tests its name.
 from __future__ import annotations
 
 from nemesis.scenarios import (
+    disk_failure,
     fenced_last_leader,
     min_isr_drop,
     slow_follower,
@@ -21,4 +22,4 @@ __all__ = ["SCENARIOS", "ScenarioPackage"]
 #: Every scenario by its `--nemesis` name, in the order help and plans list them.
 SCENARIOS: dict[str, ScenarioPackage] = {m.PACKAGE.name: m.PACKAGE for m in (
     unclean_last_replica, unclean_last_replica_alone, min_isr_drop, slow_follower,
-    fenced_last_leader)}
+    disk_failure, fenced_last_leader)}

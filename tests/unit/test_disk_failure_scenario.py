@@ -1,0 +1,67 @@
+"""disk-failure's settings: two log dirs per broker and the page-cache layer
+unless the user says otherwise, and one log dir refused before anything starts
+(Kafka would stop the broker, not take one dir offline); the step that fails
+L's dir finds the one dir holding the partition."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from harness.cli import build_parser
+from harness.core.errors import HarnessError
+from harness.flags import given_flags
+from harness.run_config import run_configs
+from harness.run_spec import RunSpec, validate
+from nemesis.needs import Layer
+from nemesis.scenarios import SCENARIOS
+from nemesis.scenarios.disk_failure import DiskFailure
+
+
+def _configs(tmp_path, *flags: str):
+    parser = build_parser()
+    argv = ["run", "--nemesis", "disk-failure", "--store", str(tmp_path), *flags]
+    args = parser.parse_args(argv)
+    args.given = given_flags(parser, argv)
+    return run_configs(args)
+
+
+def test_brokers_get_two_log_dirs_under_the_page_cache_layer(tmp_path):
+    cluster, topic, workload, run, checker = _configs(tmp_path)
+    assert cluster.log_dirs == 2
+    assert SCENARIOS["disk-failure"].layers == frozenset({Layer.PAGE_CACHE})
+    validate(RunSpec(cluster, [topic], workload, run, checker))
+
+
+def test_one_log_dir_is_refused(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text("[cluster]\nlog_dirs = 1\n")
+    cluster, topic, workload, run, checker = _configs(tmp_path, "--config", str(config))
+    assert cluster.log_dirs == 1
+    with pytest.raises(HarnessError, match="needs two log dirs per broker"):
+        validate(RunSpec(cluster, [topic], workload, run, checker))
+
+
+class _Node:
+    def __init__(self, holds: set[str]) -> None:
+        self.holds = holds
+
+    def exec(self, cmd, **_):
+        return SimpleNamespace(ok=cmd[:2] == ["test", "-d"] and cmd[2] in self.holds)
+
+
+def _scenario(node: _Node) -> DiskFailure:
+    injector = SimpleNamespace(cluster=SimpleNamespace(nodes={"broker-1": node}),
+                               log_dirs=lambda: ["/data/d0", "/data/d1"])
+    return DiskFailure(injector, observer=None, topic="t")
+
+
+def test_the_failed_dir_is_the_one_holding_the_partition():
+    assert _scenario(_Node({"/data/d1/t-0"}))._dir_of("broker-1") == "/data/d1"
+
+
+@pytest.mark.parametrize("holds", [set(), {"/data/d0/t-0", "/data/d1/t-0"}])
+def test_no_dir_or_two_dirs_holding_it_is_an_error_not_a_guess(holds):
+    with pytest.raises(RuntimeError, match="log dirs"):
+        _scenario(_Node(holds))._dir_of("broker-1")
