@@ -4,9 +4,10 @@ lowest min ISR in effect meanwhile.
 A partition keeps its acks=all promise with up to min.insync.replicas - 1 of its
 replicas losing unflushed data. The losses (checkers/budget_faults.py: page-cache
 losses and disk faults that dropped data, ok or info) on nodes that are replicas
-of the partition (every broker id the observer ever saw in its leader/ISR/ELR/
-last-known ELR; every broker when it was never observed) are counted between two
-observations where the partition's ISR was full (replication factor members).
+of the partition (every broker id the observer ever saw in its replicas/leader/
+ISR/ELR/last-known ELR; every broker when it was never observed) are counted
+between two observations where the partition's ISR was full (full_isr: every
+replica the observation names, or replication factor members without them).
 Each such window is judged against the lowest min ISR in effect at any time in
 it (test.json's, through the min ISR changes: budget_faults.min_isr_steps); the
 window that came closest to its budget, or went furthest beyond it, is the
@@ -26,8 +27,9 @@ from checkers.testinfo import RunInfo
 
 
 def observed_replicas(obs: DataFrame) -> dict[tuple[str, int], list[int]]:
-    """Each observed partition's replicas: every broker id the observer saw as its
-    leader or in its ISR, ELR or last-known ELR (a few rows per partition).
+    """Each observed partition's replicas: every broker id the observer saw in its
+    replicas, as its leader, or in its ISR, ELR or last-known ELR (a few rows per
+    partition).
 
     A small job of its own, run before the checks are planned: inside them
     map-side partial aggregation is off, so finding the replicas there shuffled
@@ -36,7 +38,7 @@ def observed_replicas(obs: DataFrame) -> dict[tuple[str, int], list[int]]:
     """
     none = "CAST(array() AS ARRAY<BIGINT>)"
     members = ("array_distinct(flatten(array("
-               f"coalesce(isr, {none}), coalesce(elr, {none}), "
+               f"coalesce(replicas, {none}), coalesce(isr, {none}), coalesce(elr, {none}), "
                f"coalesce(last_known_elr, {none}), "
                f"CASE WHEN leader >= 0 THEN array(leader) ELSE {none} END)))")
     # explode_outer: a partition only ever seen with no members still counts as seen
@@ -60,6 +62,20 @@ def _is_replica(replicas: dict[tuple[str, int], list[int]]) -> str:
         + (f"broker IN ({', '.join(str(int(b)) for b in brokers)})" if brokers else "false")
         for (topic, partition), brokers in replicas.items())
     return f"(CASE {cases} ELSE true END)" if cases else "true"
+
+
+def full_isr(info: RunInfo) -> str:
+    """SQL over an observation: its ISR is full, i.e. holds every replica the same
+    observation names (`replicas`, as a set); without replicas (absent, null or
+    empty), at least the topic's replication factor of members (test.json). A
+    reassignment changes the replicas: a partition taken below its replication
+    factor has a full ISR again, and one with a replica added has not until that
+    replica joined."""
+    none = "CAST(array() AS ARRAY<BIGINT>)"
+    isr = f"coalesce(isr, {none})"
+    rf = per_topic(info, lambda t: t.replication_factor)
+    return (f"(CASE WHEN replicas IS NOT NULL AND size(replicas) > 0 "
+            f"THEN size(array_except(replicas, {isr})) = 0 ELSE size({isr}) >= {rf} END)")
 
 
 def in_effect(info: RunInfo, steps: dict[str, list[tuple[int, int]]]) -> str:
@@ -102,9 +118,8 @@ def page_cache_losses(spark, hits: list[tuple[int, str]], obs: DataFrame,
                .join(judged, "topic")
                .select("topic", "partition", "index", F.lit(0).alias("full"),
                        F.lit(0).alias("loss"), "low"))
-    rf = F.expr(per_topic(info, lambda t: t.replication_factor))
     full_points = obs.select("topic", "partition", "index",
-                             (F.size(F.coalesce("isr", F.array())) >= rf).cast("int")
+                             F.expr(full_isr(info)).cast("int")
                              .alias("full"), F.lit(0).alias("loss"),
                              F.expr(in_effect(info, steps)).cast("bigint").alias("low")) \
         .filter("full = 1")

@@ -110,6 +110,15 @@ def _followers(state: PartitionState) -> list[int]:
     return [b for b in state.isr if b != state.leader]
 
 
+def isr_full(state: PartitionState, replication_factor: int) -> bool:
+    """The ISR holds every replica the description names (a reassignment changes
+    them), or replication_factor members when it named none: the checker's full
+    ISR (checkers/budget.full_isr), where a fault budget's window ends."""
+    if state.replicas:
+        return set(state.replicas) <= set(state.isr)
+    return len(state.isr) >= replication_factor
+
+
 def all_isr_full(states: Sequence[PartitionState], replication_factor: int) -> bool:
     """Every observed partition has a full ISR (nothing observed: not known to be)."""
-    return bool(states) and all(len(s.isr) >= replication_factor for s in states)
+    return bool(states) and all(isr_full(s, replication_factor) for s in states)

@@ -28,6 +28,8 @@ from hypothesis import strategies as st
 
 ACKS = ("all", "1", "0")
 ELR_FEATURE = "eligible.leader.replicas.version"
+#: A broker a reassignment added to some observations' replicas, never in sync.
+SPARE_BROKER = 9
 #: Every field name of the contract: unknown extra fields never use one.
 CONTRACT_FIELDS = frozenset((
     "index", "time", "process", "type", "f", "topic", "partition", "acks", "value", "offset",
@@ -282,7 +284,14 @@ class _Model:
         feature's level; and, injected, an ELR outside the replicas or ELR while
         the feature is off."""
         if self.draw(st.booleans()):
-            line["replicas"] = list(self.brokers)
+            # the replicas in force: the brokers; or, as a reassignment leaves them,
+            # only the members the observation names (below the replication factor)
+            # or the brokers and a spare not in sync: each ends a budget window
+            # (a full ISR) by its own rule
+            named = sorted({*line["isr"], *line["elr"], *line["last_known_elr"]})
+            line["replicas"] = self.draw(st.sampled_from(
+                [list(self.brokers)] * 4 + [named or list(self.brokers),
+                                            [*self.brokers, SPARE_BROKER]]))
         if self.draw(st.booleans()):
             line["min_isr"] = self.min_isr
         if self.draw(st.booleans()):

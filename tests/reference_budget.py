@@ -29,6 +29,16 @@ def _is_loss(fault) -> bool:
         fault.fault == "disk-fault" and fault.detail.get("dropped") is True)
 
 
+def _full(obs: dict, replication_factor: int) -> bool:
+    """The observation's ISR is back to full: it holds every replica the observation
+    names (a reassignment changes them); without replicas (absent, null, empty),
+    replication factor members."""
+    isr, replicas = obs.get("isr") or [], obs.get("replicas")
+    if replicas:
+        return set(replicas) <= set(isr)
+    return len(isr) >= replication_factor
+
+
 def fault_budget(faults: list, observes: list[tuple[int, dict]], judged: set[TP],
                  topic_info: Callable[[str], tuple[int, int]],
                  broker_of: Callable[[str], int | None],
@@ -50,7 +60,7 @@ def fault_budget(faults: list, observes: list[tuple[int, dict]], judged: set[TP]
         members = replicas.setdefault((obs["topic"], obs["partition"]), set())
         if obs["leader"] >= 0:
             members.add(obs["leader"])
-        for name in ("isr", "elr", "last_known_elr"):
+        for name in ("replicas", "isr", "elr", "last_known_elr"):
             members |= set(obs.get(name) or [])
     lowest = {topic: topic_info(topic)[1] for topic, _ in judged}
     # per partition, its windows as [losses, lowest min ISR]; the last one is open
@@ -62,7 +72,7 @@ def fault_budget(faults: list, observes: list[tuple[int, dict]], judged: set[TP]
     for _, kind, item in sorted(events, key=lambda e: e[0]):
         if kind == "observe":
             key = (item["topic"], item["partition"])
-            if key in windows and len(item.get("isr") or []) >= topic_info(key[0])[0]:
+            if key in windows and _full(item, topic_info(key[0])[0]):
                 windows[key].append([0, lowest[key[0]]])
         elif item.fault == "min-isr-change":
             named = item.detail.get("topic")

@@ -116,8 +116,4 @@ def inject(mix: Mix, package: FaultPackage) -> Undo | None:
 PACKAGE = FaultPackage(
     "reassign", Fault.REASSIGN, (Role.ANY, Role.ELR), "#e7298a", ASSIGNMENT, inject,
     help="reassign a partition's replicas (add a spare broker, remove one, or reorder); "
-         "cancelled at the end if still under way, else left completed",
-    # asked for by name until the checker's fault budget reads each partition's
-    # replicas and full ISR from the observations: judged by test.json's replication
-    # factor, a loss on a spare replica goes uncounted, a valid run could look invalid
-    in_all=False)
+         "cancelled at the end if still under way, else left completed")

@@ -407,8 +407,9 @@ def test_a_broker_cut_off_from_the_controllers_is_not_asked(rig) -> None:
 
 def test_the_package_acts_on_the_assignment_alone_and_overlaps_the_others() -> None:
     package = PACKAGES["reassign"]
-    # by name only until the checker's budget reads the observed replicas
-    assert package.resource == ASSIGNMENT and not package.in_all
+    # in `all`: the checker's budget reads the observed replicas (a full ISR holds
+    # every replica an observation names)
+    assert package.resource == ASSIGNMENT and package.in_all
     assert package.recorded is Fault.REASSIGN and not package.counts_against_budget
     check_overlap([resources_of(["partition"]), resources_of(["kill"]),
                    resources_of(["reassign"])])

@@ -100,6 +100,19 @@ def test_all_isr_full_needs_a_full_isr_everywhere_and_something_observed() -> No
     assert not all_isr_full([], 3)
 
 
+def test_a_full_isr_holds_every_replica_the_state_names() -> None:
+    """As the checker's budget judges it: a reassignment below the replication
+    factor has a full ISR once its replicas are in sync, one with a spare added
+    only once the spare joined."""
+    from dataclasses import replace
+
+    two = replace(state(0, 1, (1, 2)), replicas=(1, 2))
+    four = replace(state(0, 1, (1, 2, 3)), replicas=(1, 2, 3, 4))
+    assert all_isr_full([two], 3) and not all_isr_full([four], 3)
+    assert all_isr_full([replace(four, isr=(1, 2, 3, 4))], 3)
+    assert not all_isr_full([two, four], 3)
+
+
 def test_topology_of_a_clusters_nodes_splits_them_by_role() -> None:
     from cluster.node import NodeSpec
     from cluster.node import Role as NodeRole

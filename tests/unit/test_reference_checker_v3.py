@@ -268,3 +268,50 @@ def test_a_disk_fault_that_dropped_data_counts_like_a_page_cache_loss(check):
     # with the ELR feature off, a dropping disk fault alone is beyond the budget
     r = check(_lossy(_feature(0, 1), disk(True)), TEST)
     assert r.unprotected_losses == {"t-0": 1} and r.valid is True
+
+
+# -- the fault budget: a full ISR by the observation's replicas ------------------------
+
+
+def _seen(isr: list[int], replicas: list[int] | None):
+    """An observation of t-0 with that ISR and, unless None, those replicas."""
+    def step(h: History) -> None:
+        h.observe(isr=isr, **({} if replicas is None else {"replicas": replicas}))
+    return step
+
+
+def test_a_full_isr_holds_every_replica_the_observation_names(check):
+    # a loss, a full ISR, a loss: two windows of one loss, within the budget of 1
+    assert _budget(check(_lossy(_loss("broker-2"), _full, _loss("broker-3")))) == (
+        1, 1, False, False)
+    # two of three replicas in sync is no full ISR: one window of two losses
+    assert _budget(check(_lossy(_loss("broker-2"), _seen([1, 2], None),
+                                _loss("broker-3")))) == (2, 1, True, True)
+    # ...but it is when the observation names those two as its replicas (a
+    # reassignment took the partition below its replication factor); as sets
+    for isr, replicas in (([1, 2], [1, 2]), ([2, 1], [1, 2, 2]), ([1, 2, 3], [1, 2])):
+        assert _budget(check(_lossy(_loss("broker-2"), _seen(isr, replicas),
+                                    _loss("broker-3")))) == (1, 1, False, False), replicas
+    # a replica added and not yet in sync: three of four is no full ISR...
+    assert _budget(check(_lossy(_loss("broker-2"), _seen([1, 2, 3], [1, 2, 3, 4]),
+                                _loss("broker-3")))) == (2, 1, True, True)
+    # ...four of four is
+    assert _budget(check(_lossy(_loss("broker-2"), _seen([1, 2, 3, 4], [1, 2, 3, 4]),
+                                _loss("broker-3")))) == (1, 1, False, False)
+    # replicas empty or null: the replication factor decides
+    for isr, losses in (([1, 2, 3], 1), ([1, 2], 2)):
+        for replicas in ([], None):
+            def line(h: History, isr=isr, replicas=replicas) -> None:
+                h.observe(isr=isr, replicas=replicas)
+            assert _budget(check(_lossy(_loss("broker-2"), line, _loss("broker-3"))))[:1] == (
+                losses,), (isr, replicas)
+
+
+def test_a_broker_seen_only_among_the_replicas_is_a_replica(check):
+    """A spare the reassignment added: its loss counts, as any replica's does."""
+    seen = _seen([1, 2, 3], [1, 2, 3, 4])
+    assert _budget(check(_lossy(seen, _loss("broker-4"), _loss("broker-2")))) == (
+        2, 1, True, True)
+    # never named anywhere: not a replica of t-0
+    assert _budget(check(_lossy(_loss("broker-4"), _loss("broker-2")))) == (
+        1, 1, False, False)
