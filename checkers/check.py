@@ -201,10 +201,11 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
                 anomalies = keep(_anomalies(spark, values, violations, obs, events, keys,
                                             info, replica_lines))
                 losses = page_cache_losses(spark, hits, obs, tp_status, replicas, info, steps)
+                churn = observations.isr_churn(obs, info)
                 phases.done("plan")
-                # one job: the counts, the first examples of each anomaly and the
-                # fault budget
-                rows = _summary(anomalies, losses, config).collect()
+                # one job: the counts, the first examples of each anomaly, the fault
+                # budget and the ISR's churn below min ISR
+                rows = _summary(anomalies, losses, churn, config).collect()
                 phases.done("checks")
                 _read_counts(rows, findings)
                 findings.examples = examples(
@@ -262,6 +263,9 @@ def _read_counts(rows: list, findings) -> None:
                                for r in rows if r["kind"] == "count"})
     findings.lost_over_time = Counter({(r["acks"], r["second"]): r["n"]
                                        for r in rows if r["kind"] == "timeline"})
+    findings.isr_churn = {(r["topic"], r["partition"]): (r["expansions"], r["shrinks"],
+                                                         int(r["below_ns"]))
+                          for r in rows if r["kind"] == "churn"}
     for r in rows:
         facts = findings.partitions.get((r["topic"], r["partition"]))
         if r["kind"] == "budget" and facts is not None:
@@ -299,10 +303,11 @@ def _overview(rows: list[dict], findings) -> None:
     findings.faults = dict(sorted(faults.items()))
 
 
-def _summary(anomalies, losses, config: CheckerConfig):
-    """Rows of four kinds: count (per anomaly, acks and partition), example (the
+def _summary(anomalies, losses, churn, config: CheckerConfig):
+    """Rows of five kinds: count (per anomaly, acks and partition), example (the
     first max_examples of each anomaly, in op order), budget (per partition: n
-    losses, low min ISR) and timeline (lost writes per acks level and second)."""
+    losses, low min ISR), timeline (lost writes per acks level and second) and
+    churn (per partition: observations.isr_churn's expansions, shrinks, below_ns)."""
     from pyspark.sql import functions as F
 
     from checkers.examples import EXAMPLE_ORDER
@@ -322,7 +327,8 @@ def _summary(anomalies, losses, config: CheckerConfig):
         .withColumn("kind", F.lit("timeline"))
     return counts.unionByName(examples, allowMissingColumns=True) \
         .unionByName(budget, allowMissingColumns=True) \
-        .unionByName(timeline, allowMissingColumns=True)
+        .unionByName(timeline, allowMissingColumns=True) \
+        .unionByName(churn.withColumn("kind", F.lit("churn")), allowMissingColumns=True)
 
 
 RESULTS_NAME = "results.json"

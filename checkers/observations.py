@@ -27,7 +27,7 @@ from checkers.testinfo import RunInfo
 def observations(side: DataFrame) -> DataFrame:
     """The observe lines of the side table, with the columns the checks read."""
     return side.filter(F.col("f") == "observe").select(
-        "index", "topic", "partition", "leader", "leader_epoch", "isr", "elr",
+        "index", "time", "topic", "partition", "leader", "leader_epoch", "isr", "elr",
         "last_known_elr", "fenced", "hwm", "min_isr", "replicas", "elr_feature")
 
 
@@ -49,6 +49,30 @@ def hwm_regressions(obs: DataFrame) -> DataFrame:
         ops=op_list("prev_index", "index"), extra=json_of(prev_hwm="prev_hwm"),
         description=sentence("the high watermark of %s went down from %s to %s",
                              tp_name(), text("prev_hwm"), text("hwm")))
+
+
+def isr_churn(obs: DataFrame, info: RunInfo) -> DataFrame:
+    """Rows (topic, partition, expansions, shrinks, below_ns): the ISR's changes
+    while it was below min ISR (SCENARIOS.md's slow-follower, KAFKA-19996: a slow
+    follower that rejoins and leaves over and over). Over each two consecutive
+    observations of a partition (index order), both with an ISR, either one below
+    the min ISR in effect (its own, else test.json's, as elr-invariant takes it):
+    the brokers that joined (expansions) and left (shrinks), as sets; and the
+    nanoseconds from each observation below min ISR to the next (exact: decimal)."""
+    min_isr = f"coalesce(min_isr, {per_topic(info, lambda t: t.min_insync_replicas)})"
+    seq = Window.partitionBy("topic", "partition").orderBy("index")
+    pairs = (obs.select("topic", "partition", "index", "time", "isr",
+                        F.expr(min_isr).alias("low"))
+             .select("topic", "partition", "time", "isr", "low",
+                     *[F.lag(c).over(seq).alias(f"p_{c}") for c in ("time", "isr", "low")])
+             .filter("isr IS NOT NULL AND p_isr IS NOT NULL")
+             .withColumn("p_below", F.expr("size(p_isr) < p_low"))
+             .filter("p_below OR size(isr) < low"))
+    elapsed = "CAST(time AS DECIMAL(20, 0)) - CAST(p_time AS DECIMAL(20, 0))"
+    return pairs.groupBy("topic", "partition").agg(
+        F.sum(F.expr("size(array_except(isr, p_isr))")).cast("bigint").alias("expansions"),
+        F.sum(F.expr("size(array_except(p_isr, isr))")).cast("bigint").alias("shrinks"),
+        F.sum(F.expr(f"CASE WHEN p_below THEN {elapsed} ELSE 0 END")).alias("below_ns"))
 
 
 def elr_invariant(obs: DataFrame, info: RunInfo) -> DataFrame:

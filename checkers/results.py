@@ -55,6 +55,9 @@ class Findings:
     checked: dict = field(default_factory=dict)
     #: lost writes per (acks, second of the run)
     lost_over_time: Counter = field(default_factory=Counter)
+    #: per (topic, partition): the ISR's (expansions, shrinks, nanoseconds) below
+    #: min ISR (observations.isr_churn)
+    isr_churn: dict = field(default_factory=dict)
 
 
 def tp_key(topic: str, partition: int) -> str:
@@ -103,6 +106,23 @@ def _by_partition(counts: Counter, name: str) -> dict[str, dict[str, int]]:
             row = out.setdefault(tp_key(topic, part), dict.fromkeys(ACKS, 0))
             row[acks] = row.get(acks, 0) + count
     return dict(sorted(out.items()))
+
+
+def isr_churn(churn: dict) -> dict[str, dict]:
+    """Per partition that was below min ISR: its ISR's expansions and shrinks
+    meanwhile, the seconds below, and both per minute below (null without time)."""
+    out = {}
+    for (topic, part), (expansions, shrinks, below_ns) in sorted(churn.items()):
+        seconds = round(below_ns / 1e9, 3)
+        minutes = seconds / 60
+
+        def rate(n: int, minutes: float = minutes) -> float | None:
+            return round(n / minutes, 2) if minutes > 0 else None
+
+        out[tp_key(topic, part)] = {
+            "expansions": expansions, "shrinks": shrinks, "seconds_below": seconds,
+            "expansions_per_minute": rate(expansions), "shrinks_per_minute": rate(shrinks)}
+    return out
 
 
 def _plural(n: int, word: str) -> str:
@@ -169,6 +189,7 @@ def assemble(findings: Findings, info: RunInfo, checker_seconds: float) -> dict:
             "truncated_lines": findings.truncated_lines,
             "history_lines": findings.history_lines,
             "faults": findings.faults,
+            "isr_churn_below_min_isr": isr_churn(findings.isr_churn),
             "checker_seconds": round(checker_seconds, 3),
         },
         "guarantee": guar,

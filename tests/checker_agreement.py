@@ -30,6 +30,8 @@ def reference_view(r: Reference) -> dict:
         "unprotected_losses": dict(sorted(r.unprotected_losses.items())),
         "beyond_budget": sorted(r.beyond_budget),
         "checked": dict(r.checked),
+        "isr_churn": {key: [e, s, round(ns / 1e9, 3)]
+                      for key, (e, s, ns) in sorted(r.isr_churn.items())},
     }
 
 
@@ -52,6 +54,8 @@ def spark_view(results: dict) -> dict:
                                for key, g in sorted(guarantee.items())},
         "beyond_budget": sorted(key for key, g in guarantee.items() if not g["within_budget"]),
         "checked": {name: results["checked"].get(name) for name in _CHECKED},
+        "isr_churn": {key: [c["expansions"], c["shrinks"], c["seconds_below"]]
+                      for key, c in sorted(results["stats"]["isr_churn_below_min_isr"].items())},
     }
 
 

@@ -63,6 +63,9 @@ class Reference:
     budgets: dict[str, int] = field(default_factory=dict)
     unprotected_losses: dict[str, int] = field(default_factory=dict)
     beyond_budget: set[str] = field(default_factory=set)
+    #: per partition below min ISR at some observation ("topic-partition"): its
+    #: ISR's (expansions, shrinks, nanoseconds below min ISR)
+    isr_churn: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
 
 # -- lines -------------------------------------------------------------------------
@@ -583,7 +586,37 @@ def reference_check(history: Path, test: dict | None) -> Reference:
                      page_cache_losses={f"{t}-{p}": n for (t, p), n in losses.items()},
                      budgets={f"{t}-{p}": n for (t, p), n in budgets.items()},
                      unprotected_losses={f"{t}-{p}": n for (t, p), n in unprotected.items()},
-                     beyond_budget={f"{t}-{p}" for t, p in beyond})
+                     beyond_budget={f"{t}-{p}" for t, p in beyond},
+                     isr_churn=_isr_churn(ops, test))
+
+
+def _isr_churn(ops: _Ops, test: dict | None) -> dict[str, tuple[int, int, int]]:
+    """docs/CHECKING.md, ISR churn below min ISR: over each two consecutive
+    observations of a partition, both with an ISR, either below its min ISR (the
+    observation's own, else test.json's): brokers that joined and left (as
+    sets), and the time from one below min ISR to the next."""
+    last: dict[TP, dict | None] = {}
+    out: dict[str, list[int]] = {}
+
+    def below(obs: dict) -> bool:
+        low = obs.get("min_isr")
+        if low is None:
+            low = _topic_info(test, obs["topic"])[1]
+        return len(obs["isr"]) < low
+
+    for _, obs in ops.observes:
+        key = (obs["topic"], obs["partition"])
+        prev, last[key] = last.get(key), obs
+        if prev is None or prev.get("isr") is None or obs.get("isr") is None:
+            continue
+        if not (below(prev) or below(obs)):
+            continue
+        row = out.setdefault(f"{key[0]}-{key[1]}", [0, 0, 0])
+        row[0] += len(set(obs["isr"]) - set(prev["isr"]))
+        row[1] += len(set(prev["isr"]) - set(obs["isr"]))
+        if below(prev):
+            row[2] += obs["time"] - prev["time"]
+    return {key: tuple(row) for key, row in out.items()}
 
 
 def _order_checks(ops: _Ops, final_log: dict, counts: dict[str, int]) -> None:

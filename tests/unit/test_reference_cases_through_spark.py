@@ -63,9 +63,9 @@ _LINE = re.compile(r"\bline (\d+)\b")
 
 def test_every_case_that_checks_a_history_is_taken():
     """82 functions of the first file take `check` (5 of them parametrized; the one
-    that does not tests reference_check's own path handling), 9 of the second."""
-    assert len({p.values[0].__name__ for p in CASES}) == 82 + 9
-    assert len(CASES) == 82 + 9 - 5 + sum(
+    that does not tests reference_check's own path handling), 10 of the second."""
+    assert len({p.values[0].__name__ for p in CASES}) == 82 + 10
+    assert len(CASES) == 82 + 10 - 5 + sum(
         len(next(m for m in fn.pytestmark if m.name == "parametrize").args[1])
         for fn in {p.values[0] for p in CASES} if getattr(fn, "pytestmark", None))
 

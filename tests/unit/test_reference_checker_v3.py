@@ -315,3 +315,24 @@ def test_a_broker_seen_only_among_the_replicas_is_a_replica(check):
     # never named anywhere: not a replica of t-0
     assert _budget(check(_lossy(_loss("broker-4"), _loss("broker-2")))) == (
         1, 1, False, False)
+
+
+# -- the ISR's churn below min ISR (stats) ---------------------------------------------
+
+
+def test_isr_churn_below_min_isr_counts_joins_leaves_and_time_below(check):
+    """Observations 1000 ns apart; min ISR 2 (test.json's) unless one says its own."""
+    h = History()
+    h.send(0, 0, 0)
+    for isr, extra in (([1, 2, 3], {}), ([1], {}),          # left: 2 and 3
+                       ([1, 2], {}), ([1], {}),             # joined 2 (1000 ns below), left 2
+                       ([1, 3], {}), ([1, 2, 3], {}),       # joined 3 (1000 ns below); not below
+                       ([1, 2, 3], {"min_isr": 4}),         # below its own min ISR: joined none
+                       (None, {}), ([1], {}),               # a pair with no ISR is no pair
+                       ([1], {})):                          # below, unchanged: 1000 ns
+        h.observe(isr=isr, **extra)
+    h.observe(partition=1, isr=[1, 2, 3])                  # another partition, never below
+    h.final([[0, 0, 0]], seek={0: 0}, hwm={0: 1})
+    r = check(h)
+    assert r.isr_churn == {"t-0": (2, 3, 3000)}
+    assert r.valid is True
