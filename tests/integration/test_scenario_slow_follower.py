@@ -4,7 +4,8 @@
 One run: exit 0 (valid, no acks=all lost-write, no elr-invariant); the history's
 own observations show A out of the ISR with only its links slowed (no partition
 yet), then the ISR below min ISR while B was cut off, then the ISR whole after
-the heal. The ISR changes below min ISR are counted in the test's output.
+the heal. The ISR changes below min ISR are counted in the test's output, and
+results.json's churn statistic holds the time below min ISR.
 """
 
 from __future__ import annotations
@@ -16,6 +17,12 @@ from scenario_runs import fault_index, run_scenario
 pytestmark = pytest.mark.integration
 
 NAME = "slow-follower"
+
+
+def timings_hold_s() -> float:
+    from harness.core.config import ScenarioTimings
+
+    return ScenarioTimings().slow_follower_hold_s
 
 
 def test_a_slow_follower_below_min_isr_loses_nothing(capsys):
@@ -31,10 +38,11 @@ def test_a_slow_follower_below_min_isr_loses_nothing(capsys):
     below = [e for e in observe if cut < e["index"] < healed and len(e["isr"]) < 2]
     changes = sum(1 for x, y in zip(below, below[1:], strict=False)
                   if sorted(x["isr"]) != sorted(y["isr"]))
+    churn = results["stats"]["isr_churn_below_min_isr"].get(f"{topic}-0")
     with capsys.disabled():
         print(f"\n[{NAME}, ELR on] {run_dir.name}: exit {proc.returncode}, valid="
               f"{results['valid']}, lost-write by acks: {lost}, {len(below)} observations "
-              f"below min ISR, {changes} ISR changes among them")
+              f"below min ISR, {changes} ISR changes among them; results.json: {churn}")
 
     assert list(steps) == ["setup", "T0", "T1", "T2"], steps
     assert all(s["reached"] for s in steps.values()), steps
@@ -47,6 +55,8 @@ def test_a_slow_follower_below_min_isr_loses_nothing(capsys):
     # A left the ISR with only its links slowed, before any partition
     assert [e for e in observe if slowed < e["index"] < cut and a not in e["isr"]]
     assert below, "the ISR was below min ISR while B was cut off"
+    # results.json's churn stat: the hold below min ISR is counted in time
+    assert churn is not None and churn["seconds_below"] >= timings_hold_s() / 2, churn
     assert sorted(steps["T2"]["observed"]["isr"]) == sorted(
         steps["setup"]["observed"]["isr"]), "the ISR is whole after the heal"
     assert_reference_agrees(run_dir)
