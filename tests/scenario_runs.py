@@ -25,6 +25,17 @@ class ScenarioRun:
     #: results.json's lost-write counts by acks
     lost: dict[str, int]
 
+    @property
+    def topic(self) -> str:
+        """The run's (first) topic: the one the scenario acts on."""
+        return next(iter(self.test["topics"]))
+
+    def observations(self, brokers_only: bool = True) -> list[dict]:
+        """The observe lines of the topic's partition 0 (the scenario's), only the
+        brokers' views unless not brokers_only (the controller's too)."""
+        return [e for e in self.history if e["f"] == "observe" and e["topic"] == self.topic
+                and e["partition"] == 0 and not (brokers_only and "source" in e)]
+
 
 def run_scenario(name: str, *flags: str) -> ScenarioRun:
     """Run scenario `name` (seed 1, flags added) and read the run folder it added."""

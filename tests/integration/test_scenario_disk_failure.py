@@ -23,9 +23,7 @@ def test_a_leader_whose_log_dir_fails_is_never_in_the_elr(capsys):
     run = run_scenario(NAME)
     proc, run_dir, test, results = run.proc, run.run_dir, run.test, run.results
     lost, steps, history = run.lost, run.steps, run.history
-    topic = next(iter(test["topics"]))
-    observe = [e for e in history if e["f"] == "observe" and e["topic"] == topic
-               and e["partition"] == 0 and "source" not in e]
+    observe = run.observations()
     leader = steps["setup"]["observed"]["leader"]
     failed = fault_index(history, "T0", "disk-fault", "ok")
     ended = fault_index(history, "T3", "start", "invoke")

@@ -22,11 +22,9 @@ NAME = "min-isr-drop"
 
 def test_a_follower_the_min_isr_change_took_out_of_the_elr_is_never_elected(capsys):
     run = run_scenario(NAME)
-    proc, run_dir, test, results = run.proc, run.run_dir, run.test, run.results
+    proc, run_dir, results = run.proc, run.run_dir, run.results
     lost, steps, history = run.lost, run.steps, run.history
-    topic = next(iter(test["topics"]))
-    observe = [e for e in history if e["f"] == "observe" and e["topic"] == topic
-               and e["partition"] == 0]
+    observe = run.observations(brokers_only=False)
     leader = steps["setup"]["observed"]["leader"]
     with capsys.disabled():
         print(f"\n[{NAME}, ELR on] {run_dir.name}: exit {proc.returncode}, valid="

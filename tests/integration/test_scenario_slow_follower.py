@@ -27,11 +27,10 @@ def timings_hold_s() -> float:
 
 def test_a_slow_follower_below_min_isr_loses_nothing(capsys):
     run = run_scenario(NAME)
-    proc, run_dir, test, results = run.proc, run.run_dir, run.test, run.results
+    proc, run_dir, results = run.proc, run.run_dir, run.results
     lost, steps, history = run.lost, run.steps, run.history
-    topic = next(iter(test["topics"]))
-    observe = [e for e in history if e["f"] == "observe" and e["topic"] == topic
-               and e["partition"] == 0 and "source" not in e]
+    topic = run.topic
+    observe = run.observations()
     slowed = fault_index(history, "T0", "slow-network", "ok")
     cut = fault_index(history, "T1", "partition", "invoke")
     healed = fault_index(history, "T2", "heal", "ok")

@@ -8,11 +8,9 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from run_flags import run_configs_of
 
-from harness.cli import build_parser
 from harness.core.errors import HarnessError
-from harness.flags import given_flags
-from harness.run_config import run_configs
 from harness.run_spec import RunSpec, validate
 from nemesis.needs import Layer
 from nemesis.scenarios import SCENARIOS
@@ -20,11 +18,7 @@ from nemesis.scenarios.disk_failure import DiskFailure
 
 
 def _configs(tmp_path, *flags: str):
-    parser = build_parser()
-    argv = ["run", "--nemesis", "disk-failure", "--store", str(tmp_path), *flags]
-    args = parser.parse_args(argv)
-    args.given = given_flags(parser, argv)
-    return run_configs(args)
+    return run_configs_of(tmp_path, "disk-failure", *flags)
 
 
 def test_brokers_get_two_log_dirs_under_the_page_cache_layer(tmp_path):

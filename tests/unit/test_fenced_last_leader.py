@@ -122,15 +122,9 @@ def test_no_registration_is_recorded_as_such_and_the_scenario_goes_on():
 
 
 def _configs(tmp_path, *flags):
-    from harness.cli import build_parser
-    from harness.flags import given_flags
-    from harness.run_config import run_configs
+    from run_flags import run_configs_of
 
-    parser = build_parser()
-    argv = ["run", "--nemesis", "fenced-last-leader", "--store", str(tmp_path), *flags]
-    args = parser.parse_args(argv)
-    args.given = given_flags(parser, argv)
-    return run_configs(args)
+    return run_configs_of(tmp_path, "fenced-last-leader", *flags)
 
 
 def test_the_recipe_defaults_four_brokers_and_min_isr_one(tmp_path):

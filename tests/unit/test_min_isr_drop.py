@@ -4,18 +4,11 @@ otherwise, and a topology its steps cannot use refused before anything starts.""
 from __future__ import annotations
 
 import pytest
-
-from harness.cli import build_parser
-from harness.flags import given_flags
-from harness.run_config import run_configs
+from run_flags import run_configs_of
 
 
 def _configs(tmp_path, *flags: str):
-    parser = build_parser()
-    argv = ["run", "--nemesis", "min-isr-drop", "--store", str(tmp_path), *flags]
-    args = parser.parse_args(argv)
-    args.given = given_flags(parser, argv)
-    return run_configs(args)
+    return run_configs_of(tmp_path, "min-isr-drop", *flags)
 
 
 def test_the_topic_starts_with_min_isr_three(tmp_path):

@@ -12,24 +12,19 @@ from harness.run import Phases, _close_and_tear_down
 from workloads.client_thread import ClientThread
 
 
-class _Recorder:
-    def __init__(self, error: BaseException | None) -> None:
-        self.error, self.closed = error, False
+class _Part:
+    """The history's recorder (close) or the cluster (down): its one call may raise;
+    it remembers being called."""
 
-    def close(self) -> None:
-        self.closed = True
+    def __init__(self, error: BaseException | None = None) -> None:
+        self.error, self.called = error, False
+
+    def _call(self) -> None:
+        self.called = True
         if self.error is not None:
             raise self.error
 
-
-class _Cluster:
-    def __init__(self, error: BaseException | None) -> None:
-        self.error, self.downed = error, False
-
-    def down(self) -> None:
-        self.downed = True
-        if self.error is not None:
-            raise self.error
+    close = down = _call
 
 
 def _spec(keep: bool = False):
@@ -37,30 +32,30 @@ def _spec(keep: bool = False):
 
 
 def test_a_history_that_cannot_be_closed_is_the_runs_error_and_the_cluster_still_goes():
-    recorder, cluster, outcome = _Recorder(OSError("No space left")), _Cluster(None), {}
+    recorder, cluster, outcome = _Part(OSError("No space left")), _Part(None), {}
     assert _close_and_tear_down(recorder, cluster, _spec(), Phases(), outcome) is False
-    assert recorder.closed and cluster.downed
+    assert recorder.called and cluster.called
     assert outcome["errors"] == ["history: No space left"]
     assert outcome["error"] == "the history could not be closed: No space left"
 
 
 def test_a_ctrl_c_during_the_close_still_removes_the_cluster_and_says_so():
-    recorder, cluster, outcome = _Recorder(KeyboardInterrupt()), _Cluster(None), {}
+    recorder, cluster, outcome = _Part(KeyboardInterrupt()), _Part(None), {}
     assert _close_and_tear_down(recorder, cluster, _spec(), Phases(), outcome) is True
-    assert cluster.downed
+    assert cluster.called
     assert outcome == {"errors": ["history: interrupted"]}
 
 
 def test_a_failed_teardown_is_noted_and_is_not_the_runs_error():
-    recorder, cluster, outcome = _Recorder(None), _Cluster(RuntimeError("docker gone")), {}
+    recorder, cluster, outcome = _Part(None), _Part(RuntimeError("docker gone")), {}
     assert _close_and_tear_down(recorder, cluster, _spec(), Phases(), outcome) is False
     assert outcome == {"errors": ["teardown: docker gone"]}
 
 
 def test_a_kept_cluster_is_left_alone():
-    recorder, cluster, outcome = _Recorder(None), _Cluster(None), {}
+    recorder, cluster, outcome = _Part(None), _Part(None), {}
     assert _close_and_tear_down(recorder, cluster, _spec(keep=True), Phases(), outcome) is False
-    assert recorder.closed and not cluster.downed and outcome == {}
+    assert recorder.called and not cluster.called and outcome == {}
 
 
 @pytest.mark.parametrize("started", [False, True])
