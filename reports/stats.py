@@ -90,6 +90,22 @@ def _guarantee_table(results: dict[str, Any]) -> Safe:
                   "why"], rows)
 
 
+#: results.json's stats key for the ISR's churn below min ISR (checkers/results.py).
+CHURN = "isr_churn_below_min_isr"
+
+
+def _churn_table(churn: dict[str, Any]) -> Safe:
+    """The checker's count of the ISR's changes while below min ISR, per partition."""
+    rows = []
+    for partition, entry in sorted(churn.items()):
+        entry = entry if isinstance(entry, dict) else {}
+        rows.append([partition, *(entry.get(k) for k in (
+            "expansions", "shrinks", "seconds_below", "expansions_per_minute",
+            "shrinks_per_minute"))])
+    return table(["partition", "joined the ISR", "left the ISR", "seconds below min ISR",
+                  "joined per minute", "left per minute"], rows)
+
+
 def stats_section(inputs: ReportInputs) -> Safe:
     results = inputs.run.results
     fault_counts: dict[str, int] = {}
@@ -118,7 +134,12 @@ def stats_section(inputs: ReportInputs) -> Safe:
             for acks, rate in loss_rates.items()]))
     parts.append(tag("h3", "Fault budget per partition (KIP-966 guarantee)"))
     parts.append(_guarantee_table(results))
-    other = {k: v for k, v in stats.items() if k not in ("loss_rates", "sends_ok", "ops")}
+    churn = stats.get(CHURN)
+    if isinstance(churn, dict) and churn:
+        parts.append(tag("h3", "ISR changes while below min ISR (checker)"))
+        parts.append(_churn_table(churn))
+    other = {k: v for k, v in stats.items()
+             if k not in ("loss_rates", "sends_ok", "ops", CHURN)}
     if other:
         parts.append(tag("h3", "Checker statistics"))
         parts.append(_kv_table(other))
