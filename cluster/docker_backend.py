@@ -80,12 +80,20 @@ class DockerNode(KafkaProcessCommands):
         return ExecResult(result.exit_code if result.exit_code is not None else -1, output)
 
     def read_file(self, path: str) -> bytes:
-        """The file's bytes, read inside the node (so FUSE mounts are seen too)."""
-        try:
-            result = self.container.exec_run(["cat", "--", path], demux=True)
-        except docker.errors.APIError as err:
-            raise HarnessError(f"{self.spec.name}: reading {path} failed: "
-                               f"{err.explanation}") from err
+        """The file's bytes, read inside the node (so FUSE mounts are seen too); read
+        again when docker-py lost its place in the output's frames."""
+        attempts = max(1, self.timeouts.read_file_attempts)
+        for attempt in range(1, attempts + 1):
+            try:
+                result = self.container.exec_run(["cat", "--", path], demux=True)
+                break
+            except docker.errors.APIError as err:
+                raise HarnessError(f"{self.spec.name}: reading {path} failed: "
+                                   f"{err.explanation}") from err
+            except ValueError as err:  # a frame whose stream id is neither 1 nor 2
+                if attempt == attempts:
+                    raise HarnessError(f"{self.spec.name}: reading {path} failed "
+                                       f"{attempts} times: {err}") from err
         stdout, stderr = result.output if result.output else (None, None)
         if result.exit_code != 0:
             raise FileNotFoundError(

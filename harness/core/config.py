@@ -142,6 +142,11 @@ class NodeTimeouts:
     #: first lines a short command printed, with exit code 0.
     route_lookup_attempts: int = 3
     route_lookup_retry_s: float = 0.5
+    #: Tries of reading one file of a Docker node: docker-py was seen to lose its
+    #: place in the engine's stdout/stderr frames of a large file under load
+    #: (ValueError "103 is not a valid stream" while collecting a server.log,
+    #: which ended the run in a harness error); its frame check catches that.
+    read_file_attempts: int = 3
     # -- moved here from the code (#32): each a literal where it was used ------
     #: Kafka's process gone after TERM (a clean shutdown closes its logs first;
     #: after KILL or STOP the bound is kafka_gone_s).

@@ -322,6 +322,7 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "cluster.ssh.kafka_dir": safe_path,
     "cluster.timeouts.create_topic_attempts": integer(1, 100),
     "cluster.timeouts.route_lookup_attempts": integer(1, 100),
+    "cluster.timeouts.read_file_attempts": integer(1, 100),
     "cluster.timeouts.lost_output_retries": integer(0, 100),
     # topic (its counts against the cluster: cluster/kraft.py validate_topic)
     "topic.name": topic_name,
