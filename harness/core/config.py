@@ -376,6 +376,8 @@ class ScenarioTimings:
     #: disk-failure: how long the ISR is kept below min ISR (a follower cut off)
     #: while the leader's failed log dir is offline and producers write.
     disk_failure_hold_s: float = 20.0
+    #: How often a step that watches the observations for a whole hold reads them.
+    watch_poll_s: float = 0.5
 
 
 #: The errors and operations a disk fault may name (nemesis/pagecache_faults.py

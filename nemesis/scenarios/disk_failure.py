@@ -103,7 +103,8 @@ class DiskFailure(UncleanLastReplica):
                 named.append(summary(state))
             return False  # watch the whole hold
 
-        wait_until(l_named, self.timings.disk_failure_hold_s, 0.5, self.stop_event)
+        wait_until(l_named, self.timings.disk_failure_hold_s, self.timings.watch_poll_s,
+                   self.stop_event)
         observed = summary(seen)
         observed.update(l_named=named[:3], watched_s=round(time.monotonic() - started, 1))
         return self._finish("T1-hold", seen is not None and not named, observed)

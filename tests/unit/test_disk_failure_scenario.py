@@ -59,3 +59,35 @@ def test_the_failed_dir_is_the_one_holding_the_partition():
 def test_no_dir_or_two_dirs_holding_it_is_an_error_not_a_guess(holds):
     with pytest.raises(RuntimeError, match="log dirs"):
         _scenario(_Node(holds))._dir_of("broker-1")
+
+
+class _Observer:
+    """Hands out the states in turn, then the last one for ever."""
+
+    def __init__(self, states: list) -> None:
+        self.states = states
+
+    def latest(self):
+        return [self.states.pop(0) if len(self.states) > 1 else self.states[0]]
+
+
+def _watched(*states):
+    from cluster.observe import PartitionState
+    from harness.core.config import ScenarioTimings
+    from nemesis.scenarios.unclean_last_replica import Roles
+
+    observed = [PartitionState("t", 0, leader, 5, isr, elr, (), None, (1, 2, 3))
+                for leader, isr, elr in states]
+    scenario = DiskFailure(SimpleNamespace(), observer=_Observer(observed), topic="t",
+                           timings=ScenarioTimings(disk_failure_hold_s=0.2, watch_poll_s=0.01),
+                           log=lambda _: None)
+    return scenario._watch_l(Roles(1, 2, 3, "broker-1", "broker-2", "broker-3"))
+
+
+def test_the_hold_is_watched_for_l_in_the_elr_or_leading():
+    clean = _watched((2, (2,), (3,)))
+    assert clean.reached and clean.observed["l_named"] == []
+    named = _watched((2, (2,), (3,)), (2, (2,), (1, 3)), (2, (2,), (3,)))
+    assert not named.reached and named.observed["l_named"][0]["elr"] == [1, 3]
+    led = _watched((1, (1,), ()))
+    assert not led.reached and led.observed["l_named"][0]["leader"] == 1
