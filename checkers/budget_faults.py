@@ -44,6 +44,11 @@ class FaultOp:
     status: str
     nodes: tuple[str, ...]
     detail: dict = field(default_factory=dict)
+    #: the time of the line it sits at (index)
+    time: int | None = None
+    #: where it began: its invoke's index and time (a completion without one: its own)
+    place: int = -1
+    place_time: int | None = None
 
 
 def _detail(line: dict) -> dict:
@@ -75,11 +80,14 @@ def paired_faults(lines: Iterable[dict]) -> list[FaultOp]:
         waiting = pending.get(key)
         invoke = waiting.pop(0) if waiting else {}
         if line["type"] in ("ok", "info"):
+            began = invoke or line
             done.append(FaultOp(line["index"], line["fault"], line["type"], key[2],
-                                {**_detail(invoke), **_detail(line)}))
+                                {**_detail(invoke), **_detail(line)}, line.get("time"),
+                                began["index"], began.get("time")))
     for waiting in pending.values():
         done += [FaultOp(line["index"], line["fault"], "info", tuple(line["nodes"] or ()),
-                         _detail(line)) for line in waiting]
+                         _detail(line), line.get("time"), line["index"], line.get("time"))
+                 for line in waiting]
     return sorted(done, key=lambda op: op.index)
 
 

@@ -135,6 +135,7 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
     from checkers import budget_faults as bf
     from checkers import durability, observations, polls
     from checkers.budget import observed_replicas, page_cache_losses
+    from checkers.coverage import coverage_hits, coverage_summary
     from checkers.examples import examples
     from checkers.facts import empty_facts, gather
     from checkers.load import checked_counts, read_overview
@@ -202,10 +203,11 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
                                             info, replica_lines))
                 losses = page_cache_losses(spark, hits, obs, tp_status, replicas, info, steps)
                 churn = observations.isr_churn(obs, info)
+                reached = coverage_summary(coverage_hits(spark, obs, faults, info))
                 phases.done("plan")
                 # one job: the counts, the first examples of each anomaly, the fault
-                # budget and the ISR's churn below min ISR
-                rows = _summary(anomalies, losses, churn, config).collect()
+                # budget, the ISR's churn below min ISR and the KIP-966 states reached
+                rows = _summary(anomalies, losses, churn, reached, config).collect()
                 phases.done("checks")
                 _read_counts(rows, findings)
                 findings.examples = examples(
@@ -266,6 +268,8 @@ def _read_counts(rows: list, findings) -> None:
     findings.isr_churn = {(r["topic"], r["partition"]): (r["expansions"], r["shrinks"],
                                                          int(r["below_ns"]))
                           for r in rows if r["kind"] == "churn"}
+    findings.coverage = {r["state"]: (r["n"], r["first_index"], r["first_time"])
+                         for r in rows if r["kind"] == "coverage"}
     for r in rows:
         facts = findings.partitions.get((r["topic"], r["partition"]))
         if r["kind"] == "budget" and facts is not None:
@@ -303,11 +307,12 @@ def _overview(rows: list[dict], findings) -> None:
     findings.faults = dict(sorted(faults.items()))
 
 
-def _summary(anomalies, losses, churn, config: CheckerConfig):
-    """Rows of five kinds: count (per anomaly, acks and partition), example (the
+def _summary(anomalies, losses, churn, reached, config: CheckerConfig):
+    """Rows of six kinds: count (per anomaly, acks and partition), example (the
     first max_examples of each anomaly, in op order), budget (per partition: n
-    losses, low min ISR), timeline (lost writes per acks level and second) and
-    churn (per partition: observations.isr_churn's expansions, shrinks, below_ns)."""
+    losses, low min ISR), timeline (lost writes per acks level and second),
+    churn (per partition: observations.isr_churn's expansions, shrinks, below_ns)
+    and coverage (per state reached: n, first_index, first_time)."""
     from pyspark.sql import functions as F
 
     from checkers.examples import EXAMPLE_ORDER
@@ -328,7 +333,8 @@ def _summary(anomalies, losses, churn, config: CheckerConfig):
     return counts.unionByName(examples, allowMissingColumns=True) \
         .unionByName(budget, allowMissingColumns=True) \
         .unionByName(timeline, allowMissingColumns=True) \
-        .unionByName(churn.withColumn("kind", F.lit("churn")), allowMissingColumns=True)
+        .unionByName(churn.withColumn("kind", F.lit("churn")), allowMissingColumns=True) \
+        .unionByName(reached.withColumn("kind", F.lit("coverage")), allowMissingColumns=True)
 
 
 RESULTS_NAME = "results.json"

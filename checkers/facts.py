@@ -60,7 +60,7 @@ def gather(loaded, info: RunInfo, expected: dict[str, int]) -> Facts:
     per_kind = (loaded.events.groupBy("tp", "kind")
                 .agg(F.count(F.lit(1)).alias("n"), F.max("offset").alias("top")).collect())
     side = (loaded.side.filter("f != 'observe'")
-            .select("index", "process", "type", "f", "topic", "partition", "fault", "nodes",
+            .select("index", "time", "process", "type", "f", "topic", "partition", "fault", "nodes",
                     "seek", "hwm", "hwm_map", "record_partitions", "broker", "node", "detail")
             .orderBy("index").collect())
     side = [r.asDict() for r in side]

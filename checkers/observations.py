@@ -39,6 +39,12 @@ def per_topic(info: RunInfo, pick) -> str:
     return f"(CASE {cases} ELSE {default} END)" if cases else str(default)
 
 
+def min_isr_in_effect(info: RunInfo) -> str:
+    """An observation's min ISR in effect as SQL text: its own `min_isr`, else
+    test.json's for its topic (elr-invariant, the ISR churn and coverage agree)."""
+    return f"coalesce(min_isr, {per_topic(info, lambda t: t.min_insync_replicas)})"
+
+
 def hwm_regressions(obs: DataFrame) -> DataFrame:
     seq = Window.partitionBy("topic", "partition").orderBy("index")
     with_prev = obs.filter(F.col("hwm").isNotNull()).select(
@@ -59,7 +65,7 @@ def isr_churn(obs: DataFrame, info: RunInfo) -> DataFrame:
     the min ISR in effect (its own, else test.json's, as elr-invariant takes it):
     the brokers that joined (expansions) and left (shrinks), as sets; and the
     nanoseconds from each observation below min ISR to the next (exact: decimal)."""
-    min_isr = f"coalesce(min_isr, {per_topic(info, lambda t: t.min_insync_replicas)})"
+    min_isr = min_isr_in_effect(info)
     seq = Window.partitionBy("topic", "partition").orderBy("index")
     pairs = (obs.select("topic", "partition", "index", "time", "isr",
                         F.expr(min_isr).alias("low"))
@@ -78,7 +84,7 @@ def isr_churn(obs: DataFrame, info: RunInfo) -> DataFrame:
 def elr_invariant(obs: DataFrame, info: RunInfo) -> DataFrame:
     isr = "coalesce(isr, CAST(array() AS ARRAY<BIGINT>))"
     overlap = f"coalesce(arrays_overlap(elr, {isr}), false)"
-    min_isr = f"coalesce(min_isr, {per_topic(info, lambda t: t.min_insync_replicas)})"
+    min_isr = min_isr_in_effect(info)
     elr_with_isr = f"(size(elr) > 0 AND size({isr}) >= {min_isr})"
     bad = obs.filter(f"elr IS NOT NULL AND ({overlap} OR {elr_with_isr})")
     return anomaly(

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from checkers.testinfo import RunInfo
+from harness.core.history import COVERAGE_STATES
 
 ACKS = ("all", "1", "0")
 #: Anomalies that are bad whenever found (lost-write and duplicate have conditions).
@@ -58,6 +59,8 @@ class Findings:
     #: per (topic, partition): the ISR's (expansions, shrinks, nanoseconds) below
     #: min ISR (observations.isr_churn)
     isr_churn: dict = field(default_factory=dict)
+    #: per KIP-966 state reached: (count, first index, first time) (checkers/coverage.py)
+    coverage: dict = field(default_factory=dict)
 
 
 def tp_key(topic: str, partition: int) -> str:
@@ -129,6 +132,16 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
+def coverage(reached: dict) -> dict[str, dict]:
+    """results.json's `coverage`: every state of the contract's list, in its order,
+    with its count, first time and example (a state not reached: 0, null, null)."""
+    out = {}
+    for state in COVERAGE_STATES:
+        n, index, time = reached.get(state, (0, None, None))
+        out[state] = {"count": n, "first_time": time, "example": index}
+    return out
+
+
 def assemble(findings: Findings, info: RunInfo, checker_seconds: float) -> dict:
     """The results.json dict: verdict, reason, anomalies, stats, guarantee, test."""
     totals: Counter = Counter()
@@ -193,6 +206,7 @@ def assemble(findings: Findings, info: RunInfo, checker_seconds: float) -> dict:
             "checker_seconds": round(checker_seconds, 3),
         },
         "guarantee": guar,
+        "coverage": coverage(findings.coverage),
         "test": {"elr_enabled": info.elr_enabled, "kafka_version": info.kafka_version,
                  "seed": info.seed},
     }

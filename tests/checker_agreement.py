@@ -32,6 +32,7 @@ def reference_view(r: Reference) -> dict:
         "checked": dict(r.checked),
         "isr_churn": {key: [e, s, round(ns / 1e9, 3)]
                       for key, (e, s, ns) in sorted(r.isr_churn.items())},
+        "coverage": r.coverage,
     }
 
 
@@ -56,6 +57,7 @@ def spark_view(results: dict) -> dict:
         "checked": {name: results["checked"].get(name) for name in _CHECKED},
         "isr_churn": {key: [c["expansions"], c["shrinks"], c["seconds_below"]]
                       for key, c in sorted(results["stats"]["isr_churn_below_min_isr"].items())},
+        "coverage": results["coverage"],
     }
 
 

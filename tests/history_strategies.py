@@ -103,6 +103,8 @@ class _Model:
         self.alive = set(broker_ids)
         self.epoch = 1
         self.last_elr: dict[tuple[str, int], list[int]] = {k: [] for k in self.keys}
+        #: each partition's last observation (an election from its ELR follows one)
+        self.last_observed: dict[tuple[str, int], dict] = {}
         self.observed_hwm: dict[tuple[str, int], int] = {}
         self.lines: list[dict] = []
         self.next_value = 1
@@ -251,10 +253,12 @@ class _Model:
                 "leader": leader, "leader_epoch": self.epoch, "isr": isr, "elr": elr,
                 "last_known_elr": lkelr}
         hwm = len(self.logs[(topic, p)])
-        kinds = ["plain"] * 8 + ["no-hwm", "fenced", "elr-null", "isr-null"]
+        kinds = ["plain"] * 8 + ["no-hwm", "fenced", "elr-null", "isr-null", "leaderless-elr",
+                                 "from-elr"]
         if self.inject:
             kinds += ["hwm-drop", "overlap", "elr-full", "fenced-leader", "lkelr-bad"]
         kind = self.draw(st.sampled_from(kinds))
+        self.kip966_state(line, kind)
         self.settings(line, kind)
         if kind != "no-hwm":
             if kind == "hwm-drop":
@@ -276,7 +280,25 @@ class _Model:
             line.update(elr=None, last_known_elr=None)
         elif kind == "isr-null":
             line["isr"] = None
-        self.emit(**line)
+        self.last_observed[(topic, p)] = self.emit(**line)
+
+    def kip966_state(self, line: dict, kind: str) -> None:
+        """At times the states KIP-966 coverage counts (docs/CHECKING.md): a leaderless
+        partition with ELR members (some of them fenced, or not said), and an election
+        of a member of the ELR the partition's last observation had with an empty ISR."""
+        key = (line["topic"], line["partition"])
+        if kind == "leaderless-elr" and self.elr_level:
+            elr = self.draw(st.lists(st.sampled_from(self.brokers), min_size=1, max_size=2,
+                                     unique=True))
+            line.update(leader=-1, isr=[], elr=sorted(elr), last_known_elr=[])
+            fenced = self.draw(st.one_of(st.none(), st.lists(st.sampled_from(self.brokers),
+                                                             max_size=3, unique=True)))
+            if fenced is not None:
+                line["fenced"] = sorted(fenced)
+        prev = self.last_observed.get(key)
+        if kind == "from-elr" and prev is not None and prev["isr"] == [] and prev["elr"]:
+            leader = self.draw(st.sampled_from(prev["elr"]))
+            line.update(leader=leader, isr=[leader], elr=[], last_known_elr=[])
 
     def settings(self, line: dict, kind: str) -> None:
         """At times the observe fields of contract version 3: replicas, the min ISR in
@@ -308,7 +330,8 @@ class _Model:
         fault = self.draw(st.sampled_from(["page-cache-loss", "page-cache-loss", "kill",
                                            "partition", "start", "heal", "pause",
                                            "disk-fault", "min-isr-change", "feature-change",
-                                           "slow-network", "reassign"]))
+                                           "slow-network", "reassign", "stop",
+                                           "controller-kill"]))
         names = [f"broker-{i}" for i in (1, 2, 3)] + ["controller-1"]
         nodes = self.draw(st.lists(st.sampled_from(names), min_size=1, max_size=2,
                                    unique=True))
@@ -345,7 +368,7 @@ class _Model:
                     and type(detail["to"]) is int and detail["to"] in (0, 1)):
                 self.elr_level = detail["to"]
             return
-        if fault in ("slow-network", "reassign"):
+        if fault in ("slow-network", "reassign", "controller-kill"):
             return
         if fault in ("start", "heal"):
             self.alive |= ids

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reference_budget import fault_budget
+from reference_coverage import reference_coverage
 
 from harness.core.errors import HistoryError
 
@@ -66,6 +67,7 @@ class Reference:
     #: per partition below min ISR at some observation ("topic-partition"): its
     #: ISR's (expansions, shrinks, nanoseconds below min ISR)
     isr_churn: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    coverage: dict[str, dict] = field(default_factory=dict)
 
 
 # -- lines -------------------------------------------------------------------------
@@ -312,6 +314,11 @@ class Fault:
     status: str = "info"
     #: its invoke's detail, updated by its completion's
     detail: dict = field(default_factory=dict)
+    #: where it began: its invoke's position (a completion without one: its own)
+    begin: int = -1
+    #: the index and time of the line it sits at (its completion, else its invoke)
+    index: int = -1
+    time: int | None = None
 
 
 def _pmap(obj: dict | None) -> dict[int, int]:
@@ -345,16 +352,18 @@ def build_ops(lines: list[tuple[int, dict]]) -> _Ops:
             key = (op["process"], op["fault"], tuple(op["nodes"]))
             if t == "invoke":
                 fault = Fault(op["fault"], list(op["nodes"]), position,
-                              detail=dict(op.get("detail") or {}))
+                              detail=dict(op.get("detail") or {}), begin=position,
+                              index=op["index"], time=op["time"])
                 open_faults[key].append(fault)
                 ops.faults.append(fault)
             else:
                 if open_faults[key]:
                     fault = open_faults[key].pop(0)
                 else:
-                    fault = Fault(op["fault"], list(op["nodes"]), position)
+                    fault = Fault(op["fault"], list(op["nodes"]), position, begin=position)
                     ops.faults.append(fault)
                 fault.status, fault.position = t, position
+                fault.index, fault.time = op["index"], op["time"]
                 fault.detail.update(op.get("detail") or {})
         elif f == "send":
             key = (op["process"], f)
@@ -587,7 +596,10 @@ def reference_check(history: Path, test: dict | None) -> Reference:
                      budgets={f"{t}-{p}": n for (t, p), n in budgets.items()},
                      unprotected_losses={f"{t}-{p}": n for (t, p), n in unprotected.items()},
                      beyond_budget={f"{t}-{p}" for t, p in beyond},
-                     isr_churn=_isr_churn(ops, test))
+                     isr_churn=_isr_churn(ops, test),
+                     coverage=reference_coverage(
+                         ops.faults, ops.observes, lambda topic: _topic_info(test, topic)[1],
+                         lambda node: _broker_of(node, test)))
 
 
 def _isr_churn(ops: _Ops, test: dict | None) -> dict[str, tuple[int, int, int]]:

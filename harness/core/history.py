@@ -125,6 +125,26 @@ CHANGED_TOPIC, CHANGED_FROM, CHANGED_TO = "topic", "from", "to"
 CHANGED_FEATURE = "feature"
 ELR_FEATURE = "eligible.leader.replicas.version"
 
+# -- KIP-966 state coverage (results.json's `coverage`) ------------------------------
+
+#: The states a run may drive a partition into, in the order a report lists them
+#: (docs/CHECKING.md, KIP-966 state coverage): the checker counts them, the report
+#: and the soak show them, a guided schedule aims at them.
+COVERAGE_STATES = (
+    "isr-below-min-isr",
+    "elr-not-empty",
+    "leaderless-with-elr",
+    "elected-from-elr",
+    "last-known-elr-not-empty",
+    "unclean-shutdown-of-elr-member",
+    "leaderless-with-unclean-replica-unfenced",
+    "min-isr-change-with-elr",
+    "controller-failover-with-elr",
+    "reassign-while-below-min-isr",
+    "disk-fault-of-isr-or-elr-member",
+    "elr-feature-change-with-elr",
+)
+
 # -- observe lines ------------------------------------------------------------------
 
 #: An observe line's fields beyond the common ones, in the contract's order; the

@@ -55,6 +55,9 @@ def _tell_the_kinds(view: dict) -> None:
         event(kind)
     if not kinds:
         event("valid" if view["valid"] is True else f"no anomaly, {view['valid']}")
+    for state, reached in view["coverage"].items():
+        if reached["count"]:
+            event(f"coverage: {state}")
 
 
 _LINE = re.compile(r"\bline (\d+)\b")
