@@ -49,6 +49,15 @@ def wanted_ops(results: dict[str, Any] | None) -> dict[int, Interest]:
     return {i: Interest(frozenset(v), frozenset(p)) for i, (v, p) in wanted.items()}
 
 
+def coverage_examples(results: dict[str, Any] | None) -> frozenset[int]:
+    """The op indices results.json's `coverage` gives as examples."""
+    coverage = results.get("coverage") if results else None
+    if not isinstance(coverage, dict):
+        return frozenset()
+    return frozenset(e["example"] for e in coverage.values()
+                     if isinstance(e, dict) and type(e.get("example")) is int)
+
+
 def checked_tables_of(run: RunFiles) -> CheckedTables:
     """What the checker's tables hold for the report, or why there is nothing: a run
     never checked (or whose check failed) has no results.json, and its plots and
@@ -57,7 +66,8 @@ def checked_tables_of(run: RunFiles) -> CheckedTables:
         return CheckedTables(problem="history.jsonl is missing from the run directory.")
     if run.results is None:
         return CheckedTables(problem=f"the history was not checked ({run.results_problem}).")
-    return read_checked_tables(run.history_path, wanted_ops(run.results))
+    return read_checked_tables(run.history_path, wanted_ops(run.results),
+                               marked=coverage_examples(run.results))
 
 
 def is_our_report(path: Path) -> bool:

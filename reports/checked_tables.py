@@ -164,11 +164,14 @@ def _read(folder: Path, schema: pa.Schema, columns: list[str], filters=None,
 
 
 def read_checked_tables(history: Path, wanted: dict[int, Interest],
-                        max_relevant_records: int = 1000) -> CheckedTables:
+                        max_relevant_records: int = 1000,
+                        marked: frozenset[int] = frozenset()) -> CheckedTables:
     """The tables of a checked history; `wanted` names the ops the examples need.
 
     Polls among them keep only the records some example is about (at most
     max_relevant_records), so a final read of millions of records stays small.
+    The observations `marked` names (the coverage examples) keep a row of their
+    own in the partition's states, changed or not, so a report can point at them.
     """
     problem = cache_problem(history)
     if problem:
@@ -198,7 +201,7 @@ def read_checked_tables(history: Path, wanted: dict[int, Interest],
     faults = _read(report, REPORT_SCHEMA, ["index", "time", "type", "fault", "nodes", "detail"],
                    [("f", "==", "fault"), ("type", "!=", "invoke")])
     out.fault_events = [_fault_event(r) for r in faults.itertuples(index=False)]
-    _observed(out, observed.sort_values("index", kind="stable"))
+    _observed(out, observed.sort_values("index", kind="stable"), marked)
     del observed
     if wanted:
         out.ops = _ops(parquet, keys, wanted, max_relevant_records)
@@ -300,9 +303,9 @@ def _state_text(obs: pd.DataFrame) -> np.ndarray:
     return np.asarray(pc.binary_join_element_wise(*parts, "|"), dtype=object)
 
 
-def _observed(out: CheckedTables, obs: pd.DataFrame) -> None:
-    """Each partition's observed states where they changed, and its high watermark
-    where it changed."""
+def _observed(out: CheckedTables, obs: pd.DataFrame, marked: frozenset[int]) -> None:
+    """Each partition's observed states where they changed (and at the marked
+    observations), and its high watermark where it changed."""
     if obs.empty:
         return
     # a cheap text key of each state finds the rows that may differ from the row
@@ -310,14 +313,15 @@ def _observed(out: CheckedTables, obs: pd.DataFrame) -> None:
     text = _state_text(obs)
     first_of = obs.groupby(["topic", "partition"], sort=False).cumcount().to_numpy() == 0
     prev_text = obs.assign(_t=text).groupby(["topic", "partition"], sort=False)["_t"].shift()
-    maybe = first_of | (text != prev_text.to_numpy())
+    own_row = np.isin(obs["index"].to_numpy(dtype=np.int64), np.fromiter(marked, np.int64))
+    maybe = first_of | (text != prev_text.to_numpy()) | own_row
     last: dict[PartitionKey, tuple] = {}
     for r in obs[maybe].itertuples(index=False):
         key = (str(r.topic), int(r.partition))
         state = (_int_or_none(r.leader), _int_or_none(r.leader_epoch), _ints(r.isr) or (),
                  _ints(r.elr), _ints(r.last_known_elr), _ints(r.fenced),
                  _int_or_none(r.min_isr), _int_or_none(r.elr_feature))
-        if last.get(key) != state:
+        if last.get(key) != state or int(r.index) in marked:
             last[key] = state
             out.states.setdefault(key, []).append(ObservedState(r.time / NS, int(r.index),
                                                                 *state))

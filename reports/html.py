@@ -41,10 +41,17 @@ def tag(name: str, content: object = "", **attrs: object) -> Safe:
     return Safe(f"<{name}{rendered}>{h(content)}</{name}>")
 
 
-def table(headers: Iterable[object], rows: Iterable[Iterable[object]], class_: str = "") -> Safe:
-    """A table whose every cell is escaped unless it is Safe."""
+def table(headers: Iterable[object], rows: Iterable[Iterable[object]], class_: str = "",
+          row_ids: Iterable[str | None] | None = None,
+          row_classes: Iterable[str | None] | None = None) -> Safe:
+    """A table whose every cell is escaped unless it is Safe; rows may carry ids
+    (a link's target) and classes."""
+    rows = list(rows)
+    ids = list(row_ids) if row_ids is not None else [None] * len(rows)
+    classes = list(row_classes) if row_classes is not None else [None] * len(rows)
     head = join(tag("th", c) for c in headers)
-    body = join(tag("tr", join(tag("td", c) for c in row)) for row in rows)
+    body = join(tag("tr", join(tag("td", c) for c in row), id=i, class_=k)
+                for row, i, k in zip(rows, ids, classes, strict=True))
     return tag("table", Safe(f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody>"),
                class_=class_ or None)
 

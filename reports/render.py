@@ -1,6 +1,7 @@
 """report.html: the banner, the plots and the page around the other sections.
 
 The sections live beside it: anomalies with their evidence (reports/evidence.py),
+the KIP-966 states reached (reports/coverage.py),
 partitions, faults and the metadata log (reports/timeline.py), statistics
 (reports/stats.py); each reads ReportInputs (reports/report_inputs.py). Every
 section renders something for every run: a run never checked, a missing file
@@ -17,6 +18,7 @@ from typing import Any
 from harness.core.history import ACKS_LEVELS
 from reports import plots
 from reports.checked_tables import CheckedTables
+from reports.coverage import coverage_section
 from reports.evidence import anomalies_section
 from reports.html import NO_FAVICON, Safe, h, image, join, not_available, stylesheet, table, tag
 from reports.report_inputs import ReportInputs, checker_stats, no_history_reason, parse_time
@@ -191,6 +193,7 @@ def plots_section(inputs: ReportInputs) -> Safe:
 
 SECTIONS = (
     ("anomalies", "Anomalies", anomalies_section),
+    ("coverage", "KIP-966 states", coverage_section),
     ("plots", "Plots", plots_section),
     ("partitions", "Partitions", partitions_section),
     ("faults", "Faults", faults_section),

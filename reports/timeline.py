@@ -13,6 +13,12 @@ from reports.metadata import PARTITION_FIELDS, decode_metadata
 from reports.report_inputs import ReportInputs, ids, no_history_reason, parse_time
 
 
+def op_anchor(index: int) -> str:
+    """The id of the row where the timeline shows the line `index` (an observation
+    in its partition's state table, a fault in the faults table)."""
+    return f"op-{index}"
+
+
 def _brokers(test: dict[str, Any]) -> list[int]:
     nodes = test.get("nodes")
     if not isinstance(nodes, dict):
@@ -29,14 +35,31 @@ _ID_CELLS = ("isr", "elr", "last_known_elr", "fenced")
 _SETTING_CELLS = ("min_isr", "elr_feature")
 
 
-def state_table(states: list[ObservedState], bands: list[FaultBand], limit: int) -> Safe:
-    """Observed changes with the faults between them, in time order: the KIP-966 table."""
+def _table_events(states: list[ObservedState], bands: list[FaultBand]) -> list[tuple]:
+    """The state table's rows before rendering: (time, 1, state) and (time, 0,
+    ("start" | "end", band)), in the table's order."""
     events: list[tuple[float, int, Any]] = [(s.time_s, 1, s) for s in states]
     for band in bands:
         events.append((band.start_s, 0, ("start", band)))
         if band.end_s is not None and band.end_s > band.start_s:
             events.append((band.end_s, 0, ("end", band)))
     events.sort(key=lambda e: (e[0], e[1]))
+    return events
+
+
+def shown_observations(inputs: ReportInputs) -> set[int]:
+    """The indices of the observations the partitions section shows a row of."""
+    tables, cfg = inputs.tables, inputs.config
+    shown: set[int] = set()
+    for key in sorted(tables.states)[:cfg.max_partition_timelines]:
+        events = _table_events(tables.states[key], inputs.bands)[:cfg.max_state_rows]
+        shown.update(item.index for _t, _k, item in events if isinstance(item, ObservedState))
+    return shown
+
+
+def state_table(states: list[ObservedState], bands: list[FaultBand], limit: int) -> Safe:
+    """Observed changes with the faults between them, in time order: the KIP-966 table."""
+    events = _table_events(states, bands)
     rows = []
     previous: ObservedState | None = None
     for time_s, _kind, item in events[:limit]:
@@ -51,7 +74,8 @@ def state_table(states: list[ObservedState], bands: list[FaultBand], limit: int)
                 cells.append(Safe(f'<span class="changed">{h(text)}</span>') if changed
                              else text)
             rows.append(Safe(tag("tr", join(
-                tag("td", c) for c in [f"{time_s:.3f}", "observed", *cells]))))
+                tag("td", c) for c in [f"{time_s:.3f}", "observed", *cells]),
+                id=op_anchor(item.index))))
             previous = item
         else:
             what, band = item
@@ -122,7 +146,8 @@ def faults_section(inputs: ReportInputs) -> Safe:
                      end, duration, ended_by, "info (uncertain)" if band.uncertain else "ok",
                      band.start_index])
     return table(["step", "fault", "nodes", "start (s)", "end (s)", "duration (s)", "ended by",
-                  "outcome", "op"], rows)
+                  "outcome", "op"], rows,
+                 row_ids=[op_anchor(band.start_index) for band in inputs.bands])
 
 
 # --------------------------------------------------------------------------
