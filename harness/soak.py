@@ -41,6 +41,7 @@ from harness.core.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
 from harness.core.files import read_json
 from harness.soak_check import SoakChecker
 from harness.soak_plan import PlanEntry, PlannedRun, planned_run, workload_seconds
+from harness.soak_results import soak_coverage
 from harness.soak_state import TOKEN_ENV, is_our_child, marker_in, start_time
 from harness.store import check_store, fresh_dir, write_json
 
@@ -62,6 +63,8 @@ class SoakSetup:
     command: str
     #: real hosts over SSH (docs/SSH.md) instead of containers
     nodes_file: Path | None = None
+    #: the runs' private Docker network (None: the run's default)
+    subnet: str | None = None
 
 
 def start(setup: SoakSetup) -> int:
@@ -70,6 +73,7 @@ def start(setup: SoakSetup) -> int:
              "started_at": _now(), "store": str(setup.store),
              "cluster_name": setup.cluster_name, "config": asdict(setup.config),
              "nodes_file": str(setup.nodes_file) if setup.nodes_file else None,
+             "subnet": setup.subnet,
              "plan": [{"name": e.name, "args": list(e.args)} for e in setup.plan],
              "used_s": 0.0, "runs": [], "abandoned": [], "current": None,
              "unchecked": None}
@@ -195,6 +199,7 @@ class Soak:
         self.state["current"] = {"index": planned.index, "pid": proc.pid,
                                  "start_time": start_time(proc.pid), "token": token,
                                  "marker": str(marker), "started_at": _now()}
+        self.state["coverage"] = soak_coverage(self.state["runs"])
         write_json(self.dir / SOAK_FILE, self.state)
         try:
             code = self._wait(proc, planned, started)
@@ -210,8 +215,11 @@ class Soak:
 
     def child_argv(self, planned: PlannedRun, marker: Path) -> list[str]:
         """The `harness run` of a planned run, in this Python environment."""
+        reached = [state for state, entry in soak_coverage(self.state["runs"])["states"].items()
+                   if entry["runs"]]
         return [sys.executable, "-m", "harness.cli",
-                *planned.run_args(self.store, self.state["cluster_name"], self.nodes_file),
+                *planned.run_args(self.store, self.state["cluster_name"], self.nodes_file,
+                                  reached, self.state.get("subnet")),
                 "--no-check", "--record-run-dir", str(marker)]
 
     def _wait(self, proc: subprocess.Popen, planned: PlannedRun, started: float) -> int:
@@ -245,6 +253,7 @@ class Soak:
                                    "run_dir": str(run_dir), "log": str(log_path),
                                    "record_s": round(seconds, 1)}
         self.state["current"] = None
+        self.state["coverage"] = soak_coverage(self.state["runs"])
         write_json(self.dir / SOAK_FILE, self.state)
         if check:
             self.check_unchecked()
@@ -328,6 +337,7 @@ class Soak:
             marker.unlink(missing_ok=True)
         self.state["current"] = None
         self._tear_down_leftovers()
+        self.state["coverage"] = soak_coverage(self.state["runs"])
         write_json(self.dir / SOAK_FILE, self.state)
 
     def _tear_down_leftovers(self) -> None:
@@ -347,6 +357,7 @@ class Soak:
         from harness.soak_junit import write_junit
         from reports.soak_index import write_soak_index
 
+        self.state["coverage"] = soak_coverage(self.state["runs"])
         write_json(self.dir / SOAK_FILE, self.state)
         write_junit(self.state, self.dir / "junit.xml")
         write_soak_index(self.state, self.dir)

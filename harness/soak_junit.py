@@ -52,7 +52,8 @@ def _junit_xml(state: dict[str, Any]) -> ET.Element:
     })
     properties = ET.SubElement(suite, "properties")
     for name, value in (("command", state["command"]),
-                        ("stopped_because", state.get("stopped_because") or "running")):
+                        ("stopped_because", state.get("stopped_because") or "running"),
+                        *_coverage_properties(state)):
         ET.SubElement(properties, "property", name=name, value=str(value))
     for run in runs:
         version = run.get("kafka_version") or run["kafka_version_requested"]
@@ -76,6 +77,21 @@ def _junit_xml(state: dict[str, Any]) -> ET.Element:
             ET.SubElement(case, "skipped", message=str(run.get("reason") or "unknown"))
         ET.SubElement(case, "system-out").text = evidence
     return suites
+
+
+def _coverage_properties(state: dict[str, Any]) -> list[tuple[str, str]]:
+    """soak.json's KIP-966 state coverage as properties: per state, how many runs
+    reached it (and which, by run number), and the states no run reached."""
+    coverage = state.get("coverage")
+    if not isinstance(coverage, dict):
+        return []
+    out = [("coverage.checked_runs", str(coverage.get("checked_runs", 0)))]
+    for name, entry in (coverage.get("states") or {}).items():
+        runs = entry.get("runs") or []
+        out.append((f"coverage.{name}", f"{len(runs)} runs"
+                    + (f" ({', '.join(str(i + 1) for i in runs)})" if runs else "")))
+    out.append(("coverage.unreached", ", ".join(coverage.get("unreached") or []) or "none"))
+    return out
 
 
 def write_junit(state: dict[str, Any], path: Path) -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from harness.core.config import SoakConfig
 from harness.core.errors import BadInput
 from harness.core.files import read_json, read_text
+from harness.core.history import COVERAGE_STATES
 
 if TYPE_CHECKING:  # soak_cli imports KEEP_CHOICES: the plan's imports stay out of startup
     from harness.soak_plan import PlannedRun
@@ -79,6 +80,9 @@ def _outcome(exit_code: int, test: dict | None, results: dict | None,
                           if _count(a.get("bad"))},
         "lost_write_by_acks": {str(acks): _count(n) for acks, n in _dict(
             _dict(anomalies.get("lost-write")).get("by_acks")).items()},
+        # the KIP-966 states it reached, as its checker counted them
+        "coverage": {str(state): _count(_dict(entry).get("count"))
+                     for state, entry in _dict(results.get("coverage")).items()},
     }
     valid = results.get("valid")
     record["status"] = "valid" if valid is True else "invalid" if valid is False else "unknown"
@@ -169,3 +173,19 @@ def _last_line(log_path: Path) -> str | None:
         return None
     said = [line for line in lines if line.startswith("harness:")]
     return (said or lines or [None])[-1]
+
+
+def soak_coverage(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The soak's KIP-966 state coverage from its runs' records: per state of the
+    contract's list (then any other a run named), the runs that reached it (their
+    indices) and the times it was reached in all; and the states no run reached.
+    Only runs that were checked count (a run without `coverage` says nothing)."""
+    checked = [r for r in runs if isinstance(r.get("coverage"), dict)]
+    named = {s for r in checked for s in r["coverage"]} - set(COVERAGE_STATES)
+    states: dict[str, Any] = {}
+    for state in (*COVERAGE_STATES, *sorted(named)):
+        reached = [r for r in checked if _count(r["coverage"].get(state))]
+        states[state] = {"runs": [r["index"] for r in reached],
+                         "count": sum(_count(r["coverage"].get(state)) for r in reached)}
+    return {"checked_runs": len(checked), "states": states,
+            "unreached": [s for s, v in states.items() if not v["runs"]]}

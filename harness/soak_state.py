@@ -17,6 +17,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from harness.core import validate
 from harness.core.config import SoakConfig
 from harness.core.errors import BadInput
 from harness.core.files import read_bytes
@@ -58,6 +59,12 @@ def check_state(state: Any, run_parser: argparse.ArgumentParser) -> None:
     except argparse.ArgumentTypeError as err:
         raise Damaged(f"cluster_name: {err}") from None
     nodes = _text(state, "nodes_file", optional=True)
+    network = _text(state, "subnet", optional=True)
+    if network is not None:
+        try:
+            validate.subnet(network)
+        except validate.Invalid as err:
+            raise Damaged(f"subnet: {err}") from None
     _number(state, "used_s", 0, 10 * MAX_DURATION_S)
     _config(state.get("config"))
     plan = _plan(state.get("plan"))
@@ -169,7 +176,7 @@ def _run(run: dict, where: str) -> None:
     for key in ("kafka_version", "error", "reason", "run_dir", "log", "report", "kept"):
         _text(run, key, where, optional=True)
     _number(run, "disk_bytes", 0, 2**63, where, integer=True, optional=True)
-    for key in ("anomalies", "bad_anomalies", "lost_write_by_acks"):
+    for key in ("anomalies", "bad_anomalies", "lost_write_by_acks", "coverage"):
         counts = run.get(key)
         if counts is not None and not (isinstance(counts, dict) and all(
                 isinstance(n, int) and not isinstance(n, bool) for n in counts.values())):

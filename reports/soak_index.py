@@ -19,6 +19,7 @@ from matplotlib.ticker import MaxNLocator
 
 from harness.core.config import ReportConfig
 from reports.atomic import write_atomically
+from reports.coverage import STATE_TEXT
 from reports.html import NO_FAVICON, Safe, join, stylesheet, table, tag
 from reports.plots import ACKS_COLOURS, to_data_uri
 
@@ -118,6 +119,9 @@ def render_soak_index(state: dict[str, Any], soak_dir: Path,
                    "", "reproduce"], [_cells(row, soak_dir) for row in frame.to_dict("records")])])
     else:
         body = tag("div", "No run has finished yet.", class_="na")
+    coverage = state.get("coverage")
+    if runs and isinstance(coverage, dict):
+        body = join([body, coverage_table(coverage)])
     abandoned = state.get("abandoned") or []
     if abandoned:
         body = join([body, tag("p", f"{len(abandoned)} run(s) were cut short when the "
@@ -132,6 +136,25 @@ def render_soak_index(state: dict[str, Any], soak_dir: Path,
         f"{tag('p', join([tag('code', state['command'])]))}"
         f"{tag('p', ' · '.join(facts) + f' · generated {generated}', class_='muted')}"
         f"{body}</main></body></html>\n")
+
+
+def coverage_table(coverage: dict[str, Any]) -> Safe:
+    """Per KIP-966 state, the runs that reached it (soak.json's `coverage`, from
+    each run's checker); a state no run reached is highlighted."""
+    states = coverage.get("states") or {}
+    rows, classes = [], []
+    for name, entry in states.items():
+        runs = entry.get("runs") or []
+        rows.append([name, STATE_TEXT.get(name, ""), len(runs),
+                     ", ".join(str(i + 1) for i in runs), entry.get("count", 0)])
+        classes.append(None if runs else "unreached")
+    unreached = coverage.get("unreached") or []
+    head = (f"{len(states) - len(unreached)} of {len(states)} KIP-966 states reached by "
+            f"the {coverage.get('checked_runs', 0)} checked runs"
+            + (f"; never reached: {', '.join(unreached)}." if unreached else "."))
+    return join([tag("h2", "KIP-966 states"), tag("p", head, class_="muted"),
+                 table(["state", "what", "runs", "which runs", "times reached"], rows,
+                       row_classes=classes)])
 
 
 def write_soak_index(state: dict[str, Any], soak_dir: Path) -> Path:
