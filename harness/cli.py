@@ -17,7 +17,15 @@ from pathlib import Path
 
 from harness.core.config import CheckerConfig, ReportConfig, cache_dir, default_store_dir
 from harness.core.errors import EXIT_UNKNOWN, HarnessError
-from harness.flags import ascii_int, finite_float, given_flags, port, seconds, spark_master
+from harness.flags import (
+    ascii_int,
+    coverage_states,
+    finite_float,
+    given_flags,
+    port,
+    seconds,
+    spark_master,
+)
 from harness.stdout import tolerate_closed_stdout
 
 
@@ -39,6 +47,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--interval", type=seconds, default=r.interval_s,
                    help="seconds of each quiet and fault period of a random mix")
     p.add_argument("--seed", type=ascii_int, default=r.seed)
+    p.add_argument("--reached", type=coverage_states, default=r.reached, metavar="STATES",
+                   help="with --nemesis guided: KIP-966 states reached before (comma "
+                        "list, e.g. a soak's so far), aimed at only after the others"),
     p.add_argument("--store", type=Path, default=default_store_dir())
     p.add_argument("--keep-cluster", action="store_true", help="leave the containers up")
     p.add_argument("--no-check", action="store_true", help="record only; check later")

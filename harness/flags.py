@@ -41,7 +41,7 @@ def _flag_type(rule: Callable[[Any], Any], name: str) -> Callable[[str], Any]:
 topic_name = _flag_type(validate.topic_name, "topic_name")
 cluster_name = _flag_type(validate.cluster_name, "cluster_name")
 spark_master = _flag_type(validate.spark_master, "spark_master")
-_subnet = _flag_type(validate.subnet, "subnet")
+subnet = _flag_type(validate.subnet, "subnet")
 _image_name = _flag_type(validate.image_name, "image_name")
 
 #: A number as a person types it: ASCII digits only (Python's int() and float()
@@ -88,6 +88,18 @@ def seconds(value: str) -> float:
     return number
 
 
+def coverage_states(value: str) -> tuple[str, ...]:
+    """A comma list of KIP-966 coverage states (HISTORY.md's list; empty: none)."""
+    from harness.core.history import COVERAGE_STATES
+
+    names = tuple(dict.fromkeys(n.strip() for n in value.split(",") if n.strip()))
+    unknown = [n for n in names if n not in COVERAGE_STATES]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"{unknown[0][:60]!r} is no KIP-966 state; known: {', '.join(COVERAGE_STATES)}")
+    return names
+
+
 def port(value: str) -> int:
     if not _ASCII_INT.fullmatch(value):
         raise argparse.ArgumentTypeError(f"{value[:60]!r} is not a port number")
@@ -113,7 +125,7 @@ def add_cluster_flags(parser: argparse.ArgumentParser) -> None:
                         "the newest 4.x release; `harness versions` lists them)")
     g.add_argument("--kafka-dist", type=Path, default=None,
                    help="a Kafka tarball, unpacked distribution or built source tree instead")
-    g.add_argument("--subnet", type=_subnet, default=d.subnet,
+    g.add_argument("--subnet", type=subnet, default=d.subnet,
                    help=f"the cluster's private network (default {d.subnet}); two clusters "
                         f"at once need two subnets")
     g.add_argument("--base-image", default=None, type=_image_name,

@@ -247,8 +247,8 @@ def _run_nemesis(plan: NemesisPlan, spec: RunSpec, injector, observer,
 
 
 def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):
-    """The scenario then a quiet spell; or one mix; or mixes that overlap (each
-    seeded from --seed upward, so the run reproduces)."""
+    """The scenario then a quiet spell; or a guided schedule; or one mix; or mixes
+    that overlap (each seeded from --seed upward, so the run reproduces)."""
     from nemesis.mix import RandomMix
     from nemesis.schedules import Mix, Overlap, Phases, Quiet, Scenario
 
@@ -260,6 +260,13 @@ def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):
                 timings=spec.run.scenario, stop=stop, log=log)),
             Quiet(spec.run.quiet_after_faults_s)])
     replication = min(t.replication_factor for t in spec.topics)
+    if plan.guided:
+        from nemesis.guided import Guided
+
+        return Guided(injector, observer, [(t.name, t.partitions) for t in spec.topics],
+                      spec.run.seed, replication,
+                      min(t.min_insync_replicas for t in spec.topics), spec.run.guided,
+                      reached=spec.run.reached, log=log)
     # a bounced leader stays stopped past its session timeout, so it is fenced
     bounce_hold_s = (spec.cluster.timings.broker_session_timeout_ms / 1000
                      + spec.run.bounce_hold_margin_s)

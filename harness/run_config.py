@@ -31,6 +31,7 @@ FLAG_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
     "rate": (("workload", "rate"),), "concurrency": (("workload", "processes_per_client"),),
     "idempotent": (("workload", "idempotent"),), "client_debug": (("workload", "client_debug"),),
     "nemesis": (("run", "nemesis"),), "interval": (("run", "interval_s"),),
+    "reached": (("run", "reached"),),
     "store": (("run", "store"),), "keep_cluster": (("run", "keep_cluster"),),
     "seed": (("run", "seed"), ("workload", "seed")),
     "time_limit": (("run", "time_limit_s"), ("workload", "time_limit_s")),

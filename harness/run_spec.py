@@ -63,6 +63,13 @@ def validate(spec: RunSpec) -> NemesisPlan:
                       "quorum is the usual choice")
     if plan.scripted:
         plan.scripted.refuse(spec.cluster, spec.topics)
+    if spec.run.reached and not plan.guided:
+        raise BadInput("--reached is for --nemesis guided (the states it need not aim at "
+                       "first)")
+    if plan.guided and (spec.cluster.brokers < 3 or
+                        any(t.replication_factor < 3 for t in spec.topics)):
+        raise BadInput("--nemesis guided needs 3 brokers and replication factor 3 (a "
+                       "leader and two followers)")
     return plan
 
 

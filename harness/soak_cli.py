@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.core.config import ClusterConfig, SoakConfig, default_store_dir
 from harness.core.errors import BadInput
-from harness.flags import add_nodes_file_flag, cluster_name
+from harness.flags import add_nodes_file_flag, cluster_name, subnet
 from harness.soak_plan import MAX_DURATION_S, MIN_DURATION_S
 from harness.soak_results import KEEP_CHOICES
 
@@ -72,6 +72,9 @@ def add_soak_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--store", type=Path, default=default_store_dir())
     p.add_argument("--name", type=cluster_name, default=ClusterConfig.name,
                    help="cluster name the runs use")
+    p.add_argument("--subnet", type=subnet, default=None,
+                   help=f"the runs' private network (default {ClusterConfig.subnet}); two "
+                        "soaks at once need two names and two subnets")
     add_nodes_file_flag(p)
     p.add_argument("--resume", type=Path, default=None, metavar="SOAK_DIR",
                    help="go on with the soak of store/soak/<time> whose process died")
@@ -108,4 +111,5 @@ def _cmd_soak(args: argparse.Namespace) -> int:
     # a non-UTF-8 byte of argv (a lone surrogate here) shown as \udcff: soak.json's
     # check on --resume and index.html take text only
     command = command.encode("utf-8", "backslashreplace").decode("utf-8")
-    return soak.start(soak.SoakSetup(config, plan, store, args.name, command, nodes_file))
+    return soak.start(soak.SoakSetup(config, plan, store, args.name, command, nodes_file,
+                                     args.subnet))

@@ -31,7 +31,7 @@ from harness.core.config import RunConfig, SoakConfig
 from harness.core.errors import BadInput, HarnessError
 from harness.core.files import read_text
 from harness.flags import given_flags
-from nemesis.registry import ALL
+from nemesis.registry import ALL, GUIDED
 from nemesis.scenarios import SCENARIOS
 
 #: The longest soak accepted (a typo like 80h for 8h is refused, not run for days).
@@ -40,7 +40,7 @@ MAX_DURATION_S = 7 * 86400
 MIN_DURATION_S = 1.0
 #: Flags the soak sets on every run itself; a plan entry may not.
 SOAK_OWNED = ("--seed", "--kafka-version", "--store", "--keep-cluster", "--no-check",
-              "--config", "--name", "--subnet", "--nodes-file")
+              "--config", "--name", "--subnet", "--nodes-file", "--reached")
 #: ...and may not name in any spelling: the owned flags, and the run's hidden
 #: --record-run-dir (the file the run writes its run directory's path to).
 RESERVED = (*SOAK_OWNED, "--record-run-dir")
@@ -56,12 +56,15 @@ class PlanEntry:
 
 
 #: The default rotation: the scenarios whose packages ask for it (the KIP-966
-#: one), then a random mix of every kind of `all` (role-targeted ones included)
-#: long enough for several rounds of faults.
+#: ones), a random mix of every kind of `all` (role-targeted ones included)
+#: long enough for several rounds of faults, and a guided run aiming at the
+#: KIP-966 states the soak has not reached yet (each run hands it the soak's
+#: coverage so far).
 DEFAULT_PLAN = (
     *(PlanEntry(name, ("--nemesis", name)) for name, scenario in SCENARIOS.items()
       if scenario.in_default_soak),
     PlanEntry("mix-all", ("--nemesis", ALL, "--time-limit", "90", "--interval", "8")),
+    PlanEntry(GUIDED, ("--nemesis", GUIDED, "--time-limit", "240")),
 )
 
 
@@ -74,12 +77,20 @@ class PlannedRun:
     seed: int
     kafka_version: str
 
-    def run_args(self, store: Path, cluster_name: str,
-                 nodes_file: Path | None = None) -> list[str]:
+    def run_args(self, store: Path, cluster_name: str, nodes_file: Path | None = None,
+                 reached: Sequence[str] = (), subnet: str | None = None) -> list[str]:
+        """Its `harness run` flags; a guided entry also gets the KIP-966 states the
+        soak reached so far (`reached`), so it aims at the others first."""
         hosts = ["--nodes-file", str(nodes_file)] if nodes_file else []
+        hosts += ["--subnet", subnet] if subnet else []
+        before = ["--reached", ",".join(reached)] if reached and self.guided else []
         return ["run", *self.entry.args, "--seed", str(self.seed),
                 "--kafka-version", self.kafka_version, "--store", str(store),
-                "--name", cluster_name, *hosts]
+                "--name", cluster_name, *hosts, *before]
+
+    @property
+    def guided(self) -> bool:
+        return flag_value(list(self.entry.args), "--nemesis") == GUIDED
 
     def command(self) -> str:
         """What a person types to run it alone (before the release is resolved)."""

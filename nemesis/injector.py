@@ -381,40 +381,42 @@ class FaultInjector(AdminFaults, ShapingFaults, ReassignFaults):
                 time.sleep(self.cluster.config.dead_look_spacing_s)
         return True
 
-    def heal_all(self) -> None:
+    def heal_all(self, step: str = "final-heal", detail: dict[str, Any] | None = None) -> None:
         """End every fault: heal the network (partitions, then a slow network),
         resume paused, end disk faults and reassignments, start what is down, and
         put back every config and feature a change left changed. Reassignments end
         before the restarts, so one that a stopped replica held back is cancelled,
         not completed by its return; one whose end failed (the cluster still
-        without a controller) is tried again after them."""
-        self.heal(step="final-heal")
+        without a controller) is tried again after them. Every line it records
+        carries `step` and `detail` (a guided round's end says what it aimed at)."""
+        said = {"step": step, "detail": detail}
+        self.heal(**said)
         for name in sorted(self.throttled):
-            self.unthrottle(name, step="final-heal")
+            self.unthrottle(name, **said)
         for name in sorted(self.paused):
-            self.resume(name, step="final-heal")
+            self.resume(name, **said)
         for name in sorted(self.disk_faults):
-            self.end_disk_fault(name, step="final-heal")
+            self.end_disk_fault(name, **said)
         for topic, partition in sorted(self.reassignments):
             with contextlib.suppress(HarnessError):  # recorded as info; tried again below
-                self.end_reassign(topic, partition, step="final-heal")
+                self.end_reassign(topic, partition, **said)
         for name in sorted(self.cluster.nodes):
             if name in self.down or self._looks_dead(self._node(name)):
-                self.start(name, step="final-heal")
+                self.start(name, **said)
         errors = []  # each change is put back even when another one could not be
         for topic, partition in sorted(self.reassignments):
             try:
-                self.end_reassign(topic, partition, step="final-heal")
+                self.end_reassign(topic, partition, **said)
             except HarnessError as err:
                 errors.append(err.message)
         for feature in sorted(self.feature_changes):
             try:
-                self.restore_feature(feature, step="final-heal")
+                self.restore_feature(feature, **said)
             except HarnessError as err:
                 errors.append(err.message)
         for topic in sorted(self.min_isr_changes, key=lambda t: (t is not None, t or "")):
             try:
-                self.restore_min_isr(topic, step="final-heal")
+                self.restore_min_isr(topic, **said)
             except HarnessError as err:
                 errors.append(err.message)
         if errors:

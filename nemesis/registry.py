@@ -16,6 +16,11 @@ from nemesis.schedules import check_overlap, resources_of
 NONE = "none"
 #: Every kind whose package is in `all` (nemesis.faults.in_all).
 ALL = "all"
+#: Faults chosen to reach the KIP-966 states not yet reached (nemesis.guided).
+GUIDED = "guided"
+GUIDED_HELP = ("faults chosen from the observed state to reach the KIP-966 states not yet "
+               "reached (in this run, or in the soak so far: --reached), overlapped where a "
+               "state needs it, within KIP-966's fault budget; every fault kind")
 
 
 @dataclass(frozen=True)
@@ -28,10 +33,14 @@ class NemesisPlan:
     scenario: str | None
     #: the mixes: one group of kinds each
     groups: tuple[tuple[str, ...], ...] = ()
+    #: `guided`: faults aimed at KIP-966 states (nemesis.guided), of every kind
+    guided: bool = False
 
     @property
     def faults(self) -> tuple[str, ...]:
-        """Every kind of every mix."""
+        """Every kind of every mix (a guided schedule's: every kind)."""
+        if self.guided:
+            return FAULT_KINDS
         return tuple(dict.fromkeys(k for group in self.groups for k in group))
 
     @property
@@ -64,13 +73,15 @@ class NemesisPlan:
         name parse_nemesis knew, so it is safe as a folder name."""
         if self.scenario:
             return self.scenario
+        if self.guided:
+            return GUIDED
         if not self.groups:
             return NONE
         return "+".join("-".join(dict.fromkeys(_names(part))) for part in self.text.split("+"))
 
 
 def valid_names() -> list[str]:
-    return [NONE, *SCENARIOS, *FAULT_KINDS, ALL]
+    return [NONE, GUIDED, *SCENARIOS, *FAULT_KINDS, ALL]
 
 
 def parse_nemesis(text: str) -> NemesisPlan:
@@ -90,6 +101,11 @@ def parse_nemesis(text: str) -> NemesisPlan:
     _known(names)
     if names == [NONE]:
         return NemesisPlan(text, None)
+    if GUIDED in names:
+        if len(names) > 1:
+            raise BadInput(f"{GUIDED} runs alone (it uses every fault kind); do not combine "
+                           "it with other nemeses")
+        return NemesisPlan(text, None, guided=True)
     scenarios = [n for n in names if n in SCENARIOS]
     if scenarios:
         if len(names) > 1:
@@ -125,9 +141,9 @@ def _kinds(part: str, text: str) -> tuple[str, ...]:
     if not names:
         raise BadInput(f"--nemesis {text}: an empty mix; valid: {', '.join(valid_names())}")
     _known(names)
-    if NONE in names or any(n in SCENARIOS for n in names):
-        raise BadInput(f"--nemesis {text}: 'none' and scenarios cannot be mixed with "
-                       "fault kinds")
+    if NONE in names or GUIDED in names or any(n in SCENARIOS for n in names):
+        raise BadInput(f"--nemesis {text}: 'none', '{GUIDED}' and scenarios cannot be mixed "
+                       "with fault kinds")
     if ALL in names:
         return tuple(dict.fromkeys([*in_all(), *(n for n in names if n != ALL)]))
     return tuple(dict.fromkeys(names))
@@ -136,8 +152,8 @@ def _kinds(part: str, text: str) -> tuple[str, ...]:
 def nemesis_flag_help() -> str:
     """`--nemesis`'s help in `harness run --help`: every name it accepts."""
     left_out = f" (every kind but {', '.join(NOT_IN_ALL)})" if NOT_IN_ALL else ""
-    return (f"{NONE}, a scenario ({', '.join(SCENARIOS)}), or a comma list of fault kinds "
-            f"({', '.join(FAULT_KINDS)}) or {ALL}{left_out}; lists joined by + overlap "
+    return (f"{NONE}, {GUIDED}, a scenario ({', '.join(SCENARIOS)}), or a comma list of "
+            f"fault kinds ({', '.join(FAULT_KINDS)}) or {ALL}{left_out}; lists joined by + overlap "
             "(partition+kill,pause: one network mix and one process mix at once); each "
             "is described below")
 
@@ -145,13 +161,13 @@ def nemesis_flag_help() -> str:
 def nemesis_epilog(width: int = 79) -> str:
     """The end of `harness run --help`: one line per scenario and fault kind, from
     the registries (already laid out: the parser must not reflow it)."""
-    name_width = max(len(n) for n in (*SCENARIOS, *FAULT_KINDS)) + 2
+    name_width = max(len(n) for n in (*SCENARIOS, *FAULT_KINDS, GUIDED)) + 2
 
     def entry(name: str, text: str) -> list[str]:
         return textwrap.wrap(text, width, initial_indent=f"  {name:<{name_width}}",
                              subsequent_indent=" " * (name_width + 2))
 
-    lines = ["scenarios (--nemesis NAME, alone):"]
+    lines = entry(GUIDED, GUIDED_HELP) + ["", "scenarios (--nemesis NAME, alone):"]
     for name, scenario in SCENARIOS.items():
         lines += entry(name, scenario.help)
     lines += ["", f"fault kinds (--nemesis KIND,KIND,... or {ALL}):"]

@@ -433,6 +433,30 @@ class SlowNetworkConfig:
 
 
 @dataclass(frozen=True)
+class GuidedConfig:
+    """`--nemesis guided` (nemesis/guided.py): the bounds of its rounds and what
+    their holds are drawn from ([run.guided] in --config)."""
+
+    #: A round starts only with this much of the workload left (its faults, their
+    #: waits and the recovery after them fit in it).
+    min_round_s: float = 45.0
+    #: How long a round holds the state it reached (drawn between these) before
+    #: it ends its faults: the workload writes in that state meanwhile.
+    min_hold_s: float = 3.0
+    max_hold_s: float = 8.0
+    #: Bound on each wait of a round for the observed state its faults lead to.
+    wait_s: float = 20.0
+    #: Bound on a round's recovery: every partition back to a full ISR (a round
+    #: that drops a page cache starts only after one, KIP-966's fault budget).
+    recovery_s: float = 60.0
+    #: Quiet time before the first round (acks=all writes reach every replica).
+    warmup_s: float = 8.0
+    #: A follower's throttled links when a round slows it out of the ISR.
+    slow_rate_kbit: int = 32
+    slow_loss: float = 0.05
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """One `harness run`: which nemesis, how long, where the evidence goes."""
 
@@ -469,6 +493,11 @@ class RunConfig:
     disk_fault: DiskFaultConfig = field(default_factory=DiskFaultConfig)
     #: What a mix's slow-network faults draw their rate, loss and length from.
     slow_network: SlowNetworkConfig = field(default_factory=SlowNetworkConfig)
+    #: `--nemesis guided`'s rounds ([run.guided] in --config).
+    guided: GuidedConfig = field(default_factory=GuidedConfig)
+    #: `--reached`: KIP-966 states reached before (a soak's runs so far), which a
+    #: guided run aims at only after the others.
+    reached: tuple[str, ...] = ()
     #: The progress display is refreshed this often; off a terminal a line is
     #: printed at most every progress_line_every_s.
     progress_poll_s: float = 0.5

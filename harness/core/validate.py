@@ -21,6 +21,7 @@ from typing import Any
 
 from harness.core.config import DISK_ERRNOS, DISK_OPERATIONS
 from harness.core.errors import BadInput
+from harness.core.history import COVERAGE_STATES
 
 #: The longest time any setting may name (a run, an interval, a timeout):
 #: a typo such as 1e308 is refused, not waited for.
@@ -368,6 +369,9 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "run.min_isr_drop_min_insync_replicas": integer(1, 1000),
     "run.slow_network.rates_kbit": _each(integer(1, 100_000_000), 1),
     "run.slow_network.loss_probabilities": _each(number(0, 1), 1),
+    "run.guided.slow_rate_kbit": integer(1, 100_000_000),
+    "run.guided.slow_loss": number(0, 1),
+    "run.reached": _each(_one_of(COVERAGE_STATES)),
     "run.scenario.slow_follower_rate_kbit": integer(1, 100_000_000),
     "run.scenario.slow_follower_loss": number(0, 1),
     # checker

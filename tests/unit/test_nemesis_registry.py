@@ -55,8 +55,8 @@ def test_all_is_every_kind_but_those_marked_not_in_all():
         assert parse_nemesis(f"{ALL},{kind}").faults == (*in_all(), kind)
 
 
-def test_valid_names_are_none_the_scenarios_the_kinds_and_all():
-    assert valid_names() == ["none", *SCENARIOS, *FAULT_KINDS, ALL]
+def test_valid_names_are_none_guided_the_scenarios_the_kinds_and_all():
+    assert valid_names() == ["none", "guided", *SCENARIOS, *FAULT_KINDS, ALL]
 
 
 def _run_help() -> str:

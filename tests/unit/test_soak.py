@@ -56,7 +56,33 @@ def test_the_default_plan_is_valid_run_flags(tmp_path):
     validate_plan(DEFAULT_PLAN, run_parser, tmp_path / "store")
     assert not (tmp_path / "store").exists(), "validating makes nothing"
     assert [e.name for e in DEFAULT_PLAN] == [
-        "unclean-last-replica", "unclean-last-replica-alone", "mix-all"]
+        "unclean-last-replica", "unclean-last-replica-alone", "mix-all", "guided"]
+
+
+def test_a_guided_run_is_handed_the_states_the_soak_reached_so_far(tmp_path):
+    """Only a guided entry gets --reached (the soak's coverage so far), and a plan
+    entry may not set it itself."""
+    guided = planned_run(DEFAULT_PLAN, ("latest",), 1, 3)
+    assert guided.entry.name == "guided"
+    argv = guided.run_args(tmp_path, "elr", None, ["elr-not-empty", "elected-from-elr"])
+    assert argv[argv.index("--reached") + 1] == "elr-not-empty,elected-from-elr"
+    assert "--reached" not in guided.run_args(tmp_path, "elr", None, [])
+    mix = planned_run(DEFAULT_PLAN, ("latest",), 1, 2)
+    assert "--reached" not in mix.run_args(tmp_path, "elr", None, ["elr-not-empty"])
+    run_parser = build_parser()._subparsers._group_actions[0].choices["run"]
+    with pytest.raises(BadInput, match="--reached is set by the soak"):
+        validate_plan((PlanEntry("g", ("--nemesis", "guided", "--reached", "elr-not-empty")),),
+                      run_parser, tmp_path / "store")
+
+
+def test_the_soak_hands_its_coverage_to_a_guided_child(tmp_path):
+    state = _state(["valid", "valid"])
+    state["runs"][0]["coverage"] = {"elr-not-empty": 3, "elected-from-elr": 0}
+    state["runs"][1]["coverage"] = {"isr-below-min-isr": 1}
+    state["plan"] = [{"name": e.name, "args": list(e.args)} for e in DEFAULT_PLAN]
+    soak = Soak(tmp_path, state)
+    argv = soak.child_argv(planned_run(DEFAULT_PLAN, ("latest",), 1, 3), tmp_path / "m")
+    assert argv[argv.index("--reached") + 1] == "isr-below-min-isr,elr-not-empty"
 
 
 def test_the_known_bugs_plan_is_valid_and_with_the_default_reaches_every_kind(tmp_path):
@@ -537,3 +563,17 @@ def test_a_whole_run_cut_by_ctrl_c_before_its_check_is_left_for_resume(tmp_path,
     saved = json.loads((tmp_path / "soak.json").read_text())
     assert saved["unchecked"]["run_dir"] == pending["run_dir"] and saved["runs"] == []
     assert fake.checked == [] and fake.state_seen == []
+
+
+def test_a_soak_on_its_own_subnet_hands_it_to_every_run_and_checks_it_on_resume(tmp_path):
+    state = _state(["valid"])
+    state["subnet"] = "10.213.122.0/24"
+    argv = Soak(tmp_path, state).child_argv(planned_run(DEFAULT_PLAN, ("latest",), 1, 0),
+                                            tmp_path / "m")
+    assert argv[argv.index("--subnet") + 1] == "10.213.122.0/24"
+    from harness.soak_state import Damaged, check_state
+
+    run_parser = build_parser()._subparsers._group_actions[0].choices["run"]
+    state["subnet"] = "10.213.122.0/33"
+    with pytest.raises(Damaged, match="subnet"):
+        check_state(state, run_parser)

@@ -1,0 +1,291 @@
+"""`--nemesis guided` (nemesis/guided.py) against a small model of one partition's
+KIP-966 state: the faults each round makes, the state it aims at in every fault
+line's detail, the order of its aims (states reached before come last), the fault
+budget (at most one broker's unflushed data a round, only from a full ISR, min
+ISR >= 2 and ELR on), its deadline, and that one seed gives one schedule."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pytest
+
+from cluster.observe import PartitionState
+from harness.core.config import GuidedConfig
+from harness.core.history import COVERAGE_STATES
+from nemesis.guided import Guided
+from nemesis.registry import parse_nemesis
+from nemesis.targets import Topology
+
+BROKERS = {f"broker-{i}": i for i in (1, 2, 3)}
+TOPOLOGY = Topology(BROKERS, {f"controller-{i}": 1000 + i for i in (1, 2, 3)})
+FAST = GuidedConfig(min_round_s=1.0, min_hold_s=0.0, max_hold_s=0.0, recovery_s=0.0,
+                    warmup_s=0.0, wait_s=0.0)
+
+
+@dataclass
+class World:
+    """One partition as KIP-966 moves it: a broker leaving the ISR joins the ELR
+    when the ISR is then below min ISR; a leader leaving leaves no leader; an ELR
+    member coming back unfenced is elected; an unclean restart leaves the ELR."""
+
+    min_isr: int = 2
+    leader: int = 1
+    isr: list[int] = field(default_factory=lambda: [1, 2, 3])
+    elr: list[int] = field(default_factory=list)
+    fenced: set[int] = field(default_factory=set)
+    away: set[int] = field(default_factory=set)
+    unclean: set[int] = field(default_factory=set)
+
+    def state(self) -> PartitionState:
+        return PartitionState("t", 0, self.leader, 1, tuple(self.isr), tuple(self.elr),
+                              tuple(self.elr) if self.leader == -1 else (), 10,
+                              replicas=(1, 2, 3), fenced=tuple(sorted(self.fenced)),
+                              min_isr=self.min_isr, elr_feature=1)
+
+    def leave(self, broker: int, fenced: bool = True) -> None:
+        self.away.add(broker)
+        if fenced:
+            self.fenced.add(broker)
+        if broker in self.isr:
+            self.isr.remove(broker)
+            if len(self.isr) < self.min_isr or broker == self.leader:
+                self.elr.append(broker)
+        if broker == self.leader:
+            self.leader = -1
+
+    def back(self, broker: int) -> None:
+        self.away.discard(broker)
+        self.fenced.discard(broker)
+        if broker in self.unclean:
+            self.unclean.discard(broker)
+            if broker in self.elr:
+                self.elr.remove(broker)
+        if self.leader == -1 and broker in self.elr:
+            self.leader, self.isr = broker, [broker]
+            self.elr.remove(broker)
+
+    def heal_all(self) -> None:
+        for broker in sorted(self.away):
+            self.back(broker)
+        self.leader = self.leader if self.leader != -1 else 1
+        self.isr, self.elr = [1, 2, 3], []
+
+
+class FakeInjector:
+    """Writes down every fault with its detail; moves the world."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.calls: list[tuple[str, Any, dict]] = []
+        #: brokers a cut keeps away (a heal brings back these only)
+        self.cut: set[int] = set()
+        self.elr_feature_off = False
+        self.lost_page_cache: set[str] = set()
+
+    def _log(self, kind: str, target: Any, detail: dict | None) -> None:
+        self.calls.append((kind, target, dict(detail or {})))
+
+    def partition(self, grudge, step=None, kind="partition", detail=None) -> None:
+        self._log(str(kind), sorted(grudge), detail)
+        for name in grudge:
+            if name in BROKERS and len(grudge[name]) >= 3:  # cut from the controllers
+                self.cut.add(BROKERS[name])
+                self.world.leave(BROKERS[name])
+
+    def heal(self, step=None, detail=None) -> None:
+        self._log("heal", None, detail)
+        for broker in sorted(self.cut):
+            self.world.back(broker)
+        self.cut.clear()
+
+    def _down(self, kind: str, name: str, detail, unclean=False) -> None:
+        self._log(kind, name, detail)
+        self.world.leave(BROKERS[name])
+        if unclean:
+            self.world.unclean.add(BROKERS[name])
+
+    def kill(self, name, step=None, kind="kill", detail=None) -> None:
+        if name in BROKERS:
+            self._down(str(kind), name, detail, unclean=True)
+        else:
+            self._log(str(kind), name, detail)
+
+    def stop(self, name, step=None, detail=None) -> None:
+        self._down("stop", name, detail)
+
+    def pause(self, name, step=None, kind="pause", detail=None) -> None:
+        self._down(str(kind), name, detail)
+
+    def page_cache_loss(self, name, step=None, detail=None) -> None:
+        self._down("page-cache-loss", name, detail, unclean=True)
+
+    def slow_network(self, name, peers, rate_kbit, loss, step=None, detail=None) -> None:
+        self._log("slow-network", name, detail)
+        self.world.leave(BROKERS[name], fenced=False)
+
+    def _back(self, kind: str, name: str, detail) -> None:
+        self._log(kind, name, detail)
+        self.world.back(BROKERS[name])
+
+    def start(self, name, step=None, detail=None) -> None:
+        self._back("start", name, detail)
+
+    def resume(self, name, step=None, detail=None) -> None:
+        self._back("resume", name, detail)
+
+    def unthrottle(self, name, step=None, detail=None) -> None:
+        self._back("unthrottle", name, detail)
+
+    def min_isr(self, topic):
+        return self.world.min_isr
+
+    def min_isr_change(self, topic, to, current, step=None, detail=None) -> None:
+        self._log("min-isr-change", (topic, current, to), detail)
+
+    def feature_level(self, feature):
+        return 1
+
+    def feature_change(self, feature, to, current, step=None, detail=None) -> None:
+        self._log("feature-change", (feature, current, to), detail)
+
+    def reassign(self, topic, partition, replicas, target, restore=False, step=None,
+                 detail=None) -> None:
+        self._log("reassign", (topic, partition, tuple(target)), detail)
+
+    def log_dirs(self) -> list[str]:
+        return ["/data/kafka-0", "/data/kafka-1"]
+
+    def disk_fault(self, name, directory, errno_name, operations, drop, step=None,
+                   detail=None) -> None:
+        self._log("disk-fault", (name, drop), detail)
+
+    def heal_all(self, step="final-heal", detail=None) -> None:
+        self._log("heal-all", step, detail)
+        self.cut.clear()
+        self.world.heal_all()
+
+
+class FakeObserver:
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def latest(self) -> list[PartitionState]:
+        return [self.world.state()]
+
+    def wait_for(self, predicate, timeout_s: float):  # noqa: ANN001 - the Observer protocol
+        states = self.latest()
+        return states if predicate(states) else None
+
+
+def _guided(seed: int = 7, reached=(), world: World | None = None, min_isr: int = 2,
+            config: GuidedConfig = FAST) -> tuple[Guided, FakeInjector, World]:
+    world = world or World(min_isr=min_isr)
+    injector = FakeInjector(world)
+    guided = Guided(injector, FakeObserver(world), [("t", 1)], seed, 3, min_isr, config,
+                    reached=reached, log=lambda _m: None, topology=TOPOLOGY,
+                    active_controller=lambda: 1002)
+    return guided, injector, world
+
+
+def _rounds(guided: Guided, n: int) -> None:
+    for _ in range(n):
+        guided.play(guided.next_aim())
+
+
+def test_the_first_rounds_aim_at_every_state_once_and_reach_each_in_the_model():
+    guided, injector, _ = _guided()
+    _rounds(guided, len(COVERAGE_STATES))
+    assert sorted(r.aim for r in guided.rounds) == sorted(COVERAGE_STATES)
+    assert [r.aim for r in guided.rounds if not r.reached] == []
+    # every fault line names the round's aim, its end included
+    for kind, _target, detail in injector.calls:
+        assert detail.get("aim") in COVERAGE_STATES, (kind, detail)
+    by_round: dict[int, set[str]] = {}
+    for _kind, _target, detail in injector.calls:
+        by_round.setdefault(detail["guided"], set()).add(detail["aim"])
+    assert all(len(aims) == 1 for aims in by_round.values())
+
+
+def test_states_reached_before_are_aimed_at_last():
+    left = ("elected-from-elr", "reassign-while-below-min-isr")
+    guided, _, _ = _guided(reached=[s for s in COVERAGE_STATES if s not in left])
+    _rounds(guided, 3)
+    assert sorted(r.aim for r in guided.rounds[:2]) == sorted(left)
+    assert guided.reached_before == tuple(s for s in COVERAGE_STATES if s not in left)
+
+
+def test_one_seed_gives_one_schedule_and_another_seed_another():
+    def calls(seed: int) -> list:
+        guided, injector, _ = _guided(seed)
+        _rounds(guided, 8)
+        return [(kind, target) for kind, target, _ in injector.calls]
+
+    assert calls(3) == calls(3)
+    assert calls(3) != calls(4)
+
+
+def _drops(injector: FakeInjector) -> list[int]:
+    """The rounds that dropped unflushed data (a page-cache loss, a dropping disk fault)."""
+    return [d["guided"] for kind, target, d in injector.calls
+            if kind == "page-cache-loss" or (kind == "disk-fault" and target[1])]
+
+
+def test_a_round_drops_at_most_one_brokers_data_and_only_within_the_budget():
+    dropped = []
+    for seed in range(12):
+        guided, injector, _ = _guided(seed)
+        _rounds(guided, 12)
+        drops = _drops(injector)
+        assert len(drops) == len(set(drops)), drops
+        dropped += drops
+    assert dropped, "no seed ever dropped data: the budget rule was never exercised"
+
+
+def test_no_data_is_dropped_with_min_isr_1_elr_off_or_no_full_isr_to_start_from():
+    for seed in range(8):
+        guided, injector, _ = _guided(seed, min_isr=1)
+        _rounds(guided, 12)
+        assert _drops(injector) == []
+        guided, injector, _ = _guided(seed)
+        injector.elr_feature_off = True
+        _rounds(guided, 12)
+        assert _drops(injector) == []
+
+
+def test_a_round_without_a_full_isr_to_start_from_does_nothing_but_heal():
+    world = World(isr=[1, 2])
+    world.heal_all = lambda: None  # the partition never recovers
+    guided, injector, _ = _guided(world=world)
+    done = guided.play("elr-not-empty")
+    assert done.skipped and not done.reached
+    assert [kind for kind, _, _ in injector.calls] == ["heal-all"]
+
+
+def test_the_schedule_stops_when_a_round_would_not_fit_before_the_deadline():
+    guided, injector, _ = _guided(config=replace(FAST, min_round_s=30.0))
+    result: dict[str, Any] = {}
+    guided.run(time.monotonic() + 20.0, threading.Event(), result)
+    assert injector.calls == [] and result["guided"]["rounds"] == []
+    guided, injector, _ = _guided()
+    stop = threading.Event()
+    stop.set()
+    guided.run(time.monotonic() + 600.0, stop, result)
+    assert injector.calls == []
+
+
+def test_guided_is_a_nemesis_of_its_own_with_every_kinds_needs():
+    plan = parse_nemesis("guided")
+    assert plan.guided and plan.test_name == "guided" and plan.needs_page_cache_layer
+    assert "cluster.log_dirs" in {s.path for s in plan.cluster_settings}
+
+
+@pytest.mark.parametrize("text", ["guided,kill", "all,guided", "guided+kill"])
+def test_guided_is_not_mixed_with_other_nemeses(text):
+    from harness.core.errors import BadInput
+
+    with pytest.raises(BadInput):
+        parse_nemesis(text)
