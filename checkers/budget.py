@@ -21,7 +21,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.frames import local_rows, sql_string
+from checkers.frames import EMPTY_IDS, local_rows, sql_string
 from checkers.observations import per_topic
 from checkers.testinfo import RunInfo
 
@@ -36,7 +36,7 @@ def observed_replicas(obs: DataFrame) -> dict[tuple[str, int], list[int]]:
     every observation, and the main job waited for it (10M operations: 477k
     rows, 2.9 s).
     """
-    none = "CAST(array() AS ARRAY<BIGINT>)"
+    none = EMPTY_IDS
     members = ("array_distinct(flatten(array("
                f"coalesce(replicas, {none}), coalesce(isr, {none}), coalesce(elr, {none}), "
                f"coalesce(last_known_elr, {none}), "
@@ -71,8 +71,7 @@ def full_isr(info: RunInfo) -> str:
     reassignment changes the replicas: a partition taken below its replication
     factor has a full ISR again, and one with a replica added has not until that
     replica joined."""
-    none = "CAST(array() AS ARRAY<BIGINT>)"
-    isr = f"coalesce(isr, {none})"
+    isr = f"coalesce(isr, {EMPTY_IDS})"
     rf = per_topic(info, lambda t: t.replication_factor)
     return (f"(CASE WHEN replicas IS NOT NULL AND size(replicas) > 0 "
             f"THEN size(array_except(replicas, {isr})) = 0 ELSE size({isr}) >= {rf} END)")

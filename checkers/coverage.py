@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from checkers.budget_faults import FaultOp
-from checkers.frames import local_rows
+from checkers.frames import EMPTY_IDS, local_rows
 from checkers.observations import min_isr_in_effect
 from checkers.testinfo import RunInfo
 from harness.core.history import (
@@ -37,7 +37,6 @@ DOWN = (*UNCLEAN_DOWN, Fault.STOP)
 FAILOVER = (Fault.CONTROLLER_KILL, Fault.CONTROLLER_PARTITION)
 #: A history's end, as an index no line reaches.
 _END = (1 << 63) - 1
-_NONE = "CAST(array() AS ARRAY<BIGINT>)"
 
 
 @dataclass(frozen=True)
@@ -183,8 +182,8 @@ _FAULT_RULES = {
                                     "s_partition = partition)) AND s.isr IS NOT NULL "
                                     "AND size(s.isr) < s.low",
     "disk-fault-of-isr-or-elr-member": f"exists(brokers, b -> array_contains(coalesce(s.isr, "
-                                       f"{_NONE}), b) OR array_contains(coalesce(s.elr, "
-                                       f"{_NONE}), b))",
+                                       f"{EMPTY_IDS}), b) OR array_contains(coalesce(s.elr, "
+                                       f"{EMPTY_IDS}), b))",
     "elr-feature-change-with-elr": "size(s.elr) > 0",
 }
 
@@ -230,10 +229,11 @@ def _unclean_replica_unfenced(spark, o: DataFrame, found: list[Interval]) -> Dat
     within = o.crossJoin(_intervals(spark, found)).filter("index > begin AND index < until")
     upto = (Window.partitionBy("broker", "begin", "topic", "partition").orderBy("index")
             .rowsBetween(Window.unboundedPreceding, Window.currentRow))
-    rejoined = F.max(F.expr(f"array_contains(coalesce(isr, {_NONE}), broker)")).over(upto)
+    rejoined = F.max(F.expr(f"array_contains(coalesce(isr, {EMPTY_IDS}), broker)")).over(upto)
     moment = ("leader = -1 AND fenced IS NOT NULL AND NOT array_contains(fenced, broker) "
               "AND (replicas IS NULL OR size(replicas) = 0 OR array_contains(replicas, broker)) "
-              f"AND forall(coalesce(elr, {_NONE}), b -> b = broker OR array_contains(fenced, b))")
+              f"AND forall(coalesce(elr, {EMPTY_IDS}), "
+              "b -> b = broker OR array_contains(fenced, b))")
     return within.withColumn("rejoined", rejoined).filter(f"NOT rejoined AND {moment}") \
         .selectExpr("'leaderless-with-unclean-replica-unfenced' AS state", "index", "time")
 

@@ -19,6 +19,10 @@ ANOMALY_COLUMNS = ("name", "topic", "partition", "value", "offset", "acks", "ops
                    "description", "hold", "hold_offsets", "extra", "time")
 
 
+#: An empty list of broker ids (or offsets) as SQL text: what a null list counts as.
+EMPTY_IDS = "CAST(array() AS ARRAY<BIGINT>)"
+
+
 def local_rows(spark, schema: str, rows: list[tuple]) -> DataFrame:
     """A small DataFrame built in the JVM from literals (no Python worker needed)."""
     fields = [part.split() for part in schema.split(",")]
@@ -90,7 +94,7 @@ def anomaly_fields(name: str, *, ops: str, description: str, value: str | None =
         "description": description,
         "hold": hold or "false",
         "hold_offsets": (f"filter(CAST({hold_offsets} AS ARRAY<BIGINT>), o -> o IS NOT NULL)"
-                         if hold_offsets else "CAST(array() AS ARRAY<BIGINT>)"),
+                         if hold_offsets else EMPTY_IDS),
         "extra": typed(extra, "STRING"),
         # when it happened (a send's completion, ns), for the report's timelines
         "time": typed(time, "BIGINT"),

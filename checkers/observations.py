@@ -20,7 +20,16 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.frames import anomaly, json_of, op_list, sentence, sql_string, text, tp_name
+from checkers.frames import (
+    EMPTY_IDS,
+    anomaly,
+    json_of,
+    op_list,
+    sentence,
+    sql_string,
+    text,
+    tp_name,
+)
 from checkers.testinfo import RunInfo
 
 
@@ -82,7 +91,7 @@ def isr_churn(obs: DataFrame, info: RunInfo) -> DataFrame:
 
 
 def elr_invariant(obs: DataFrame, info: RunInfo) -> DataFrame:
-    isr = "coalesce(isr, CAST(array() AS ARRAY<BIGINT>))"
+    isr = f"coalesce(isr, {EMPTY_IDS})"
     overlap = f"coalesce(arrays_overlap(elr, {isr}), false)"
     min_isr = min_isr_in_effect(info)
     elr_with_isr = f"(size(elr) > 0 AND size({isr}) >= {min_isr})"
@@ -98,9 +107,8 @@ def elr_invariant(obs: DataFrame, info: RunInfo) -> DataFrame:
                               tp_name(), f"CAST({min_isr} AS STRING)") + " END")
 
 
-_NONE = "CAST(array() AS ARRAY<BIGINT>)"
 #: An observation's ELR and last known ELR members together (null ones: none).
-_ELR_MEMBERS = f"concat(coalesce(elr, {_NONE}), coalesce(last_known_elr, {_NONE}))"
+_ELR_MEMBERS = f"concat(coalesce(elr, {EMPTY_IDS}), coalesce(last_known_elr, {EMPTY_IDS}))"
 
 
 def elr_outside_replicas(obs: DataFrame) -> DataFrame:
@@ -120,7 +128,7 @@ def elr_outside_replicas(obs: DataFrame) -> DataFrame:
 #: What a partition change shows in an observation: the leader, its epoch, the
 #: ISR as a set (an order alone is not taken for a change).
 _STATE = ("struct(leader, leader_epoch, "
-          "array_sort(coalesce(isr, CAST(array() AS ARRAY<BIGINT>))) AS isr)")
+          f"array_sort(coalesce(isr, {EMPTY_IDS})) AS isr)")
 
 
 def elr_while_disabled(obs: DataFrame) -> DataFrame:
@@ -176,7 +184,7 @@ def last_known_elr_invalid(obs: DataFrame, info: RunInfo) -> DataFrame:
     brokers = sorted(set(info.node_ids.values()))
     known = (f"NOT array_contains(array({', '.join(str(int(b)) for b in brokers)}), b)"
              if brokers else "false")
-    empty = "size(coalesce({0}, CAST(array() AS ARRAY<BIGINT>))) = 0"
+    empty = f"size(coalesce({{0}}, {EMPTY_IDS})) = 0"
     bad = obs.filter(f"leader = -1 AND {empty.format('isr')} AND elr IS NOT NULL "
                      f"AND size(elr) = 0 AND last_known_elr IS NOT NULL "
                      f"AND exists(last_known_elr, b -> b = -1 OR {known})")

@@ -266,7 +266,7 @@ def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):
         return Guided(injector, observer, [(t.name, t.partitions) for t in spec.topics],
                       spec.run.seed, replication,
                       min(t.min_insync_replicas for t in spec.topics), spec.run.guided,
-                      reached=spec.run.reached, log=log)
+                      reached=spec.run.reached, disk_fault=spec.run.disk_fault, log=log)
     # a bounced leader stays stopped past its session timeout, so it is fenced
     bounce_hold_s = (spec.cluster.timings.broker_session_timeout_ms / 1000
                      + spec.run.bounce_hold_margin_s)

@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from cluster.observe import PartitionState
-from harness.core.config import GuidedConfig
+from harness.core.config import DiskFaultConfig, GuidedConfig
 from harness.core.history import COVERAGE_STATES, ELR_FEATURE, Fault
 from nemesis import grudges
 from nemesis.faults import ASSIGNMENT, CONFIG, NETWORK, PROCESSES
@@ -94,6 +94,7 @@ class Guided:
     def __init__(self, injector: Any, observer: Observer, topics: Sequence[tuple[str, int]],
                  seed: int, replication_factor: int, min_insync_replicas: int,
                  config: GuidedConfig | None = None, reached: Sequence[str] = (),
+                 disk_fault: DiskFaultConfig | None = None,
                  log: Callable[[str], None] = print, topology: Topology | None = None,
                  active_controller: Callable[[], int | None] | None = None) -> None:
         self.injector = injector
@@ -103,6 +104,8 @@ class Guided:
         self.replication_factor = replication_factor
         self.min_insync_replicas = min_insync_replicas
         self.config = config or GuidedConfig()
+        #: what a disk fault draws its error and operations from
+        self.disk_fault = disk_fault or DiskFaultConfig()
         self.reached_before = tuple(s for s in COVERAGE_STATES if s in set(reached))
         self.log = log
         cluster = getattr(injector, "cluster", None)
@@ -210,8 +213,12 @@ class _Recipe:
         self._below(aim_seen=True)
 
     def _elr_not_empty(self) -> None:
+        self._elr_held()
+
+    def _elr_held(self) -> bool:
+        """The ISR below min ISR and, ELR on, the ELR not empty (held when seen)."""
         self._below()
-        self._reach("ELR not empty", lambda s: bool(s.elr))
+        return self._reach("ELR not empty", lambda s: bool(s.elr))
 
     def _leaderless_with_elr(self) -> None:
         self._below()
@@ -255,8 +262,7 @@ class _Recipe:
             and self.f2 in s.fenced), fresh_after=before)
 
     def _min_isr_change_with_elr(self) -> None:
-        self._below()
-        if not self._reach("ELR not empty", lambda s: bool(s.elr)):
+        if not self._elr_held():
             return
         current = self.injector.min_isr(self.topic) or self.g.min_insync_replicas
         choices = [m for m in (1, current + 1) if m != current and
@@ -269,8 +275,7 @@ class _Recipe:
         self._hold()
 
     def _controller_failover_with_elr(self) -> None:
-        self._below()
-        if not self._reach("ELR not empty", lambda s: bool(s.elr)):
+        if not self._elr_held():
             return
         controller = choose_target(Role.ACTIVE_CONTROLLER, [], self.g.topology, self.rng,
                                    self.g.active_controller())
@@ -311,9 +316,11 @@ class _Recipe:
                            lambda s: self.leader in s.isr and
                            len(s.isr) < self.g.min_insync_replicas):
             return
-        errno = self.rng.choice(("EIO", "ENOSPC"))
-        operations = self.rng.choice((("fsync",), ("write",), ("fsync", "write")))
-        drop = "fsync" in operations and self.may_drop and self.rng.random() < 0.5
+        disk = self.g.disk_fault
+        errno = self.rng.choice(disk.errnos)
+        operations = tuple(self.rng.choice(disk.operations).split("+"))
+        drop = (disk.drop_on_failed_fsync and "fsync" in operations and self.may_drop
+                and self.rng.random() < 0.5)
         self.done.ways["L"] = str(Fault.DISK_FAULT)
         self.done.notes["disk"] = f"{errno} on {'+'.join(operations)}" + (
             ", drops unsynced data" if drop else "")
@@ -324,8 +331,7 @@ class _Recipe:
         self._hold()
 
     def _elr_feature_change_with_elr(self) -> None:
-        self._below()
-        if not self._reach("ELR not empty", lambda s: bool(s.elr)):
+        if not self._elr_held():
             return
         current = self.injector.feature_level(ELR_FEATURE)
         if not current or self.injector.lost_page_cache:
