@@ -125,3 +125,37 @@ def test_random_mix_of_all_faults_heals_everything(tmp_path):
     assert results["valid"] is True, results["reason"]
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert_reference_agrees(run_dir)
+
+
+def test_a_guided_run_reaches_what_its_rounds_aimed_at_and_stays_valid(tmp_path):
+    """--nemesis guided on real Kafka: its rounds aim at states the soak (here
+    --reached) has not reached, every fault line of a round names its aim, each
+    aim a round saw is one the checker counts, the run ends healed, and with the
+    fault budget kept Kafka keeps its promise: valid, exit 0."""
+    reached = "isr-below-min-isr,elr-not-empty,min-isr-change-with-elr"
+    proc = _harness("run", "--nemesis", "guided", "--time-limit", "200", "--seed", "2",
+                    "--reached", reached, "--name", "it-guided", "--subnet",
+                    "10.213.95.0/24", store=tmp_path)
+    run_dir = (tmp_path / "latest").resolve()
+    test = json.loads((run_dir / "test.json").read_text())
+    assert "error" not in test and (run_dir / "results.json").exists(), (
+        f"{test.get('error')}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    guided = test["nemesis_result"]["guided"]
+    rounds = guided["rounds"]
+    assert guided["reached_before"] == reached.split(",")
+    assert len(rounds) >= 3, rounds
+    assert not {r["aim"] for r in rounds} & set(reached.split(",")), "aimed at a state reached"
+    history = _history(run_dir)
+    for line in history:
+        if line["f"] == "fault" and (line.get("detail") or {}).get("step") != "final-heal":
+            assert line["detail"].get("aim") in {r["aim"] for r in rounds}, line
+    results = json.loads((run_dir / "results.json").read_text())
+    for done in rounds:
+        if done["reached"]:
+            assert results["coverage"][done["aim"]]["count"] > 0, (done, results["coverage"])
+    assert sum(r["reached"] for r in rounds) >= 2, rounds
+    assert not _unhealed_faults(history), _unhealed_faults(history)
+    assert test["recovered"] is True and test["final_reads"]["complete"] is True
+    assert results["valid"] is True, results["reason"]
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert_reference_agrees(run_dir)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from harness.core.config import ReportConfig
+from harness.core.history import COVERAGE_STATES
 from reports.checked_tables import CheckedTables, ObservedState
 from reports.coverage import coverage_section
 from reports.faults import FaultBand
@@ -17,11 +19,10 @@ from reports.report_inputs import ReportInputs
 from reports.rundir import MetadataLog, RunFiles
 from reports.timeline import faults_section, partitions_section
 
-from harness.core.config import ReportConfig
-from harness.core.history import COVERAGE_STATES
+DEFAULTS = ReportConfig()
 
 
-def _inputs(coverage, states=None, bands=(), config=ReportConfig()) -> ReportInputs:
+def _inputs(coverage, states=None, bands=(), config=DEFAULTS) -> ReportInputs:
     results = {"valid": True, "anomalies": {}, "coverage": coverage}
     run = RunFiles(Path("/nowhere"), {}, results, None, None, MetadataLog(None, []))
     tables = CheckedTables(states=states or {})
