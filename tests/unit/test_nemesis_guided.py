@@ -245,6 +245,22 @@ def test_a_round_drops_at_most_one_brokers_data_and_only_within_the_budget():
     assert dropped, "no seed ever dropped data: the budget rule was never exercised"
 
 
+def test_a_round_that_drops_data_shuts_no_other_broker_down_uncleanly():
+    """KIP-966 tolerates min ISR - 1 (here 1) unclean shutdowns, kills included: a
+    kill of F2 and L's power lost in one round would be beyond its promise."""
+    checked = 0
+    for seed in range(16):
+        guided, injector, _ = _guided(seed)
+        _rounds(guided, 12)
+        for number in set(_drops(injector)):
+            unclean = [kind for kind, target, d in injector.calls if d["guided"] == number
+                       and ((kind in ("kill", "page-cache-loss") and target in BROKERS)
+                            or (kind == "disk-fault" and target[1]))]
+            assert len(unclean) <= 1, (number, injector.calls)
+            checked += 1
+    assert checked
+
+
 def test_no_data_is_dropped_with_min_isr_1_elr_off_or_no_full_isr_to_start_from():
     for seed in range(8):
         guided, injector, _ = _guided(seed, min_isr=1)
