@@ -92,6 +92,8 @@ class Round:
     reached: bool = False
     #: why the round did not play (no full ISR to start from, ...)
     skipped: str | None = None
+    #: a fault that failed (the injector recorded it as info), which ended the round
+    error: str | None = None
     dropped_data: bool = False
 
 
@@ -156,6 +158,9 @@ class Guided:
         self.log(f"round {len(self.rounds)}: aiming at {aim}")
         try:
             _Recipe(self, done).play()
+        except Exception as err:  # noqa: BLE001 - recorded (the fault line says info); next round
+            done.error = f"{type(err).__name__}: {str(err)[:300]}"
+            self.log(f"round {len(self.rounds)}: {done.error}")
         finally:
             self.end_round(done)
         if not done.reached and not done.skipped and aim not in self.pending:

@@ -305,3 +305,20 @@ def test_guided_is_not_mixed_with_other_nemeses(text):
 
     with pytest.raises(BadInput):
         parse_nemesis(text)
+
+
+def test_a_fault_that_fails_ends_its_round_not_the_schedule():
+    guided, injector, _ = _guided()
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("the node did not answer")
+
+    injector.kill = injector.stop = injector.pause = broken
+    injector.partition = injector.slow_network = broken
+    done = guided.play("elr-not-empty")
+    assert done.error == "RuntimeError: the node did not answer" and not done.reached
+    assert injector.calls[-1][0] == "heal-all"  # the round still healed everything
+    assert "elr-not-empty" in guided.pending  # and its aim is tried again later
+    del injector.kill, injector.stop, injector.pause, injector.partition
+    del injector.slow_network
+    assert guided.play(guided.next_aim()).error is None
