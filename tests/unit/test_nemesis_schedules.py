@@ -98,8 +98,9 @@ def test_the_test_name_of_all_is_short_whatever_the_registry_holds():
 @pytest.mark.parametrize("text, message", [
     ("partition+controller-partition", "both act on the network"),
     ("kill+", "an empty mix"),
-    ("kill+none", "'none' and scenarios cannot be mixed"),
-    ("kill+unclean-last-replica", "'none' and scenarios cannot be mixed"),
+    ("kill+none", "'none', 'guided' and scenarios cannot be mixed"),
+    ("kill+unclean-last-replica", "'none', 'guided' and scenarios cannot be mixed"),
+    ("kill+guided", "'none', 'guided' and scenarios cannot be mixed"),
     ("kill+bogus", "unknown nemesis 'bogus'"),
 ])
 def test_a_bad_overlap_is_refused_by_name(text, message):
