@@ -6,7 +6,7 @@ import time
 from dataclasses import replace
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
 from cluster import kraft
@@ -145,9 +145,21 @@ def _settings_are_observed(cluster: Cluster, elr: bool) -> None:
                 return False
 
         _wait_for(described, 60, "the new topic")
-        kafka_default = admin.describe_configs([ConfigResource(ResourceType.TOPIC, default_topic)])
-        (described,) = kafka_default.values()
-        expected = int(described.result(30)["min.insync.replicas"].value)
+
+        def topic_min_isr() -> int | None:
+            """The new topic's min ISR as Kafka's config answer gives it; None while
+            the broker AdminClient asks does not know the topic yet (the observer's
+            broker may know it first: a loaded CI machine once failed here)."""
+            resource = ConfigResource(ResourceType.TOPIC, default_topic)
+            (answer,) = admin.describe_configs([resource]).values()
+            try:
+                return int(answer.result(30)["min.insync.replicas"].value)
+            except KafkaException as err:
+                if err.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    raise
+                return None
+
+        expected = _wait_for(topic_min_isr, 60, "the new topic's config")
         both = [TOPIC.name, default_topic]
 
         def observed() -> dict[str, int | None]:

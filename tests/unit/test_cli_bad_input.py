@@ -28,7 +28,8 @@ LONG = "y" * 300
 #: {nodes_*} nodes files (--nodes-file) with the mistake their name says.
 BAD_INPUTS = [
     # run: the nemesis and the workload
-    (["run", "--nemesis", "bogus"], "unknown nemesis 'bogus'; valid: none, guided, unclean-last-replica"),
+    (["run", "--nemesis", "bogus"],
+     "unknown nemesis 'bogus'; valid: none, guided, unclean-last-replica"),
     (["run", "--nemesis", ""], "--nemesis"),
     (["run", "--nemesis", "kill,bogus"], "unknown nemesis 'bogus'"),
     (["run", "--nemesis", ",,"], "--nemesis"),
