@@ -315,5 +315,7 @@ def test_fault_steps_and_errors_come_from_the_checkers_report_table(
     and the faults table."""
     _run_dir, page = valid
     faults = _section(page, "faults")
-    assert re.search(r"<tr><td>T2</td><td>page-cache-loss</td><td>broker-1</td>", faults)
+    # each row carries the id a KIP-966 state's example links to
+    assert re.search(r'<tr id="op-\d+"><td>T2</td><td>page-cache-loss</td><td>broker-1</td>',
+                     faults)
     assert "T4 start broker-1" in faults
