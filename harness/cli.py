@@ -49,7 +49,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=ascii_int, default=r.seed)
     p.add_argument("--reached", type=coverage_states, default=r.reached, metavar="STATES",
                    help="with --nemesis guided: KIP-966 states reached before (comma "
-                        "list, e.g. a soak's so far), aimed at only after the others"),
+                        "list, e.g. a soak's so far), aimed at only after the others")
     p.add_argument("--store", type=Path, default=default_store_dir())
     p.add_argument("--keep-cluster", action="store_true", help="leave the containers up")
     p.add_argument("--no-check", action="store_true", help="record only; check later")

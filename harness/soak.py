@@ -199,8 +199,7 @@ class Soak:
         self.state["current"] = {"index": planned.index, "pid": proc.pid,
                                  "start_time": start_time(proc.pid), "token": token,
                                  "marker": str(marker), "started_at": _now()}
-        self.state["coverage"] = soak_coverage(self.state["runs"])
-        write_json(self.dir / SOAK_FILE, self.state)
+        self._save()
         try:
             code = self._wait(proc, planned, started)
         except KeyboardInterrupt:
@@ -253,8 +252,7 @@ class Soak:
                                    "run_dir": str(run_dir), "log": str(log_path),
                                    "record_s": round(seconds, 1)}
         self.state["current"] = None
-        self.state["coverage"] = soak_coverage(self.state["runs"])
-        write_json(self.dir / SOAK_FILE, self.state)
+        self._save()
         if check:
             self.check_unchecked()
 
@@ -337,8 +335,7 @@ class Soak:
             marker.unlink(missing_ok=True)
         self.state["current"] = None
         self._tear_down_leftovers()
-        self.state["coverage"] = soak_coverage(self.state["runs"])
-        write_json(self.dir / SOAK_FILE, self.state)
+        self._save()
 
     def _tear_down_leftovers(self) -> None:
         from cluster.cluster import Cluster
@@ -353,12 +350,16 @@ class Soak:
 
     # -- output ---------------------------------------------------------------
 
+    def _save(self) -> None:
+        """soak.json, with the coverage of the runs recorded so far."""
+        self.state["coverage"] = soak_coverage(self.state["runs"])
+        write_json(self.dir / SOAK_FILE, self.state)
+
     def write_summary(self) -> None:
         from harness.soak_junit import write_junit
         from reports.soak_index import write_soak_index
 
-        self.state["coverage"] = soak_coverage(self.state["runs"])
-        write_json(self.dir / SOAK_FILE, self.state)
+        self._save()
         write_junit(self.state, self.dir / "junit.xml")
         write_soak_index(self.state, self.dir)
 

@@ -80,6 +80,8 @@ class Round:
     """What one round aimed at and did, for test.json's nemesis_result."""
 
     aim: str
+    #: 1, 2, ... in the run
+    number: int
     partition: str = ""
     roles: dict[str, str] = field(default_factory=dict)
     #: the fault kind each role (F1, F2, L, the active controller, ...) met
@@ -95,6 +97,14 @@ class Round:
     #: a fault that failed (the injector recorded it as info), which ended the round
     error: str | None = None
     dropped_data: bool = False
+
+    @property
+    def detail(self) -> dict[str, Any]:
+        """What every fault line of the round carries: its aim and number."""
+        return {"aim": self.aim, "guided": self.number}
+
+    def step(self, what: str) -> str:
+        return f"guided-{self.number}:{what}"
 
 
 class Guided:
@@ -115,7 +125,8 @@ class Guided:
         self.config = config or GuidedConfig()
         #: what a disk fault draws its error and operations from
         self.disk_fault = disk_fault or DiskFaultConfig()
-        self.reached_before = tuple(s for s in COVERAGE_STATES if s in set(reached))
+        before = set(reached)
+        self.reached_before = tuple(s for s in COVERAGE_STATES if s in before)
         self.log = log
         cluster = getattr(injector, "cluster", None)
         self.topology = topology or Topology.of(cluster.nodes.values())
@@ -153,27 +164,26 @@ class Guided:
     def play(self, aim: str) -> Round:
         """One round at `aim`: its recipe, then everything healed and recovered.
         An aim whose wait did not see it is tried again after the others."""
-        done = Round(aim)
+        done = Round(aim, len(self.rounds) + 1)
         self.rounds.append(done)
-        self.log(f"round {len(self.rounds)}: aiming at {aim}")
+        self.log(f"round {done.number}: aiming at {aim}")
         try:
             _Recipe(self, done).play()
         except Exception as err:  # noqa: BLE001 - recorded (the fault line says info); next round
             done.error = f"{type(err).__name__}: {str(err)[:300]}"
-            self.log(f"round {len(self.rounds)}: {done.error}")
+            self.log(f"round {done.number}: {done.error}")
         finally:
             self.end_round(done)
         if not done.reached and not done.skipped and aim not in self.pending:
             self.pending.append(aim)
-        self.log(f"round {len(self.rounds)}: {aim} "
+        self.log(f"round {done.number}: {aim} "
                  f"{'reached' if done.reached else 'not seen'} {done.ways}")
         return done
 
     def end_round(self, done: Round) -> None:
         """Every fault ended; then wait (bounded) for every ISR to be full again."""
-        detail = {"aim": done.aim, "guided": len(self.rounds)}
         try:
-            self.injector.heal_all(step=f"guided-{len(self.rounds)}:end", detail=detail)
+            self.injector.heal_all(step=done.step("end"), detail=done.detail)
         finally:
             full = self.observer.wait_for(
                 lambda states: all_isr_full(list(states), self.replication_factor),
@@ -201,7 +211,7 @@ class _Recipe:
         self.injector = guided.injector
         self.rng = guided.rng
         self.topic, self.partition = self.rng.choice(guided.partitions)
-        self.detail = {"aim": done.aim, "guided": len(guided.rounds)}
+        self.detail = done.detail
 
     # -- the recipe of each state ------------------------------------------------
 
@@ -491,4 +501,4 @@ class _Recipe:
         return name
 
     def _step(self, what: str) -> str:
-        return f"guided-{len(self.g.rounds)}:{what}"
+        return self.done.step(what)
