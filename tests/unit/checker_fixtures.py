@@ -24,7 +24,9 @@ TEST_CONFIG = CheckerConfig(shuffle_partitions=2)
 def spark():
     from checkers.spark import get_spark
 
-    session = get_spark(TEST_CONFIG)
+    # the session checks hundreds of small histories, as a soak's does: the full JIT
+    # (checkers.spark.jvm_options), not the quick one a single small check starts with
+    session = get_spark(TEST_CONFIG, TEST_CONFIG.quick_jit_below_bytes)
     yield session
     session.stop()
 
