@@ -76,8 +76,12 @@ def validate(spec: RunSpec) -> NemesisPlan:
 def reproduce_command(cli_args: list[str], ran: str | None, dist: Path | None) -> str:
     """The command that runs this test again: the one typed, with the Kafka release
     that ran pinned (a `latest` run repeated tomorrow may get another release)."""
-    # a soak's bookkeeping flag means nothing to a person repeating the run
+    # a soak's bookkeeping flags mean nothing to a person repeating the run: its
+    # marker, and the --no-check it adds (the soak checks its runs itself), which
+    # repeated would record a run and give no verdict
     typed = _without(cli_args, "--record-run-dir")
+    if len(typed) < len(cli_args):
+        typed = [arg for arg in typed if arg != "--no-check"]
     args = _without(typed, "--kafka-version")
     if dist is None and ran:
         args += ["--kafka-version", ran]

@@ -76,6 +76,7 @@ def _assert_summary_agrees(soak_dir: Path, exit_code: int) -> dict:
         assert run["lost_write_by_acks"].get("all", 0) == 0
         assert not (Path(run["run_dir"]) / "history.parquet").exists(), "--keep no-cache"
         assert f"--seed {run['seed']}" in run["reproduce"]
+        assert "--no-check" not in run["reproduce"].split(), "repeated, it gives a verdict"
 
     [suite] = list(JUnitXml.fromfile(str(soak_dir / "junit.xml")))
     assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (len(runs), 0, 0, 0)

@@ -134,6 +134,19 @@ def test_the_reproduce_command_pins_the_release_that_ran(typed, expected):
     assert reproduce_command(typed, None, None) == "harness " + " ".join(typed)
 
 
+def test_a_soak_runs_reproduce_command_gives_a_verdict():
+    """The soak adds --no-check and its marker to each run: neither is in the
+    command a person repeats (a run of their own typed with --no-check keeps it)."""
+    from harness.run_spec import reproduce_command
+
+    soak_run = ["run", "--nemesis", "guided", "--seed", "2", "--no-check",
+                "--record-run-dir", "/s/runs/0001.run-dir"]
+    assert reproduce_command(soak_run, "4.4.0", None) == \
+        "harness run --nemesis guided --seed 2 --kafka-version 4.4.0"
+    assert reproduce_command(["run", "--no-check"], "4.4.0", None) == \
+        "harness run --no-check --kafka-version 4.4.0"
+
+
 def test_a_users_distribution_is_reproduced_as_typed():
     from harness.run_spec import reproduce_command
 
