@@ -120,7 +120,11 @@ def load_run(run_dir: Path) -> RunFiles:
     """Everything the report reads, loaded once; only a missing test.json is an error."""
     test = load_test_json(run_dir)
     results, results_problem = load_results(run_dir)
-    history = run_dir / "history.jsonl"
+    # the path the checker resolved (checkers.check.resolve_history: symlinks such as
+    # store/latest followed, absolute), which its Parquet cache names as its source:
+    # `harness report store/latest` found that cache "older than the history" and
+    # drew no plot
+    history = run_dir.resolve() / "history.jsonl"
     return RunFiles(
         run_dir=run_dir,
         test=test,

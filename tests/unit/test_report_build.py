@@ -80,6 +80,21 @@ def test_valid_banner_names_the_run_and_how_to_reproduce_it(valid: tuple[Path, s
         assert fact in page
 
 
+def test_a_relative_or_symlinked_run_directory_draws_the_checked_tables(
+        valid: tuple[Path, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`harness report store/latest`, as the README says it: the checker's cache names
+    the history by its resolved path, and the report reads the same one."""
+    run_dir, _page = valid
+    link = run_dir.parent.parent / "latest-valid"
+    link.symlink_to(run_dir)
+    monkeypatch.chdir(run_dir.parent.parent.parent)
+    for given in (Path(run_dir.parent.parent.name) / link.name,
+                  Path(run_dir.parent.parent.name) / run_dir.relative_to(run_dir.parent.parent)):
+        page = build_report(given, CONFIG).read_text(encoding="utf-8")
+        assert "older than the history" not in page, given
+        assert page.count('<img class="plot"') >= 4, given
+
+
 def test_report_is_self_contained(valid: tuple[Path, str]) -> None:
     _run_dir, page = valid
     assert "<script" not in page
