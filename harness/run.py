@@ -36,18 +36,37 @@ console = Console(highlight=False)
 
 
 class Phases:
-    """The phase the run is in, for the progress line."""
+    """The phase the run is in, for the progress line, and when each phase began and
+    ended: test.json's `phases`, on the history's clock (`origin` is its time 0), so
+    the report can draw them as one bar and start its plots where the workload did."""
 
     def __init__(self) -> None:
         self.name = "setup"
         self.started = time.monotonic()
+        self.origin = self.started
+        self._spans: list[tuple[str, float, float | None]] = []
 
     def enter(self, name: str) -> None:
+        now = time.monotonic()
+        self.end(now)
         self.name = name
-        console.print(f"[bold]── {name}[/bold]  [dim]{self.elapsed():.0f} s[/dim]")
+        self._spans.append((name, now, None))
+        console.print(f"[bold]── {name}[/bold]  [dim]{now - self.started:.0f} s[/dim]")
+
+    def end(self, now: float | None = None) -> None:
+        """The phase in course ends (at now)."""
+        if self._spans and self._spans[-1][2] is None:
+            name, start, _ = self._spans[-1]
+            self._spans[-1] = (name, start, time.monotonic() if now is None else now)
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
+
+    def recorded(self) -> list[dict[str, Any]]:
+        """Each ended phase: its name, start (s on the history's clock) and duration."""
+        return [{"name": name, "start_s": round(start - self.origin, 3),
+                 "duration_s": round(end - start, 3)}
+                for name, start, end in self._spans if end is not None]
 
 
 def run_test(spec: RunSpec) -> int:
@@ -89,7 +108,8 @@ def run_test(spec: RunSpec) -> int:
                       broker_storage=layer, provider=provider)
     recorder = HistoryRecorder(run_dir / "history.jsonl",
                                flush_interval_s=spec.workload.recorder_flush_interval_s)
-    outcome: dict[str, Any] = {"phases": {}}
+    phases.origin = recorder.origin_ns / 1e9
+    outcome: dict[str, Any] = {}
     interrupted = False
     try:
         interrupted = _run_phases(spec, plan, cluster, recorder, layer, phases, outcome, test,
@@ -113,9 +133,10 @@ def run_test(spec: RunSpec) -> int:
                                                outcome) or interrupted
         finally:
             ended_at = datetime.now(UTC)
+            phases.end()
             test.update({"ended_at": ended_at.isoformat(timespec="seconds"),
                          "duration_s": round((ended_at - started_at).total_seconds(), 1),
-                         "interrupted": interrupted, **outcome})
+                         "interrupted": interrupted, "phases": phases.recorded(), **outcome})
             write_json(run_dir / "test.json", test)
     if interrupted or "error" in outcome or not spec.run.check:
         if "error" in outcome or interrupted:
@@ -183,7 +204,6 @@ def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, la
     write_json(run_dir / "test.json", test)
     for topic in spec.topics:
         cluster.create_topic(topic)
-    outcome["phases"]["setup_s"] = round(phases.elapsed(), 1)
 
     injector = FaultInjector(cluster, recorder, layer)
     # The observer skips brokers the nemesis cut off from the controllers (or
@@ -215,7 +235,6 @@ def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, la
                          final=None, recorder=recorder)
         return True
     outcome["nemesis_result"] = nemesis_result
-    outcome["phases"]["workload_s"] = round(phases.elapsed(), 1)
 
     def do_final_reads() -> dict[str, Any]:
         summary = final_reads(cluster.bootstrap, spec.topics, recorder, spec.workload)

@@ -131,14 +131,17 @@ def legend(ax, bands: list[FaultBand], **kwargs) -> None:
               **kwargs)
 
 
-def _finish(ax, end_s: float) -> None:
-    ax.set_xlim(0, max(end_s, 1e-3) * 1.01)
-    ax.set_xlabel("seconds since start")
+def _finish(ax, end_s: float, start_s: float = 0.0) -> None:
+    """The time axis from start_s (where the workload began: the set-up before it
+    holds no operation) to just past end_s."""
+    start = start_s if 0 < start_s < end_s else 0.0
+    ax.set_xlim(start, start + max(end_s - start, 1e-3) * 1.01)
+    ax.set_xlabel("seconds since start" + (f" (workload from {start:.0f} s)" if start else ""))
     ax.grid(True, alpha=0.25)
 
 
 def latency_plot(tables: CheckedTables, bands: list[FaultBand], max_points: int,
-                 max_labels: int, dpi: int) -> str | None:
+                 max_labels: int, dpi: int, start_s: float = 0.0) -> str | None:
     """Latency of each completed op by f/acks (colour) and outcome (marker)."""
     if not tables.latency:
         return None
@@ -157,7 +160,7 @@ def latency_plot(tables: CheckedTables, bands: list[FaultBand], max_points: int,
     ax.set_title("Operation latency (completion time)")
     draw_fault_bands(ax, bands, tables.end_time_s, max_labels)
     legend(ax, bands, markerscale=2)
-    _finish(ax, tables.end_time_s)
+    _finish(ax, tables.end_time_s, start_s)
     return to_data_uri(fig, dpi)
 
 
@@ -172,7 +175,7 @@ def _binned(per_second: np.ndarray, seconds: int, bin_s: int) -> np.ndarray:
 
 
 def throughput_plot(tables: CheckedTables, bands: list[FaultBand], max_points: int,
-                    max_labels: int, dpi: int) -> str | None:
+                    max_labels: int, dpi: int, start_s: float = 0.0) -> str | None:
     """Client completions per second by outcome; averaged over wider bins on long runs."""
     if not any(c.any() for c in tables.throughput.values()):
         return None
@@ -192,7 +195,7 @@ def throughput_plot(tables: CheckedTables, bands: list[FaultBand], max_points: i
     ax.set_title("Throughput by outcome")
     draw_fault_bands(ax, bands, tables.end_time_s, max_labels)
     legend(ax, bands)
-    _finish(ax, tables.end_time_s)
+    _finish(ax, tables.end_time_s, start_s)
     return to_data_uri(fig, dpi)
 
 
@@ -207,7 +210,8 @@ def _intervals(states: list[ObservedState], end_s: float
 
 
 def membership_plot(key: PartitionKey, states: list[ObservedState], brokers: list[int],
-                    bands: list[FaultBand], end_s: float, max_labels: int, dpi: int) -> str:
+                    bands: list[FaultBand], end_s: float, max_labels: int, dpi: int,
+                    start_s: float = 0.0) -> str:
     """Per broker one lane for leader, ISR, ELR, LastKnownELR and fenced, faults
     beside them (a leader inside its fenced lane is KIP-966's fenced-leader)."""
     seen = {b for s in states for b in (s.isr + (s.elr or ()) + (s.last_known_elr or ()))}
@@ -253,7 +257,7 @@ def membership_plot(key: PartitionKey, states: list[ObservedState], brokers: lis
                        "broker (hatched: the cluster could not say)"), fontsize=9)
     draw_fault_bands(ax, bands, end_s, max_labels)
     legend(ax, bands)
-    _finish(ax, end_s)
+    _finish(ax, end_s, start_s)
     return to_data_uri(fig, dpi)
 
 
@@ -282,7 +286,7 @@ def _settings_lane(ax, spans: list[tuple[float, float, ObservedState]], y: int) 
 
 
 def hwm_plot(tables: CheckedTables, bands: list[FaultBand], max_points: int, max_labels: int,
-             dpi: int) -> str | None:
+             dpi: int, start_s: float = 0.0) -> str | None:
     """Observed high watermark per partition: it must never go down."""
     if not tables.hwm:
         return None
@@ -296,12 +300,12 @@ def hwm_plot(tables: CheckedTables, bands: list[FaultBand], max_points: int, max
     ax.set_title("High watermark (observer)")
     draw_fault_bands(ax, bands, tables.end_time_s, max_labels)
     legend(ax, bands)
-    _finish(ax, tables.end_time_s)
+    _finish(ax, tables.end_time_s, start_s)
     return to_data_uri(fig, dpi)
 
 
 def lost_writes_plot(lost: LostWrites, bands: list[FaultBand], end_s: float, max_points: int,
-                     max_labels: int, dpi: int) -> str | None:
+                     max_labels: int, dpi: int, start_s: float = 0.0) -> str | None:
     """The checker's lost writes by acks level, cumulative over the second of the run
     their send was acknowledged in."""
     if not any(lost.over_time.get(acks) for acks in ACKS_LEVELS):
@@ -323,5 +327,5 @@ def lost_writes_plot(lost: LostWrites, bands: list[FaultBand], end_s: float, max
     ax.set_title("Lost writes by acks level (send completion time)")
     draw_fault_bands(ax, bands, end_s, max_labels)
     legend(ax, bands)
-    _finish(ax, end_s)
+    _finish(ax, end_s, start_s)
     return to_data_uri(fig, dpi)

@@ -21,6 +21,7 @@ from reports.checked_tables import CheckedTables
 from reports.coverage import coverage_section
 from reports.evidence import anomalies_section
 from reports.html import NO_FAVICON, Safe, h, image, join, not_available, stylesheet, table, tag
+from reports.phases import phases_bar, workload_start_s
 from reports.report_inputs import ReportInputs, checker_stats, no_history_reason, parse_time
 from reports.stats import stats_section
 from reports.timeline import faults_section, metadata_section, partitions_section
@@ -119,6 +120,8 @@ def banner(inputs: ReportInputs) -> Safe:
             class_=f"banner {css}", id="verdict"),
         tag("dl", dl, class_="facts"),
         tag("div", join(["reproduce: ", tag("code", _command(test), class_="cmd")])),
+        tag("h3", "Phases"),
+        phases_bar(test, results),
         tag("h3", "Topics"),
         topic_table(test),
     ])
@@ -162,12 +165,13 @@ def plots_section(inputs: ReportInputs) -> Safe:
     tables, bands, cfg = inputs.tables, inputs.bands, inputs.config
     pts, labels, dpi = cfg.max_plot_points, cfg.max_fault_labels, cfg.plot_dpi
     why = no_history_reason(inputs)
-    latency = plots.latency_plot(tables, bands, pts, labels, dpi)
-    throughput = plots.throughput_plot(tables, bands, pts, labels, dpi)
-    hwm = plots.hwm_plot(tables, bands, pts, labels, dpi)
+    start = workload_start_s(inputs.run.test)
+    latency = plots.latency_plot(tables, bands, pts, labels, dpi, start)
+    throughput = plots.throughput_plot(tables, bands, pts, labels, dpi, start)
+    hwm = plots.hwm_plot(tables, bands, pts, labels, dpi, start)
     # the checker's losses, drawn over the run the history shows (none without one)
     lost = None if why else plots.lost_writes_plot(inputs.lost, bands, tables.end_time_s, pts,
-                                                   labels, dpi)
+                                                   labels, dpi, start)
     counts = inputs.lost.counts_by_acks
     lost_alt = "lost writes plot: " + ", ".join(f"acks={a} {counts.get(a, 0)}"
                                                 for a in ACKS_LEVELS)

@@ -10,6 +10,7 @@ from reports.checked_tables import STATE_COLUMNS, ObservedState
 from reports.faults import FaultBand
 from reports.html import Safe, h, image, join, not_available, table, tag
 from reports.metadata import PARTITION_FIELDS, decode_metadata
+from reports.phases import workload_start_s
 from reports.report_inputs import ReportInputs, ids, no_history_reason, parse_time
 
 
@@ -115,7 +116,8 @@ def partitions_section(inputs: ReportInputs) -> Safe:
     for key in keys[:cfg.max_partition_timelines]:
         states = tables.states[key]
         uri = plots.membership_plot(key, states, brokers, inputs.bands, tables.end_time_s,
-                                    cfg.max_fault_labels, cfg.plot_dpi)
+                                    cfg.max_fault_labels, cfg.plot_dpi,
+                                    workload_start_s(inputs.run.test))
         parts.append(tag("h3", f"{key[0]}-{key[1]}", id=f"partition-{key[0]}-{key[1]}"))
         parts.append(image(uri, f"{key[0]}-{key[1]} membership timeline", ""))
         parts.append(tag("details", join([

@@ -85,3 +85,18 @@ def test_readme_scenario_from_a_fresh_directory(tmp_path, capsys, elr):
     rechecked = json.loads((run_dir / "results.json").read_text())
     assert _without_timings(rechecked) == _without_timings(results)
     assert "checked" in recheck.stdout and "Traceback" not in recheck.stderr
+
+    # every phase timed, on the history's clock, one after the other
+    phases = test["phases"]
+    assert [p["name"] for p in phases] == ["setup", "workload + nemesis", "heal",
+                                           "final reads", "collect", "teardown"]
+    for before, after in zip(phases, phases[1:], strict=False):
+        assert before["start_s"] + before["duration_s"] <= after["start_s"] + 0.001, phases
+    assert phases[1]["start_s"] > 1.0, "the cluster's set-up comes before any operation"
+
+    # `harness report store/latest`, as the README says: the bar and the plots
+    report = _harness(tmp_path, "report", "store/latest")
+    assert report.returncode == 0, report.stdout + report.stderr
+    page = (run_dir / "report.html").read_text()
+    assert '<div class="phases">' in page and "older than the history" not in page
+    assert page.count('<img class="plot"') >= 4

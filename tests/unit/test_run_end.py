@@ -68,3 +68,30 @@ def test_a_client_is_joined_whether_or_not_it_was_started(started):
     if started:
         client.start()
     assert client.join(5) is True
+
+
+def test_each_phase_is_recorded_with_its_start_on_the_historys_clock(monkeypatch):
+    """test.json's phases: every phase entered, in order, its start measured from the
+    history's time 0 (the recorder's origin) and its duration; the one in course
+    ends when the run does."""
+    import harness.run as run
+
+    now = iter([100.0, 101.0, 126.5, 186.5, 187.0, 188.25, 200.0, 203.5]).__next__
+    monkeypatch.setattr(run.time, "monotonic", now)
+    phases = Phases()  # 100.0
+    phases.origin = 100.5  # the recorder opened the history half a second later
+    for name in ("setup", "workload + nemesis", "heal", "final reads", "collect",
+                 "teardown"):
+        phases.enter(name)  # 101.0, 126.5, 186.5, 187.0, 188.25, 200.0
+    assert [p["name"] for p in phases.recorded()] == [
+        "setup", "workload + nemesis", "heal", "final reads", "collect"]
+    phases.end()  # 203.5
+    assert phases.recorded() == [
+        {"name": "setup", "start_s": 0.5, "duration_s": 25.5},
+        {"name": "workload + nemesis", "start_s": 26.0, "duration_s": 60.0},
+        {"name": "heal", "start_s": 86.0, "duration_s": 0.5},
+        {"name": "final reads", "start_s": 86.5, "duration_s": 1.25},
+        {"name": "collect", "start_s": 87.75, "duration_s": 11.75},
+        {"name": "teardown", "start_s": 99.5, "duration_s": 3.5}]
+    phases.end()  # nothing in course: nothing changes
+    assert phases.recorded()[-1]["duration_s"] == 3.5
