@@ -423,7 +423,7 @@ def make_metadata_log(spec: RunSpec, duration: float) -> list[dict[str, Any]]:
 
 
 #: Small shuffles: the report tests' histories are small and the machine has 2 cores.
-CHECKER_CONFIG = CheckerConfig(shuffle_partitions=2)
+CHECKER_CONFIG = CheckerConfig(shuffle_partitions=2, quick_jit_below_bytes=0)  # as TEST_CONFIG
 #: What the report reads of results.json's stats that the real checker counts.
 CHECKER_COUNTS = ("ops", "history_lines", "truncated_lines")
 
