@@ -400,9 +400,17 @@ def check_path(path: Path, config: CheckerConfig) -> tuple[dict, Path]:
     was_running = _spark_running()
     try:
         results = check_history(history, test, config)
-    finally:
+    except BaseException:
         if not was_running:  # a session someone else started stays theirs
-            stop_spark()
+            # a Ctrl-C: the JVM ends before a conversion it was writing is removed
+            from checkers.load import remove_abandoned
+            from checkers.spark import end_jvm
+
+            end_jvm(config.cancelled_tasks_wait_s)
+            remove_abandoned()
+        raise
+    if not was_running:
+        stop_spark()
     return results, write_results(results, history.parent)
 
 

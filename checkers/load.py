@@ -93,6 +93,17 @@ class Overview:
 
 
 
+#: Conversion folders given up on (a Ctrl-C): the JVM may still make folders in
+#: them until it exits, so remove_abandoned() removes them again after that.
+_abandoned: list[Path] = []
+
+
+def remove_abandoned() -> None:
+    """Remove the folders of conversions given up on (call once the JVM is gone)."""
+    while _abandoned:
+        shutil.rmtree(_abandoned.pop(), ignore_errors=True)
+
+
 #: Where a large history's parsed lines are written for the conversion's passes
 #: (inside its temporary folder, removed before the cache is installed).
 _PARSED = "_parsed"
@@ -179,7 +190,9 @@ def _convert(spark, history: Path, tmp: Path, history_bytes: int = 0,
         # a Ctrl-C leaves the JVM running (PySpark's JVM ignores SIGINT): its tasks,
         # and a job it has yet to start, would go on creating files, so jobs are
         # cancelled until none has run for a while, the table removed, and both done
-        # again should it come back; removed even if a second Ctrl-C cuts that short
+        # again should it come back; removed even if a second Ctrl-C cuts that short,
+        # and once more by remove_abandoned() after the JVM has exited
+        _abandoned.append(tmp)
         deadline = time.monotonic() + cancelled_wait_s
         try:
             while True:

@@ -16,6 +16,7 @@ import logging
 import os
 import signal
 import socket
+import subprocess
 import tempfile
 import time
 import warnings
@@ -186,6 +187,28 @@ def stop_session() -> None:
     session = running_session()
     if session is not None:
         session.stop()
+
+
+def end_jvm(wait_s: float) -> None:
+    """Stop the session and end the JVM this process launched (waiting at most
+    wait_s for it to exit, then killing it). A command Python gave up on (a
+    Ctrl-C) runs on in the JVM until the JVM exits: a Parquet write it was
+    planning still makes its committer's folders after every job was cancelled."""
+    global _gateway
+    try:
+        stop_session()
+    except Exception as err:  # Py4J: the JVM is gone or going
+        _log.debug("the session did not stop: %s", err)
+    proc = getattr(_gateway, "proc", None)
+    _gateway = None
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(wait_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _require_reachable_master(config: CheckerConfig) -> None:
