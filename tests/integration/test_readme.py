@@ -91,7 +91,8 @@ def test_readme_scenario_from_a_fresh_directory(tmp_path, capsys, elr):
     assert [p["name"] for p in phases] == ["setup", "workload + nemesis", "heal",
                                            "final reads", "collect", "teardown"]
     for before, after in zip(phases, phases[1:], strict=False):
-        assert before["start_s"] + before["duration_s"] <= after["start_s"] + 0.001, phases
+        # each figure is rounded to the millisecond on its own
+        assert before["start_s"] + before["duration_s"] <= after["start_s"] + 0.002, phases
     assert phases[1]["start_s"] > 1.0, "the cluster's set-up comes before any operation"
 
     # `harness report store/latest`, as the README says: the bar and the plots
