@@ -149,13 +149,15 @@ def stop_running_tasks(spark, timeout_s: float, settle_s: float = 0.0) -> None:
     """
     try:
         context = spark.sparkContext
-        tracker = context._jsc.sc().statusTracker()
+        tracker = context.statusTracker()
         deadline = time.monotonic() + timeout_s
         idle_since = None
         while time.monotonic() < deadline:
             context.cancelAllJobs()
-            busy = (context.statusTracker().getActiveJobsIds()
-                    or any(e.numRunningTasks() for e in tracker.getExecutorInfos()))
+            # a cancelled job's tasks run on until their next record: the executors
+            # count them (getExecutorInfos: public in PySpark since 4.3, SPARK-55610)
+            busy = (tracker.getActiveJobsIds()
+                    or any(e.numRunningTasks for e in tracker.getExecutorInfos()))
             now = time.monotonic()
             if busy:
                 idle_since = None
