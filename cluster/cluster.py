@@ -23,6 +23,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -157,7 +158,8 @@ class Cluster:
         cluster_id = kafka_uuid()
         self.log(f"formatting {len(self.nodes)} nodes (cluster id {cluster_id}, "
                  f"ELR {'on' if self.config.elr else 'off'})")
-        for node in self.nodes.values():
+
+        def format_storage(node: Node) -> None:
             layered = self._on_page_cache_layer(node)
             properties = kraft.FORMAT_PROPERTIES if layered else kraft.SERVER_PROPERTIES
             result = node.exec(kraft.format_command(self.config, cluster_id, properties),
@@ -168,6 +170,15 @@ class Cluster:
             if layered:
                 assert self.broker_storage is not None
                 self.broker_storage.prepare(node)
+
+        # each node's format is a JVM of its own, started one after another they took
+        # 9.3 s of a 26.5 s set-up (6 nodes); all are waited for, then the first
+        # failure in the nodes' order is raised
+        with ThreadPoolExecutor(max_workers=len(self.nodes),
+                                thread_name_prefix="format") as pool:
+            formats = [pool.submit(format_storage, node) for node in self.nodes.values()]
+        for done in formats:
+            done.result()
         for node in self.controllers + self.brokers:
             node.start_kafka()
 

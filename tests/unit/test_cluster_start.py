@@ -135,3 +135,52 @@ def test_the_metadata_log_listing_quotes_its_folder(tmp_path) -> None:
     files = node.argv[0][node.argv[0].index("--files") + 1]
     assert files == f"{folder}/__cluster_metadata-0/00000000000000000000.log"
     assert not (tmp_path / "pwned").exists()
+
+
+# -- every node's storage is formatted at once (#35) ---------------------------------
+
+class _FormattingNode:
+    """A format that waits for every node's format to have begun (a format one
+    node at a time breaks the barrier after 2 s) and exits with exit_code."""
+
+    def __init__(self, name: str, role, exit_code: int, began) -> None:
+        from cluster.node import NodeSpec
+
+        self.spec = NodeSpec(name, role, 1, "10.0.0.1")
+        self.exit_code, self.began, self.started = exit_code, began, False
+
+    def exec(self, cmd, *, timeout_s=None, detach=False):
+        from cluster.node import ExecResult
+
+        self.began.wait(timeout=2)
+        return ExecResult(self.exit_code, f"{self.spec.name} said no")
+
+    def start_kafka(self) -> None:
+        self.started = True
+
+
+def _formatting_cluster(*codes: int) -> tuple[Cluster, list[_FormattingNode]]:
+    import threading
+
+    from cluster.node import Role
+    from harness.core.config import ClusterConfig
+
+    began = threading.Barrier(len(codes))
+    nodes = [_FormattingNode(f"broker-{i}", Role.BROKER, code, began)
+             for i, code in enumerate(codes, 1)]
+    cluster = _cluster(*nodes)
+    cluster.config, cluster.log, cluster.broker_storage = ClusterConfig(), lambda m: None, None
+    return cluster, nodes
+
+
+def test_the_nodes_are_formatted_at_once_then_started() -> None:
+    cluster, nodes = _formatting_cluster(0, 0, 0)
+    cluster._format_and_start()  # a format one at a time would break the barrier
+    assert all(n.started for n in nodes)
+
+
+def test_a_failed_format_is_the_first_in_the_nodes_order_and_starts_nothing() -> None:
+    cluster, nodes = _formatting_cluster(0, 1, 1)
+    with pytest.raises(ClusterStartError, match="broker-2: formatting storage failed"):
+        cluster._format_and_start()
+    assert not any(n.started for n in nodes)
