@@ -24,7 +24,6 @@ import posixpath
 import shlex
 import tarfile
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
@@ -38,6 +37,7 @@ from cluster.shaping import remove_slow_command
 from cluster.ssh_connection import Feed, HostUnreachable, SshHost
 from harness.core.config import ClusterConfig, NodeTimeouts, PageCacheConfig
 from harness.core.errors import HarnessError
+from harness.core.parallel import at_once
 
 #: The harness's own folder on a host: the manifest, and (by default) the
 #: uploaded distributions, which are kept between runs.
@@ -309,20 +309,10 @@ class SshProvider:
 
     def _each(self, action: Callable[[SshNode], T],
               tolerate: type[Exception] | None = None) -> dict[str, T | Exception]:
-        """action on every host at once; the first error (in the file's order) is
-        raised unless it is of the `tolerate` kind, which is returned instead."""
-        with ThreadPoolExecutor(max_workers=len(self.nodes)) as pool:
-            futures = {name: pool.submit(action, node) for name, node in self.nodes.items()}
-        results: dict[str, T | Exception] = {}
-        for name, future in futures.items():
-            error = future.exception()
-            if error is None:
-                results[name] = future.result()
-            elif tolerate is not None and isinstance(error, tolerate):
-                results[name] = error
-            else:
-                raise error
-        return results
+        """action on every host at once, by host name; the first error (in the file's
+        order) is raised unless it is of the `tolerate` kind, which is returned instead."""
+        return dict(zip(self.nodes, at_once(action, list(self.nodes.values()), tolerate),
+                        strict=True))
 
 
 def _ancestors(path: str) -> list[str]:
