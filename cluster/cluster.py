@@ -409,15 +409,21 @@ class Cluster:
     def collect_logs(self, dest: Path) -> None:
         """Copy each node's server.log and config into dest/<node>/."""
         for node in self.nodes.values():
-            target = dest / node.spec.name
-            target.mkdir(parents=True, exist_ok=True)
-            for path, name in ((kraft.SERVER_LOG, "server.log"),
-                               (kraft.STDOUT_LOG, "stdout.log"),
-                               (kraft.SERVER_PROPERTIES, "server.properties")):
-                try:
-                    (target / name).write_bytes(node.read_file(path))
-                except (FileNotFoundError, HarnessError):
-                    continue
+            self.collect_node_logs(node, dest)
+
+    @staticmethod
+    def collect_node_logs(node: Node, dest: Path) -> None:
+        """Copy one node's server.log, stdout and config into dest/<node>/ (a file the
+        node lacks is skipped)."""
+        target = dest / node.spec.name
+        target.mkdir(parents=True, exist_ok=True)
+        for path, name in ((kraft.SERVER_LOG, "server.log"),
+                           (kraft.STDOUT_LOG, "stdout.log"),
+                           (kraft.SERVER_PROPERTIES, "server.properties")):
+            try:
+                (target / name).write_bytes(node.read_file(path))
+            except (FileNotFoundError, HarnessError):
+                continue
 
 
 def kafka_uuid() -> str:

@@ -1,51 +1,78 @@
 """The collect phase: what a run keeps of the nodes once the final reads are done
 (cluster healed and quiet): each broker's own replicas as `replica` lines of the
-history, and each node's logs, config and decoded controller metadata log."""
+history, and each node's logs, config and decoded controller metadata log.
+
+Every node is read at once: each read of a log is a JVM of Kafka's dump tool in
+that node (one per broker, one per controller), and one after another they made
+most of the phase's time. What they found is written in the nodes' order, so the
+history does not depend on which node answered first.
+"""
 
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cluster.cluster import Cluster
+from cluster.node import Node
+from cluster.replica_logs import ReplicaLog
 from harness.core.history import COLLECTOR_PROCESS
+from harness.core.parallel import at_once
 
 
-def record_replicas(cluster: Cluster, topics: list[str], recorder, outcome: dict[str, Any]
-                    ) -> None:
-    """Each broker's own replicas as `replica` lines (HISTORY.md), one log dump JVM
-    per broker, the brokers in parallel; a broker that cannot be read is noted."""
+@dataclass
+class NodeFindings:
+    """What one node gave up: its replicas (a broker), its decoded metadata log (a
+    controller), and what could not be read."""
 
-    def dump(node):
-        try:
-            return node, cluster.replica_logs(node, topics), None
-        except Exception as err:  # noqa: BLE001 - the rest of the run still counts
-            return node, [], err
-
-    with ThreadPoolExecutor(max_workers=max(len(cluster.brokers), 1)) as pool:
-        for node, logs, err in pool.map(dump, cluster.brokers):
-            if err is not None:
-                outcome.setdefault("errors", []).append(f"replicas of {node.spec.name}: {err}")
-            for log in logs:
-                fields = {"topic": log.topic, "partition": log.partition,
-                          "node": node.spec.name, "broker": node.spec.node_id,
-                          "log_end_offset": log.log_end_offset, "records": log.records}
-                if log.high_watermark is not None:
-                    fields["high_watermark"] = log.high_watermark
-                recorder.record(process=COLLECTOR_PROCESS, type="ok", f="replica", **fields)
+    node: Node
+    replicas: list[ReplicaLog] = field(default_factory=list)
+    metadata: list[dict] | None = None
+    errors: list[str] = field(default_factory=list)
 
 
-def collect_nodes(cluster: Cluster, nodes_dir: Path, outcome: dict[str, Any]) -> None:
-    """Logs and configs of every node; each controller's metadata log, decoded."""
-    cluster.collect_logs(nodes_dir)
-    for node in cluster.controllers:
-        try:
-            records = cluster.decode_metadata_log(node)
-        except Exception as err:  # noqa: BLE001 - the rest of the run still counts
-            outcome.setdefault("errors", []).append(f"metadata log of {node.spec.name}: {err}")
-            continue
-        target = nodes_dir / node.spec.name
-        target.mkdir(parents=True, exist_ok=True)
-        (target / "metadata-log.json").write_text(json.dumps(records))
+def collect(cluster: Cluster, topics: list[str], recorder, nodes_dir: Path,
+            outcome: dict[str, Any]) -> None:
+    """Read every node at once; then record each broker's replicas as `replica`
+    lines (HISTORY.md) and write each controller's metadata-log.json, in the nodes'
+    order. A node that cannot be read is noted in the outcome; the rest still counts."""
+    brokers = {id(n) for n in cluster.brokers}
+    controllers = {id(n) for n in cluster.controllers}
+
+    def gather(node: Node) -> NodeFindings:
+        found = NodeFindings(node)
+        cluster.collect_node_logs(node, nodes_dir)
+        if id(node) in brokers:
+            try:
+                found.replicas = cluster.replica_logs(node, topics)
+            except Exception as err:  # noqa: BLE001 - the rest of the run still counts
+                found.errors.append(f"replicas of {node.spec.name}: {err}")
+        if id(node) in controllers:
+            try:
+                found.metadata = cluster.decode_metadata_log(node)
+            except Exception as err:  # noqa: BLE001 - the rest of the run still counts
+                found.errors.append(f"metadata log of {node.spec.name}: {err}")
+        return found
+
+    findings: list[NodeFindings] = at_once(  # type: ignore[assignment]
+        gather, [*cluster.brokers, *cluster.controllers])
+    for found in findings:
+        if found.errors:
+            outcome.setdefault("errors", []).extend(found.errors)
+        _record_replicas(found, recorder)
+        if found.metadata is not None:
+            target = nodes_dir / found.node.spec.name
+            target.mkdir(parents=True, exist_ok=True)
+            (target / "metadata-log.json").write_text(json.dumps(found.metadata))
+
+
+def _record_replicas(found: NodeFindings, recorder) -> None:
+    for log in found.replicas:
+        fields = {"topic": log.topic, "partition": log.partition,
+                  "node": found.node.spec.name, "broker": found.node.spec.node_id,
+                  "log_end_offset": log.log_end_offset, "records": log.records}
+        if log.high_watermark is not None:
+            fields["high_watermark"] = log.high_watermark
+        recorder.record(process=COLLECTOR_PROCESS, type="ok", f="replica", **fields)

@@ -20,7 +20,7 @@ from typing import Any
 from rich.console import Console
 
 from cluster.cluster import Cluster
-from harness.collect import collect_nodes, record_replicas
+from harness.collect import collect
 from harness.core.config import (
     LOG_FORMAT,
     CheckerConfig,
@@ -344,8 +344,7 @@ def _heal_and_finish(cluster: Cluster, injector, observer, phases: Phases, spec:
         outcome["final_reads"] = final()
     observer.stop()
     phases.enter("collect")
-    record_replicas(cluster, [t.name for t in spec.topics], recorder, outcome)
-    collect_nodes(cluster, run_dir / "nodes", outcome)
+    collect(cluster, [t.name for t in spec.topics], recorder, run_dir / "nodes", outcome)
 
 
 def _wait_recovered(observer, spec: RunSpec) -> bool:
