@@ -37,6 +37,7 @@ from cluster.kraft import broker_log_dirs
 from cluster.node import Node
 from harness.core.errors import HarnessError, Refused
 from harness.core.history import NEMESIS_PROCESS, Fault, Kind, OpType
+from harness.core.parallel import at_once
 from harness.core.wait import wait_until
 from nemesis.admin_faults import AdminFaults
 from nemesis.grudges import Grudge
@@ -150,16 +151,20 @@ class FaultInjector(AdminFaults, ShapingFaults, ReassignFaults):
         nodes = sorted(grudge)
         detail = {"grudge": grudge, **detail_of(step, detail)}
 
+        def cut(name: str) -> None:
+            addresses = [self._node(peer).spec.address for peer in grudge[name]]
+            result = self._node(name).exec(drop_peers_command(addresses),
+                                           timeout_s=self.cluster.config.timeouts.iptables_s)
+            if not result.ok:
+                raise HarnessError(f"iptables on {name} failed: {result.output[-300:]}")
+
         def apply() -> None:
-            for name, peers in grudge.items():
-                node = self._node(name)
-                addresses = [self._node(peer).spec.address for peer in peers]
-                result = node.exec(drop_peers_command(addresses),
-                                   timeout_s=self.cluster.config.timeouts.iptables_s)
-                if not result.ok:
-                    raise HarnessError(f"iptables on {name} failed: {result.output[-300:]}")
-                self.grudge.setdefault(name, [])
-                self.grudge[name] = sorted(set(self.grudge[name]) | set(peers))
+            # every node's rules at once: a partition is one moment, not a sweep
+            done = at_once(cut, nodes, tolerate=HarnessError)
+            for name, outcome in zip(nodes, done, strict=True):
+                if not isinstance(outcome, Exception):
+                    self.grudge[name] = sorted(set(self.grudge.get(name, [])) | set(grudge[name]))
+            _raise_first(done)
 
         return self._fault(kind, nodes, detail, apply)
 
@@ -169,14 +174,19 @@ class FaultInjector(AdminFaults, ShapingFaults, ReassignFaults):
         a real host's own firewall stays as it was)."""
         names = sorted(self.cluster.nodes)
 
+        def remove(name: str) -> None:
+            result = self._node(name).exec(
+                remove_tagged_command(), timeout_s=self.cluster.config.timeouts.iptables_s)
+            if not result.ok:
+                raise HarnessError(f"removing iptables rules on {name} failed: "
+                                   f"{result.output[-300:]}")
+
         def apply() -> None:
-            for name in names:
-                result = self._node(name).exec(
-                    remove_tagged_command(), timeout_s=self.cluster.config.timeouts.iptables_s)
-                if not result.ok:
-                    raise HarnessError(f"removing iptables rules on {name} failed: "
-                                       f"{result.output[-300:]}")
-            self.grudge = {}
+            done = at_once(remove, names, tolerate=HarnessError)
+            for name, outcome in zip(names, done, strict=True):
+                if not isinstance(outcome, Exception):
+                    self.grudge.pop(name, None)
+            _raise_first(done)
 
         return self._fault(Fault.HEAL, names, detail_of(step, detail), apply)
 
@@ -421,3 +431,10 @@ class FaultInjector(AdminFaults, ShapingFaults, ReassignFaults):
                 errors.append(err.message)
         if errors:
             raise HarnessError("; ".join(errors))
+
+
+def _raise_first(outcomes: list) -> None:
+    """The first error among the nodes' outcomes (in the nodes' order), if any."""
+    for outcome in outcomes:
+        if isinstance(outcome, Exception):
+            raise outcome

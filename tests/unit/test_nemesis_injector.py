@@ -178,3 +178,46 @@ def test_heal_all_starts_an_untracked_node_only_when_it_looks_dead_every_time(ri
     injector.heal_all()
     starts = [x["nodes"] for x in recorder.lines if x["fault"] == "start" and x["type"] == "ok"]
     assert starts == [["broker-2"]]
+
+
+class BarrierNode(FakeNode):
+    """Waits at a barrier that every node's command must reach: applied one node
+    after another, the first command would wait until the barrier times out."""
+
+    def __init__(self, spec: NodeSpec, barrier, failing: bool = False) -> None:
+        super().__init__(spec)
+        self.barrier, self.failing = barrier, failing
+
+    def exec(self, cmd: str, timeout_s: float = 60.0) -> ExecResult:
+        self.barrier.wait()
+        self.commands.append(cmd)
+        return ExecResult(1 if self.failing else 0, "iptables: failed" if self.failing else "")
+
+
+def _barrier_rig(failing: str | None = None):
+    import threading
+
+    specs = [NodeSpec(f"broker-{i}", Role.BROKER, i, f"10.0.0.{10 + i}") for i in (1, 2, 3)]
+    barrier = threading.Barrier(len(specs), timeout=10)
+    cluster = FakeCluster({s.name: BarrierNode(s, barrier, s.name == failing) for s in specs})
+    return FaultInjector(cluster, ListRecorder()), cluster  # type: ignore[arg-type]
+
+
+def test_a_partition_and_a_heal_act_on_every_node_at_once() -> None:
+    injector, cluster = _barrier_rig()
+    nodes = sorted(cluster.nodes)
+    injector.partition(grudges.isolate("broker-2", nodes))
+    assert injector.grudge == {"broker-1": ["broker-2"], "broker-2": ["broker-1", "broker-3"],
+                               "broker-3": ["broker-2"]}
+    injector.heal()
+    assert injector.grudge == {}
+    assert all(len(n.commands) == 2 for n in cluster.nodes.values())
+
+
+def test_a_node_whose_rules_fail_is_named_and_the_others_keep_their_grudge() -> None:
+    injector, cluster = _barrier_rig(failing="broker-3")
+    nodes = sorted(cluster.nodes)
+    with pytest.raises(Exception, match="iptables on broker-3 failed"):
+        injector.partition(grudges.isolate("broker-2", nodes))
+    # the rules that did go in are remembered, so a heal knows to remove them
+    assert injector.grudge == {"broker-1": ["broker-2"], "broker-2": ["broker-1", "broker-3"]}
