@@ -16,7 +16,7 @@ derived: the checker judges Kafka by exactly what Kafka said.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cluster.kafka_wire import WireConnection, WireError
@@ -74,6 +74,15 @@ class PartitionState:
         if self.elr_feature is not None:
             fields["elr_feature"] = self.elr_feature
         return fields
+
+
+def recovered(states: Sequence[PartitionState],
+              expected: Mapping[tuple[str, int], int]) -> bool:
+    """Every expected (topic, partition) led, with at least its replication factor
+    (the value) in its ISR: the cluster is whole again."""
+    seen = {(s.topic, s.partition): s for s in states}
+    return all(key in seen and seen[key].leader >= 0 and len(seen[key].isr) >= replicas
+               for key, replicas in expected.items())
 
 
 def _int_value(text: str | None) -> int | None:

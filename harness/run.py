@@ -20,6 +20,7 @@ from typing import Any
 from rich.console import Console
 
 from cluster.cluster import Cluster
+from cluster.observe import recovered
 from harness.collect import collect
 from harness.core.config import (
     LOG_FORMAT,
@@ -269,15 +270,18 @@ def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):
     """The scenario then a quiet spell; or a guided schedule; or one mix; or mixes
     that overlap (each seeded from --seed upward, so the run reproduces)."""
     from nemesis.mix import RandomMix
-    from nemesis.schedules import Mix, Overlap, Phases, Quiet, Scenario
+    from nemesis.schedules import Mix, Overlap, Phases, Recovery, Scenario
 
     if plan.scripted:
         scripted = plan.scripted.scenario
+        expected = _replication(spec)
         return Phases([
             Scenario(lambda stop: scripted(
                 injector, observer, spec.topics[0].name, 0, elr=spec.cluster.elr,
                 timings=spec.run.scenario, stop=stop, log=log)),
-            Quiet(spec.run.quiet_after_faults_s)])
+            Recovery(lambda: recovered(observer.latest(), expected),
+                     spec.run.scenario.step_timeout_s, spec.run.scenario.watch_poll_s,
+                     spec.run.quiet_after_faults_s)])
     replication = min(t.replication_factor for t in spec.topics)
     if plan.guided:
         from nemesis.guided import Guided
@@ -347,16 +351,16 @@ def _heal_and_finish(cluster: Cluster, injector, observer, phases: Phases, spec:
     collect(cluster, [t.name for t in spec.topics], recorder, run_dir / "nodes", outcome)
 
 
+def _replication(spec: RunSpec) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> replication factor: what a recovered cluster shows."""
+    return {(t.name, p): t.replication_factor for t in spec.topics
+            for p in range(t.partitions)}
+
+
 def _wait_recovered(observer, spec: RunSpec) -> bool:
-    expected = {(t.name, p): t.replication_factor for t in spec.topics
-                for p in range(t.partitions)}
-
-    def recovered(states: list[Any]) -> bool:
-        seen = {(s.topic, s.partition): s for s in states}
-        return all(key in seen and seen[key].leader >= 0 and len(seen[key].isr) >= rf
-                   for key, rf in expected.items())
-
-    ok = observer.wait_for(recovered, spec.run.recovery_timeout_s) is not None
+    expected = _replication(spec)
+    ok = observer.wait_for(lambda states: recovered(states, expected),
+                           spec.run.recovery_timeout_s) is not None
     console.print("cluster recovered" if ok else
                   "[yellow]cluster did not fully recover; final reads go ahead[/yellow]")
     return ok

@@ -5,7 +5,9 @@ result dict (test.json's `nemesis_result`). The parts:
 
 - `Mix`: a seeded rotation of fault packages (nemesis.mix.RandomMix);
 - `Scenario`: a scripted scenario's steps (nemesis.scenarios);
-- `Quiet`: no fault for a while (recovery the report can show);
+- `Quiet`: no fault for a while;
+- `Recovery`: no fault until the cluster is whole again, then a while more
+  (recovery the report can show);
 - `Phases`: schedules one after another;
 - `Overlap`: schedules at the same time, each in its own thread. Faults of
   overlapping schedules must not undo each other: a heal removes every
@@ -26,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from harness.core.wait import wait_until
 from nemesis.faults import NETWORK, PACKAGES, PROCESSES
 
 
@@ -78,6 +81,27 @@ class Quiet:
 
     def run(self, deadline: float, stop: threading.Event, result: dict[str, Any]) -> None:
         stop.wait(max(0.0, min(self.seconds, deadline - time.monotonic())))
+
+    def resources(self) -> set[str]:
+        return set()
+
+
+@dataclass
+class Recovery:
+    """No fault until the cluster is observed whole again (bounded by timeout_s),
+    then `seconds` more: the workload goes on through the recovery, so the report
+    shows it and writes after it, whether it took one second or thirty (a fixed
+    quiet spell was either too short or mostly idle)."""
+
+    recovered: Callable[[], bool]
+    timeout_s: float
+    poll_s: float
+    seconds: float
+
+    def run(self, deadline: float, stop: threading.Event, result: dict[str, Any]) -> None:
+        bound = max(0.0, min(self.timeout_s, deadline - time.monotonic()))
+        result["recovered_before_heal"] = wait_until(self.recovered, bound, self.poll_s, stop)
+        Quiet(self.seconds).run(deadline, stop, result)
 
     def resources(self) -> set[str]:
         return set()

@@ -350,10 +350,19 @@ class ScenarioTimings:
     it expects (nemesis/scenarios/)."""
 
     step_timeout_s: float = 60.0
-    #: Quiet time before T0, so acks=all writes are acknowledged by all replicas.
-    warmup_s: float = 8.0
-    #: Time in T1 so that acks=1 writes land on L alone (and acks=all ones fail).
-    hold_t1_s: float = 5.0
+    #: Records committed on the scenario's partition (its observed high watermark,
+    #: so on every replica of its full ISR) before T0: the workload's first
+    #: acknowledged acks=all writes, which the faults then put at risk. At the
+    #: default workload's rate this is about 2 s of writing (it was a fixed 8 s
+    #: sleep).
+    warmup_high_watermark: int = 100
+    #: unclean-last-replica: time in T1 so that acks=1 writes land on L alone (and
+    #: acks=all ones fail); at the default rate, about 40 acks=1 sends to L's
+    #: partition in 2 s.
+    hold_t1_s: float = 2.0
+    #: min-isr-drop: time after T1 (min ISR lowered) for acks=all writes that A
+    #: lacks, which a Kafka that kept A in the ELR would lose.
+    hold_min_isr_lowered_s: float = 5.0
     #: unclean-last-replica-alone: how long the uncleanly restarted L, unfenced,
     #: is watched while B is still away (ELR on: it must never be elected).
     hold_alone_s: float = 15.0
@@ -469,8 +478,11 @@ class RunConfig:
     #: The shortest --interval: faults closer than this are a storm that never lets
     #: the cluster settle, and nothing the checker says about it means much.
     min_interval_s: float = 1.0
-    #: Workload after the last fault, so the report shows recovery.
-    quiet_after_faults_s: float = 10.0
+    #: A scripted scenario's workload after its last step goes on until every
+    #: partition is observed led with a whole ISR (bounded by the scenario's
+    #: step_timeout_s), then this much longer: the report shows the recovery and
+    #: writes after it (it was a fixed 10 s from the last step).
+    quiet_after_faults_s: float = 3.0
     #: Bound on the cluster recovering after healing (leaders and full ISRs).
     recovery_timeout_s: float = 120.0
     store: Path = Path("store")

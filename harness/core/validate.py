@@ -372,6 +372,7 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "run.guided.slow_rate_kbit": integer(1, 100_000_000),
     "run.guided.slow_loss": number(0, 1),
     "run.reached": _each(_one_of(COVERAGE_STATES)),
+    "run.scenario.warmup_high_watermark": integer(0, 1_000_000_000),
     "run.scenario.slow_follower_rate_kbit": integer(1, 100_000_000),
     "run.scenario.slow_follower_loss": number(0, 1),
     # checker

@@ -100,10 +100,12 @@ class ScriptedScenario:
         raise NotImplementedError
 
     def _roles(self) -> tuple[int, int, int]:
-        """Wait for a full ISR; its leader L and followers A, B (ids), logged."""
-        self._sleep(self.timings.warmup_s)
-        start = self._wait("setup", lambda s: s.leader >= 0 and len(s.isr) >= 3)
-        if not start.reached:
+        """Wait for a full ISR and the warm-up's records committed; its leader L and
+        followers A, B (ids), logged. Too few records in time is noted and the
+        scenario goes on; no full ISR ends it."""
+        start = self._wait("setup", lambda s: s.leader >= 0 and len(s.isr) >= 3 and (
+            s.high_watermark or 0) >= self.timings.warmup_high_watermark)
+        if start.observed.get("leader", -1) < 0 or len(start.observed.get("isr", [])) < 3:
             raise RuntimeError(f"partition {self.topic}-{self.partition} never had a full "
                                f"ISR: {start.observed}")
         leader = start.observed["leader"]

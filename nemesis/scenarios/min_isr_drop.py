@@ -5,7 +5,7 @@ Topic min ISR 3, replication factor 3; L leads, A and B follow:
 
     T0  partition A away from every node   -> ISR = {L, B} < min ISR; ELR on: ELR = {A}
     T1  lower the topic's min ISR to 2      -> ELR on: ELR cleared at once; acks=all
-        writes succeed again, and for hold_t1_s the high watermark advances
+        writes succeed again, and for hold_min_isr_lowered_s the high watermark advances
         with ISR = {L, B} while A lacks those records
     T2  stop L, then B (SIGTERM)           -> no leader; ELR on: ELR = {L, B}
     T3  heal A's partition                  -> A back and unfenced while L and B are down
@@ -64,7 +64,7 @@ class MinIsrDrop(UncleanLastReplica):
                 self.topic, LOWERED_MIN_ISR, START_MIN_ISR, step="T1")),
             ("T1-wait", lambda: self._wait(
                 "T1", lambda s: s.min_isr == LOWERED_MIN_ISR and not (s.elr or []))),
-            ("T1-hold", lambda: self._sleep(self.timings.hold_t1_s)),
+            ("T1-hold", lambda: self._sleep(self.timings.hold_min_isr_lowered_s)),
             ("T2", lambda: self.injector.stop(roles.l_name, step="T2")),
             ("T2-b", lambda: self.injector.stop(roles.b_name, step="T2")),
             ("T2-wait", lambda: self._wait_controller("T2", lambda s: s.leader == -1)),

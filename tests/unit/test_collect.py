@@ -7,10 +7,11 @@ import json
 import threading
 from dataclasses import dataclass
 
+from list_recorder import ListRecorder
+
 from cluster.node import NodeSpec, Role
 from cluster.replica_logs import ReplicaLog
 from harness.collect import collect
-from list_recorder import ListRecorder
 
 
 @dataclass

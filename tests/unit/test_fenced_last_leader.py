@@ -16,7 +16,7 @@ from cluster.observe import PartitionState
 from harness.core.config import ScenarioTimings
 from nemesis.scenarios.fenced_last_leader import REGISTERED, FencedLastLeader
 
-FAST = ScenarioTimings(step_timeout_s=0.5, warmup_s=0.0, hold_fenced_s=0.2,
+FAST = ScenarioTimings(step_timeout_s=0.5, warmup_high_watermark=0, hold_fenced_s=0.2,
                        registration_poll_s=0.01)
 
 

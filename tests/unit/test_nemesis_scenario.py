@@ -21,7 +21,7 @@ from nemesis import grudges
 from nemesis.scenarios.unclean_last_replica import UncleanLastReplica
 
 NODES = ["broker-1", "broker-2", "broker-3", "controller-1"]
-FAST = ScenarioTimings(step_timeout_s=0.3, warmup_s=0.0, hold_t1_s=0.0)
+FAST = ScenarioTimings(step_timeout_s=0.3, warmup_high_watermark=0, hold_t1_s=0.0)
 
 
 class Broker:
@@ -154,3 +154,46 @@ def test_a_stop_ends_the_scenario_between_steps() -> None:
     injector.partition = partition_then_stop  # type: ignore[method-assign]
     run.run()
     assert [c[1] for c in injector.calls] == ["T0"]
+
+
+class GrowingObserver(FakeObserver):
+    """The partition's high watermark grows by 30 records a reading, as a workload's
+    commits would; wait_for polls until the predicate holds or `readings` run out."""
+
+    def __init__(self, world: World, readings: int) -> None:
+        super().__init__(world)
+        self.readings = readings
+        self.seen: list[int] = []
+
+    def wait_for(self, predicate, timeout_s: float):  # noqa: ANN001 - the Observer protocol
+        for _ in range(self.readings):
+            states = self.latest()
+            self.seen.append(states[0].high_watermark)
+            if predicate(states):
+                return states
+            self.world.state = replace(self.world.state,
+                                       high_watermark=self.world.state.high_watermark + 30)
+        return None
+
+
+def test_t0_waits_for_the_warm_up_records_committed_not_for_a_sleep() -> None:
+    world = World()
+    injector = FakeInjector(world)
+    observer = GrowingObserver(world, readings=10)
+    run = UncleanLastReplica(injector, observer, "t", 0, elr=True,  # type: ignore[arg-type]
+                             timings=replace(FAST, warmup_high_watermark=100),
+                             stop=threading.Event(), log=lambda _m: None)
+    run._roles()
+    # 0, 30, 60, 90 are too few; 120 >= 100 starts the scenario
+    assert observer.seen == [0, 30, 60, 90, 120]
+    assert run.outcomes[0].step == "setup" and run.outcomes[0].reached
+
+
+def test_too_few_records_in_time_is_noted_and_the_scenario_goes_on() -> None:
+    world = World()
+    injector = FakeInjector(world)
+    run = UncleanLastReplica(injector, GrowingObserver(world, readings=2), "t", 0,  # type: ignore[arg-type]
+                             elr=True, timings=replace(FAST, warmup_high_watermark=1000),
+                             stop=threading.Event(), log=lambda _m: None)
+    assert run._roles() == (2, 3, 1)
+    assert run.outcomes[0].step == "setup" and not run.outcomes[0].reached

@@ -9,7 +9,7 @@ import pytest
 
 from harness.core.errors import BadInput
 from nemesis.registry import parse_nemesis
-from nemesis.schedules import Mix, Overlap, Phases, Quiet
+from nemesis.schedules import Mix, Overlap, Phases, Quiet, Recovery
 
 
 class FakeMix:
@@ -133,3 +133,41 @@ def test_a_bounce_leader_mix_shortens_the_preferred_leader_check(tmp_path):
         args.given = given_flags(parser, argv)
         cluster = run_configs(args)[0]
         assert cluster.timings.leader_imbalance_check_interval_s == interval
+
+
+def test_recovery_waits_for_the_cluster_whole_then_the_quiet_spell() -> None:
+
+    asked: list[float] = []
+    started = time.monotonic()
+
+    def recovered() -> bool:
+        asked.append(time.monotonic() - started)
+        return len(asked) >= 3  # whole at the third look
+
+    result: dict = {}
+    Recovery(recovered, timeout_s=5.0, poll_s=0.05, seconds=0.2).run(
+        time.monotonic() + 10, threading.Event(), result)
+    took = time.monotonic() - started
+    assert result["recovered_before_heal"] is True and len(asked) == 3
+    assert 0.1 + 0.2 <= took < 1.5  # two polls, then the quiet spell
+
+
+def test_recovery_that_never_comes_is_bounded_and_noted() -> None:
+
+    result: dict = {}
+    started = time.monotonic()
+    Recovery(lambda: False, timeout_s=0.3, poll_s=0.05, seconds=0.1).run(
+        time.monotonic() + 10, threading.Event(), result)
+    assert result["recovered_before_heal"] is False
+    assert 0.4 <= time.monotonic() - started < 2.0
+
+
+def test_a_stop_ends_the_recovery_wait_at_once() -> None:
+
+    stop = threading.Event()
+    stop.set()
+    started = time.monotonic()
+    result: dict = {}
+    Recovery(lambda: False, timeout_s=30, poll_s=0.05, seconds=30).run(
+        time.monotonic() + 60, stop, result)
+    assert time.monotonic() - started < 1.0 and result["recovered_before_heal"] is False

@@ -24,7 +24,7 @@ from nemesis.scenarios import SCENARIOS
 from nemesis.scenarios.unclean_last_replica_alone import UncleanLastReplicaAlone
 
 NODES = ["broker-1", "broker-2", "broker-3", "controller-1"]
-FAST = ScenarioTimings(step_timeout_s=0.2, warmup_s=0.0, hold_t1_s=0.0, hold_alone_s=0.2)
+FAST = ScenarioTimings(step_timeout_s=0.2, warmup_high_watermark=0, hold_t1_s=0.0, hold_alone_s=0.2)
 L, A, B = 2, 3, 1  # the leader and its followers in ISR order
 
 
