@@ -72,8 +72,7 @@ class AdminTools:
         bootstrap = (["--bootstrap-controller", self.controllers]
                      if main_class == self.feature_class
                      else ["--bootstrap-server", self.brokers])
-        return ["java", "-Xmx128m", "-cp", f"{kraft.KAFKA_HOME}/libs/*", main_class,
-                *bootstrap, *args]
+        return kraft.tool_command("128m", main_class, *bootstrap, *args)
 
     # -- the commands -------------------------------------------------------------
 

@@ -262,9 +262,10 @@ class Cluster:
             if node.kafka_pid() is None:
                 continue
             result = node.exec(
-                ["java", "-Xmx96m", "-cp", f"{kraft.KAFKA_HOME}/libs/*",
-                 "org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-controller",
-                 f"{node.spec.address}:{self.config.controller_port}", "describe", "--status"],
+                kraft.tool_command("96m", "org.apache.kafka.tools.MetadataQuorumCommand",
+                                   "--bootstrap-controller",
+                                   f"{node.spec.address}:{self.config.controller_port}",
+                                   "describe", "--status"),
                 timeout_s=self.config.timeouts.quorum_tool_s)
             if result.ok:
                 return dict(re.findall(r"^(\w+):\s*(.*)$", result.output, re.M))
@@ -370,11 +371,11 @@ class Cluster:
         return distribution.main_class(candidates)
 
     def replica_logs(self, node: Node, topics: Sequence[str]) -> list[ReplicaLog]:
-        """A broker's own replicas of `topics`, read from its files by the log dump
-        tool of the Kafka under test."""
-        from cluster.replica_logs import dump_replicas
+        """A broker's own replicas of `topics`, read from its segment files (by the
+        log dump tool of the Kafka under test where Python cannot read them)."""
+        from cluster.replica_logs import replica_logs
 
-        return dump_replicas(node, kraft.broker_log_dirs(self.config), topics,
+        return replica_logs(node, kraft.broker_log_dirs(self.config), topics,
                              self._log_dump_class(),
                              self.config.timeouts.metadata_dump_s)
 

@@ -84,8 +84,8 @@ def decode_metadata_log(node: Node, metadata_dir: str, timeout_s: float,
     if not segments:
         raise HarnessError(f"{node.spec.name}: no metadata log segments in {partition_dir}")
     result = node.exec(
-        ["java", "-Xmx256m", "-cp", f"{kraft.KAFKA_HOME}/libs/*", dump_class,
-         "--cluster-metadata-decoder", "--files", ",".join(segments)],
+        kraft.tool_command("256m", dump_class, "--cluster-metadata-decoder",
+                           "--files", ",".join(segments)),
         timeout_s=timeout_s)
     if not result.ok:
         raise HarnessError(f"{node.spec.name}: DumpLogSegments failed: {result.output[-500:]}")

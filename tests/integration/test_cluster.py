@@ -13,7 +13,9 @@ from cluster import kraft
 from cluster.cluster import Cluster
 from cluster.docker_backend import labels
 from cluster.kafka_wire import WireConnection
+from cluster.metadata_log import DUMP_LOG_CLASSES
 from cluster.observe import ObservationError
+from cluster.replica_logs import dump_segments, parse_replica_dump, read_segments
 from harness.core.config import ClusterConfig, TopicConfig
 
 pytestmark = pytest.mark.integration
@@ -101,6 +103,22 @@ def _high_watermark_is_the_leaders(cluster: Cluster, acked: int) -> None:
     assert cluster.unfenced_brokers() == {1, 2, 3}
 
 
+def _python_reads_what_kafka_dumps(cluster: Cluster, acked: int) -> None:
+    """The collector's segment reader (cluster/record_batches.py) and Kafka's own
+    DumpLogSegments, on the same real segment files of every broker, give the same
+    replica lines: every acked record, in the batches the producer made."""
+    for broker in cluster.brokers:
+        listing = broker.exec(f"ls {cluster.config.log_dir}/{TOPIC.name}-*/*.log")
+        paths = sorted(listing.output.split())
+        assert listing.ok and paths, listing.output
+        by_kafka = parse_replica_dump(dump_segments(
+            broker, paths, cluster.tool_class(DUMP_LOG_CLASSES), 120))
+        by_python = read_segments((path, broker.read_file(path)) for path in paths)
+        assert by_python == by_kafka, broker.spec.name
+        (log,) = by_python.values()
+        assert sorted(r[1] for r in log.records) == list(range(1, acked + 1))
+
+
 #: Kafka's config tool, by release (it left the Scala `kafka.admin` for Java's tools).
 CONFIG_COMMAND = ("org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand")
 
@@ -112,10 +130,10 @@ def _alter_cluster_default_min_isr(cluster: Cluster, value: int) -> None:
     broker = cluster.brokers[0]
     change = ["--add-config", f"min.insync.replicas={value}"]
     result = broker.exec(
-        ["java", "-Xmx256m", "-cp", f"{kraft.KAFKA_HOME}/libs/*",
-         cluster.distribution.main_class(CONFIG_COMMAND),
-         "--bootstrap-server", f"{broker.spec.address}:{cluster.config.broker_port}",
-         "--entity-type", "brokers", "--entity-default", "--alter", *change],
+        kraft.tool_command("256m", cluster.distribution.main_class(CONFIG_COMMAND),
+                           "--bootstrap-server",
+                           f"{broker.spec.address}:{cluster.config.broker_port}",
+                           "--entity-type", "brokers", "--entity-default", "--alter", *change),
         timeout_s=120)
     assert result.ok, result.output[-500:]
 
@@ -191,6 +209,7 @@ def test_cluster_elr(docker_client, elr, tmp_path):
         values = list(range(1, 201))
         assert sorted(_produce_and_read_back(cluster, values)) == values
         _high_watermark_is_the_leaders(cluster, len(values))
+        _python_reads_what_kafka_dumps(cluster, len(values))
         _settings_are_observed(cluster, elr)
 
         leader, (first, last), state = _isr_shrinks_to_leader(cluster)

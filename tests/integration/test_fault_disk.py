@@ -111,10 +111,10 @@ def _log_dirs(cluster: Cluster, broker: Node) -> dict[str, dict[str, Any]]:
     """DescribeLogDirs of one broker (Kafka's own tool, run in a node): dir -> {error,
     partitions of the test topic}."""
     asker = next(n for n in cluster.brokers if n is not broker)
-    result = asker.exec(["java", "-Xmx128m", "-cp", f"{kraft.KAFKA_HOME}/libs/*",
-                         LOG_DIRS_TOOL, "--bootstrap-server",
-                         f"{broker.spec.address}:{cluster.config.broker_port}",
-                         "--describe", "--broker-list", str(broker.spec.node_id)], timeout_s=60)
+    result = asker.exec(kraft.tool_command(
+        "128m", LOG_DIRS_TOOL, "--bootstrap-server",
+        f"{broker.spec.address}:{cluster.config.broker_port}",
+        "--describe", "--broker-list", str(broker.spec.node_id)), timeout_s=60)
     assert result.ok, result.output[-1000:]
     (answer,) = [json.loads(line) for line in result.output.splitlines()
                  if line.startswith("{")]
