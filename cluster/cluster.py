@@ -19,6 +19,7 @@ alone already live beside it (kraft, kafka_wire, observe, replica_logs).
 
 from __future__ import annotations
 
+import json
 import re
 import time
 import uuid
@@ -252,10 +253,32 @@ class Cluster:
         return "".join(parts)
 
     def quorum_leader(self) -> int | None:
-        """The active controller's id, as Kafka's metadata-quorum tool reports it."""
+        """The active controller's id: the leader of the newest epoch the controllers'
+        own quorum-state files name (a file read, where Kafka's metadata-quorum tool
+        is a JVM start: the scenario's T2 asks for it every second), else as that
+        tool reports it."""
+        known = self.quorum_state_leader()
+        if known is not None:
+            return known
         status = self.quorum_status()
         leader = status.get("LeaderId")
         return int(leader) if leader is not None and int(leader) >= 0 else None
+
+    def quorum_state_leader(self) -> int | None:
+        """The leader of the newest epoch in the controllers' quorum-state files (KRaft
+        writes each node's election state there: leaderId and leaderEpoch in every
+        4.x release); None when no file names one."""
+        path = f"{self.config.metadata_log_dir}/__cluster_metadata-0/quorum-state"
+
+        def read(node: Node) -> tuple[int, int] | None:
+            try:
+                state = json.loads(node.read_file(path))
+                return int(state["leaderEpoch"]), int(state["leaderId"])
+            except (FileNotFoundError, HarnessError, ValueError, KeyError, TypeError):
+                return None
+
+        known = [s for s in at_once(read, self.controllers) if s is not None and s[1] >= 0]
+        return max(known)[1] if known else None
 
     def quorum_status(self) -> dict[str, str]:
         for node in self.controllers:

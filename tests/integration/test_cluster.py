@@ -204,6 +204,8 @@ def test_cluster_elr(docker_client, elr, tmp_path):
         assert [s.spec.role.value for s in statuses] == ["controller"] * 3 + ["broker"] * 3
         assert all(s.kafka_pid for s in statuses)
         assert cluster.quorum_leader() in {1001, 1002, 1003}
+        # the controllers' quorum-state files name the leader the quorum tool reports
+        assert cluster.quorum_state_leader() == int(cluster.quorum_status()["LeaderId"])
 
         cluster.create_topic(TOPIC)
         values = list(range(1, 201))

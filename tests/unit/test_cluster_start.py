@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from cluster.cluster import Cluster, ClusterStartError
@@ -184,3 +186,47 @@ def test_a_failed_format_is_the_first_in_the_nodes_order_and_starts_nothing() ->
     with pytest.raises(ClusterStartError, match="broker-2: formatting storage failed"):
         cluster._format_and_start()
     assert not any(n.started for n in nodes)
+
+
+class _ControllerNode:
+    """A controller whose quorum-state file holds `state` (None: it cannot be read)."""
+
+    def __init__(self, name: str, state: str | None) -> None:
+        from cluster.node import NodeSpec, Role
+
+        self.spec = NodeSpec(name, Role.CONTROLLER, 1000 + int(name[-1]), "10.0.0.1")
+        self.state = state
+
+    def read_file(self, path: str) -> bytes:
+        assert path.endswith("/__cluster_metadata-0/quorum-state"), path
+        if self.state is None:
+            raise FileNotFoundError(path)
+        return self.state.encode()
+
+
+def _quorum_cluster(*states: str | None, tool_says: str | None = None) -> Cluster:
+    from harness.core.config import ClusterConfig
+
+    cluster = _cluster(*(_ControllerNode(f"controller-{i}", s)
+                         for i, s in enumerate(states, 1)))
+    cluster.config = ClusterConfig()
+    cluster.quorum_status = lambda: {} if tool_says is None else {"LeaderId": tool_says}
+    return cluster
+
+
+def _state(leader: int, epoch: int, version: int = 0) -> str:
+    return json.dumps({"leaderId": leader, "leaderEpoch": epoch, "votedId": -1,
+                       "data_version": version})
+
+
+def test_the_active_controller_is_the_leader_of_the_newest_epoch_a_quorum_state_names():
+    # controller-1 was killed as leader of epoch 4; the others elected 1003 in epoch 5
+    cluster = _quorum_cluster(_state(1001, 4), _state(1003, 5, version=1), _state(1003, 5),
+                              tool_says="1002")
+    assert cluster.quorum_leader() == 1003
+
+
+def test_without_a_readable_quorum_state_the_quorum_tool_answers():
+    cluster = _quorum_cluster(None, "not json", _state(-1, 2), tool_says="1002")
+    assert cluster.quorum_leader() == 1002
+    assert _quorum_cluster(None, None, None).quorum_leader() is None
