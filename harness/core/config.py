@@ -351,11 +351,13 @@ class ScenarioTimings:
 
     step_timeout_s: float = 60.0
     #: Records committed on the scenario's partition (its observed high watermark,
-    #: so on every replica of its full ISR) before T0: the workload's first
-    #: acknowledged acks=all writes, which the faults then put at risk. At the
-    #: default workload's rate this is about 2 s of writing (it was a fixed 8 s
-    #: sleep).
-    warmup_high_watermark: int = 100
+    #: so on every replica of its full ISR) before T0. The acks=all writes
+    #: acknowledged before T0 are nearly all the faults put at risk: from T0 an
+    #: acks=all send waits for the cut-off follower to leave the ISR, and from T1
+    #: it fails. At 100 (about 2 s of the default workload) ELR off lost only 3-12
+    #: acks=all writes in 3 runs, a thin proof of its loss; 300 is about 5 s (it
+    #: was a fixed 8 s sleep, and ELR off lost 372-398).
+    warmup_high_watermark: int = 300
     #: unclean-last-replica: time in T1 so that acks=1 writes land on L alone (and
     #: acks=all ones fail); at the default rate, about 40 acks=1 sends to L's
     #: partition in 2 s.
@@ -363,6 +365,14 @@ class ScenarioTimings:
     #: min-isr-drop: time after T1 (min ISR lowered) for acks=all writes that A
     #: lacks, which a Kafka that kept A in the ELR would lose.
     hold_min_isr_lowered_s: float = 5.0
+    #: unclean-last-replica (and its -alone variant): the Kafka timeouts its steps
+    #: wait out, shorter than the cluster's (KafkaTimings) unless --config gives
+    #: [cluster.timings]. T0 and T1 wait for a cut-off follower to leave the ISR
+    #: (replica.lag.time.max.ms; the leader looks every half of it), T2 for the
+    #: killed leader to be fenced (broker.session.timeout.ms).
+    replica_lag_time_max_ms: int = 2500
+    broker_session_timeout_ms: int = 3000
+    broker_heartbeat_interval_ms: int = 500
     #: unclean-last-replica-alone: how long the uncleanly restarted L, unfenced,
     #: is watched while B is still away (ELR on: it must never be elected).
     hold_alone_s: float = 15.0

@@ -122,6 +122,15 @@ class ScriptedScenario:
         return self.outcomes
 
 
+#: The Kafka timeouts a scenario that waits them out shortens (ScenarioTimings says
+#: why and how far), unless the user's --config gives [cluster.timings].
+SHORT_KAFKA_TIMEOUTS = tuple(
+    Setting(f"cluster.timings.{name}", lambda run, name=name: getattr(run.scenario, name),
+            unless="cluster.timings")
+    for name in ("replica_lag_time_max_ms", "broker_session_timeout_ms",
+                 "broker_heartbeat_interval_ms"))
+
+
 @dataclass(frozen=True)
 class ScenarioPackage:
     """One scripted scenario as `--nemesis` names it, and what the run needs for it."""

@@ -24,7 +24,13 @@ from cluster.observe import PartitionState
 from harness.core.wait import wait_until
 from nemesis import grudges
 from nemesis.needs import Layer
-from nemesis.scenarios.base import ScenarioPackage, ScriptedScenario, StepOutcome, summary
+from nemesis.scenarios.base import (
+    SHORT_KAFKA_TIMEOUTS,
+    ScenarioPackage,
+    ScriptedScenario,
+    StepOutcome,
+    summary,
+)
 
 
 @dataclass(frozen=True)
@@ -136,5 +142,6 @@ class UncleanLastReplica(ScriptedScenario):
 
 PACKAGE = ScenarioPackage(
     UncleanLastReplica, layers=frozenset({Layer.PAGE_CACHE}), in_default_soak=True,
+    cluster_settings=SHORT_KAFKA_TIMEOUTS,
     help="KIP-966's last replica standing: the ISR shrinks to the leader, which loses "
          "its unsynced writes; ELR on keeps acks=all data")

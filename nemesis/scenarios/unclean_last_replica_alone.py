@@ -37,7 +37,7 @@ from typing import Any
 
 from cluster.observe import PartitionState
 from nemesis.needs import Layer
-from nemesis.scenarios.base import ScenarioPackage, StepOutcome, summary
+from nemesis.scenarios.base import SHORT_KAFKA_TIMEOUTS, ScenarioPackage, StepOutcome, summary
 from nemesis.scenarios.unclean_last_replica import Roles, UncleanLastReplica
 
 
@@ -132,5 +132,6 @@ class UncleanLastReplicaAlone(UncleanLastReplica):
 
 PACKAGE = ScenarioPackage(
     UncleanLastReplicaAlone, layers=frozenset({Layer.PAGE_CACHE}), in_default_soak=True,
+    cluster_settings=SHORT_KAFKA_TIMEOUTS,
     help="KIP-966's last replica standing, L first: L restarts uncleanly while B is "
          "still away; ELR on never elects L (leaderless until B is back)")

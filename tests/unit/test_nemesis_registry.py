@@ -184,3 +184,32 @@ def test_the_name_walk_sees_the_tests_the_registry_replaced():
     assert sorted(_tested_names(source)) == [(1, "bounce-leader"), (2, "fenced-last-leader"),
                                      (3, "unclean-last-replica"), (3, "unclean-last-replica"),
                                      (4, "page-cache-loss")]
+
+
+def test_the_last_replica_scenarios_shorten_the_timeouts_they_wait_out(tmp_path):
+    """unclean-last-replica and its -alone variant run with the ScenarioTimings'
+    Kafka timeouts; other scenarios and mixes keep the cluster's; a --config
+    [cluster.timings] table keeps the user's own."""
+    from harness.cli import build_parser
+    from harness.core.config import KafkaTimings
+    from harness.flags import given_flags
+    from harness.run_config import run_configs
+
+    config = tmp_path / "c.toml"
+    config.write_text("[cluster.timings]\nbroker_session_timeout_ms = 9000\n")
+    parser = build_parser()
+    default = KafkaTimings()
+    short = (2500, 3000, 500)
+    for nemesis, extra, expected in (
+            ("unclean-last-replica", [], short),
+            ("unclean-last-replica-alone", [], short),
+            ("min-isr-drop", [], (default.replica_lag_time_max_ms, 6000, 1000)),
+            ("kill", [], (default.replica_lag_time_max_ms, 6000, 1000)),
+            ("unclean-last-replica", ["--config", str(config)],
+             (default.replica_lag_time_max_ms, 9000, 1000))):
+        argv = ["run", "--nemesis", nemesis, "--store", str(tmp_path), *extra]
+        args = parser.parse_args(argv)
+        args.given = given_flags(parser, argv)
+        timings = run_configs(args)[0].timings
+        assert (timings.replica_lag_time_max_ms, timings.broker_session_timeout_ms,
+                timings.broker_heartbeat_interval_ms) == expected, nemesis
