@@ -267,7 +267,7 @@ def _run_nemesis(plan: NemesisPlan, spec: RunSpec, injector, observer,
 
 
 def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):
-    """The scenario then a quiet spell; or a guided schedule; or one mix; or mixes
+    """The scenario then its recovery; or a guided schedule; or one mix; or mixes
     that overlap (each seeded from --seed upward, so the run reproduces)."""
     from nemesis.mix import RandomMix
     from nemesis.schedules import Mix, Overlap, Phases, Recovery, Scenario
