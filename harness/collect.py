@@ -2,10 +2,11 @@
 (cluster healed and quiet): each broker's own replicas as `replica` lines of the
 history, and each node's logs, config and decoded controller metadata log.
 
-Every node is read at once: each read of a log is a JVM of Kafka's dump tool in
-that node (one per broker, one per controller), and one after another they made
-most of the phase's time. What they found is written in the nodes' order, so the
-history does not depend on which node answered first.
+Every node is read at once: a controller's metadata log is decoded by a JVM of
+Kafka's dump tool in that node (a broker's segments are read in Python, see
+cluster/record_batches.py), and one after another they made most of the phase's
+time. What they found is written in the nodes' order, so the history does not
+depend on which node answered first.
 """
 
 from __future__ import annotations
