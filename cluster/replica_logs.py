@@ -30,6 +30,13 @@ _SEGMENT_DIR = re.compile(r"/(?P<topic>[^/]+)-(?P<partition>\d+)/\d+\.log$")
 _INTEGER = re.compile(r"-?\d+")
 
 
+def _value(text: str) -> int | None:
+    """A record's value as the replica lines hold it: an integer when its text (spaces
+    around it aside) is one, else None."""
+    text = text.strip()
+    return int(text) if _INTEGER.fullmatch(text) else None
+
+
 @dataclass
 class ReplicaLog:
     topic: str
@@ -61,9 +68,7 @@ def parse_replica_dump(output: str) -> dict[tuple[str, int], ReplicaLog]:
             current.log_end_offset = max(current.log_end_offset, offset + 1)
             payload = _PAYLOAD.search(line)
             if not control and payload is not None:
-                text = payload["payload"].strip()
-                value = int(text) if _INTEGER.fullmatch(text) else None
-                current.records.append([offset, value, epoch])
+                current.records.append([offset, _value(payload["payload"]), epoch])
     return logs
 
 
@@ -129,7 +134,7 @@ def read_segments(files: Iterable[tuple[str, bytes]]) -> dict[tuple[str, int], R
         for record in read_segment(data):
             log.log_end_offset = max(log.log_end_offset, record.offset + 1)
             if not record.control and record.value is not None:
-                text = record.value.decode("utf-8", "replace").strip()
-                value = int(text) if _INTEGER.fullmatch(text) else None
-                log.records.append([record.offset, value, record.leader_epoch])
+                log.records.append([record.offset,
+                                    _value(record.value.decode("utf-8", "replace")),
+                                    record.leader_epoch])
     return logs

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cluster.cluster import Cluster
-from cluster.node import Node
+from cluster.node import Node, Role
 from cluster.replica_logs import ReplicaLog
 from harness.core.history import COLLECTOR_PROCESS
 from harness.core.parallel import at_once
@@ -39,18 +39,15 @@ def collect(cluster: Cluster, topics: list[str], recorder, nodes_dir: Path,
     """Read every node at once; then record each broker's replicas as `replica`
     lines (HISTORY.md) and write each controller's metadata-log.json, in the nodes'
     order. A node that cannot be read is noted in the outcome; the rest still counts."""
-    brokers = {id(n) for n in cluster.brokers}
-    controllers = {id(n) for n in cluster.controllers}
-
     def gather(node: Node) -> NodeFindings:
         found = NodeFindings(node)
         cluster.collect_node_logs(node, nodes_dir)
-        if id(node) in brokers:
+        if node.spec.role is Role.BROKER:
             try:
                 found.replicas = cluster.replica_logs(node, topics)
             except Exception as err:  # noqa: BLE001 - the rest of the run still counts
                 found.errors.append(f"replicas of {node.spec.name}: {err}")
-        if id(node) in controllers:
+        if node.spec.role is Role.CONTROLLER:
             try:
                 found.metadata = cluster.decode_metadata_log(node)
             except Exception as err:  # noqa: BLE001 - the rest of the run still counts

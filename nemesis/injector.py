@@ -159,12 +159,11 @@ class FaultInjector(AdminFaults, ShapingFaults, ReassignFaults):
                 raise HarnessError(f"iptables on {name} failed: {result.output[-300:]}")
 
         def apply() -> None:
+            def cut_in(name: str) -> None:
+                self.grudge[name] = sorted(set(self.grudge.get(name, [])) | set(grudge[name]))
+
             # every node's rules at once: a partition is one moment, not a sweep
-            done = at_once(cut, nodes, tolerate=HarnessError)
-            for name, outcome in zip(nodes, done, strict=True):
-                if not isinstance(outcome, Exception):
-                    self.grudge[name] = sorted(set(self.grudge.get(name, [])) | set(grudge[name]))
-            _raise_first(done)
+            _on_every_node(cut, nodes, cut_in)
 
         return self._fault(kind, nodes, detail, apply)
 
@@ -182,11 +181,7 @@ class FaultInjector(AdminFaults, ShapingFaults, ReassignFaults):
                                    f"{result.output[-300:]}")
 
         def apply() -> None:
-            done = at_once(remove, names, tolerate=HarnessError)
-            for name, outcome in zip(names, done, strict=True):
-                if not isinstance(outcome, Exception):
-                    self.grudge.pop(name, None)
-            _raise_first(done)
+            _on_every_node(remove, names, lambda name: self.grudge.pop(name, None))
 
         return self._fault(Fault.HEAL, names, detail_of(step, detail), apply)
 
@@ -433,8 +428,15 @@ class FaultInjector(AdminFaults, ShapingFaults, ReassignFaults):
             raise HarnessError("; ".join(errors))
 
 
-def _raise_first(outcomes: list) -> None:
-    """The first error among the nodes' outcomes (in the nodes' order), if any."""
+def _on_every_node(action: Callable[[str], object], names: list[str],
+                   done: Callable[[str], object]) -> None:
+    """action(name) on every node at once; done(name) for each node where it worked
+    (so the bookkeeping keeps what did go in); then the first HarnessError in the
+    names' order is raised."""
+    outcomes = at_once(action, names, tolerate=HarnessError)
+    for name, outcome in zip(names, outcomes, strict=True):
+        if not isinstance(outcome, Exception):
+            done(name)
     for outcome in outcomes:
         if isinstance(outcome, Exception):
             raise outcome

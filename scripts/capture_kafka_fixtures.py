@@ -32,6 +32,7 @@ sys.path.insert(0, str(REPO))
 from cluster import kafka_wire, kraft  # noqa: E402
 from cluster.cluster import Cluster  # noqa: E402
 from cluster.metadata_log import DUMP_LOG_CLASSES  # noqa: E402
+from cluster.replica_logs import dump_segments  # noqa: E402
 from harness.core.config import ClusterConfig, TopicConfig  # noqa: E402
 
 FIXTURES = REPO / "tests" / "unit" / "fixtures"
@@ -86,12 +87,9 @@ def capture_segments(cluster: Cluster, out: Path) -> None:
     listing = broker.exec(f"ls {cluster.config.log_dir}/{SEGMENTS_TOPIC}-*/*.log")
     assert listing.ok, listing.output
     paths = listing.output.split()
-    dump = broker.exec(
-        kraft.tool_command("256m", cluster.distribution.main_class(DUMP_LOG_CLASSES),
-                           "--deep-iteration", "--print-data-log", "--files", ",".join(paths)),
-        timeout_s=cluster.config.timeouts.metadata_dump_s)
-    assert dump.ok, dump.output[-500:]
-    (out / "segments.dump.txt").write_text(dump.output)
+    (out / "segments.dump.txt").write_text(dump_segments(
+        broker, paths, cluster.distribution.main_class(DUMP_LOG_CLASSES),
+        cluster.config.timeouts.metadata_dump_s))
     for path in paths:
         target = out / "segments" / Path(path).parent.name / Path(path).name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -149,13 +147,9 @@ def capture(version: str, segments_only: bool = False) -> Path:
         time.sleep(6)  # the high watermark checkpoint is written every 5 s
         log_dir = config.log_dir
         segments = broker.exec(f"ls {log_dir}/{topic.name}-*/*.log")
-        replicas = broker.exec(
-            kraft.tool_command("256m", cluster.distribution.main_class(DUMP_LOG_CLASSES),
-                               "--deep-iteration", "--print-data-log", "--files",
-                               ",".join(segments.output.split())),
-            timeout_s=config.timeouts.metadata_dump_s)
-        assert replicas.ok, replicas.output[-500:]
-        (out / "replica-log.dump.txt").write_text(replicas.output)
+        (out / "replica-log.dump.txt").write_text(dump_segments(
+            broker, segments.output.split(), cluster.distribution.main_class(DUMP_LOG_CLASSES),
+            config.timeouts.metadata_dump_s))
         checkpoint = broker.exec(["cat", f"{log_dir}/replication-offset-checkpoint"])
         assert checkpoint.ok, checkpoint.output
         (out / "replication-offset-checkpoint").write_text(checkpoint.output)
