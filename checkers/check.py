@@ -397,21 +397,28 @@ def check_path(path: Path, config: CheckerConfig) -> tuple[dict, Path]:
     history = resolve_history(Path(path))
     check_results_are_ours(history.parent)
     test = read_test_json(history.parent / "test.json")
-    was_running = _spark_running()
+    if _spark_running():  # a session someone else started stays theirs
+        results = check_history(history, test, config)
+    else:
+        results = check_in_own_session(history, test, config)
+    return results, write_results(results, history.parent)
+
+
+def check_in_own_session(history: Path, test: dict | None, config: CheckerConfig) -> dict:
+    """check_history in a Spark session this command owns (started for it, now or
+    earlier), stopped once the check is done. On a failure or a Ctrl-C the JVM
+    ends first, then the folders of a conversion it was writing are removed."""
     try:
         results = check_history(history, test, config)
     except BaseException:
-        if not was_running:  # a session someone else started stays theirs
-            # a Ctrl-C: the JVM ends before a conversion it was writing is removed
-            from checkers.load import remove_abandoned
-            from checkers.spark import end_jvm
+        from checkers.load import remove_abandoned
+        from checkers.spark import end_jvm
 
-            end_jvm(config.cancelled_tasks_wait_s)
-            remove_abandoned()
+        end_jvm(config.cancelled_tasks_wait_s)
+        remove_abandoned()
         raise
-    if not was_running:
-        stop_spark()
-    return results, write_results(results, history.parent)
+    stop_spark()
+    return results
 
 
 def _spark_running() -> bool:

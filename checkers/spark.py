@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -349,3 +350,32 @@ def get_spark(config: CheckerConfig, history_bytes: int | None = None):
             f"see {spark_log_path()}") from err
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+class EarlyStart:
+    """The session started in a helper thread while the caller does other work
+    (a run's collect and teardown), so that the check after it does not wait for
+    the JVM. Made in a helper thread, the context leaves the main thread's SIGINT
+    handler alone, as the soak's does. A start that fails is only logged: the
+    check's own get_spark then meets the same error and reports it."""
+
+    def __init__(self, config: CheckerConfig, history_bytes: int) -> None:
+        self._thread = threading.Thread(target=self._start, args=(config, history_bytes),
+                                        name="spark-early-start", daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _start(config: CheckerConfig, history_bytes: int) -> None:
+        try:
+            get_spark(config, history_bytes)
+        except Exception as err:  # noqa: BLE001 - the check starts it again and says why
+            _log.info("Spark's early start failed (the check tries again): %s", err)
+
+    def wait(self) -> None:
+        """Block until the start is done (whether it worked or not)."""
+        self._thread.join()
+
+    def cancel(self, wait_s: float) -> None:
+        """No check follows: wait for the start, then end the JVM it made."""
+        self.wait()
+        end_jvm(wait_s)

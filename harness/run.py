@@ -12,10 +12,11 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -32,6 +33,9 @@ from harness.core.errors import EXIT_UNKNOWN, HarnessError
 from harness.run_spec import RunSpec, reproduce_command, started_test_json, validate
 from harness.store import check_run_dir_marker, new_run_dir, write_json, write_run_dir_marker
 from nemesis.registry import NemesisPlan
+
+if TYPE_CHECKING:
+    from checkers.spark import EarlyStart
 
 console = Console(highlight=False)
 
@@ -112,9 +116,20 @@ def run_test(spec: RunSpec) -> int:
     phases.origin = recorder.origin_ns / 1e9
     outcome: dict[str, Any] = {}
     interrupted = False
+    early_spark: list[EarlyStart] = []
+
+    def start_checker_early() -> None:
+        """The checker's JVM starts while collect and teardown run (#35): the check
+        that follows them finds its session running."""
+        if spec.run.check:
+            from checkers.spark import EarlyStart
+
+            early_spark.append(EarlyStart(spec.checker or CheckerConfig(),
+                                          (run_dir / "history.jsonl").stat().st_size))
+
     try:
         interrupted = _run_phases(spec, plan, cluster, recorder, layer, phases, outcome, test,
-                                  run_dir)
+                                  run_dir, start_checker_early)
     except KeyboardInterrupt:
         interrupted = True
         console.print("[yellow]interrupted: recording what was done, tearing down[/yellow]")
@@ -140,10 +155,13 @@ def run_test(spec: RunSpec) -> int:
                          "interrupted": interrupted, "phases": phases.recorded(), **outcome})
             write_json(run_dir / "test.json", test)
     if interrupted or "error" in outcome or not spec.run.check:
+        for early in early_spark:
+            early.cancel((spec.checker or CheckerConfig()).cancelled_tasks_wait_s)
         if "error" in outcome or interrupted:
             console.print(f"evidence kept in {run_dir}; `harness check {run_dir}` re-checks it")
         return EXIT_UNKNOWN
-    return check_and_report(run_dir, test, spec.run, spec.checker)
+    return check_and_report(run_dir, test, spec.run, spec.checker,
+                            early_spark[0] if early_spark else None)
 
 
 def _close_and_tear_down(recorder, cluster: Cluster, spec: RunSpec, phases: Phases,
@@ -185,7 +203,7 @@ def _log_to(path: Path) -> None:
 
 def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, layer,
                 phases: Phases, outcome: dict[str, Any], test: dict[str, Any],
-                run_dir: Path) -> bool:
+                run_dir: Path, before_collect: Callable[[], None]) -> bool:
     from nemesis.injector import FaultInjector
     from workloads.final_reads import final_reads
     from workloads.observer import ObserverLoop
@@ -244,7 +262,7 @@ def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, la
                 "end_offsets": summary.end_offsets()}
 
     _heal_and_finish(cluster, injector, observer, phases, spec, outcome, run_dir,
-                     final=do_final_reads, recorder=recorder)
+                     final=do_final_reads, recorder=recorder, before_collect=before_collect)
     return False
 
 
@@ -333,7 +351,8 @@ def _progress(phases: Phases, workload, nemesis_thread: threading.Thread, spec: 
 
 
 def _heal_and_finish(cluster: Cluster, injector, observer, phases: Phases, spec: RunSpec,
-                     outcome: dict[str, Any], run_dir: Path, final, recorder) -> None:
+                     outcome: dict[str, Any], run_dir: Path, final, recorder,
+                     before_collect: Callable[[], None] | None = None) -> None:
     """Heal everything, wait for recovery, final reads, collect. Always runs."""
     phases.enter("heal")
     try:
@@ -348,6 +367,8 @@ def _heal_and_finish(cluster: Cluster, injector, observer, phases: Phases, spec:
         outcome["final_reads"] = final()
     observer.stop()
     phases.enter("collect")
+    if before_collect is not None:
+        before_collect()
     collect(cluster, [t.name for t in spec.topics], recorder, run_dir / "nodes", outcome)
 
 
@@ -367,17 +388,19 @@ def _wait_recovered(observer, spec: RunSpec) -> bool:
 
 
 def check_and_report(run_dir: Path, test: dict[str, Any], run: RunConfig,
-                     checker: CheckerConfig | None = None) -> int:
-    """Spark checker -> results.json, then report.html, then the terminal summary."""
-    from checkers.check import check_history, exit_code, stop_spark, write_results
+                     checker: CheckerConfig | None = None,
+                     early: EarlyStart | None = None) -> int:
+    """Spark checker -> results.json, then report.html, then the terminal summary.
+    `early`: the session's start, begun during collect, waited for here."""
+    from checkers.check import check_in_own_session, exit_code, write_results
     from reports.build import build_report
     from reports.summary import print_summary
 
     console.print("[bold]── check[/bold]")
-    try:
-        results = check_history(run_dir / "history.jsonl", test, checker or CheckerConfig())
-    finally:
-        stop_spark()
+    if early is not None:
+        early.wait()
+    results = check_in_own_session(run_dir / "history.jsonl", test,
+                                   checker or CheckerConfig())
     write_results(results, run_dir)
     report = build_report(run_dir, ReportConfig())
     print_summary(results, report)

@@ -171,6 +171,41 @@ def test_a_check_stops_the_spark_it_started(tmp_path):
     assert "valid True spark left running: False" in run.stdout, run.stdout + run.stderr
 
 
+def test_a_run_checks_in_the_session_it_started_early_and_stops_it(tmp_path):
+    """`harness run` starts Spark while collect runs (EarlyStart); the check then
+    uses that very session, and stops it when done. A start no check follows
+    ends with its JVM gone."""
+    write_run_dir(tmp_path / "run", SyntheticSpec(lines=400, seed=3))
+    history = tmp_path / "run" / "history.jsonl"
+    run = run_python(f"""
+        from pathlib import Path
+        from pyspark.sql import SparkSession
+        from checkers import spark
+        from checkers.check import check_in_own_session
+        from harness.core.config import CheckerConfig
+        config = CheckerConfig()
+        early = spark.EarlyStart(config, 1000)
+        early.wait()
+        started = spark.running_session().sparkContext.applicationId
+        seen = []
+        checked = spark.get_spark
+        spark.get_spark = lambda *a: seen.append(checked(*a).sparkContext.applicationId) \
+            or checked(*a)
+        results = check_in_own_session(Path({str(history)!r}), None, config)
+        print('valid', results['valid'], 'same session', seen == [started],
+              'left running', SparkSession.getActiveSession() is not None)
+        again = spark.EarlyStart(config, 1000)
+        again.wait()
+        proc = spark._gateway.proc
+        again.cancel(30)
+        print('cancelled: jvm exited', proc.poll() is not None,
+              'session', spark.running_session())
+        """)
+    assert "valid True same session True left running False" in run.stdout, \
+        run.stdout + run.stderr
+    assert "cancelled: jvm exited True session None" in run.stdout, run.stdout + run.stderr
+
+
 def test_a_session_on_another_master_is_replaced_from_any_thread():
     """get_spark runs in check_history's helper thread: it must still see the
     running context, reuse it for the same master and replace it for another."""
