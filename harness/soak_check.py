@@ -86,12 +86,16 @@ class SoakChecker:
         return self._session
 
     def close(self) -> None:
-        """Stop the session this checker started (its JVM exits)."""
+        """End the session this checker started and its JVM, then remove what a
+        check cut short by a Ctrl-C left: its conversion's folders, which the JVM
+        could make again until it was gone (as `harness check` does)."""
         if self._session is not None:
-            from checkers.check import stop_spark
+            from checkers.load import remove_abandoned
+            from checkers.spark import end_jvm
 
             self._session = None
-            stop_spark()
+            end_jvm(CheckerConfig().cancelled_tasks_wait_s)
+            remove_abandoned()
 
 
 class _noting_interrupts:  # noqa: N801 - used as a context manager, like a function

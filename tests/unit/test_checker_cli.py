@@ -206,6 +206,28 @@ def test_a_run_checks_in_the_session_it_started_early_and_stops_it(tmp_path):
     assert "cancelled: jvm exited True session None" in run.stdout, run.stdout + run.stderr
 
 
+def test_the_soaks_checker_ends_its_jvm_and_what_a_ctrl_c_left(tmp_path):
+    """SoakChecker.close() (the soak's end, a Ctrl-C's too): the JVM is gone, and
+    a conversion folder a cut-short check gave up on is removed after it."""
+    write_run_dir(tmp_path / "run", SyntheticSpec(lines=400, seed=3))
+    left = tmp_path / "run" / "abandoned-conversion"
+    run = run_python(f"""
+        from pathlib import Path
+        from checkers import load, spark
+        from harness.soak_check import SoakChecker
+        checker = SoakChecker()
+        code = checker.check(Path({str(tmp_path / 'run')!r}), Path({str(tmp_path / 'log')!r}),
+                             None)
+        proc = spark._gateway.proc
+        Path({str(left)!r}).mkdir()
+        load._abandoned.append(Path({str(left)!r}))
+        checker.close()
+        print('code', code, 'jvm exited', proc.poll() is not None,
+              'folder left', Path({str(left)!r}).exists())
+        """)
+    assert "code 0 jvm exited True folder left False" in run.stdout, run.stdout + run.stderr
+
+
 def test_a_session_on_another_master_is_replaced_from_any_thread():
     """get_spark runs in check_history's helper thread: it must still see the
     running context, reuse it for the same master and replace it for another."""
