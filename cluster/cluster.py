@@ -9,8 +9,9 @@ log lines shown and everything is torn down.
 One way to talk to Kafka per purpose: the AdminClient creates topics; the
 harness's own wire client (kafka_wire) observes (DescribeTopicPartitions for
 leader/ISR/ELR, Metadata for registered brokers, ListOffsets for high
-watermarks); Kafka's metadata-quorum tool names the active controller; its log
-dump tool decodes the controller's metadata log.
+watermarks); the controllers' quorum-state files name the active controller
+(Kafka's metadata-quorum tool where none does); its log dump tool decodes the
+controller's metadata log.
 
 It runs a little over 400 lines because it is the one class the layers above
 talk to for a cluster (the node seam's KafkaCluster); the pieces that stand
