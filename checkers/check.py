@@ -83,13 +83,16 @@ def resolve_history(path: Path) -> Path:
     return resolved
 
 
-def check_history(history_path: Path, test: dict | None, config: CheckerConfig) -> dict:
-    """Check one history (test is test.json's dict, or None for the defaults)."""
+def check_history(history_path: Path, test: dict | None, config: CheckerConfig,
+                  started: float | None = None) -> dict:
+    """Check one history (test is test.json's dict, or None for the defaults).
+    `started` (time.monotonic()): when the check began for the caller, if earlier
+    than this call (a run waits for its early-started session first)."""
     from checkers.spark import get_spark
     from checkers.staging import Staging
     from checkers.testinfo import parse_test_info
 
-    started = time.monotonic()
+    started = time.monotonic() if started is None else started
     history_path = resolve_history(history_path)
     info = parse_test_info(test, config)
     # the readers see the history and its cache only through this folder's plain
@@ -404,12 +407,13 @@ def check_path(path: Path, config: CheckerConfig) -> tuple[dict, Path]:
     return results, write_results(results, history.parent)
 
 
-def check_in_own_session(history: Path, test: dict | None, config: CheckerConfig) -> dict:
+def check_in_own_session(history: Path, test: dict | None, config: CheckerConfig,
+                         started: float | None = None) -> dict:
     """check_history in a Spark session this command owns (started for it, now or
     earlier), stopped once the check is done. On a failure or a Ctrl-C the JVM
     ends first, then the folders of a conversion it was writing are removed."""
     try:
-        results = check_history(history, test, config)
+        results = check_history(history, test, config, started)
     except BaseException:
         from checkers.load import remove_abandoned
         from checkers.spark import end_jvm

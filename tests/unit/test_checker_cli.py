@@ -191,9 +191,13 @@ def test_a_run_checks_in_the_session_it_started_early_and_stops_it(tmp_path):
         checked = spark.get_spark
         spark.get_spark = lambda *a: seen.append(checked(*a).sparkContext.applicationId) \
             or checked(*a)
-        results = check_in_own_session(Path({str(history)!r}), None, config)
+        # the check's time counts from when the run began waiting for the session
+        import time
+        results = check_in_own_session(Path({str(history)!r}), None, config,
+                                       time.monotonic() - 30)
         print('valid', results['valid'], 'same session', seen == [started],
-              'left running', SparkSession.getActiveSession() is not None)
+              'left running', SparkSession.getActiveSession() is not None,
+              'counted the wait', results['stats']['checker_seconds'] >= 30)
         again = spark.EarlyStart(config, 1000)
         again.wait()
         proc = spark._gateway.proc
@@ -201,7 +205,8 @@ def test_a_run_checks_in_the_session_it_started_early_and_stops_it(tmp_path):
         print('cancelled: jvm exited', proc.poll() is not None,
               'session', spark.running_session())
         """)
-    assert "valid True same session True left running False" in run.stdout, \
+    assert "valid True same session True left running False counted the wait True" \
+        in run.stdout, \
         run.stdout + run.stderr
     assert "cancelled: jvm exited True session None" in run.stdout, run.stdout + run.stderr
 
