@@ -116,6 +116,7 @@ def run_test(spec: RunSpec) -> int:
     phases.origin = recorder.origin_ns / 1e9
     outcome: dict[str, Any] = {}
     interrupted = False
+    checker = spec.checker or CheckerConfig()
     early_spark: list[EarlyStart] = []
 
     def start_checker_early() -> None:
@@ -124,7 +125,7 @@ def run_test(spec: RunSpec) -> int:
         if spec.run.check:
             from checkers.spark import EarlyStart
 
-            early_spark.append(EarlyStart(spec.checker or CheckerConfig(),
+            early_spark.append(EarlyStart(checker,
                                           (run_dir / "history.jsonl").stat().st_size))
 
     try:
@@ -156,11 +157,11 @@ def run_test(spec: RunSpec) -> int:
             write_json(run_dir / "test.json", test)
     if interrupted or "error" in outcome or not spec.run.check:
         for early in early_spark:
-            early.cancel((spec.checker or CheckerConfig()).cancelled_tasks_wait_s)
+            early.cancel(checker.cancelled_tasks_wait_s)
         if "error" in outcome or interrupted:
             console.print(f"evidence kept in {run_dir}; `harness check {run_dir}` re-checks it")
         return EXIT_UNKNOWN
-    return check_and_report(run_dir, test, spec.run, spec.checker,
+    return check_and_report(run_dir, test, spec.run, checker,
                             early_spark[0] if early_spark else None)
 
 
