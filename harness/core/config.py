@@ -233,6 +233,9 @@ class ClusterConfig:
     #: A starting node must look dead (no Kafka process) three times this far
     #: apart before setup gives up on it (one empty pgrep is no proof).
     dead_look_spacing_s: float = 0.5
+    #: While `up` waits, how often it looks for a node whose Kafka died (and once
+    #: more when every broker is registered): the look is a command in each node.
+    dead_look_interval_s: float = 3.0
     #: How often a new topic's partitions are described until each is led with a
     #: full ISR.
     partitions_poll_s: float = 0.3

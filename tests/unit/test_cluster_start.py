@@ -7,11 +7,13 @@ import json
 import pytest
 
 from cluster.cluster import Cluster, ClusterStartError
+from cluster.node import Role
 
 
 class _Node:
-    def __init__(self, name: str, pids: list[int | None]) -> None:
-        self.spec = type("Spec", (), {"name": name})()
+    def __init__(self, name: str, pids: list[int | None], node_id: int = 1,
+                 role: Role = Role.BROKER) -> None:
+        self.spec = type("Spec", (), {"name": name, "node_id": node_id, "role": role})()
         self.pids = pids
         self.looks = 0
 
@@ -41,6 +43,48 @@ def test_a_node_that_looks_dead_every_time_fails_the_start_with_its_log() -> Non
                        match="(?s)broker-3 stopped while starting.*last line of the server log"):
         _cluster(dead)._fail_if_a_node_died(spacing_s=0)
     assert dead.looks == 3
+
+
+class _Starting(Cluster):
+    """A cluster whose brokers register after `registered_after` polls (no engine)."""
+
+    def __init__(self, nodes: list[_Node], registered_after: int, **config) -> None:
+        from dataclasses import replace
+
+        from harness.core.config import ClusterConfig
+
+        self.nodes = {n.spec.name: n for n in nodes}
+        self.config = replace(ClusterConfig(), ready_poll_s=0, dead_look_spacing_s=0, **config)
+        self.polls = 0
+        self.registered_after = registered_after
+        self.log = lambda message: None
+
+    def unfenced_brokers(self, avoid=None, timeout_s=None) -> set[int]:
+        self.polls += 1
+        return ({n.spec.node_id for n in self.brokers} if self.polls > self.registered_after
+                else set())
+
+    def quorum_leader(self) -> int | None:
+        return 1001
+
+
+def test_ready_looks_for_dead_nodes_at_its_interval_and_at_the_end() -> None:
+    """The look for a dead node is a command in every node: not at every poll, but
+    at the first, then at dead_look_interval_s, and once more when all registered."""
+    broker = _Node("broker-1", [7] * 10)
+    cluster = _Starting([broker], registered_after=5, dead_look_interval_s=3600)
+    cluster.wait_ready(60)
+    assert cluster.polls == 6
+    assert broker.looks == 2
+
+
+def test_a_node_dead_by_the_time_every_broker_registered_is_never_ready() -> None:
+    """The brokers answer, but a controller's Kafka is gone: the start fails."""
+    controller = _Node("controller-1", [7, None, None, None], 1001, Role.CONTROLLER)
+    cluster = _Starting([_Node("broker-1", [7] * 10), controller], registered_after=3,
+                        dead_look_interval_s=3600)
+    with pytest.raises(ClusterStartError, match="controller-1 stopped while starting"):
+        cluster.wait_ready(60)
 
 
 # -- what reaches a node's shell is quoted (#31) ------------------------------------
