@@ -36,7 +36,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from cluster import kraft
 from cluster.distribution import KafkaDistribution, resolve_distribution
 from cluster.kafka_wire import WireConnection, WireError
-from cluster.node import Node, NodeProvider, NodeSpec, Role, StorageLayer
+from cluster.node import Node, NodeProvider, NodeSpec, Role, StorageLayer, kafka_looks_dead
 from cluster.observe import ObservationError, PartitionObserver, PartitionState
 from cluster.providers import provider_for
 from harness.core.config import ClusterConfig, TopicConfig
@@ -243,20 +243,15 @@ class Cluster:
                 connection.close()
         return set()
 
-    def _fail_if_a_node_died(self, looks: int = 3, spacing_s: float | None = None) -> None:
-        """Raise if a node's Kafka process is gone. One empty `pgrep` is not proof:
-        a setup once ended on a single miss while a broker was starting, with no
-        crash in the JVM's stdout, so a node must look dead `looks` times in a row."""
+    def _fail_if_a_node_died(self, spacing_s: float | None = None) -> None:
+        """Raise if a node's Kafka process is gone (it must look dead several times in
+        a row: cluster.node.kafka_looks_dead), every node looked at at once."""
         spacing_s = self.config.dead_look_spacing_s if spacing_s is None else spacing_s
 
         def look_at(node: Node) -> None:
-            for look in range(looks):
-                if node.kafka_pid() is not None:
-                    return
-                if look < looks - 1:
-                    time.sleep(spacing_s)
-            raise ClusterStartError(f"{node.spec.name} stopped while starting; its last "
-                                    f"log lines:\n{_tail(node.log_tail(), 25)}")
+            if kafka_looks_dead(node, spacing_s):
+                raise ClusterStartError(f"{node.spec.name} stopped while starting; its last "
+                                        f"log lines:\n{_tail(node.log_tail(), 25)}")
 
         at_once(look_at, list(self.nodes.values()))
 

@@ -8,6 +8,7 @@ a NodeProvider makes and finds the nodes of one cluster.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -140,3 +141,19 @@ class StorageLayer(Protocol):
 
     def ensure(self, node: Node) -> None:
         ...
+
+
+#: How many empty asks in a row make a node's Kafka count as gone.
+DEAD_LOOKS = 3
+
+
+def kafka_looks_dead(node: Node, spacing_s: float) -> bool:
+    """No Kafka process on DEAD_LOOKS asks in a row, `spacing_s` apart. One empty
+    pgrep is no proof: a set-up once ended on a single miss while a broker was
+    starting, and heal_all once started a controller that ran all along."""
+    for look in range(DEAD_LOOKS):
+        if node.kafka_pid() is not None:
+            return False
+        if look < DEAD_LOOKS - 1:
+            time.sleep(spacing_s)
+    return True

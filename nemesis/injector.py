@@ -34,7 +34,7 @@ from cluster.cluster import Cluster
 from cluster.firewall import drop_peers_command, remove_tagged_command
 from cluster.kafka_wire import WireConnection
 from cluster.kraft import broker_log_dirs
-from cluster.node import Node
+from cluster.node import Node, kafka_looks_dead
 from harness.core.errors import HarnessError, Refused
 from harness.core.history import NEMESIS_PROCESS, Fault, Kind, OpType
 from harness.core.parallel import at_once
@@ -375,17 +375,6 @@ class FaultInjector(AdminFaults, ShapingFaults, ReassignFaults):
 
     # -- the end of every fault ------------------------------------------------------
 
-    def _looks_dead(self, node: Node, looks: int = 3) -> bool:
-        """No Kafka process on `looks` asks in a row. One empty pgrep is no proof
-        (cluster.Cluster._fail_if_a_node_died): heal_all once started a controller
-        that ran all along, and recorded a start no fault had called for."""
-        for look in range(looks):
-            if node.kafka_pid() is not None:
-                return False
-            if look < looks - 1:
-                time.sleep(self.cluster.config.dead_look_spacing_s)
-        return True
-
     def heal_all(self, step: str = "final-heal", detail: dict[str, Any] | None = None) -> None:
         """End every fault: heal the network (partitions, then a slow network),
         resume paused, end disk faults and reassignments, start what is down, and
@@ -406,7 +395,8 @@ class FaultInjector(AdminFaults, ShapingFaults, ReassignFaults):
             with contextlib.suppress(HarnessError):  # recorded as info; tried again below
                 self.end_reassign(topic, partition, **said)
         for name in sorted(self.cluster.nodes):
-            if name in self.down or self._looks_dead(self._node(name)):
+            if name in self.down or kafka_looks_dead(self._node(name),
+                                                      self.cluster.config.dead_look_spacing_s):
                 self.start(name, **said)
         errors = []  # each change is put back even when another one could not be
         for topic, partition in sorted(self.reassignments):

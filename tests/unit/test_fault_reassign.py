@@ -220,6 +220,7 @@ class FakeNode:
 class FakeConfig:
     broker_port: int = 9092
     node_start_timeout_s: float = 30.0
+    dead_look_spacing_s: float = 0.0
     timeouts: NodeTimeouts = field(default_factory=NodeTimeouts)
 
 

@@ -56,6 +56,7 @@ class FakeNode:
 
 @dataclass
 class FakeConfig:
+    dead_look_spacing_s: float = 0.0
     timeouts: NodeTimeouts = field(default_factory=NodeTimeouts)
 
 
