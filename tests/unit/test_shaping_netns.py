@@ -67,6 +67,7 @@ class NetnsNode:
 
 @dataclass
 class Config:
+    dead_look_spacing_s: float = 0.0
     timeouts: NodeTimeouts = field(default_factory=NodeTimeouts)
 
 
