@@ -338,8 +338,6 @@ def get_spark(config: CheckerConfig, history_bytes: int | None = None):
         if _gateway is None or (proc is not None and proc.poll() is not None):
             with spark_log_path().open("ab") as log:
                 _gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
-            if config.jvm_nice:
-                _lower_priority(getattr(_gateway, "proc", None), config.jvm_nice)
         # a context stopped earlier leaves its JVM running (PySpark reuses it): the
         # next one is made on the same gateway, never on a second JVM
         handler_before = signal.getsignal(signal.SIGINT)
@@ -352,23 +350,6 @@ def get_spark(config: CheckerConfig, history_bytes: int | None = None):
             f"see {spark_log_path()}") from err
     spark.sparkContext.setLogLevel("ERROR")
     return spark
-
-
-def _lower_priority(proc, nice: int) -> None:
-    """Raise the nice value of every thread of the JVM we launched (Linux sets it per
-    thread; threads the JVM makes later inherit it from the thread that makes them),
-    so its checks take only the CPU that Kafka's nodes and a run's clients leave."""
-    if proc is None or proc.poll() is not None:
-        return  # ended: its pid may be another process's by now
-    try:
-        tasks = os.listdir(f"/proc/{proc.pid}/task")
-    except OSError:
-        return  # not Linux, or the JVM is already gone: it runs as it is
-    for tid in tasks:
-        try:
-            os.setpriority(os.PRIO_PROCESS, int(tid), nice)
-        except OSError:
-            pass  # a thread that ended meanwhile
 
 
 class EarlyStart:

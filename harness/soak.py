@@ -4,16 +4,12 @@ Each run is a `harness run --no-check` child process with its own run
 directory in the store; the soak itself checks that directory when the child
 is done (harness/soak_check.py: one Spark session for the whole soak, so no
 JVM start per run) and writes its results.json and report.html as the run's
-own check would have. It checks run n while run n+1 records (its JVM at a
-lower priority, SoakConfig.check_nice), so a check costs the soak no time of
-its own; a guided run is handed the states the runs before it reached, save
-the one still being checked. The soak keeps store/soak/<time>/ with soak.json
-(every run: plan entry, seed, release, verdict, counts, duration, the command
-that repeats it; the run in flight as `current`, a run recorded but not yet
-checked as `unchecked`), junit.xml and index.html, all rewritten after every
-run, so a soak whose own process dies (kill -9) has lost nothing and
-`--resume` goes on from there, checking first a run that was recorded but not
-checked.
+own check would have. The soak keeps store/soak/<time>/ with soak.json (every
+run: plan entry, seed, release, verdict, counts, duration, the command that
+repeats it; the run in flight as `current`, a run recorded but not yet checked
+as `unchecked`), junit.xml and index.html, all rewritten after every run, so a
+soak whose own process dies (kill -9) has lost nothing and `--resume` goes on
+from there, checking first a run that was recorded but not checked.
 
 Why child processes: a run that crashes, hangs in a JVM or leaks threads ends
 with its process, not with the soak; the child runs in its own session (a
@@ -131,7 +127,7 @@ class Soak:
         self.plan = tuple(PlanEntry(e["name"], tuple(e["args"])) for e in state["plan"])
         self.store = Path(state["store"])
         self.nodes_file = Path(state["nodes_file"]) if state.get("nodes_file") else None
-        self.checker = SoakChecker(self.config.check_nice)
+        self.checker = SoakChecker()
         self._errors_in_a_row = 0
         for run in reversed(state["runs"]):
             if run["status"] != "error":
@@ -148,7 +144,6 @@ class Soak:
                 stopped = self._why_stop()
                 if stopped is None:
                     self._one_run(self._next())
-            self.check_unchecked()  # the last run: no next run to check it beside
         except KeyboardInterrupt:
             stopped = "interrupted (Ctrl-C)"
         finally:
@@ -160,14 +155,11 @@ class Soak:
         return self.exit_code()
 
     def _next(self) -> PlannedRun:
-        """The run after those recorded, and after the one still to be checked."""
-        pending = 1 if self.state.get("unchecked") else 0
         return planned_run(self.plan, self.config.kafka_versions, self.config.seed,
-                           len(self.state["runs"]) + pending)
+                           len(self.state["runs"]))
 
     def _why_stop(self) -> str | None:
-        pending = self.state.get("unchecked") or {}
-        left = self.config.duration_s - self.state["used_s"] - pending.get("record_s", 0.0)
+        left = self.config.duration_s - self.state["used_s"]
         if self._errors_in_a_row >= self.config.max_errors_in_a_row:
             return f"{self._errors_in_a_row} harness errors in a row"
         free = shutil.disk_usage(self.store).free
@@ -209,22 +201,15 @@ class Soak:
                                  "marker": str(marker), "started_at": _now()}
         self._save()
         try:
-            # the run before this one is checked while this one records
-            self.check_unchecked(beside_a_run=True)
             code = self._wait(proc, planned, started)
         except KeyboardInterrupt:
             console.print("[yellow]interrupted: the run heals, collects and tears down "
                           "first[/yellow]")
             code = self._end_child(proc)
-            if self.state.get("unchecked"):
-                # the check of the run before was cut: that run stays for --resume
-                # to check, and this one, cut too, is noted as abandoned
-                self.abandon_current()
-            else:
-                # a run that was recorded whole all the same stays for --resume to check
-                self._recorded(planned, code, marker, log_path, time.monotonic() - started)
+            # a run that was recorded whole all the same stays for --resume to check
+            self._recorded(planned, code, marker, log_path, time.monotonic() - started,
+                           check=False)
             raise
-        # the recording's time runs to the later of the child's end and the check's
         self._recorded(planned, code, marker, log_path, time.monotonic() - started)
 
     def child_argv(self, planned: PlannedRun, marker: Path) -> list[str]:
@@ -253,10 +238,10 @@ class Soak:
             return proc.wait()
 
     def _recorded(self, planned: PlannedRun, code: int, marker: Path, log_path: Path,
-                  seconds: float) -> None:
+                  seconds: float, check: bool = True) -> None:
         """The child is done: a run it recorded whole is noted as unchecked (one
-        write, with `current` cleared), to be checked while the next run records
-        (or after the last); any other is recorded now."""
+        write, with `current` cleared) and checked (unless not `check`: a Ctrl-C);
+        any other is recorded now."""
         from harness.soak_results import recorded_whole, run_dir_from_marker
 
         run_dir = run_dir_from_marker(marker, self.store)
@@ -268,15 +253,13 @@ class Soak:
                                    "record_s": round(seconds, 1)}
         self.state["current"] = None
         self._save()
+        if check:
+            self.check_unchecked()
 
-    def check_unchecked(self, beside_a_run: bool = False) -> None:
+    def check_unchecked(self) -> None:
         """Check the run soak.json names as recorded but not checked, then record
         it. A Ctrl-C leaves it unchecked (KeyboardInterrupt goes on up); a kill -9
-        leaves it for --resume, which checks it again from the start.
-
-        `beside_a_run`: the next run is recording meanwhile, so the check's time is
-        that run's and not added to the soak's time used; and a failed check must
-        not remove the cluster, which is that run's."""
+        leaves it for --resume, which checks it again from the start."""
         from harness.soak_plan import flag_value
         from harness.soak_results import run_dir_from_marker
         from harness.soak_state import marker_in
@@ -301,28 +284,20 @@ class Soak:
                 console.print("[yellow]interrupted during the check: the run stays recorded, "
                               "not checked; --resume checks it[/yellow]")
                 raise
-        checked_s = time.monotonic() - started
         self._record(planned, code, marker or Path(pending["marker"]), log_path,
-                     pending["record_s"] + checked_s,
-                     used_s=pending["record_s"] + (0.0 if beside_a_run else checked_s),
-                     tear_down=not beside_a_run)
+                     pending["record_s"] + time.monotonic() - started)
 
     def _record(self, planned: PlannedRun, code: int, marker: Path, log_path: Path,
-                seconds: float, used_s: float | None = None, tear_down: bool = True) -> None:
-        """Append the run's record: `seconds` is its own time (recording and check),
-        `used_s` what it adds to the soak's time used (default: the same)."""
+                seconds: float) -> None:
         from harness.soak_results import run_record
 
         record = run_record(planned, code, marker, log_path, round(seconds, 1), self.config,
                             self.store)
         self.state["runs"].append(record)
-        self.state["used_s"] = round(self.state["used_s"] + (
-            seconds if used_s is None else used_s), 1)
-        current = self.state.get("current")
-        if current is not None and current["index"] == planned.index:
-            self.state["current"] = None  # not the next run, in flight beside this check
+        self.state["used_s"] = round(self.state["used_s"] + seconds, 1)
+        self.state["current"] = None
         self.state["unchecked"] = None
-        if tear_down and record["status"] in ("error", "interrupted"):
+        if record["status"] in ("error", "interrupted"):
             self._tear_down_leftovers()
         self._errors_in_a_row = self._errors_in_a_row + 1 if record["status"] == "error" else 0
         self.write_summary()

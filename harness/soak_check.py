@@ -24,10 +24,7 @@ from harness.core.errors import EXIT_UNKNOWN, HarnessError
 class SoakChecker:
     """Checks run directories in one long-lived Spark session; close() ends it."""
 
-    def __init__(self, jvm_nice: int = 0) -> None:
-        #: the JVM's nice value (SoakConfig.check_nice: a check shares the CPU
-        #: with the next run's recording)
-        self.jvm_nice = jvm_nice
+    def __init__(self) -> None:
         #: Spark sessions this checker started (one for a whole soak, unless a plan
         #: entry names another --spark-master)
         self.sessions_started = 0
@@ -38,8 +35,7 @@ class SoakChecker:
         """Check run_dir, write its results.json and report.html; the verdict's exit
         code. A failure of the check is `harness: ...` in the log and exit 2; a
         Ctrl-C (or an error it caused in Spark) is KeyboardInterrupt."""
-        config = CheckerConfig(spark_master=spark_master or CheckerConfig.spark_master,
-                               jvm_nice=self.jvm_nice)
+        config = CheckerConfig(spark_master=spark_master or CheckerConfig.spark_master)
         with log_path.open("a") as log, _noting_interrupts() as interrupted:
             out = Console(file=log, width=120, highlight=False, force_terminal=False)
             out.print("── check (in the soak's Spark session)")

@@ -563,10 +563,6 @@ class SoakConfig:
     interrupt_grace_s: float = 240.0
     #: How often the live progress line is printed while a run goes on.
     progress_every_s: float = 30.0
-    #: The soak checks run n while run n+1 records (its set-up, then its workload);
-    #: its checker's JVM runs at this nice value, so Kafka's nodes and the run's
-    #: clients keep the CPU they need and the check takes what they leave.
-    check_nice: int = 10
 
 
 # --------------------------------------------------------------------------
@@ -628,9 +624,6 @@ class CheckerConfig:
     cancelled_tasks_settle_s: float = 1.0
     #: Further Spark settings, as (key, value) pairs, applied last.
     spark_conf: tuple[tuple[str, str], ...] = ()
-    #: Nice value of the JVM's threads (0: as the harness's own). The soak sets
-    #: SoakConfig.check_nice: it checks a run while the next one records.
-    jvm_nice: int = 0
 
 
 # --------------------------------------------------------------------------

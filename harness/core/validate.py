@@ -392,7 +392,6 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "checker.quick_jit_below_bytes": _BYTES,
     "checker.class_archive": _boolean,
     "checker.spark_conf": spark_conf,
-    "checker.jvm_nice": integer(0, 19),
 }
 
 
