@@ -199,7 +199,7 @@ def test_the_last_replica_scenarios_shorten_the_timeouts_they_wait_out(tmp_path)
     config.write_text("[cluster.timings]\nbroker_session_timeout_ms = 9000\n")
     parser = build_parser()
     default = KafkaTimings()
-    short = (2500, 3000, 500)
+    short = (1500, 3000, 500)
     for nemesis, extra, expected in (
             ("unclean-last-replica", [], short),
             ("unclean-last-replica-alone", [], short),
