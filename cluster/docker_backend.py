@@ -14,13 +14,14 @@ import json
 import tarfile
 import time
 from collections.abc import Callable, Sequence
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 import docker
 import docker.errors
 from docker.models.containers import Container
 
 from cluster import kraft
+from cluster.class_archive import ensure_archive
 from cluster.image import ensure_image
 from cluster.node import Attached, ExecResult, Node, NodeSpec, Role
 from cluster.node_commands import KafkaProcessCommands
@@ -124,8 +125,13 @@ class DockerNode(KafkaProcessCommands):
 
 
 def create_node(client: docker.DockerClient, config: ClusterConfig, spec: NodeSpec,
-                image: str, kafka_home: str, extra_labels: dict[str, str]) -> DockerNode:
-    """Create and start the container of one node (Kafka itself is not started)."""
+                image: str, kafka_home: str, extra_labels: dict[str, str],
+                class_archive: Path | None = None) -> DockerNode:
+    """Create and start the container of one node (Kafka itself is not started),
+    with Kafka's distribution and the class archive, if any, mounted read-only."""
+    volumes = {kafka_home: {"bind": kraft.KAFKA_HOME, "mode": "ro"}}
+    if class_archive is not None:
+        volumes[str(class_archive)] = {"bind": kraft.CLASS_ARCHIVE, "mode": "ro"}
     container = client.containers.run(
         image,
         ["sleep", "infinity"],
@@ -141,7 +147,7 @@ def create_node(client: docker.DockerClient, config: ClusterConfig, spec: NodeSp
         cap_add=["NET_ADMIN", "SYS_ADMIN"],
         devices=["/dev/fuse:/dev/fuse:rwm"],
         security_opt=["apparmor:unconfined"],
-        volumes={kafka_home: {"bind": kraft.KAFKA_HOME, "mode": "ro"}},
+        volumes=volumes,
         environment={"LANG": "C.UTF-8"},
         stop_signal="SIGKILL",
     )
@@ -203,6 +209,8 @@ class DockerProvider:
     def create(self, specs: Sequence[NodeSpec], kafka_home: str, facts: dict[str, str],
                log: Callable[[str], None]) -> dict[str, Node]:
         image = ensure_image(self.client, self.config.image, log)
+        archive = ensure_archive(self.client, self.config, image, kafka_home,
+                                 labels(self.config.name), log)
         self.create_network(log)
 
         def create_one(spec: NodeSpec) -> DockerNode:
@@ -211,7 +219,7 @@ class DockerProvider:
                                              "id": spec.node_id, "address": spec.address}),
                 **{f"{LABEL}.{key}": value for key, value in facts.items()}}
             return create_node(self.client, self.config, spec, image, kafka_home,
-                               labels_of_node)
+                               labels_of_node, archive)
 
         # each container has its own name and address, so the engine makes them at
         # once: one after another, the six and their files took 4.4 s of set-up

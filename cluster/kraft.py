@@ -31,6 +31,14 @@ LOG_DIR = "/var/log/kafka"
 SERVER_LOG = f"{LOG_DIR}/server.log"
 STDOUT_LOG = f"{LOG_DIR}/stdout.log"
 KAFKA_MAIN_CLASS = "kafka.Kafka"
+#: The class-data-sharing archive of Kafka's classes (cluster/class_archive.py),
+#: mounted read-only into Docker nodes; every Kafka JVM names it, and one that
+#: finds none there, or one that does not match, starts as before.
+CLASS_ARCHIVE = f"{HARNESS_DIR}/kafka-classes.jsa"
+#: Without these, a JVM prints a warning on stdout (a tool's output) for an
+#: archive it cannot use.
+CLASS_ARCHIVE_QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+CLASS_ARCHIVE_OPTIONS = (f"-XX:SharedArchiveFile={CLASS_ARCHIVE}", *CLASS_ARCHIVE_QUIET)
 #: pgrep/pkill pattern that matches the Kafka JVM and nothing else in a node.
 KAFKA_PROCESS_PATTERN = r"kafka\.Kafka /opt/harness"
 #: Largest node count of one test cluster: what fits the /24 network and one
@@ -185,7 +193,7 @@ def start_script(spec: NodeSpec, config: ClusterConfig) -> str:
     heap = config.controller_heap if spec.role is Role.CONTROLLER else config.broker_heap
     # each option one quoted word: a value from a --config file or a replayed test.json
     # reaches the shell as an argument, never as shell syntax
-    java = shlex.join(["java", *heap.split(), *config.jvm_opts.split(),
+    java = shlex.join(["java", *heap.split(), *config.jvm_opts.split(), *CLASS_ARCHIVE_OPTIONS,
                        "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
                        "-cp", KAFKA_HOME + "/libs/*", KAFKA_MAIN_CLASS, SERVER_PROPERTIES])
     return "\n".join([
@@ -228,8 +236,8 @@ TOOL_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 
 def tool_command(heap: str, main_class: str, *args: str) -> list[str]:
     """One of Kafka's tools in a node: `heap` is its -Xmx size (like "128m")."""
-    return ["java", f"-Xmx{heap}", *TOOL_JVM_OPTIONS, "-cp", f"{KAFKA_HOME}/libs/*",
-            main_class, *args]
+    return ["java", f"-Xmx{heap}", *TOOL_JVM_OPTIONS, *CLASS_ARCHIVE_OPTIONS,
+            "-cp", f"{KAFKA_HOME}/libs/*", main_class, *args]
 
 
 def format_command(config: ClusterConfig, cluster_id: str, properties: str) -> list[str]:

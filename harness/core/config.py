@@ -119,6 +119,9 @@ class NodeTimeouts:
     kafka_gone_s: float = 30.0
     #: kafka-storage format of one node.
     format_s: float = 120.0
+    #: Bound on training the class archive: a one-node Kafka formatted, started
+    #: and stopped (about 8 s on 2 cores; once per release and node image).
+    class_archive_training_s: float = 120.0
     #: Kafka's metadata-quorum tool (a JVM) asked for the quorum's leader.
     quorum_tool_s: float = 30.0
     #: Kafka's log dump tool decoding the controller's metadata log.
@@ -219,6 +222,9 @@ class ClusterConfig:
     controller_heap: str = "-Xms128m -Xmx256m"
     broker_heap: str = "-Xms256m -Xmx384m"
     jvm_opts: str = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k"
+    #: Docker nodes start Kafka's JVMs from a class-data-sharing archive of its
+    #: classes, trained once per release and image (cluster/class_archive.py).
+    class_archive: bool = True
     timings: KafkaTimings = field(default_factory=KafkaTimings)
     timeouts: NodeTimeouts = field(default_factory=NodeTimeouts)
     releases: ReleasesConfig = field(default_factory=ReleasesConfig)

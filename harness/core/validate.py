@@ -306,6 +306,7 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "cluster.controller_heap": jvm_heap,
     "cluster.broker_heap": jvm_heap,
     "cluster.jvm_opts": jvm_options,
+    "cluster.class_archive": _boolean,
     "cluster.ready_timeout_s": positive_seconds,
     "cluster.node_start_timeout_s": positive_seconds,
     "cluster.log_dir": safe_path,
