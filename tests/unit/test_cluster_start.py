@@ -128,7 +128,9 @@ def test_the_default_start_script_still_passes_the_same_options(tmp_path) -> Non
 
     config = ClusterConfig()
     assert _start_line_argv(config, tmp_path) == [
-        *config.broker_heap.split(), *config.jvm_opts.split(), "-Djava.awt.headless=true",
+        *config.broker_heap.split(), *config.jvm_opts.split(),
+        "-XX:SharedArchiveFile=/opt/harness/kafka-classes.jsa", "-Xlog:cds=off",
+        "-Xlog:cds+dynamic=off", "-Djava.awt.headless=true",
         "-Dlog4j2.configurationFile=/opt/harness/log4j2.properties", "-cp",
         "/opt/kafka/libs/*", "kafka.Kafka", "/opt/harness/server.properties"]
 

@@ -37,8 +37,9 @@ TOOLS = AdminTools("org.apache.kafka.tools.ConfigCommand",
                    "org.apache.kafka.tools.FeatureCommand",
                    "10.0.0.11:9092,10.0.0.12:9092", "10.0.0.1:9093,10.0.0.2:9093",
                    timeout_s=60.0)
-JAVA = ["java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp",
-        "/opt/kafka/libs/*"]
+JAVA = ["java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+        "-XX:SharedArchiveFile=/opt/harness/kafka-classes.jsa", "-Xlog:cds=off",
+        "-Xlog:cds+dynamic=off", "-cp", "/opt/kafka/libs/*"]
 CONFIGS = [*JAVA, "org.apache.kafka.tools.ConfigCommand",
            "--bootstrap-server", "10.0.0.11:9092,10.0.0.12:9092"]
 FEATURES = [*JAVA, "org.apache.kafka.tools.FeatureCommand",
