@@ -120,7 +120,7 @@ class NodeTimeouts:
     #: kafka-storage format of one node.
     format_s: float = 120.0
     #: Bound on training the class archive: a one-node Kafka formatted, started
-    #: and stopped (about 8 s on 2 cores; once per release and node image).
+    #: and stopped (10.4 s on 2 cores for 4.4.0; once per release and node image).
     class_archive_training_s: float = 120.0
     #: Kafka's metadata-quorum tool (a JVM) asked for the quorum's leader.
     quorum_tool_s: float = 30.0
