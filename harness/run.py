@@ -145,121 +145,36 @@ def run_test(spec: RunSpec) -> int:
         # test.json says how the run ended whatever happens here (a history that
         # cannot be flushed, a teardown that fails, a second Ctrl-C): the end is
         # part of what was recorded
-        background = None
-        if spec.run.check and not interrupted and "error" not in outcome:
-            background = BackgroundTeardown(cluster, phases, outcome)
         try:
             interrupted = _close_and_tear_down(recorder, cluster, spec, phases,
-                                               outcome, background) or interrupted
+                                               outcome) or interrupted
         finally:
-            if background is None or not background.started:
-                phases.end()
-                background = None
-            _write_end(test, run_dir, started_at, phases, outcome, interrupted)
+            ended_at = datetime.now(UTC)
+            phases.end()
+            test.update({"ended_at": ended_at.isoformat(timespec="seconds"),
+                         "duration_s": round((ended_at - started_at).total_seconds(), 1),
+                         "interrupted": interrupted, "phases": phases.recorded(), **outcome})
+            write_json(run_dir / "test.json", test)
     if interrupted or "error" in outcome or not spec.run.check:
-        if background is not None and background.join():
-            _write_end(test, run_dir, started_at, phases, outcome, interrupted,
-                       background.ended_at)
         for early in early_spark:
             early.cancel(checker.cancelled_tasks_wait_s)
         if "error" in outcome or interrupted:
             console.print(f"evidence kept in {run_dir}; `harness check {run_dir}` re-checks it")
         return EXIT_UNKNOWN
-    if background is None:
-        return check_and_report(run_dir, test, spec.run, checker,
-                                early_spark[0] if early_spark else None)
-    ended = background
-
-    def teardown_done() -> None:
-        """The cluster is gone before the report is drawn: test.json gets the teardown's
-        phase (and any error of it), as a run with its teardown in line would."""
-        if ended.join():
-            _write_end(test, run_dir, started_at, phases, outcome, interrupted,
-                       ended.ended_at)
-
-    try:
-        return check_and_report(run_dir, test, spec.run, checker,
-                                early_spark[0] if early_spark else None,
-                                before_report=teardown_done)
-    finally:  # a check that failed or a Ctrl-C: the cluster is still removed, and said
-        teardown_done()
-
-
-def _write_end(test: dict[str, Any], run_dir: Path, started_at: datetime, phases: Phases,
-               outcome: dict[str, Any], interrupted: bool,
-               ended_at: datetime | None = None) -> None:
-    """test.json with how the run ended: when (now, unless ended_at), its phases so
-    far, and the outcome."""
-    ended_at = ended_at or datetime.now(UTC)
-    test.update({"ended_at": ended_at.isoformat(timespec="seconds"),
-                 "duration_s": round((ended_at - started_at).total_seconds(), 1),
-                 "interrupted": interrupted, "phases": phases.recorded(), **outcome})
-    write_json(run_dir / "test.json", test)
-
-
-class BackgroundTeardown:
-    """The cluster removed in a helper thread while the check runs (#35): after
-    collect nothing reads the nodes, and the removal (about 1.5 s of the engine's
-    time) need not wait for the verdict. The thread is not a daemon, so the
-    process does not exit before the cluster is gone; a failure is recorded in
-    outcome["errors"], as an in-line teardown's is."""
-
-    def __init__(self, cluster: Cluster, phases: Phases, outcome: dict[str, Any]) -> None:
-        self._cluster, self._phases, self._outcome = cluster, phases, outcome
-        self._thread: threading.Thread | None = None
-        self._ended: float | None = None
-        #: when the cluster was gone (test.json's ended_at)
-        self.ended_at: datetime | None = None
-        self._joined = False
-
-    @property
-    def started(self) -> bool:
-        return self._thread is not None
-
-    def start(self) -> None:
-        self._phases.enter("teardown")
-        self._thread = threading.Thread(target=self._remove, name="teardown")
-        self._thread.start()
-
-    def _remove(self) -> None:
-        try:
-            self._cluster.down()
-        except Exception as err:  # noqa: BLE001 - recorded, as _close_and_tear_down does
-            self._outcome.setdefault("errors", []).append(f"teardown: {err}")
-            console.print(f"[red]teardown failed: {err}[/red]")
-        finally:
-            self._ended = time.monotonic()
-            self.ended_at = datetime.now(UTC)
-
-    def join(self) -> bool:
-        """Wait for the removal and end the teardown phase; True the first time."""
-        if self._joined or self._thread is None:
-            return False
-        self._thread.join()
-        self._joined = True
-        self._phases.end(self._ended)
-        return True
+    return check_and_report(run_dir, test, spec.run, checker,
+                            early_spark[0] if early_spark else None)
 
 
 def _close_and_tear_down(recorder, cluster: Cluster, spec: RunSpec, phases: Phases,
-                         outcome: dict[str, Any],
-                         background: BackgroundTeardown | None = None) -> bool:
+                         outcome: dict[str, Any]) -> bool:
     """Close the history, then remove the cluster (unless kept), each whatever the
     other did; a failure goes into outcome["errors"] (and a history that could not
     be closed is the run's error: it gets no verdict). True if a Ctrl-C came
-    meanwhile (the cluster is still removed after one during the close).
-    `background`: the removal starts there, once the history is closed and whole
-    (a history that failed to close gets its teardown in line)."""
+    meanwhile (the cluster is still removed after one during the close)."""
     interrupted = False
     steps = [("history", recorder.close)]
     if not spec.run.keep_cluster:
-        def tear_down() -> None:
-            if background is not None and "error" not in outcome:
-                background.start()
-            else:
-                phases.enter("teardown")
-                cluster.down()
-        steps.append(("teardown", tear_down))
+        steps.append(("teardown", lambda: (phases.enter("teardown"), cluster.down())))
     for name, step in steps:
         try:
             step()
@@ -481,18 +396,13 @@ def _wait_recovered(observer, spec: RunSpec) -> bool:
 
 def check_and_report(run_dir: Path, test: dict[str, Any], run: RunConfig,
                      checker: CheckerConfig | None = None,
-                     early: EarlyStart | None = None,
-                     before_report: Callable[[], None] | None = None) -> int:
+                     early: EarlyStart | None = None) -> int:
     """Spark checker -> results.json, then report.html, then the terminal summary.
-    `early`: the session's start, begun during collect, waited for here;
-    `before_report`: what must be done before the report reads the run directory."""
+    `early`: the session's start, begun during collect, waited for here."""
     from checkers.check import check_in_own_session, exit_code, write_results
+    from reports.build import build_report
+    from reports.summary import print_summary
 
-    # the report's modules (matplotlib: about 0.9 s of Python) load while the check
-    # waits on the JVM; a daemon, since a failed check leaves no report to draw
-    report_modules = threading.Thread(target=_import_report_modules, daemon=True,
-                                      name="report-modules")
-    report_modules.start()
     console.print("[bold]── check[/bold]")
     started = time.monotonic()  # the check's time counts what is left of the JVM's start
     if early is not None:
@@ -500,21 +410,8 @@ def check_and_report(run_dir: Path, test: dict[str, Any], run: RunConfig,
     results = check_in_own_session(run_dir / "history.jsonl", test,
                                    checker or CheckerConfig(), started)
     write_results(results, run_dir)
-    if before_report is not None:
-        before_report()
-    report_modules.join()
-    from reports.build import build_report
-    from reports.summary import print_summary
-
     report = build_report(run_dir, ReportConfig())
     print_summary(results, report)
     return exit_code(results)
 
 
-def _import_report_modules() -> None:
-    """Load what the report is drawn with; an import error shows where it is used."""
-    try:
-        import reports.build  # noqa: F401
-        import reports.summary  # noqa: F401
-    except Exception:  # noqa: BLE001, S110 - the main thread's import raises it again
-        pass

@@ -4,12 +4,11 @@ clients stops the ones it started (workloads/client_thread.py)."""
 
 from __future__ import annotations
 
-import threading
 from types import SimpleNamespace
 
 import pytest
 
-from harness.run import BackgroundTeardown, Phases, _close_and_tear_down
+from harness.run import Phases, _close_and_tear_down
 from workloads.client_thread import ClientThread
 
 
@@ -51,51 +50,6 @@ def test_a_failed_teardown_is_noted_and_is_not_the_runs_error():
     recorder, cluster, outcome = _Part(None), _Part(RuntimeError("docker gone")), {}
     assert _close_and_tear_down(recorder, cluster, _spec(), Phases(), outcome) is False
     assert outcome == {"errors": ["teardown: docker gone"]}
-
-
-class _SlowCluster:
-    """A cluster whose removal waits until released, in whichever thread it runs."""
-
-    def __init__(self, error: BaseException | None = None) -> None:
-        self.error, self.release, self.thread = error, threading.Event(), None
-
-    def down(self) -> None:
-        self.thread = threading.current_thread()
-        assert self.release.wait(10)
-        if self.error is not None:
-            raise self.error
-
-
-def test_a_background_teardown_runs_beside_the_caller_and_its_phase_ends_when_it_does():
-    cluster, phases, outcome = _SlowCluster(), Phases(), {}
-    background = BackgroundTeardown(cluster, phases, outcome)
-    assert _close_and_tear_down(_Part(None), cluster, _spec(), phases, outcome,
-                                background) is False
-    assert background.started
-    # the caller goes on while the removal waits: the teardown phase is still open
-    assert [p["name"] for p in phases.recorded()] == []
-    cluster.release.set()
-    assert background.join() is True
-    assert cluster.thread is not threading.current_thread()
-    assert [p["name"] for p in phases.recorded()] == ["teardown"]
-    assert background.ended_at is not None and outcome == {}
-    assert background.join() is False  # once only
-
-
-def test_a_failed_background_teardown_is_noted_and_is_not_the_runs_error():
-    cluster, phases, outcome = _SlowCluster(RuntimeError("docker gone")), Phases(), {}
-    background = BackgroundTeardown(cluster, phases, outcome)
-    _close_and_tear_down(_Part(None), cluster, _spec(), phases, outcome, background)
-    cluster.release.set()
-    background.join()
-    assert outcome == {"errors": ["teardown: docker gone"]}
-
-
-def test_a_history_that_cannot_be_closed_gets_its_teardown_in_line():
-    recorder, cluster, phases, outcome = _Part(OSError("No space left")), _Part(None), Phases(), {}
-    background = BackgroundTeardown(cluster, phases, outcome)
-    _close_and_tear_down(recorder, cluster, _spec(), phases, outcome, background)
-    assert cluster.called and not background.started
 
 
 def test_a_kept_cluster_is_left_alone():
