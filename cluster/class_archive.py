@@ -27,6 +27,7 @@ import os
 import shlex
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -38,6 +39,8 @@ from harness.core.config import LABEL, ClusterConfig, cache_dir
 #: What the training's one-node Kafka prints once it serves (every 4.x release).
 STARTED = "Kafka Server started"
 _TRAINING_DIR = "/tmp/elr-class-training"
+#: The name of a training's folder in the cache, before mkdtemp's random part.
+_TRAINING_PREFIX = "training-"
 _OUT_DIR = "/out"
 _OUT_FILE = "classes.jsa"
 _SERVER_PROPERTIES = "\n".join([
@@ -79,10 +82,11 @@ def ensure_archive(client: docker.DockerClient, config: ClusterConfig, image: st
     if not config.class_archive:
         return None
     path = archive_path(image, kafka_home)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sweep_abandoned_trainings(path.parent, 2 * config.timeouts.class_archive_training_s)
     if path.is_file():
         return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="training-", dir=path.parent))
+    work = Path(tempfile.mkdtemp(prefix=_TRAINING_PREFIX, dir=path.parent))
     try:
         log("training the class archive of Kafka's JVMs (once per release and image)")
         problem = _train(client, config, image, kafka_home, work, labels)
@@ -93,6 +97,28 @@ def ensure_archive(client: docker.DockerClient, config: ClusterConfig, image: st
         return path
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def sweep_abandoned_trainings(folder: Path, older_than_s: float,
+                              now: float | None = None) -> list[str]:
+    """Remove the training folders a harness killed with -9 mid-training left in
+    `folder` (the cache's class-archives/): a `training-*` folder untouched for
+    older_than_s, which a live training never is (it ends or gives up within its
+    bound). Only real folders of that name: a link or a file is left alone.
+    Returns the names removed."""
+    now = time.time() if now is None else now
+    removed = []
+    for entry in sorted(folder.glob(f"{_TRAINING_PREFIX}*")):
+        try:
+            if entry.is_symlink() or not entry.is_dir():
+                continue
+            if now - entry.stat().st_mtime < older_than_s:
+                continue
+        except OSError:  # gone meanwhile (another run swept it)
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry.name)
+    return removed
 
 
 def _train(client: docker.DockerClient, config: ClusterConfig, image: str, kafka_home: str,

@@ -13,7 +13,12 @@ from pathlib import Path
 import pytest
 
 from cluster import class_archive, kraft
-from cluster.class_archive import archive_path, ensure_archive, training_script
+from cluster.class_archive import (
+    archive_path,
+    ensure_archive,
+    sweep_abandoned_trainings,
+    training_script,
+)
 from cluster.node import NodeSpec, Role
 from harness.core.config import ClusterConfig
 
@@ -129,3 +134,34 @@ def test_turned_off_no_training_and_no_archive(tmp_path):
     config = replace(ClusterConfig(), class_archive=False)
     assert ensure_archive(client, config, "img", str(_dist(tmp_path)), {}, print) is None
     assert client.runs == []
+
+
+def test_a_training_folder_a_killed_run_left_is_swept_and_a_live_one_is_kept(tmp_path):
+    folder = tmp_path / "class-archives"
+    folder.mkdir()
+    old, live = folder / "training-old1", folder / "training-live"
+    for made in (old, live):
+        made.mkdir()
+        (made / "kafka-classes.jsa").write_bytes(b"half")
+    os.utime(old, (1000.0, 1000.0))
+    os.utime(live, (1200.0, 1200.0))
+    # neither a link of that name nor what it points at is the harness's to remove
+    elsewhere = tmp_path / "users-folder"
+    elsewhere.mkdir()
+    os.utime(elsewhere, (1000.0, 1000.0))
+    (folder / "training-link").symlink_to(elsewhere)
+    (folder / "training-file").write_bytes(b"x")
+    os.utime(folder / "training-file", (1000.0, 1000.0))
+    assert sweep_abandoned_trainings(folder, 240.0, now=1300.0) == ["training-old1"]
+    assert not old.exists() and live.is_dir() and elsewhere.is_dir()
+    assert (folder / "training-link").is_symlink() and (folder / "training-file").is_file()
+
+
+def test_the_next_run_sweeps_a_left_training_folder_even_with_its_archive_made(tmp_path):
+    dist = _dist(tmp_path)
+    path = ensure_archive(_Client(), ClusterConfig(), "img", str(dist), {}, print)
+    left = path.parent / "training-abc123"
+    left.mkdir()
+    os.utime(left, (1000.0, 1000.0))
+    assert ensure_archive(_Client(), ClusterConfig(), "img", str(dist), {}, print) == path
+    assert os.listdir(path.parent) == [path.name]
