@@ -52,6 +52,7 @@ from checkers.spark import stop_running_tasks
 from checkers.staging import Staging, writable_by_spark
 from harness.core.config import CheckerConfig
 from harness.core.errors import HistoryError
+from harness.core.parallel import at_once
 
 _table_names = itertools.count()
 
@@ -118,10 +119,13 @@ def _convert(spark, history: Path, tmp: Path, history_bytes: int = 0,
     yet there. history and tmp are the paths Spark sees: plain ones, through the
     staging folder.
 
-    The parsed lines are kept (persist) and read three times, each without parsing
-    again: the overview's aggregate (one job, which fills the cache), then the
-    events and the side table, written from the valid lines; one more small job
-    finds the first bad line's number only when the overview counts a bad line.
+    The parsed lines are kept (persist) and read by every later pass without being
+    parsed again: one job makes the overview's aggregate and counts the lines the
+    pairing changes (none, for the recorder's history: otherwise a second job
+    makes the overview of the paired lines); then the events, side and report
+    tables are written from the valid lines, by three jobs at once. One more
+    small job finds the first bad line's number only when the overview counts a
+    bad line.
     """
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -168,24 +172,39 @@ def _convert(spark, history: Path, tmp: Path, history_bytes: int = 0,
         else:
             table.write.parquet(str(tmp / _PARSED))
             table = spark.read.parquet(str(tmp / _PARSED))
-        table, fixes = _paired(table)
-        overview = [r.asDict() for r in
-                    table.groupBy(*[F.expr(k) for k in cache.OVERVIEW_KEYS])
-                    .agg(*[F.expr(a) for a in cache.OVERVIEW_AGGREGATES]).collect()]
+        fixes = _pair_fixes(table)
+        overview, fixed_lines = _overview_and_count(table, fixes)
+        if fixed_lines:
+            table = _with_fixes(table, fixes)
+            overview = _overview(table)
+        else:
+            fixes.unpersist()
+            fixes = None
         first_bad = _first_bad(table, overview)
         cache.write_overview(tmp, overview, first_bad)
         written = table.filter("NOT _bad AND NOT _blank")
         keys, buckets = cache.layout_of(overview)
-        # the bucket is computed, not left to the shuffle's partitioner: the same
-        # pmod(hash(tp), n) whatever the session's adaptive settings
-        (spark_events(written, keys)
-         .withColumn("bucket", F.expr(f"pmod(hash({BUCKET_COLUMN}), {buckets})"))
-         .repartition(buckets, BUCKET_COLUMN)
-         .write.partitionBy("bucket").mode("overwrite").parquet(str(tmp / cache.BY_BUCKET)))
+
+        def events() -> None:
+            # the bucket is computed, not left to the shuffle's partitioner: the same
+            # pmod(hash(tp), n) whatever the session's adaptive settings
+            (spark_events(written, keys)
+             .withColumn("bucket", F.expr(f"pmod(hash({BUCKET_COLUMN}), {buckets})"))
+             .repartition(buckets, BUCKET_COLUMN)
+             .write.partitionBy("bucket").mode("overwrite")
+             .parquet(str(tmp / cache.BY_BUCKET)))
+
+        def side() -> None:
+            _spark_side(written).coalesce(1).write.mode("overwrite").parquet(str(tmp / cache.SIDE))
+
+        def report() -> None:
+            report_rows(written).coalesce(1).write.mode("overwrite").parquet(str(tmp / REPORT))
+
+        # three jobs at once: on a small history each is mostly the driver's planning
+        # and one task, so one job's planning overlaps another's tasks
+        at_once(lambda write: write(), [events, side, report])
         cache.name_buckets(tmp)
         cache.write_layout(tmp, keys, buckets)
-        _spark_side(written).coalesce(1).write.mode("overwrite").parquet(str(tmp / cache.SIDE))
-        report_rows(written).coalesce(1).write.mode("overwrite").parquet(str(tmp / REPORT))
     except BaseException:
         # a Ctrl-C leaves the JVM running (PySpark's JVM ignores SIGINT): its tasks,
         # and a job it has yet to start, would go on creating files, so jobs are
@@ -233,17 +252,17 @@ _FROM_COMPLETION = (
 _PAIRED = tuple(dict.fromkeys(c for c, _ in (*_FROM_INVOKE, *_FROM_COMPLETION)))
 
 
-def _paired(table):
-    """The lines' table with each client operation's fields as docs/CHECKING.md reads
-    them off the pair (_FROM_INVOKE, _FROM_COMPLETION), and the persisted fixes
-    (None when no line changes, the recorder's case: then table is returned as it
-    is, with no join).
+def _pair_fixes(table):
+    """The pairing's fixes of the lines' table, persisted, not yet computed: one row
+    per line whose fields docs/CHECKING.md reads off its pair (_FROM_INVOKE,
+    _FROM_COMPLETION) differently from the line itself, with the paired fields
+    as p_<column>. None of the recorder's lines changes; a hand-written history's
+    may.
 
     A client's invoke pairs with the next completion of the same process and f
     (an invoke followed by another invoke has none), in file order. The pairing
     walks a narrow projection of the valid send and poll lines (one window, one
-    shuffle of a few columns); only the lines whose fields change are joined back
-    by their place in the file, a broadcast of a few rows.
+    shuffle of a few columns).
     """
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -267,15 +286,52 @@ def _paired(table):
     fixed = paired.selectExpr("_blk", "_row", "l",
                               *(f"{sql} AS p_{c}" for c, sql in columns.items()))
     changed = " OR ".join(f"NOT (p_{c} <=> l.{c})" for c in _PAIRED)
-    fixes = (fixed.filter(changed).drop("l").withColumn("_paired", F.lit(True))
-             .persist(StorageLevel.MEMORY_AND_DISK_DESER))
-    if fixes.isEmpty():
-        fixes.unpersist()
-        return table, None
+    return (fixed.filter(changed).drop("l").withColumn("_paired", F.lit(True))
+            .persist(StorageLevel.MEMORY_AND_DISK_DESER))
+
+
+def _with_fixes(table, fixes):
+    """The lines' table with the pairing's fixes applied: only the lines that change
+    are joined back by their place in the file, a broadcast of a few rows."""
+    from pyspark.sql import functions as F
+
     joined = table.join(F.broadcast(fixes), ["_blk", "_row"], "left")
     # a fixed value may be null (an acks "0" send's offset): the marker, not coalesce
     return joined.select(*[F.when(F.col("_paired"), F.col(f"p_{c}")).otherwise(F.col(c))
-                           .alias(c) if c in _PAIRED else c for c in table.columns]), fixes
+                           .alias(c) if c in _PAIRED else c for c in table.columns])
+
+
+def _overview_frame(table):
+    """The overview's aggregate of the lines' table (cache.OVERVIEW_KEYS), lazily."""
+    from pyspark.sql import functions as F
+
+    return (table.groupBy(*[F.expr(k) for k in cache.OVERVIEW_KEYS])
+            .agg(*[F.expr(a) for a in cache.OVERVIEW_AGGREGATES]))
+
+
+def _overview(table) -> list[dict]:
+    """The overview's rows of the lines' table."""
+    return [r.asDict() for r in _overview_frame(table).collect()]
+
+
+#: The column that tells the overview's rows from the fixes' count in one job.
+_FIXES_COUNT = "_elr_fixed_lines"
+
+
+def _overview_and_count(table, fixes) -> tuple[list[dict], int]:
+    """In one job: the overview's rows of the lines as they stand, and how many
+    lines the pairing changes. When it changes none (the recorder's case), those
+    rows are the overview of the paired lines, with no second job; the two
+    aggregates' shuffles run side by side."""
+    from pyspark.sql import functions as F
+
+    overview = _overview_frame(table).withColumn(_FIXES_COUNT, F.lit(None).cast("bigint"))
+    count = fixes.agg(F.count(F.lit(1)).alias(_FIXES_COUNT))
+    rows = overview.unionByName(count, allowMissingColumns=True).collect()
+    counted = [r[_FIXES_COUNT] for r in rows if r[_FIXES_COUNT] is not None]
+    lines = [{k: v for k, v in r.asDict().items() if k != _FIXES_COUNT}
+             for r in rows if r[_FIXES_COUNT] is None]
+    return lines, int(counted[0])
 
 
 def _first_bad(table, overview: list[dict]) -> dict | None:
