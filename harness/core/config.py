@@ -619,10 +619,11 @@ class CheckerConfig:
     #: batch job, so a throughput collector without G1's concurrent work.
     jvm_options: str = "-XX:+UseParallelGC"
     #: Below this history size the JIT stops at C1 (-XX:TieredStopAtLevel=1):
-    #: C2's compile time does not pay back on a short job (1M lines, 145 MB:
-    #: 22 s with C1 only, 27 s with C2), it does on a long one (10M lines,
-    #: 1.5 GB, Parquet cached: 94 s with C1 only, 54 s with C2).
-    quick_jit_below_bytes: int = 512 * 1024 * 1024
+    #: C2's compile time does not pay back on a short job, it does on a long one.
+    #: First checks on 2 cores, C1 only against C2: 30 MB 18 s against 26 s;
+    #: 90 MB 27 s against 34 s; 183 MB 40 s either way; 294 MB 61 s against
+    #: 49 s (the conversion's parse and validation are the long CPU work).
+    quick_jit_below_bytes: int = 192 * 1024 * 1024
     #: Start the driver JVM from the class-data-sharing archive of Spark's
     #: classes when one was built (checkers/jvm_archive.py; scripts/setup.sh
     #: builds it): 5–7 s less per check on 2 cores (1M lines).
