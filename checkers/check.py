@@ -88,6 +88,7 @@ def check_history(history_path: Path, test: dict | None, config: CheckerConfig,
     """Check one history (test is test.json's dict, or None for the defaults).
     `started` (time.monotonic()): when the check began for the caller, if earlier
     than this call (a run waits for its early-started session first)."""
+    from checkers.parquet_cache import is_cached, parquet_location, source_marker
     from checkers.spark import get_spark
     from checkers.staging import Staging
     from checkers.testinfo import parse_test_info
@@ -98,7 +99,9 @@ def check_history(history_path: Path, test: dict | None, config: CheckerConfig,
     # the readers see the history and its cache only through this folder's plain
     # names (a path with `*` or `[` would be a pattern to them): removed at the end
     with Staging() as stage:
-        spark = get_spark(config, history_path.stat().st_size)
+        spark = get_spark(config, history_path.stat().st_size,
+                          cached=config.parquet_cache and is_cached(
+                              parquet_location(history_path), source_marker(history_path)))
         return _checked(spark, history_path, info, config, started, stage)
 
 

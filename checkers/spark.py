@@ -82,11 +82,14 @@ def _log4j_file() -> Path:
     return _written(cache_dir() / "logs" / "log4j2.properties", _LOG4J)
 
 
-def jvm_options(config: CheckerConfig, history_bytes: int | None = None) -> str:
-    """The JVM options for a history of this size (ELR_CHECKER_JVM_OPTIONS overrides)."""
+def jvm_options(config: CheckerConfig, history_bytes: int | None = None,
+                cached: bool = False) -> str:
+    """The JVM options for a history of this size, to be converted or with its Parquet
+    cache current (ELR_CHECKER_JVM_OPTIONS overrides)."""
     if "ELR_CHECKER_JVM_OPTIONS" in os.environ:
         return os.environ["ELR_CHECKER_JVM_OPTIONS"]
-    quick = history_bytes is None or history_bytes < config.quick_jit_below_bytes
+    below = config.quick_jit_cached_below_bytes if cached else config.quick_jit_below_bytes
+    quick = history_bytes is None or history_bytes < below
     return f"{config.jvm_options} -XX:TieredStopAtLevel=1" if quick else config.jvm_options
 
 
@@ -258,11 +261,12 @@ def _chain_sigint(handler_before, context) -> None:
     signal.signal(signal.SIGINT, cancel_then_before)
 
 
-def get_spark(config: CheckerConfig, history_bytes: int | None = None):
+def get_spark(config: CheckerConfig, history_bytes: int | None = None,
+              cached: bool = False):
     """The running SparkSession for config's master, started quietly if needed
-    (with the JIT chosen for a history of history_bytes, see jvm_options; a
-    session that checks many histories, the soak's, gives a size at or above
-    quick_jit_below_bytes)."""
+    (with the JIT chosen for a history of history_bytes, to be converted or with
+    its Parquet cache current (`cached`), see jvm_options; a session that checks
+    many histories, the soak's, gives a size at or above quick_jit_below_bytes)."""
     warnings.filterwarnings("ignore", message=".*pandas.*", category=FutureWarning)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON", "python3"))
@@ -287,7 +291,8 @@ def get_spark(config: CheckerConfig, history_bytes: int | None = None):
     _keep_newest_logs(config.spark_logs_kept)
     _root_log_to(spark_log_path())
     log4j = _log4j_file()
-    java_opts = f"-Dlog4j2.configurationFile=file:{log4j} {jvm_options(config, history_bytes)}"
+    jit = jvm_options(config, history_bytes, cached)
+    java_opts = f"-Dlog4j2.configurationFile=file:{log4j} {jit}"
     # the archive holds the driver's class path: executors elsewhere start without it;
     # ELR_CHECKER_JVM_OPTIONS replaces every option (the archive's training sets it)
     archive = "" if "ELR_CHECKER_JVM_OPTIONS" in os.environ else startup_options(config)

@@ -391,6 +391,7 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "checker.default_min_insync_replicas": integer(1, 1000),
     "checker.jvm_options": jvm_options,
     "checker.quick_jit_below_bytes": _BYTES,
+    "checker.quick_jit_cached_below_bytes": _BYTES,
     "checker.class_archive": _boolean,
     "checker.spark_conf": spark_conf,
 }

@@ -336,6 +336,48 @@ def test_the_jit_stops_at_c1_only_for_small_histories(monkeypatch):
     assert jvm_options(config, 1) == "-Xint"
 
 
+def test_a_history_with_a_current_cache_keeps_c1_up_to_its_own_bound(monkeypatch):
+    from checkers.spark import jvm_options
+
+    monkeypatch.delenv("ELR_CHECKER_JVM_OPTIONS", raising=False)
+    config = CheckerConfig(quick_jit_below_bytes=100, quick_jit_cached_below_bytes=1000)
+    assert "TieredStopAtLevel" not in jvm_options(config, 500)
+    assert "-XX:TieredStopAtLevel=1" in jvm_options(config, 500, cached=True)
+    assert "TieredStopAtLevel" not in jvm_options(config, 1000, cached=True)
+
+
+def test_check_history_tells_get_spark_whether_the_cache_is_current(tmp_path, monkeypatch):
+    """The JIT is chosen before the JVM starts: by whether a conversion is ahead."""
+    from checkers import check, parquet_cache
+
+    history = tmp_path / "history.jsonl"
+    history.write_text("")
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_get_spark(config, history_bytes, cached=False):
+        seen.append(cached)
+        raise Stop
+
+    monkeypatch.setattr("checkers.spark.get_spark", fake_get_spark)
+    with pytest.raises(Stop):
+        check.check_history(history, None, CheckerConfig())
+    parquet = parquet_cache.parquet_location(history)
+    parquet.mkdir()
+    (parquet / parquet_cache.LAYOUT).write_text("{}")
+    (parquet / parquet_cache.OVERVIEW).write_text("{}")
+    (parquet / parquet_cache.MARKER).write_text(
+        json.dumps(parquet_cache.source_marker(history)))
+    with pytest.raises(Stop):
+        check.check_history(history, None, CheckerConfig())
+    assert seen == [False, True]
+    with pytest.raises(Stop):
+        check.check_history(history, None, CheckerConfig(parquet_cache=False))
+    assert seen == [False, True, False]
+
+
 @pytest.mark.parametrize("in_memory", [True, False])
 def test_a_ctrl_c_at_the_conversions_first_spark_call_leaves_no_table(
         spark, tmp_path, monkeypatch, in_memory):  # noqa: F811
