@@ -189,8 +189,8 @@ def test_a_run_checks_in_the_session_it_started_early_and_stops_it(tmp_path):
         started = spark.running_session().sparkContext.applicationId
         seen = []
         checked = spark.get_spark
-        spark.get_spark = lambda *a: seen.append(checked(*a).sparkContext.applicationId) \
-            or checked(*a)
+        spark.get_spark = lambda *a, **k: seen.append(
+            checked(*a, **k).sparkContext.applicationId) or checked(*a, **k)
         # the check's time counts from when the run began waiting for the session
         import time
         results = check_in_own_session(Path({str(history)!r}), None, config,
