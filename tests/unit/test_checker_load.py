@@ -364,12 +364,13 @@ def test_check_history_tells_get_spark_whether_the_cache_is_current(tmp_path, mo
     monkeypatch.setattr("checkers.spark.get_spark", fake_get_spark)
     with pytest.raises(Stop):
         check.check_history(history, None, CheckerConfig())
+    # a cache installed as the converter installs one (its marker written by install)
     parquet = parquet_cache.parquet_location(history)
-    parquet.mkdir()
-    (parquet / parquet_cache.LAYOUT).write_text("{}")
-    (parquet / parquet_cache.OVERVIEW).write_text("{}")
-    (parquet / parquet_cache.MARKER).write_text(
-        json.dumps(parquet_cache.source_marker(history)))
+    tmp = parquet_cache.temporary_name(parquet)
+    tmp.mkdir()
+    (tmp / parquet_cache.LAYOUT).write_text("{}")
+    (tmp / parquet_cache.OVERVIEW).write_text("{}")
+    parquet_cache.install(tmp, parquet, parquet_cache.source_marker(history))
     with pytest.raises(Stop):
         check.check_history(history, None, CheckerConfig())
     assert seen == [False, True]
