@@ -11,7 +11,10 @@ throughout (every observe line carries the `fenced` brokers):
     F2  kill -9 L, wait until it is fenced                -> no leader
     F3  restart L and, the moment it registers, SIGSTOP it (it stays fenced)
     F4  watch for hold_fenced_s: 4.0.x elects L while fenced (fenced-leader);
-        4.1+ leaves the partition without a leader until L is unfenced
+        4.1+ leaves the partition without a leader until L is unfenced. The wait
+        asks what the checker's fenced-leader asks, one observation naming L
+        leader and fenced: should the SIGSTOP land after L was unfenced, 4.1+
+        rightly elects it (ISR = {L}), and that is no sign of the bug
     F5  SIGCONT L, restart A and B                        -> full ISR again
 
 Needs min.insync.replicas 1 (so the ISR shrinks to {L} without the ELR taking
@@ -55,7 +58,8 @@ class FencedLastLeader(ScriptedScenario):
                                            and leader in (s.fenced or ()))),
             ("F3", lambda: self._restart_and_freeze(l_name)),
             ("F4-wait", lambda: self._wait(
-                "F4", lambda s: s.leader == leader, self.timings.hold_fenced_s)),
+                "F4", lambda s: s.leader == leader and leader in (s.fenced or ()),
+                self.timings.hold_fenced_s)),
             ("F5", lambda: self.injector.resume(l_name, step="F5")),
             ("F5-start-a", lambda: self.injector.start(a_name, step="F5")),
             ("F5-start-b", lambda: self.injector.start(b_name, step="F5")),

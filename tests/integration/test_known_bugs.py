@@ -52,3 +52,6 @@ def test_fenced_last_leader_before_and_after_the_fix(tmp_path, capsys, version, 
     else:
         assert results["valid"] is True and "fenced-leader" not in results["anomalies"]
         assert not steps["F4"]["reached"], "4.1+ elects no fenced leader"
+        # L, paused, is fenced by the end of the hold: the fixed controller had the
+        # bug's case in front of it (even if the SIGSTOP landed after an unfencing)
+        assert steps["F4"]["observed"]["leader"] == -1, steps["F4"]
