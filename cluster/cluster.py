@@ -37,7 +37,7 @@ from cluster import kraft
 from cluster.distribution import KafkaDistribution, resolve_distribution
 from cluster.kafka_wire import WireConnection, WireError
 from cluster.node import Node, NodeProvider, NodeSpec, Role, StorageLayer, kafka_looks_dead
-from cluster.observe import ObservationError, PartitionObserver, PartitionState
+from cluster.observe import PartitionObserver, PartitionState, topic_ready_everywhere
 from cluster.providers import provider_for
 from harness.core.config import ClusterConfig, TopicConfig
 from harness.core.errors import ClusterStartError, HarnessError
@@ -336,24 +336,17 @@ class Cluster:
         self.wait_partitions_full(topic, self.config.timeouts.topic_ready_s)
 
     def wait_partitions_full(self, topic: TopicConfig, timeout_s: float | None = None) -> None:
+        """Wait until every broker describes each partition with a leader and a full
+        ISR and each leader serves it (observe.topic_ready_everywhere says why one
+        broker's view is not enough)."""
         timeout_s = self.config.timeouts.topic_ready_s if timeout_s is None else timeout_s
-        observer = self.observer()
-
-        def full() -> bool:
-            try:
-                states = observer.describe([topic.name])
-            except ObservationError:
-                return False
-            return len(states) == topic.partitions and all(
-                s.leader >= 0 and len(s.isr) == topic.replication_factor for s in states)
-
-        try:
-            if wait_until(full, timeout_s, self.config.partitions_poll_s):
-                return
-        finally:
-            observer.close()
+        if wait_until(lambda: topic_ready_everywhere(
+                self.bootstrap, topic.name, topic.partitions, topic.replication_factor,
+                self.config.timeouts.describe_s), timeout_s, self.config.partitions_poll_s):
+            return
         raise HarnessError(f"topic {topic.name}: partitions lack a leader or a full ISR "
-                           f"after {timeout_s:.0f} s")
+                           f"in some broker's view, or a leader that serves them, after "
+                           f"{timeout_s:.0f} s")
 
     def observer(self, timeout_s: float | None = None,
                  avoid: Callable[[], set[str]] | None = None) -> PartitionObserver:

@@ -264,3 +264,44 @@ class PartitionObserver:
     def close(self) -> None:
         for connection in self._connections:
             connection.close()
+
+
+def topic_ready_everywhere(addresses: Sequence[str], topic: str, partitions: int,
+                           replication_factor: int, timeout_s: float) -> bool:
+    """One look: does every broker at `addresses` describe each partition of `topic`
+    with a leader and a full ISR, and does each partition's leader answer
+    ListOffsets for it as its leader?
+
+    One broker's view is not enough before a workload starts on a topic just made.
+    A broker that has not yet replayed the metadata up to the topic may still hold
+    a just-unfenced broker fenced and leave it out of its Metadata answers;
+    librdkafka then drops that broker's handle with produce requests on the wire
+    and re-sends them. And a leader publishes its metadata cache before its replica
+    manager hosts the partition, answering a produce with NOT_LEADER_OR_FOLLOWER in
+    between, which librdkafka re-sends too. Either way the first sends of a run
+    without any fault would be recorded as CLIENT_RESENT. The metadata log is one
+    ordered log, so a broker that describes the topic has every record before it.
+    """
+    connections = [WireConnection(address, timeout_s) for address in addresses]
+    try:
+        epochs: dict[tuple[str, int], int] = {}
+        for connection in connections:
+            full = [p for t in connection.describe_topic_partitions([topic])
+                    if t.name == topic and t.error_code == 0 for p in t.partitions
+                    if p.error_code == 0 and p.leader >= 0
+                    and len(p.isr) == replication_factor]
+            if len(full) != partitions:
+                return False
+            for p in full:
+                key = (p.topic, p.partition)
+                epochs[key] = max(epochs.get(key, -1), p.leader_epoch)
+        # only a partition's leader, at that epoch, answers without an error
+        answered = {key for connection in connections
+                    for key, (error_code, offset) in connection.latest_offsets(epochs).items()
+                    if error_code == 0 and offset >= 0}
+        return bool(connections) and answered >= set(epochs)
+    except (WireError, UnicodeDecodeError):
+        return False
+    finally:
+        for connection in connections:
+            connection.close()

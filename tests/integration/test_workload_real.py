@@ -8,6 +8,7 @@ Runs against ELR_HARNESS_BOOTSTRAP=host:port,... when set, else against a
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections import defaultdict
@@ -17,7 +18,9 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from cluster.observe import topic_ready_everywhere
 from harness.core.config import TopicConfig, WorkloadConfig
+from harness.core.wait import wait_until
 from workloads.client_conf import consumer_conf
 from workloads.consumers import PositionBook, collect
 from workloads.final_reads import final_reads
@@ -57,19 +60,16 @@ def topic(bootstrap: list[str]) -> TopicConfig:
                                             config={"min.insync.replicas": "2"})])
     for future in futures.values():
         future.result(60)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # wait until every partition has a leader
-        meta = admin.list_topics(name, timeout=10).topics[name]
-        if meta.error is None and len(meta.partitions) == PARTITIONS and all(
-                p.leader >= 0 and len(p.isrs) == 3 for p in meta.partitions.values()):
-            break
-        time.sleep(0.5)
+    # as a run's topic: ready in every broker's view and served by each leader
+    assert wait_until(lambda: topic_ready_everywhere(bootstrap, name, PARTITIONS, 3, 10),
+                      60, 0.3), f"topic {name} not ready on every broker within 60 s"
     return TopicConfig(name=name, partitions=PARTITIONS, replication_factor=3,
                        min_insync_replicas=2)
 
 
 def test_workload_and_final_reads_against_real_kafka(bootstrap: list[str], topic: TopicConfig,
-                                                     tmp_path: Path) -> None:
+                                                     tmp_path: Path,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
     # The run's client timeouts are short so that a fault's operations resolve
     # within seconds; without faults, on a CI machine busy with Spark beside it,
     # a 3 s produce wait can lapse with nothing wrong in Kafka. This test is about
@@ -79,6 +79,8 @@ def test_workload_and_final_reads_against_real_kafka(bootstrap: list[str], topic
                             request_timeout_ms=30_000, socket_timeout_ms=30_000,
                             stop_timeout_s=60.0)
     path = tmp_path / "history.jsonl"
+    # the librdkafka line behind a CLIENT_RESENT, should one appear, for the message
+    caplog.set_level(logging.INFO, logger="workloads.producers")
     recorder = HistoryRecorder(path)
     workload = Workload()
     workload.start(bootstrap, [topic], recorder, config)
@@ -116,7 +118,9 @@ def test_workload_and_final_reads_against_real_kafka(bootstrap: list[str], topic
     # without faults, every acks=all send is ok with a real offset
     not_ok = [op for op in by_acks["all"]
               if not (op["type"] == "ok" and type(op["offset"]) is int and op["offset"] >= 0)]
-    assert not_ok == [], f"{len(not_ok)} acks=all sends not ok, first: {not_ok[:3]}"
+    resends = [r.getMessage() for r in caplog.records if "re-sends" in r.getMessage()]
+    assert not_ok == [], (f"{len(not_ok)} acks=all sends not ok, first: {not_ok[:3]}; "
+                          f"librdkafka said: {resends[:3]}")
     assert all(op["offset"] is None for op in by_acks["0"] if op["type"] == "ok")
 
     # final reads cover every partition from its start to its end

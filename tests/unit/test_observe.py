@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from cluster import observe
 from cluster.kafka_wire import DescribedPartition, DescribedTopic, WireError
 from cluster.kafka_wire_config import Features, TopicConfigs
 from cluster.observe import ObservationError, PartitionObserver
@@ -175,3 +176,58 @@ def test_asked_for_every_topic_the_settings_are_read_for_the_topics_found_before
     assert broker.configs_asked == [["t"]], "no request for no topic, then the ones found"
     state, = observer.describe([])
     assert state.min_isr == 2 and broker.configs_asked[1:] == [["t"], ["t"]]
+
+
+class ReadyView:
+    """One broker for topic_ready_everywhere: its view of topic "t" (partition ->
+    leader, epoch, ISR; None: the topic is unknown to it) and the partitions it
+    leads at which epoch."""
+
+    def __init__(self, view: dict[int, tuple[int, int, tuple[int, ...]]] | None,
+                 leads: dict[int, int], gone: bool = False) -> None:
+        self.view, self.leads, self.gone = view, leads, gone
+        self.closed = False
+
+    def describe_topic_partitions(self, topics):
+        if self.gone:
+            raise WireError("refused")
+        if self.view is None:
+            return [DescribedTopic("t", 3, ())]  # UNKNOWN_TOPIC_OR_PARTITION
+        return [DescribedTopic("t", 0, tuple(
+            DescribedPartition("t", p, 0, leader, epoch, (1, 2, 3), isr, (), (), ())
+            for p, (leader, epoch, isr) in self.view.items()))]
+
+    def latest_offsets(self, epochs):
+        return {key: (0, 0) if self.leads.get(key[1]) == epoch else (6, -1)
+                for key, epoch in epochs.items()}
+
+    def close(self):
+        self.closed = True
+
+
+FULL = {0: (1, 0, (1, 2, 3)), 1: (2, 0, (2, 3, 1))}
+
+
+@pytest.mark.parametrize(("brokers", "ready"), [
+    # every broker describes both partitions fully, and each leader serves its own
+    ([ReadyView(FULL, {0: 0}), ReadyView(FULL, {1: 0}), ReadyView(FULL, {})], True),
+    # one broker has not replayed the topic yet: its Metadata may still lack a broker
+    ([ReadyView(FULL, {0: 0}), ReadyView(FULL, {1: 0}), ReadyView(None, {})], False),
+    # one broker's view has an ISR short of the replication factor
+    ([ReadyView(FULL, {0: 0}), ReadyView(FULL, {1: 0}),
+      ReadyView({**FULL, 1: (2, 0, (2, 3))}, {})], False),
+    # partition 1's leader does not host it yet (NOT_LEADER_OR_FOLLOWER from all)
+    ([ReadyView(FULL, {0: 0}), ReadyView(FULL, {}), ReadyView(FULL, {})], False),
+    # a leader at an older epoch than a broker describes does not count
+    ([ReadyView(FULL, {0: 0}), ReadyView(FULL, {1: 0}),
+      ReadyView({**FULL, 1: (2, 1, (2, 3, 1))}, {})], False),
+    # a broker that does not answer is no broker that agrees
+    ([ReadyView(FULL, {0: 0}), ReadyView(FULL, {1: 0}), ReadyView(FULL, {}, gone=True)],
+     False),
+])
+def test_a_topic_is_ready_when_every_broker_describes_it_full_and_each_leader_serves_it(
+        monkeypatch, brokers, ready):
+    by_address = {f"b{i}:9092": broker for i, broker in enumerate(brokers)}
+    monkeypatch.setattr(observe, "WireConnection", lambda address, timeout: by_address[address])
+    assert observe.topic_ready_everywhere(list(by_address), "t", 2, 3, 1.0) is ready
+    assert all(broker.closed for broker in brokers)
