@@ -201,6 +201,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _report_failure(err)
 
 
+def entry() -> None:
+    """The `harness` program: main(), then the end of the Spark JVM it launched,
+    waited for. Left to itself that JVM exits about 0.4 s after Python, removing
+    its temporary folders as it goes: a process group killed in between (a CI
+    step's end, a timing tool) kept them. In-process callers of main() keep the
+    JVM for their next check."""
+    code = main()
+    spark = sys.modules.get("checkers.spark")  # only a command that used Spark has one
+    if spark is not None:
+        try:
+            spark.end_jvm(CheckerConfig().cancelled_tasks_wait_s)
+        except KeyboardInterrupt:
+            pass  # the outcome stands; the JVM, told to end, ends by itself
+    sys.exit(code)
+
+
 @contextmanager
 def _noting_interrupts(interrupted: threading.Event) -> Iterator[None]:
     """Python's own Ctrl-C behaviour (KeyboardInterrupt), remembered in interrupted,
@@ -251,4 +267,4 @@ def _keep_traceback() -> Path | str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

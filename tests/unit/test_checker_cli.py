@@ -4,6 +4,10 @@ history left byte-for-byte as it was."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -263,3 +267,28 @@ def test_a_setting_for_the_checks_gives_back_the_one_before(spark):  # noqa: F81
     with session_conf(spark, key, "true"):
         pass
     assert spark.conf.get(key, None) is None  # not set by anyone again: Spark's default
+
+
+def test_the_program_returns_once_its_spark_jvm_has_exited(tmp_path):
+    """Run as a program, `harness check` ends the JVM it launched and waits for it:
+    nothing of its process group outlives it, and Spark's scratch folders are gone
+    (a JVM left to exit after Python kept them when its group was killed)."""
+    write_run_dir(tmp_path / "run", SyntheticSpec(lines=400, seed=4))
+    scratch = tmp_path / "spark-scratch"
+    scratch.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "check", str(tmp_path / "run")],
+                            cwd=Path(__file__).resolve().parents[2],
+                            env={**os.environ, "SPARK_LOCAL_DIRS": str(scratch)},
+                            start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    output, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, output
+    with pytest.raises(ProcessLookupError):
+        os.killpg(proc.pid, 0)  # its own session: the group's id is its pid
+    assert list(scratch.iterdir()) == []
+
+
+def test_the_installed_command_is_that_program():
+    """The `harness` script pip installs calls entry(), not main()."""
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    assert pyproject["project"]["scripts"]["harness"] == "harness.cli:entry"
