@@ -49,6 +49,8 @@ class FaultOp:
     #: where it began: its invoke's index and time (a completion without one: its own)
     place: int = -1
     place_time: int | None = None
+    #: invoked and never completed (it may still be under way at the history's end)
+    open: bool = False
 
 
 def _detail(line: dict) -> dict:
@@ -86,7 +88,8 @@ def paired_faults(lines: Iterable[dict]) -> list[FaultOp]:
                                 began["index"], began.get("time")))
     for waiting in pending.values():
         done += [FaultOp(line["index"], line["fault"], "info", tuple(line["nodes"] or ()),
-                         _detail(line), line.get("time"), line["index"], line.get("time"))
+                         _detail(line), line.get("time"), line["index"], line.get("time"),
+                         open=True)
                  for line in waiting]
     return sorted(done, key=lambda op: op.index)
 

@@ -148,6 +148,7 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
     from checkers.replicas import last_replica_lines
     from checkers.results import Findings, PartitionFacts, assemble
     from checkers.spark import computed_meanwhile, session_conf
+    from checkers.transitions import transition_checks
 
     overview = read_overview(loaded)
     findings = Findings(counts=Counter(), examples={}, partitions={},
@@ -205,15 +206,16 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
             # the two big cached tables are computed while the checks that read them
             # are planned
             with computed_meanwhile(spark, values, violations):
+                moved, judged = transition_checks(spark, obs, faults, info)
                 anomalies = keep(_anomalies(spark, values, violations, obs, events, keys,
-                                            info, replica_lines))
+                                            info, replica_lines, moved))
                 losses = page_cache_losses(spark, hits, obs, tp_status, replicas, info, steps)
                 churn = observations.isr_churn(obs, info)
                 reached = coverage_summary(coverage_hits(spark, obs, faults, info))
                 phases.done("plan")
                 # one job: the counts, the first examples of each anomaly, the fault
                 # budget, the ISR's churn below min ISR and the KIP-966 states reached
-                rows = _summary(anomalies, losses, churn, reached, config).collect()
+                rows = _summary(anomalies, losses, churn, reached, judged, config).collect()
                 phases.done("checks")
                 _read_counts(rows, findings)
                 findings.examples = examples(
@@ -236,7 +238,7 @@ def _tp_status(spark, partitions: dict, keys):
                       "final_top bigint", data)
 
 
-def _anomalies(spark, values, violations, obs, events, keys, info, replica_lines):
+def _anomalies(spark, values, violations, obs, events, keys, info, replica_lines, moved):
     """Every check's anomalies in one table, shuffled by name.
 
     Both the counts and the examples' window accept that partitioning as it is,
@@ -261,6 +263,7 @@ def _anomalies(spark, values, violations, obs, events, keys, info, replica_lines
         observations.fenced_leaders(obs),
         observations.last_known_elr_invalid(obs, info),
         replica_divergence(spark, events, replica_lines, keys),
+        moved,
     ]
     return reduce(lambda a, b: a.unionByName(b), parts).repartition("name")
 
@@ -276,6 +279,7 @@ def _read_counts(rows: list, findings) -> None:
                           for r in rows if r["kind"] == "churn"}
     findings.coverage = {r["state"]: (r["n"], r["first_index"], r["first_time"])
                          for r in rows if r["kind"] == "coverage"}
+    findings.judged = {r["name"]: r["n"] for r in rows if r["kind"] == "judged"}
     for r in rows:
         facts = findings.partitions.get((r["topic"], r["partition"]))
         if r["kind"] == "budget" and facts is not None:
@@ -313,12 +317,13 @@ def _overview(rows: list[dict], findings) -> None:
     findings.faults = dict(sorted(faults.items()))
 
 
-def _summary(anomalies, losses, churn, reached, config: CheckerConfig):
-    """Rows of six kinds: count (per anomaly, acks and partition), example (the
+def _summary(anomalies, losses, churn, reached, judged, config: CheckerConfig):
+    """Rows of seven kinds: count (per anomaly, acks and partition), example (the
     first max_examples of each anomaly, in op order), budget (per partition: n
     losses, low min ISR), timeline (lost writes per acks level and second),
-    churn (per partition: observations.isr_churn's expansions, shrinks, below_ns)
-    and coverage (per state reached: n, first_index, first_time)."""
+    churn (per partition: observations.isr_churn's expansions, shrinks, below_ns),
+    coverage (per state reached: n, first_index, first_time) and judged (per rule
+    over pairs of observations: name, n pairs judged)."""
     from pyspark.sql import functions as F
 
     from checkers.examples import EXAMPLE_ORDER
@@ -340,7 +345,8 @@ def _summary(anomalies, losses, churn, reached, config: CheckerConfig):
         .unionByName(budget, allowMissingColumns=True) \
         .unionByName(timeline, allowMissingColumns=True) \
         .unionByName(churn.withColumn("kind", F.lit("churn")), allowMissingColumns=True) \
-        .unionByName(reached.withColumn("kind", F.lit("coverage")), allowMissingColumns=True)
+        .unionByName(reached.withColumn("kind", F.lit("coverage")), allowMissingColumns=True) \
+        .unionByName(judged.withColumn("kind", F.lit("judged")), allowMissingColumns=True)
 
 
 RESULTS_NAME = "results.json"

@@ -17,6 +17,15 @@ from pathlib import Path
 
 from checkers.events import spark_string
 from harness.core.files import MAX_JSON_DEPTH, json_depth
+from harness.core.history import (
+    BROKER_ID_FIELDS,
+    DETAIL_LOWEST,
+    FAULT_DETAILS,
+    FEATURE_LEVEL_LOWEST,
+    MAY_HOLD_MINUS_ONE,
+    MIN_ISR_LOWEST,
+    DetailType,
+)
 
 #: The contract's fields as the converters read them. high_watermark is an int
 #: on observe and replica lines and an object on polls: it is read as JSON text.
@@ -154,6 +163,71 @@ def spark_common(name: str, shape: str = "shape", exact: str = "_exact") -> str:
     return f"CASE WHEN {exact} THEN {shape}.{name} ELSE {name} END"
 
 
+def _lowest_id(name: str) -> int:
+    """The lowest broker id a field may hold (HISTORY.md: only `leader` and
+    `last_known_elr` may hold -1)."""
+    return -1 if name in MAY_HOLD_MINUS_ONE else 0
+
+
+def spark_impossible() -> list[str]:
+    """Spark SQL clauses over a typed line of a known kind, each true when a field
+    holds a value no cluster can report (HISTORY.md, first section): a negative
+    offset, high watermark or log end offset (a record's, a seek's, a poll's high
+    watermarks' too), a min ISR below 1, an ELR feature level below 0, a broker id
+    below -1 (below 0 but in `leader` and `last_known_elr`). False, never null, on
+    a valid line."""
+    offset_of_record = "(CASE WHEN f = 'replica' THEN r[0] ELSE r[1] END)"
+    clauses = [
+        "offset < 0", "log_end_offset < 0",
+        f"min_isr < {MIN_ISR_LOWEST}", f"elr_feature < {FEATURE_LEVEL_LOWEST}",
+        f"exists(records, r -> {offset_of_record} < 0)",
+        "exists(map_values(seek), o -> o < 0)",
+        f"(f IN ({', '.join(repr(k) for k in INT_HWM_KINDS)}) "
+        "AND try_cast(high_watermark AS BIGINT) < 0)",
+        "(f = 'poll' AND exists(map_values(from_json(high_watermark, "
+        "'MAP<STRING, BIGINT>')), o -> o < 0))",
+    ]
+    for name in BROKER_ID_FIELDS:
+        lowest = _lowest_id(name)
+        clauses.append(f"exists({name}, b -> b < {lowest})" if name in INT_LIST_FIELDS
+                       else f"{name} < {lowest}")
+    return [f"coalesce({c}, false)" for c in clauses]
+
+
+def spark_bad_detail(shape: str = "shape", exact: str = "_exact") -> str:
+    """Spark SQL over a fault line: true when its kind has a documented detail
+    (harness.core.history.FAULT_DETAILS) and the line's `detail` lacks a key of it,
+    holds one of another type, or one below the lowest value a cluster can report.
+    The variant read (`shape`) is made for every line whose text holds a `detail`
+    key (spark_needs_shape): without it, the line has none."""
+    detail = f"{shape}.detail"
+
+    def key_bad(kind: str, key: str, of: DetailType) -> str:
+        schema = f"schema_of_variant(variant_get({detail}, '$.{key}'))"
+        if of is DetailType.TEXT:
+            return f"coalesce({schema} != 'STRING', true)"
+        if of is DetailType.TEXT_OR_NULL:
+            return f"coalesce({schema} NOT IN ('STRING', 'VOID'), false)"
+        if of is DetailType.BOOL:
+            return f"coalesce({schema} != 'BOOLEAN', true)"
+        if of is DetailType.TEXT_LIST:
+            return (f"coalesce({schema} NOT IN ('ARRAY<STRING>', 'ARRAY<VOID>') OR exists("
+                    f"try_variant_get({detail}, '$.{key}', 'ARRAY<STRING>'), n -> n IS NULL), "
+                    "true)")
+        low = DETAIL_LOWEST.get((kind, key))
+        below = ("" if low is None else
+                 f" OR try_variant_get({detail}, '$.{key}', 'BIGINT') < {low}")
+        return f"coalesce({schema} != 'BIGINT'{below}, true)"
+
+    cases = []
+    for kind, keys in FAULT_DETAILS.items():
+        wrong = " OR ".join(key_bad(kind, key, of) for key, of in keys)
+        cases.append(f"WHEN {spark_string(kind)} THEN NOT {exact} OR {detail} IS NULL "
+                     f"OR coalesce(NOT (schema_of_variant({detail}) LIKE 'OBJECT%'), true) "
+                     f"OR {wrong}")
+    return f"coalesce(f = 'fault' AND CASE fault {' '.join(cases)} ELSE false END, false)"
+
+
 def spark_bad(corrupt: str = "_corrupt", shape: str = "shape", exact: str = "_exact") -> str:
     """Spark SQL over the parsed row (its typed fields, the corrupt-record column,
     the variant read `shape`, SPARK_SHAPE, and `exact`, whether it was made:
@@ -191,6 +265,8 @@ def spark_bad(corrupt: str = "_corrupt", shape: str = "shape", exact: str = "_ex
         f"AND NOT ({hwm} RLIKE {spark_string(INT_TEXT)} "
         f"AND try_cast({hwm} AS BIGINT) IS NOT NULL), false)",
         f"coalesce({required_by_kind(_spark_q)}, false)",
+        *spark_impossible(),
+        spark_bad_detail(shape, exact),
     ])
     the_type = (f"CASE WHEN {exact} THEN try_variant_get({shape}.type, '$', 'string') "
                 "ELSE type END")
@@ -322,6 +398,68 @@ def _kind_problem(op: dict) -> str | None:
     for name in _required_of(op):
         if op.get(name) is None:
             return f"field {name!r} is required on {op['type']} {op['f']} lines"
+    return _impossible_value(op) or _detail_problem(op)
+
+
+def _impossible_value(op: dict) -> str | None:
+    """A value no cluster can report (spark_impossible's rules, in words), or None;
+    the line's types are already known to be right."""
+    def negative(name: str, values) -> str | None:
+        bad = next((v for v in values if v is not None and v < 0), None)
+        return None if bad is None else f"field {name!r} holds {bad}, a negative offset"
+
+    records = op.get("records") or []
+    at = 0 if op["f"] == "replica" else 1
+    hwm = op.get("high_watermark")
+    hwms = (list(hwm.values()) if op["f"] == "poll" and isinstance(hwm, dict)
+            else [hwm] if op["f"] in INT_HWM_KINDS else [])
+    found = (negative("offset", [op.get("offset")])
+             or negative("log_end_offset", [op.get("log_end_offset")])
+             or negative("records", [r[at] for r in records])
+             or negative("seek", list((op.get("seek") or {}).values()))
+             or negative("high_watermark", hwms))
+    if found:
+        return found
+    if op.get("min_isr") is not None and op["min_isr"] < MIN_ISR_LOWEST:
+        return f"field 'min_isr' holds {op['min_isr']}, below {MIN_ISR_LOWEST}"
+    if op.get("elr_feature") is not None and op["elr_feature"] < FEATURE_LEVEL_LOWEST:
+        return f"field 'elr_feature' holds {op['elr_feature']}, below {FEATURE_LEVEL_LOWEST}"
+    for name in BROKER_ID_FIELDS:
+        value = op.get(name)
+        ids = value if isinstance(value, list) else [value]
+        bad = next((b for b in ids if b is not None and b < _lowest_id(name)), None)
+        if bad is not None:
+            return f"field {name!r} holds broker id {bad}, below {_lowest_id(name)}"
+    return None
+
+
+def _detail_problem(op: dict) -> str | None:
+    """What a fault line of a kind with a documented detail lacks (spark_bad_detail's
+    rules, in words), or None."""
+    keys = FAULT_DETAILS.get(op.get("fault")) if op["f"] == "fault" else None
+    if keys is None:
+        return None
+    kind, detail = op["fault"], op.get("detail")
+    if not isinstance(detail, dict):
+        return f"a {kind} line must carry its detail ({', '.join(k for k, _ in keys)})"
+    for key, of in keys:
+        value = detail.get(key)
+        if of is DetailType.TEXT_OR_NULL:
+            fits = value is None or isinstance(value, str)
+        elif of is DetailType.TEXT:
+            fits = isinstance(value, str)
+        elif of is DetailType.BOOL:
+            fits = isinstance(value, bool)
+        elif of is DetailType.TEXT_LIST:
+            fits = isinstance(value, list) and all(isinstance(n, str) for n in value)
+        else:
+            fits = _int_problem(key, value) is None
+        if not fits:
+            said = json.dumps(value)[:40]
+            return f"a {kind} line's detail.{key} must be a {of.value}, not {said}"
+        low = DETAIL_LOWEST.get((kind, key))
+        if low is not None and value < low:
+            return f"a {kind} line's detail.{key} holds {value}, below {low}"
     return None
 
 

@@ -2,14 +2,15 @@
 
 hwm-regression: a partition's observed high watermark is lower than at its
 previous observation that had one. elr-invariant: ELR and ISR overlap, or ELR
-is not empty while the ISR has at least min.insync.replicas members (KIP-966;
-the observation's own min_isr when it has one, else test.json's); a null ELR
-means the cluster could not say, so it is not checked. elr-outside-replicas:
-ELR or last known ELR names a broker the same observation's replicas do not
-hold. elr-while-disabled: ELR or last known ELR not empty while the same
-observation has the ELR feature at level 0, once the partition visibly changed
-with the feature at 0 (KIP-966: a downgrade removes the ELR fields "on the next
-partition change"; until then the old ones may still be described).
+or LastKnownELR is not empty while the ISR has at least min.insync.replicas
+members (KIP-966; the observation's own min_isr when it has one, else
+test.json's); a null list means the cluster could not say, so it is not
+judged. elr-outside-replicas: ELR or last known ELR names a broker the same
+observation's replicas do not hold. elr-while-disabled: ELR or last known ELR
+not empty while the same observation has the ELR feature at level 0, once the
+partition visibly changed with the feature at 0 (KIP-966: a downgrade removes
+the ELR fields "on the next partition change"; until then the old ones may still
+be described).
 fenced-leader: the leader is a broker the same observation lists as fenced.
 last-known-elr-invalid: no leader, empty ISR and ELR, and a last known ELR
 holding -1 or an id that is no broker of test.json.
@@ -91,20 +92,31 @@ def isr_churn(obs: DataFrame, info: RunInfo) -> DataFrame:
 
 
 def elr_invariant(obs: DataFrame, info: RunInfo) -> DataFrame:
+    """Observations that break a KIP-966 invariant (HISTORY.md): ELR and ISR overlap;
+    or ELR or LastKnownELR not empty while the ISR has at least the min ISR in
+    effect. A null ISR is an empty one; a null ELR or LastKnownELR (the cluster
+    could not say) breaks nothing, and the other list is still judged. The
+    sentence names the list that broke it (the first, in that order)."""
     isr = f"coalesce(isr, {EMPTY_IDS})"
     overlap = f"coalesce(arrays_overlap(elr, {isr}), false)"
     min_isr = min_isr_in_effect(info)
-    elr_with_isr = f"(size(elr) > 0 AND size({isr}) >= {min_isr})"
-    bad = obs.filter(f"elr IS NOT NULL AND ({overlap} OR {elr_with_isr})")
+    full = f"size({isr}) >= {min_isr}"
+    elr_kept = f"coalesce(size(elr) > 0 AND {full}, false)"
+    last_known_kept = f"coalesce(size(last_known_elr) > 0 AND {full}, false)"
+    bad = obs.filter(f"{overlap} OR {elr_kept} OR {last_known_kept}")
+    kept = "not empty while ISR %s of %s has at least min ISR %s members"
     return anomaly(
         bad, "elr-invariant", ops=op_list("index"),
-        extra=json_of(isr="isr", elr="elr"),
+        extra=json_of(isr="isr", elr="elr", last_known_elr="last_known_elr"),
         description=f"CASE WHEN {overlap} THEN "
         + sentence("observed ELR %s overlaps ISR %s of %s", "to_json(elr)", f"to_json({isr})",
                    tp_name())
-        + " ELSE " + sentence("observed ELR %s is not empty while ISR %s of %s has at least "
-                              "min ISR %s members", "to_json(elr)", f"to_json({isr})",
-                              tp_name(), f"CAST({min_isr} AS STRING)") + " END")
+        + f" WHEN {elr_kept} THEN "
+        + sentence(f"observed ELR %s is {kept}", "to_json(elr)", f"to_json({isr})",
+                   tp_name(), f"CAST({min_isr} AS STRING)")
+        + " ELSE " + sentence(f"observed LastKnownELR %s is {kept}", "to_json(last_known_elr)",
+                              f"to_json({isr})", tp_name(), f"CAST({min_isr} AS STRING)")
+        + " END")
 
 
 #: An observation's ELR and last known ELR members together (null ones: none).

@@ -31,7 +31,7 @@ from harness.core.errors import BadInput, HarnessError
 from harness.core.files import read_json
 
 #: Bumped whenever the Parquet layout changes, so old caches are rebuilt.
-CACHE_VERSION = 15
+CACHE_VERSION = 16
 MARKER = "_elr_source.json"
 #: The topics the events table's keys were made from, and its bucket count.
 LAYOUT = "_elr_layout.json"

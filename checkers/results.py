@@ -17,8 +17,12 @@ ACKS = ("all", "1", "0")
 #: Anomalies that are bad whenever found (lost-write and duplicate have conditions).
 ALWAYS_BAD = ("lost-committed-read", "inconsistent-offset", "aborted-read", "realtime-order",
               "nonmonotonic-poll", "poll-skip", "garbage-read", "hwm-regression",
-              "elr-invariant", "elr-outside-replicas", "elr-while-disabled", "fenced-leader",
+              "elr-invariant", "elr-outside-replicas", "elr-member-dropped",
+              "election-outside-elr", "elr-while-disabled", "fenced-leader",
               "last-known-elr-invalid", "replica-divergence")
+#: The rules judged over pairs of observations, whose judged pairs results.json
+#: counts (`judged`): a rule with nothing to judge found nothing for that reason.
+PAIR_RULES = ("elr-member-dropped", "election-outside-elr")
 BY_ACKS = ("lost-write", "unseen")
 
 
@@ -61,6 +65,8 @@ class Findings:
     isr_churn: dict = field(default_factory=dict)
     #: per KIP-966 state reached: (count, first index, first time) (checkers/coverage.py)
     coverage: dict = field(default_factory=dict)
+    #: per rule over pairs of observations: the pairs it judged (checkers/transitions.py)
+    judged: dict = field(default_factory=dict)
 
 
 def tp_key(topic: str, partition: int) -> str:
@@ -207,6 +213,8 @@ def assemble(findings: Findings, info: RunInfo, checker_seconds: float) -> dict:
         },
         "guarantee": guar,
         "coverage": coverage(findings.coverage),
+        "judged": {name: {"pairs": findings.judged.get(name, 0), "found": totals[name]}
+                   for name in PAIR_RULES},
         "test": {"elr_enabled": info.elr_enabled, "kafka_version": info.kafka_version,
                  "seed": info.seed},
     }

@@ -28,6 +28,8 @@ class TopicInfo:
     #: topic with it, so the topic has its own and the cluster default's is not
     #: in effect for it
     own_min_isr: bool = False
+    #: unclean.leader.election.enable as test.json gives it (off when it does not)
+    unclean_leader_election: bool = False
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,8 @@ def parse_test_info(test: dict | None, config: CheckerConfig) -> RunInfo:
                 int(t["partitions"]) if t.get("partitions") is not None else None,
                 int(t.get("replication_factor", default.replication_factor)),
                 int(t.get("min_insync_replicas", default.min_insync_replicas)),
-                t.get("min_insync_replicas") is not None)
+                t.get("min_insync_replicas") is not None,
+                t.get("unclean_leader_election") is True)
             for name, t in (test.get("topics") or {}).items()
         }
         nodes = test.get("nodes") or {}

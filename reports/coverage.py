@@ -85,6 +85,34 @@ def coverage_section(inputs: ReportInputs) -> Safe:
                    "not get there." if aims else ""), class_="muted")
     headers = ["state", "what", "count", "first (s)", "example"]
     return join([intro, table([*headers, "rounds aimed at it"] if aims else headers, rows,
+                              row_classes=classes), judged_table(results.get("judged"))])
+
+
+#: What each rule over pairs of observations judged, for a reader.
+PAIR_TEXT = {
+    "elr-member-dropped": ("pairs of consecutive observations judged (ELR on, same min ISR "
+                           "and replicas, no admin change between)"),
+    "election-outside-elr": "elections out of a leaderless partition with ELR members judged",
+}
+
+
+def judged_table(judged: Any) -> Safe:
+    """How much the rules over pairs of observations had to judge (results.json's
+    `judged`): a rule that judged nothing found nothing for that reason. An older
+    checker's results have no such section."""
+    if not isinstance(judged, dict) or not judged:
+        return Safe("")
+    rows, classes = [], []
+    for name in sorted(judged):
+        entry = judged[name] if isinstance(judged[name], dict) else {}
+        pairs, found = entry.get("pairs"), entry.get("found")
+        rows.append([name, PAIR_TEXT.get(name, ""), "?" if pairs is None else pairs,
+                     "?" if found is None else found])
+        classes.append("unreached" if pairs == 0 else None)
+    intro = tag("p", "KIP-966's rules over two consecutive observations of a partition "
+                     "(docs/CHECKING.md, pairs of observations): how many they judged. A "
+                     "highlighted rule had nothing to judge in this run.", class_="muted")
+    return join([intro, table(["rule", "what it judged", "judged", "found"], rows,
                               row_classes=classes)])
 
 

@@ -8,11 +8,13 @@ histories, and by the integration tests on every history real Kafka produced.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from reference_checker import ACKS, ANOMALIES, Reference, reference_check
 
 _BY_ACKS = ("lost-write", "unseen")
+_PAIR_RULES = ("elr-member-dropped", "election-outside-elr")
 _CHECKED = ("sends", "polled_records", "final_records", "observations", "replica_records")
 
 
@@ -33,6 +35,8 @@ def reference_view(r: Reference) -> dict:
         "isr_churn": {key: [e, s, round(ns / 1e9, 3)]
                       for key, (e, s, ns) in sorted(r.isr_churn.items())},
         "coverage": r.coverage,
+        "judged": {name: {"pairs": r.judged.get(name, 0), "found": r.counts[name]}
+                   for name in _PAIR_RULES},
     }
 
 
@@ -58,6 +62,7 @@ def spark_view(results: dict) -> dict:
         "isr_churn": {key: [c["expansions"], c["shrinks"], c["seconds_below"]]
                       for key, c in sorted(results["stats"]["isr_churn_below_min_isr"].items())},
         "coverage": results["coverage"],
+        "judged": results["judged"],
     }
 
 
@@ -82,4 +87,25 @@ def assert_reference_agrees(run_dir: Path) -> dict:
     ref = reference_view(reference_check(run_dir / "history.jsonl", test))
     got = spark_view(json.loads((run_dir / "results.json").read_text()))
     assert got == ref, f"{run_dir}: " + json.dumps(differences(ref, got), indent=1)
+    _note(run_dir, test, ref)
     return ref
+
+
+#: A file each agreement on a real run's history adds one JSON line to (test.json's
+#: test name and Kafka version, the verdict, the pair rules' judged pairs and every
+#: anomaly found), when this variable names one: the figures a change to the checker
+#: is judged by on real Kafka's histories.
+NOTES_ENV = "ELR_AGREEMENT_NOTES"
+
+
+def _note(run_dir: Path, test: dict | None, view: dict) -> None:
+    path = os.environ.get(NOTES_ENV)
+    if not path:
+        return
+    line = {"run_dir": str(run_dir), "nemesis": (test or {}).get("nemesis"),
+            "kafka_version": (test or {}).get("kafka_version"),
+            "elr_enabled": (test or {}).get("elr_enabled"), "valid": view["valid"],
+            "observations": view["checked"]["observations"], "judged": view["judged"],
+            "found": {name: n for name, n in view["counts"].items() if n}}
+    with open(path, "a") as notes:
+        notes.write(json.dumps(line) + "\n")

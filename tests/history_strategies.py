@@ -254,9 +254,10 @@ class _Model:
                 "last_known_elr": lkelr}
         hwm = len(self.logs[(topic, p)])
         kinds = ["plain"] * 8 + ["no-hwm", "fenced", "elr-null", "isr-null", "leaderless-elr",
-                                 "from-elr"]
+                                 "from-elr", "elect"]
         if self.inject:
-            kinds += ["hwm-drop", "overlap", "elr-full", "fenced-leader", "lkelr-bad"]
+            kinds += ["hwm-drop", "overlap", "elr-full", "fenced-leader", "lkelr-bad",
+                      "lkelr-full", "dropped"]
         kind = self.draw(st.sampled_from(kinds))
         self.kip966_state(line, kind)
         self.settings(line, kind)
@@ -273,6 +274,8 @@ class _Model:
             line["fenced"] = sorted(set(self.brokers) - self.alive)
         elif kind == "fenced-leader":
             line["fenced"] = [leader]
+        elif kind == "lkelr-full" and isr:
+            line["last_known_elr"] = [self.brokers[-1]]
         elif kind == "lkelr-bad":
             line.update(leader=-1, isr=[], elr=[],
                         last_known_elr=[self.draw(st.sampled_from([-1, 7, self.brokers[1]]))])
@@ -299,6 +302,18 @@ class _Model:
         if kind == "from-elr" and prev is not None and prev["isr"] == [] and prev["elr"]:
             leader = self.draw(st.sampled_from(prev["elr"]))
             line.update(leader=leader, isr=[leader], elr=[], last_known_elr=[])
+        if kind == "elect" and prev is not None and prev["leader"] == -1 and prev["elr"]:
+            # one election (epoch + 1): of an ELR member, or of another broker
+            leader = self.draw(st.sampled_from([*prev["elr"], *self.brokers]))
+            line.update(leader=leader, leader_epoch=prev["leader_epoch"] + 1, isr=[leader],
+                        elr=[b for b in prev["elr"] if b != leader], last_known_elr=[])
+        if kind == "dropped" and prev is not None and prev["isr"] is not None \
+                and prev["elr"] is not None:
+            # a member of the last ISR or ELR gone from both, below min ISR
+            members = sorted({*prev["isr"], *prev["elr"]})
+            if members:
+                keep = members[:self.draw(st.integers(0, len(members) - 1))]
+                line.update(isr=keep[:1], elr=keep[1:2], leader=keep[0] if keep else -1)
 
     def settings(self, line: dict, kind: str) -> None:
         """At times the observe fields of contract version 3: replicas, the min ISR in
@@ -337,11 +352,12 @@ class _Model:
                                    unique=True))
         outcome = self.draw(st.sampled_from(["ok", "ok", "ok", "info", "fail"]))
         detail = self.detail(fault)
-        # where the detail goes: the invoke, the completion, both
-        where = self.draw(st.sampled_from(["invoke", "done", "both"]))
+        # every line of a kind with a documented detail carries it (HISTORY.md); at
+        # times the completion's word differs, and wins
+        changed = detail is not None and self.draw(st.integers(0, 3)) == 0
         invoke = {"process": -1, "type": "invoke", "f": "fault", "fault": fault, "nodes": nodes}
-        if detail is not None and where != "done":
-            invoke["detail"] = detail
+        if detail is not None:
+            invoke["detail"] = self.detail(fault) if changed else detail
         self.emit(**invoke)
         if self.draw(st.integers(0, 4)) == 0:
             self.observe_step()  # an observation while the fault is under way
@@ -350,7 +366,7 @@ class _Model:
         line = {"process": -1, "type": outcome, "f": "fault", "fault": fault, "nodes": nodes}
         if fault == "page-cache-loss" and outcome != "fail":
             line["detail"] = {"bytes_dropped": {"/data/kafka/t-0/0.log": 4096}}
-        if detail is not None and where != "invoke":
+        if detail is not None:
             line["detail"] = detail
         self.emit(**line)
         ids = {self.brokers[int(n[-1]) - 1] for n in nodes if n.startswith("broker-")}
@@ -378,29 +394,25 @@ class _Model:
 
     def detail(self, fault: str) -> dict | None:
         """The detail of a fault of contract version 3 (None for the others): at
-        times with a value the checkers must ignore (no int, out of range)."""
+        times with a value of the right type that the checkers must ignore (a min
+        ISR beyond any int32, a feature level above 1)."""
         draw = self.draw
 
-        def odd_or(usual):
+        def odd_or(usual, odd):
             """Mostly a usual value, at times one the checkers must ignore."""
-            if draw(st.integers(0, 5)) == 0:
-                return draw(st.sampled_from([0, 2 ** 31, True, "2", None]))
-            return draw(usual)
+            return draw(st.sampled_from(odd)) if draw(st.integers(0, 5)) == 0 else draw(usual)
 
         if fault == "min-isr-change":
             topic = draw(st.sampled_from([*self.parts, *self.parts, None, "elsewhere"]))
-            return {"topic": topic, "from": odd_or(st.just(self.min_isr)),
-                    "to": odd_or(st.integers(1, 3))}
+            return {"topic": topic, "from": odd_or(st.just(self.min_isr), [2 ** 31, 9]),
+                    "to": odd_or(st.integers(1, 3), [2 ** 31, 9])}
         if fault == "feature-change":
             feature = draw(st.sampled_from([ELR_FEATURE, ELR_FEATURE, "metadata.version"]))
             return {"feature": feature, "from": self.elr_level,
-                    "to": odd_or(st.integers(0, 1))}
+                    "to": odd_or(st.integers(0, 1), [2, 7])}
         if fault == "disk-fault":
-            detail = {"error": draw(st.sampled_from(["EIO", "ENOSPC"]))}
-            dropped = draw(st.sampled_from([True, True, False, "true", 1, "absent"]))
-            if dropped != "absent":
-                detail["dropped"] = dropped
-            return detail
+            return {"error": draw(st.sampled_from(["EIO", "ENOSPC"])),
+                    "dropped": draw(st.sampled_from([True, True, False]))}
         if fault == "slow-network":
             return {"rate": "200kbit", "loss": 0.2}
         if fault == "reassign":
@@ -633,8 +645,12 @@ def _breakers(line: dict) -> list[tuple[str, str]]:
                 ("no-value", json.dumps({k: v for k, v in line.items() if k != "value"}))]
         if line["type"] == "ok" and line.get("acks") != "0":
             out.append(("null-offset", _text_with(line, "offset", "null")))
+        if line["type"] == "ok":
+            out.append(("negative-offset", _text_with(line, "offset", "-1")))
     if f == "poll" and line["type"] == "ok":
-        out += [("short-record", _text_with(line, "records", "[[0, 1]]")),
+        out += [("negative-record-offset", _text_with(line, "records", "[[0, -3, 2]]")),
+                ("negative-hwm", _text_with(line, "high_watermark", '{"0": -1}')),
+                ("short-record", _text_with(line, "records", "[[0, 1]]")),
                 ("record-text", _text_with(line, "records", '[[0, "1", 2]]')),
                 ("hwm-key", _text_with(line, "high_watermark", '{"p0": 1}')),
                 ("hwm-int", _text_with(line, "high_watermark", "3")),
@@ -643,17 +659,39 @@ def _breakers(line: dict) -> list[tuple[str, str]]:
     if f == "poll" and line["type"] == "invoke":
         out += [("seek-key", _text_with(line, "seek", '{"first": 0}')),
                 ("seek-value", _text_with(line, "seek", '{"0": 0.5}')),
+                ("seek-negative", _text_with(line, "seek", '{"0": -2}')),
                 ("final-text", _text_with(line, "final", '"true"'))]
     if f == "observe":
-        out += [("isr-text", _text_with(line, "isr", '["1"]')),
+        out += [("min-isr-0", _text_with(line, "min_isr", "0")),
+                ("min-isr-negative", _text_with(line, "min_isr", "-5")),
+                ("feature-negative", _text_with(line, "elr_feature", "-1")),
+                ("isr-minus-one", _text_with(line, "isr", "[-1]")),
+                ("replicas-negative", _text_with(line, "replicas", "[1, -2]")),
+                ("fenced-minus-one", _text_with(line, "fenced", "[-1]")),
+                ("leader-minus-two", _text_with(line, "leader", "-2")),
+                ("lkelr-minus-two", _text_with(line, "last_known_elr", "[-2]")),
+                ("observe-negative-hwm", _text_with(line, "high_watermark", "-4")),
+                ("isr-text", _text_with(line, "isr", '["1"]')),
                 ("hwm-object", _text_with(line, "high_watermark", '{"0": 1}')),
                 ("observe-invoke", _text_with(line, "type", '"invoke"'))]
     if f == "fault":
+        documented = {"min-isr-change": ("to", "0"), "feature-change": ("from", '"1"'),
+                      "disk-fault": ("dropped", '"true"'), "reassign": ("partition", "null")}
+        if line.get("fault") in documented:
+            key, raw = documented[line["fault"]]
+            detail = {**(line.get("detail") or {}), key: "@@KEY@@"}
+            out += [("detail-missing", json.dumps({k: v for k, v in line.items()
+                                                   if k != "detail"})),
+                    ("detail-key-bad", json.dumps({**line, "detail": detail})
+                     .replace('"@@KEY@@"', raw))]
         out += [("nodes-int", _text_with(line, "nodes", "[2]")),
                 ("detail-list", _text_with(line, "detail", "[1]")),
                 ("fault-int", _text_with(line, "fault", "7"))]
     if f == "replica":
-        out += [("replica-null-offset", _text_with(line, "records", "[[null, 1, 1]]"))]
+        out += [("replica-null-offset", _text_with(line, "records", "[[null, 1, 1]]")),
+                ("replica-negative-offset", _text_with(line, "records", "[[-1, 1, 1]]")),
+                ("replica-negative-leo", _text_with(line, "log_end_offset", "-1")),
+                ("replica-broker-negative", _text_with(line, "broker", "-1"))]
     return out
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from reference_budget import fault_budget
 from reference_coverage import reference_coverage
+from reference_transitions import reference_transitions
 
 from harness.core.errors import HistoryError
 
@@ -27,12 +28,13 @@ TYPES = ("invoke", "ok", "fail", "info")
 ANOMALIES = ("lost-write", "lost-committed-read", "inconsistent-offset", "duplicate",
              "aborted-read", "realtime-order", "nonmonotonic-poll", "poll-skip",
              "garbage-read", "hwm-regression", "elr-invariant", "elr-outside-replicas",
-             "elr-while-disabled", "fenced-leader", "last-known-elr-invalid",
-             "replica-divergence", "unseen")
+             "elr-member-dropped", "election-outside-elr", "elr-while-disabled",
+             "fenced-leader", "last-known-elr-invalid", "replica-divergence", "unseen")
 #: Bad whenever found (lost-write and duplicate have conditions, unseen never is).
 ALWAYS_BAD = ("lost-committed-read", "inconsistent-offset", "aborted-read", "realtime-order",
               "nonmonotonic-poll", "poll-skip", "garbage-read", "hwm-regression",
-              "elr-invariant", "elr-outside-replicas", "elr-while-disabled", "fenced-leader",
+              "elr-invariant", "elr-outside-replicas", "elr-member-dropped",
+              "election-outside-elr", "elr-while-disabled", "fenced-leader",
               "last-known-elr-invalid", "replica-divergence")
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -69,6 +71,8 @@ class Reference:
     #: ISR's (expansions, shrinks, nanoseconds below min ISR)
     isr_churn: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     coverage: dict[str, dict] = field(default_factory=dict)
+    #: per rule over consecutive observations: how many pairs it judged
+    judged: dict[str, int] = field(default_factory=dict)
 
 
 # -- lines -------------------------------------------------------------------------
@@ -244,6 +248,67 @@ def line_problem(op) -> str | None:
     for name in _required(op):
         if op.get(name) is None:
             return f"field {name!r} is required on a {op['type']} {op['f']} line"
+    return _unreportable(op) or _undocumented_detail(op)
+
+
+def _unreportable(op: dict) -> str | None:
+    """HISTORY.md: "A value no cluster can report is malformed too ...: a negative
+    offset, high watermark or log end offset; a min_isr below 1; an elr_feature
+    below 0; a broker id below -1 (only leader and last_known_elr may hold -1)".
+    Offsets are also a record's, a seek's and a poll's high watermarks'."""
+    offsets = [op.get("offset"), op.get("log_end_offset")]
+    for record in op.get("records") or []:
+        offsets.append(record[0] if op["f"] == "replica" else record[1])
+    offsets += list((op.get("seek") or {}).values())
+    hwm = op.get("high_watermark")
+    if op["f"] == "poll" and hwm is not None:
+        offsets += list(hwm.values())
+    elif op["f"] in ("observe", "replica"):
+        offsets.append(hwm)
+    if any(o is not None and o < 0 for o in offsets):
+        return "a negative offset, high watermark or log end offset"
+    if op.get("min_isr") is not None and op["min_isr"] < 1:
+        return "min_isr below 1"
+    if op.get("elr_feature") is not None and op["elr_feature"] < 0:
+        return "elr_feature below 0"
+    for name in ("leader", "broker"):
+        if op.get(name) is not None and op[name] < (-1 if name == "leader" else 0):
+            return f"{name} is no broker id"
+    for name in ("isr", "elr", "last_known_elr", "fenced", "replicas"):
+        lowest = -1 if name == "last_known_elr" else 0
+        if any(b < lowest for b in op.get(name) or []):
+            return f"{name} holds no broker id"
+    return None
+
+
+#: HISTORY.md's documented details: kind -> {key: (check, lowest value or None)}.
+_DETAILS = {
+    "min-isr-change": {"topic": (lambda v: v is None or isinstance(v, str), None),
+                       "from": (lambda v: _int_problem("from", v) is None, 1),
+                       "to": (lambda v: _int_problem("to", v) is None, 1)},
+    "feature-change": {"feature": (lambda v: isinstance(v, str), None),
+                       "from": (lambda v: _int_problem("from", v) is None, 0),
+                       "to": (lambda v: _int_problem("to", v) is None, 0)},
+    "disk-fault": {"dropped": (lambda v: isinstance(v, bool), None)},
+    "reassign": {"topic": (lambda v: isinstance(v, str), None),
+                 "partition": (lambda v: _int_problem("partition", v) is None, None)},
+    "one-way-partition": {"from": (lambda v: isinstance(v, list)
+                                   and all(isinstance(n, str) for n in v), None)},
+}
+
+
+def _undocumented_detail(op: dict) -> str | None:
+    """HISTORY.md: a fault line of a kind with a documented detail, "with that
+    detail missing or of the wrong type is malformed"."""
+    if op["f"] != "fault" or op["fault"] not in _DETAILS:
+        return None
+    detail = op.get("detail")
+    if not isinstance(detail, dict):
+        return f"{op['fault']} without its detail"
+    for key, (fits, lowest) in _DETAILS[op["fault"]].items():
+        value = detail.get(key)
+        if not fits(value) or (lowest is not None and value < lowest):
+            return f"{op['fault']}'s detail {key!r} is {value!r}"
     return None
 
 
@@ -320,6 +385,8 @@ class Fault:
     #: the index and time of the line it sits at (its completion, else its invoke)
     index: int = -1
     time: int | None = None
+    #: a completion of it was read (one never completed may still be under way)
+    completed: bool = False
 
 
 def _pmap(obj: dict | None) -> dict[int, int]:
@@ -365,6 +432,7 @@ def build_ops(lines: list[tuple[int, dict]]) -> _Ops:
                     ops.faults.append(fault)
                 fault.status, fault.position = t, position
                 fault.index, fault.time = op["index"], op["time"]
+                fault.completed = True
                 fault.detail.update(op.get("detail") or {})
         elif f == "send":
             key = (op["process"], f)
@@ -569,6 +637,10 @@ def reference_check(history: Path, test: dict | None) -> Reference:
     _order_checks(ops, final_log, counts)
     counts["garbage-read"] = sum(1 for _, _, _, v in polled if v is None)
     _observe_checks(ops, test, counts)
+    moved, judged_pairs = reference_transitions(
+        ops.faults, ops.observes, test, lambda topic: _topic_info(test, topic)[1],
+        lambda node: _broker_of(node, test))
+    counts.update(moved)
     counts["replica-divergence"] = _replica_divergence(ops)
 
     losses, budgets, unprotected = fault_budget(
@@ -609,7 +681,7 @@ def reference_check(history: Path, test: dict | None) -> Reference:
                      budgets={f"{t}-{p}": n for (t, p), n in budgets.items()},
                      unprotected_losses={f"{t}-{p}": n for (t, p), n in unprotected.items()},
                      beyond_budget={f"{t}-{p}" for t, p in beyond},
-                     isr_churn=_isr_churn(ops, test),
+                     isr_churn=_isr_churn(ops, test), judged=judged_pairs,
                      coverage=reference_coverage(
                          ops.faults, ops.observes, lambda topic: _topic_info(test, topic)[1],
                          lambda node: _broker_of(node, test)))
@@ -691,7 +763,11 @@ def _observe_checks(ops: _Ops, test: dict | None, counts: dict[str, int]) -> Non
         min_isr = obs.get("min_isr")  # the observation's own, else test.json's
         if min_isr is None:
             min_isr = _topic_info(test, obs["topic"])[1]
-        if elr is not None and (set(elr) & set(isr) or (elr and len(isr) >= min_isr)):
+        # "ELR and ISR overlap; ELR or LastKnownELR not empty while the ISR has >= min
+        # ISR members"; a null list is the cluster's "cannot say": it breaks nothing
+        overlap = bool(set(elr or []) & set(isr))
+        kept = bool(elr or obs.get("last_known_elr")) and len(isr) >= min_isr
+        if overlap or kept:
             counts["elr-invariant"] += 1
         named = (elr or []) + (obs.get("last_known_elr") or [])
         replicas = obs.get("replicas")

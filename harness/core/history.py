@@ -125,6 +125,51 @@ CHANGED_TOPIC, CHANGED_FROM, CHANGED_TO = "topic", "from", "to"
 CHANGED_FEATURE = "feature"
 ELR_FEATURE = "eligible.leader.replicas.version"
 
+# -- values no cluster can report (HISTORY.md, first section: malformed) --------------
+
+#: Fields that hold an offset (or a high watermark, a log end offset): never
+#: negative. A record's offset and a seek's or a poll's high watermarks' values
+#: count too (checkers/lines.py says where each sits).
+OFFSET_FIELDS = ("offset", "high_watermark", "log_end_offset")
+#: Lowest values a cluster can report: a min ISR of at least 1, a feature level of
+#: at least 0.
+MIN_ISR_LOWEST, FEATURE_LEVEL_LOWEST = 1, 0
+#: Broker id fields: none below 0, except these, which may hold -1 (no leader; a
+#: last known ELR that names none).
+BROKER_ID_FIELDS = ("leader", "isr", "elr", "last_known_elr", "fenced", "replicas", "broker")
+MAY_HOLD_MINUS_ONE = ("leader", "last_known_elr")
+
+
+class DetailType(StrEnum):
+    """The type of a documented key of a fault's `detail`."""
+
+    TEXT = "string"
+    TEXT_OR_NULL = "string or null"
+    INT = "int"
+    BOOL = "true or false"
+    TEXT_LIST = "list of strings"
+
+
+#: The fault kinds whose `detail` the contract documents, and its keys: each line
+#: of such a kind (invoke and completion alike) must carry them with these types,
+#: or it is malformed (it would otherwise fall out of the fault budget unseen). A
+#: key's lowest value, where it has one, is in DETAIL_LOWEST.
+FAULT_DETAILS: dict[str, tuple[tuple[str, DetailType], ...]] = {
+    "min-isr-change": (("topic", DetailType.TEXT_OR_NULL), ("from", DetailType.INT),
+                       ("to", DetailType.INT)),
+    "feature-change": (("feature", DetailType.TEXT), ("from", DetailType.INT),
+                       ("to", DetailType.INT)),
+    "disk-fault": (("dropped", DetailType.BOOL),),
+    "reassign": (("topic", DetailType.TEXT), ("partition", DetailType.INT)),
+    "one-way-partition": (("from", DetailType.TEXT_LIST),),
+}
+#: (kind, key) -> the lowest value a cluster can report there.
+DETAIL_LOWEST: dict[tuple[str, str], int] = {
+    ("min-isr-change", "from"): MIN_ISR_LOWEST, ("min-isr-change", "to"): MIN_ISR_LOWEST,
+    ("feature-change", "from"): FEATURE_LEVEL_LOWEST,
+    ("feature-change", "to"): FEATURE_LEVEL_LOWEST,
+}
+
 # -- KIP-966 state coverage (results.json's `coverage`) ------------------------------
 
 #: The states a run may drive a partition into, in the order a report lists them

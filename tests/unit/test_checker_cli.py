@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from checker_fixtures import run_python, spark  # noqa: F401
-from synthetic import Injection, SyntheticSpec, write_run_dir
+from synthetic import Injection, SyntheticSpec, synthetic_test_json, write_run_dir
 
 from harness.cli import main
 
@@ -292,3 +292,55 @@ def test_the_installed_command_is_that_program():
     """The `harness` script pip installs calls entry(), not main()."""
     pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     assert pyproject["project"]["scripts"]["harness"] == "harness.cli:entry"
+
+
+def _stale_last_known_elr_run(run_dir: Path) -> None:
+    """Issue #50's wrong VALID, small: a full ISR [1, 2, 3] observed with
+    last_known_elr [2] (HISTORY.md's elr-invariant: "ELR or LastKnownELR not empty
+    while the ISR has >= min ISR members"), every write acked and read back."""
+    run_dir.mkdir()
+    (run_dir / "test.json").write_text(json.dumps(synthetic_test_json(SyntheticSpec(
+        topic="t", partitions=1)), indent=2))
+    observe = {"process": -2, "type": "ok", "f": "observe", "topic": "t", "partition": 0,
+               "leader": 1, "leader_epoch": 3, "isr": [1, 2, 3], "elr": []}
+    (run_dir / "history.jsonl").write_text(_lines(
+        {"process": 0, "type": "invoke", "f": "send", "topic": "t", "partition": 0,
+         "acks": "all", "value": 1},
+        {"process": 0, "type": "ok", "f": "send", "topic": "t", "partition": 0,
+         "acks": "all", "value": 1, "offset": 0},
+        {**observe, "last_known_elr": []},
+        {**observe, "last_known_elr": [2]},
+        {**observe, "last_known_elr": [2]},
+        {"process": 9, "type": "invoke", "f": "poll", "topic": "t", "final": True,
+         "seek": {"0": 0}},
+        {"process": 9, "type": "ok", "f": "poll", "topic": "t", "final": True,
+         "records": [[0, 0, 1]], "high_watermark": {"0": 1}}))
+
+
+def test_a_full_isr_with_a_last_known_elr_is_invalid(tmp_path, capsys):
+    """`harness check` says INVALID, elr-invariant on both observations, and the
+    example names the list that broke the invariant."""
+    _stale_last_known_elr_run(tmp_path / "run")
+    code, results = _check(tmp_path / "run")
+    assert code == 1 and results["valid"] is False
+    assert results["bad_anomaly_types"] == ["elr-invariant"]
+    assert results["anomalies"]["elr-invariant"]["count"] == 2
+    said = results["anomalies"]["elr-invariant"]["examples"][0]["description"]
+    assert said.startswith("observed LastKnownELR [2] is not empty while ISR [1,2,3]"), said
+    assert "elr-invariant" in capsys.readouterr().out
+
+
+def test_the_soaks_warm_checker_finds_it_too(tmp_path):
+    _stale_last_known_elr_run(tmp_path / "run")
+    run = run_python(f"""
+        import json
+        from pathlib import Path
+        from harness.soak_check import SoakChecker
+        checker = SoakChecker()
+        code = checker.check(Path({str(tmp_path / 'run')!r}), Path({str(tmp_path / 'log')!r}),
+                             None)
+        checker.close()
+        results = json.loads(Path({str(tmp_path / 'run' / 'results.json')!r}).read_text())
+        print('code', code, 'bad', results['bad_anomaly_types'])
+        """)
+    assert "code 1 bad ['elr-invariant']" in run.stdout, run.stdout + run.stderr

@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 
 import pytest
+import test_contract_rows as cases_rows
 import test_reference_checker as cases
 import test_reference_checker_v3 as cases_v3
 from _pytest.mark.structures import ParameterSet
@@ -36,7 +37,7 @@ def _cases() -> list:
     """Every case of the two case files that takes `check`, its parametrized ones
     expanded, in the files' order."""
     found = []
-    functions = [item for module in (cases, cases_v3) for item in sorted(
+    functions = [item for module in (cases, cases_v3, cases_rows) for item in sorted(
         ((name, fn) for name, fn in vars(module).items()
          if name.startswith("test_") and inspect.isfunction(fn)
          and fn.__module__ == module.__name__
@@ -50,8 +51,10 @@ def _cases() -> list:
         (mark,) = marks
         names = [n.strip() for n in mark.args[0].split(",")]
         for number, values in enumerate(mark.args[1]):
-            values = values.values if isinstance(values, ParameterSet) else values
-            values = (values,) if len(names) == 1 else tuple(values)
+            if isinstance(values, ParameterSet):
+                values = values.values  # a tuple of every name's value
+            else:
+                values = (values,) if len(names) == 1 else tuple(values)
             found.append(pytest.param(fn, dict(zip(names, values, strict=True)),
                                       id=f"{name}[{number}]"))
     return found
@@ -63,8 +66,9 @@ _LINE = re.compile(r"\bline (\d+)\b")
 
 def test_every_case_that_checks_a_history_is_taken():
     """82 functions of the first file take `check` (5 of them parametrized; the one
-    that does not tests reference_check's own path handling), 10 of the second."""
-    assert len({p.values[0].__name__ for p in CASES}) == 82 + 10
+    that does not tests reference_check's own path handling), 10 of the second, 21
+    of test_contract_rows (every one parametrized)."""
+    assert len({p.values[0].__name__ for p in CASES}) == 82 + 10 + 21
     assert len(CASES) == 82 + 10 - 5 + sum(
         len(next(m for m in fn.pytestmark if m.name == "parametrize").args[1])
         for fn in {p.values[0] for p in CASES} if getattr(fn, "pytestmark", None))

@@ -283,7 +283,7 @@ def test_unknown_fields_and_kinds_of_line_are_ignored(check):
 
 def test_an_acks_0_ok_send_has_no_offset_whatever_it_says(check):
     h = History()
-    h.send(0, 7, -1, acks="0")
+    h.send(0, 7, 5, acks="0")
     h.send(1, 8, 0, acks="all")
     h.final(_log([8, 7]), seek={0: 0}, hwm={0: 2})
     r = check(h)
@@ -877,10 +877,11 @@ def test_elr_invariant(check):
 
 
 def test_fenced_leader(check):
-    h = _observed({"leader": 2, "isr": [2], "fenced": [2, 3]},
-                  {"leader": 1, "isr": [1], "fenced": [2]},
-                  {"leader": -1, "isr": [], "fenced": [-1]},
-                  {"leader": 2, "isr": [2]})
+    # ELR not said (null): the leaders alone
+    h = _observed({"leader": 2, "isr": [2], "fenced": [2, 3], "elr": None},
+                  {"leader": 1, "isr": [1], "fenced": [2], "elr": None},
+                  {"leader": -1, "isr": [], "fenced": [], "elr": None},
+                  {"leader": 2, "isr": [2], "elr": None})
     r = check(h)
     _only(r, fenced_leader=1)
     assert r.valid is False

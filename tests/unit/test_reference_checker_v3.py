@@ -8,7 +8,7 @@ checker (tests/unit/test_reference_cases_through_spark.py). No Spark here."""
 from __future__ import annotations
 
 import pytest
-from reference_checker import Reference, reference_check
+from reference_checker import MalformedLine, Reference, reference_check
 from test_reference_checker import TEST, History, _only, _test
 
 ELR = "eligible.leader.replicas.version"
@@ -180,11 +180,13 @@ def test_a_min_isr_change_lowers_the_budget_of_its_window(check):
     r = check(_lossy(_min_isr(2, 3), _min_isr(3, 2), _full, _loss("broker-2"),
                      _loss("broker-3")), three)
     assert _budget(r) == (2, 2, False, False)
-    # a change that failed changes nothing; nor does one whose `to` is no min ISR
+    # a change that failed changes nothing
     assert _budget(check(_lossy(_min_isr(2, 3, outcome="fail"), _loss("broker-2"),
                                 _loss("broker-3")), three))[2:] == (False, False)
-    assert _budget(check(_lossy(_min_isr(0, 3), _loss("broker-2"), _loss("broker-3")),
-                         three))[2:] == (False, False)
+    # a `to` below 1 is no min ISR a cluster can have: the line is malformed (HISTORY.md)
+    with pytest.raises(MalformedLine) as err:
+        check(_lossy(_min_isr(0, 3), _loss("broker-2"), _loss("broker-3")), three)
+    assert err.value.line == 4
 
 
 def test_a_min_isr_change_that_ended_info_counts_as_both_values(check):
@@ -248,19 +250,20 @@ def test_a_loss_while_the_elr_feature_is_off_is_beyond_the_budget(check):
 
 def test_a_disk_fault_that_dropped_data_counts_like_a_page_cache_loss(check):
     def disk(dropped, **kw):
-        return _fault("disk-fault", ["broker-2"], detail={"dropped": dropped, "error": "EIO"},
-                      **kw)
+        said = {"dropped": dropped, "error": "EIO"}
+        return _fault("disk-fault", ["broker-2"], detail=said, invoke_detail=said, **kw)
 
     r = check(_lossy(disk(True), _loss("broker-3")))
     assert _budget(r) == (2, 1, True, True)
-    # not dropped, dropped not said as true, or failed: no loss
-    for step in (disk(False), disk("true"), disk(True, outcome="fail"),
-                 _fault("disk-fault", ["broker-2"])):
+    # not dropped, or failed: no loss
+    for step in (disk(False), disk(True, outcome="fail")):
         assert _budget(check(_lossy(step, _loss("broker-3")))) == (1, 1, False, False)
-    # said on the invoke, the completion silent: its detail is the invoke's
-    r = check(_lossy(_fault("disk-fault", ["broker-2"], invoke_detail={"dropped": True}),
-                     _loss("broker-3")))
-    assert _budget(r) == (2, 1, True, True)
+    # `dropped` not a bool, or missing, on either line: malformed (HISTORY.md: the
+    # fault would otherwise fall out of the budget unseen)
+    for step in (disk("true"), _fault("disk-fault", ["broker-2"]),
+                 _fault("disk-fault", ["broker-2"], invoke_detail={"dropped": True})):
+        with pytest.raises(MalformedLine):
+            check(_lossy(step, _loss("broker-3")))
     # the completion's word wins over the invoke's
     r = check(_lossy(_fault("disk-fault", ["broker-2"], invoke_detail={"dropped": True},
                             detail={"dropped": False}), _loss("broker-3")))
@@ -324,13 +327,14 @@ def test_isr_churn_below_min_isr_counts_joins_leaves_and_time_below(check):
     """Observations 1000 ns apart; min ISR 2 (test.json's) unless one says its own."""
     h = History()
     h.send(0, 0, 0)
+    # ELR not said (null): these ISRs alone, no KIP-966 rule on the ELR
     for isr, extra in (([1, 2, 3], {}), ([1], {}),          # left: 2 and 3
                        ([1, 2], {}), ([1], {}),             # joined 2 (1000 ns below), left 2
                        ([1, 3], {}), ([1, 2, 3], {}),       # joined 3 (1000 ns below); not below
                        ([1, 2, 3], {"min_isr": 4}),         # below its own min ISR: joined none
                        (None, {}), ([1], {}),               # a pair with no ISR is no pair
                        ([1], {})):                          # below, unchanged: 1000 ns
-        h.observe(isr=isr, **extra)
+        h.observe(isr=isr, elr=None, **extra)
     h.observe(partition=1, isr=[1, 2, 3])                  # another partition, never below
     h.final([[0, 0, 0]], seek={0: 0}, hwm={0: 1})
     r = check(h)

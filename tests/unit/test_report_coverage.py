@@ -107,3 +107,20 @@ def test_a_guided_runs_rounds_are_counted_per_state_they_aimed_at():
     assert cells["elr-not-empty"] == "2" and cells["elected-from-elr"] == "1"
     assert cells["isr-below-min-isr"] == "0"
     assert "rounds aimed at it" in html
+
+
+def test_the_pair_rules_say_how_much_they_judged():
+    """results.json's `judged`: each rule over pairs of observations with the pairs
+    it judged and what it found; one that judged nothing is highlighted."""
+    inputs = _inputs(_zero())
+    inputs.run.results["judged"] = {"elr-member-dropped": {"pairs": 12, "found": 1},
+                                    "election-outside-elr": {"pairs": 0, "found": 0}}
+    rows = _rows(str(coverage_section(inputs)))[len(COVERAGE_STATES):]
+    assert [(cls, cells[0], cells[2], cells[3]) for cls, cells in rows] == [
+        ("unreached", "election-outside-elr", "0", "0"),
+        ("", "elr-member-dropped", "12", "1")]
+
+
+def test_an_older_checkers_results_without_judged_show_no_such_table():
+    html = str(coverage_section(_inputs(_zero())))
+    assert "pairs of observations" not in html
