@@ -87,7 +87,7 @@ def classify(checkout: Path, args: list[str], expected: str,
         if args[:2] not in READ_ONLY:
             env["DOCKER_HOST"] = f"unix://{tmp_path}/no-engine.sock"
         try:
-            proc = subprocess.run([sys.executable, "-m", "harness.cli", *argv],
+            proc = subprocess.run([sys.executable, "-m", "elr_harness.cli", *argv],
                                   capture_output=True, timeout=ROW_TIMEOUT_S, cwd=work, env=env)
         except subprocess.TimeoutExpired:
             return "wrong-exit", f"still running after {ROW_TIMEOUT_S} s"

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # the synthetic generator lives with th
 
 from synthetic import SyntheticSpec, every_anomaly, write_run_dir  # noqa: E402
 
-from harness.core.config import cache_dir  # noqa: E402
+from elr_harness.core.config import cache_dir  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -76,7 +76,7 @@ def count_operations(history: Path) -> tuple[int, int]:
 def timed_check(run_dir: Path) -> dict:
     """Run `harness check run_dir`; wall seconds, peak tree RSS, exit code."""
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "check", str(run_dir)],
+    proc = subprocess.Popen([sys.executable, "-m", "elr_harness.cli", "check", str(run_dir)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             env={**os.environ, "ELR_CHECKER_PROFILE": "1"})
     peak = 0

@@ -14,10 +14,10 @@ import shutil
 import statistics
 import time
 
-from cluster.cluster import Cluster
-from cluster.docker_backend import connect
-from cluster.image import image_tag
-from harness.core.config import ClusterConfig, cache_dir
+from elr_harness.cluster.cluster import Cluster
+from elr_harness.cluster.docker_backend import connect
+from elr_harness.cluster.image import image_tag
+from elr_harness.core.config import ClusterConfig, cache_dir
 
 
 def time_up(config: ClusterConfig) -> float:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.core.history import COVERAGE_STATES  # noqa: E402
+from elr_harness.core.history import COVERAGE_STATES  # noqa: E402
 
 #: The environment's console script: the README's `harness`.
 HARNESS = str(Path(sys.executable).with_name("harness"))

@@ -20,14 +20,14 @@ import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
-from cluster.cluster import Cluster
-from cluster.docker_backend import connect
-from cluster.nodes_file import with_nodes_file
-from harness.core.config import ClusterConfig
-from nemesis import grudges
-from nemesis.injector import FaultInjector
-from nemesis.pagecache import PageCacheLayer
-from workloads.recorder import HistoryRecorder
+from elr_harness.cluster.cluster import Cluster
+from elr_harness.cluster.docker_backend import connect
+from elr_harness.cluster.nodes_file import with_nodes_file
+from elr_harness.core.config import ClusterConfig
+from elr_harness.nemesis import grudges
+from elr_harness.nemesis.injector import FaultInjector
+from elr_harness.nemesis.pagecache import PageCacheLayer
+from elr_harness.workloads.recorder import HistoryRecorder
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -30,9 +30,9 @@ HARNESS = str(Path(sys.executable).with_name("harness"))
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harness.soak_plan import PlanEntry, flag_value, read_plan  # noqa: E402
-from nemesis.faults import bounce_leader  # noqa: E402
-from nemesis.registry import plan_or_none  # noqa: E402
+from elr_harness.nemesis.faults import bounce_leader  # noqa: E402
+from elr_harness.nemesis.registry import plan_or_none  # noqa: E402
+from elr_harness.soak.plan import PlanEntry, flag_value, read_plan  # noqa: E402
 
 
 @dataclass(frozen=True)

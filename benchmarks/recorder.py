@@ -29,11 +29,11 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.core.config import WorkloadConfig
-from workloads.client_conf import producer_conf
-from workloads.producers import PartitionChooser, ProducerClient, RateLimiter
-from workloads.recorder import HistoryRecorder
-from workloads.stats import StatsCollector
+from elr_harness.core.config import WorkloadConfig
+from elr_harness.workloads.client_conf import producer_conf
+from elr_harness.workloads.producers import PartitionChooser, ProducerClient, RateLimiter
+from elr_harness.workloads.recorder import HistoryRecorder
+from elr_harness.workloads.stats import StatsCollector
 
 TARGET_RATIO = 0.8
 

@@ -22,8 +22,8 @@ sys.path.insert(0, str(REPO / "tests" / "unit"))
 
 from report_fixtures import RunSpec, make_run  # noqa: E402
 
-from harness.core.config import ReportConfig  # noqa: E402
-from reports.build import build_report  # noqa: E402
+from elr_harness.core.config import ReportConfig  # noqa: E402
+from elr_harness.report.build import build_report  # noqa: E402
 
 
 def _mb(path: Path) -> str:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.core.history import Fault  # noqa: E402
+from elr_harness.core.history import Fault  # noqa: E402
 
 #: How a page-cache loss's lines spell their kind (a fast test before parsing one).
 LOSS = f'"{Fault.PAGE_CACHE_LOSS}"'.encode()

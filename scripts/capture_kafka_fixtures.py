@@ -29,11 +29,11 @@ from confluent_kafka import Producer
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from cluster import kafka_wire, kraft  # noqa: E402
-from cluster.cluster import Cluster  # noqa: E402
-from cluster.metadata_log import DUMP_LOG_CLASSES  # noqa: E402
-from cluster.replica_logs import dump_segments  # noqa: E402
-from harness.core.config import ClusterConfig, TopicConfig  # noqa: E402
+from elr_harness.cluster import kafka_wire, kraft  # noqa: E402
+from elr_harness.cluster.cluster import Cluster  # noqa: E402
+from elr_harness.cluster.metadata_log import DUMP_LOG_CLASSES  # noqa: E402
+from elr_harness.cluster.replica_logs import dump_segments  # noqa: E402
+from elr_harness.core.config import ClusterConfig, TopicConfig  # noqa: E402
 
 FIXTURES = REPO / "tests" / "unit" / "fixtures"
 RECORDS_PER_PARTITION = 10

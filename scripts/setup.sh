@@ -92,14 +92,14 @@ command -v harness >/dev/null || {
 # Spark's classes, parsed and verified once into a JVM class archive: every check
 # starts 5-7 s sooner. Built once per Java runtime and Spark (a second run only
 # checks); an optimisation, so a failure only warns.
-"$venv/bin/python" -m checkers.jvm_archive || echo "setup: no class archive; checks will start slower" >&2
+"$venv/bin/python" -m elr_harness.checker.jvm_archive || echo "setup: no class archive; checks will start slower" >&2
 
 "$venv/bin/python" - <<'PY'
 import platform
 import subprocess
 from importlib.metadata import version
 
-from harness.core.config import DEFAULT_KAFKA_VERSION
+from elr_harness.core.config import DEFAULT_KAFKA_VERSION
 
 def out(*cmd: str) -> str:
     try:

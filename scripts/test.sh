@@ -9,7 +9,7 @@ python=.venv/bin/python
 [ -x "$python" ] || { echo "test: no .venv here; run scripts/setup.sh first" >&2; exit 2; }
 
 # Every container and network the tests create carries this owner label
-# (harness/core/config.py OWNER_ENV), and the clean-up below removes those
+# (core/config.py OWNER_ENV), and the clean-up below removes those
 # only: a user's cluster, or another suite's, is not this suite's to remove.
 export ELR_HARNESS_OWNER="test-suite-$$-$(date +%s%N)"
 remove_own_clusters() {

@@ -20,7 +20,7 @@ from reference_budget import fault_budget
 from reference_coverage import reference_coverage
 from reference_transitions import reference_transitions
 
-from harness.core.errors import HistoryError
+from elr_harness.core.errors import HistoryError
 
 ACKS = ("all", "1", "0")
 TYPES = ("invoke", "ok", "fail", "info")

@@ -42,7 +42,7 @@ def run_scenario(name: str, *flags: str) -> ScenarioRun:
     runs = STORE / name
     before = set(runs.iterdir()) if runs.exists() else set()
     proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "--nemesis", name, "--seed", "1",
+        [sys.executable, "-m", "elr_harness.cli", "run", "--nemesis", name, "--seed", "1",
          *flags, "--store", str(STORE)], cwd=ROOT, capture_output=True, text=True, timeout=1200)
     added = sorted(set(runs.iterdir()) - before) if runs.exists() else []
     assert len(added) == 1, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -23,9 +23,9 @@ import docker
 import paramiko
 import yaml
 
-from cluster.docker_backend import labels
-from cluster.image import ensure_image
-from harness.core.config import LABEL, ImageConfig
+from elr_harness.cluster.docker_backend import labels
+from elr_harness.cluster.image import ensure_image
+from elr_harness.core.config import LABEL, ImageConfig
 
 NODES = ["controller-1", "controller-2", "controller-3", "broker-1", "broker-2", "broker-3"]
 #: sshd as the container's only job; the public key in AUTHORIZED_KEY its only login.

@@ -5,7 +5,7 @@ an in-memory model of each partition's log writes lines straight to a file (no
 list of operations is kept, so 10M lines stream in bounded memory). Clean
 histories contain no anomaly; `Injection`s plant one anomaly each at a known
 place, and the generator returns the op indices the checker must report, using
-the same rules as the checker (see checkers/anomalies.py for the ops of each
+the same rules as the checker (see checker/anomalies.py for the ops of each
 example).
 """
 
@@ -17,7 +17,7 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.core.history import ACKS_LEVELS
+from elr_harness.core.history import ACKS_LEVELS
 
 _ACK_CODE = {"all": 1, "1": 2, "0": 3}
 INJECTABLE = (

@@ -24,8 +24,8 @@ sys.path.insert(0, str(REPO / "tests" / "unit"))
 
 from report_fixtures import HOSTILE_ERROR, RunSpec, make_run  # noqa: E402
 
-from harness.core.config import ReportConfig  # noqa: E402
-from reports.build import build_report  # noqa: E402
+from elr_harness.core.config import ReportConfig  # noqa: E402
+from elr_harness.report.build import build_report  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 OUTPUT = REPO / "test-output"
@@ -64,7 +64,7 @@ def server(store: Path):
     """`harness serve` as a user starts it, on a free loopback port."""
     port = _free_port()
     harness = shutil.which("harness")
-    command = [harness] if harness else [sys.executable, "-m", "harness.cli"]
+    command = [harness] if harness else [sys.executable, "-m", "elr_harness.cli"]
     proc = subprocess.Popen(
         [*command, "serve", "--store", str(store), "--host", "127.0.0.1", "--port", str(port)],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from cluster.docker_backend import connect
+from elr_harness.cluster.docker_backend import connect
 
 
 @pytest.fixture(scope="session")

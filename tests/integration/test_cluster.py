@@ -11,14 +11,14 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
-from cluster import kraft
-from cluster.cluster import Cluster
-from cluster.docker_backend import labels
-from cluster.kafka_wire import WireConnection
-from cluster.metadata_log import DUMP_LOG_CLASSES
-from cluster.observe import ObservationError
-from cluster.replica_logs import dump_segments, parse_replica_dump, read_segments
-from harness.core.config import ClusterConfig, TopicConfig
+from elr_harness.cluster import kraft
+from elr_harness.cluster.cluster import Cluster
+from elr_harness.cluster.docker_backend import labels
+from elr_harness.cluster.kafka_wire import WireConnection
+from elr_harness.cluster.metadata_log import DUMP_LOG_CLASSES
+from elr_harness.cluster.observe import ObservationError
+from elr_harness.cluster.replica_logs import dump_segments, parse_replica_dump, read_segments
+from elr_harness.core.config import ClusterConfig, TopicConfig
 
 pytestmark = pytest.mark.integration
 

@@ -21,15 +21,15 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from cluster import kraft
-from cluster.cluster import Cluster
-from cluster.kafka_wire import WireConnection, WireError
-from cluster.node import Node
-from cluster.observe import ObservationError, PartitionState
-from harness.core.config import ClusterConfig, PageCacheConfig, TopicConfig
-from nemesis.injector import FaultInjector
-from nemesis.pagecache import PageCacheLayer
-from workloads.recorder import HistoryRecorder
+from elr_harness.cluster import kraft
+from elr_harness.cluster.cluster import Cluster
+from elr_harness.cluster.kafka_wire import WireConnection, WireError
+from elr_harness.cluster.node import Node
+from elr_harness.cluster.observe import ObservationError, PartitionState
+from elr_harness.core.config import ClusterConfig, PageCacheConfig, TopicConfig
+from elr_harness.nemesis.injector import FaultInjector
+from elr_harness.nemesis.pagecache import PageCacheLayer
+from elr_harness.workloads.recorder import HistoryRecorder
 
 pytestmark = pytest.mark.integration
 

@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import ConfigResource
 
-from cluster.admin_tools import ELR_FEATURE
-from cluster.cluster import Cluster
-from cluster.observe import ObservationError, PartitionState
-from harness.core.config import ClusterConfig, TopicConfig
-from harness.core.wait import wait_until
-from nemesis.injector import FaultInjector
-from workloads.recorder import HistoryRecorder
+from elr_harness.cluster.admin_tools import ELR_FEATURE
+from elr_harness.cluster.cluster import Cluster
+from elr_harness.cluster.observe import ObservationError, PartitionState
+from elr_harness.core.config import ClusterConfig, TopicConfig
+from elr_harness.core.wait import wait_until
+from elr_harness.nemesis.injector import FaultInjector
+from elr_harness.workloads.recorder import HistoryRecorder
 
 pytestmark = pytest.mark.integration
 

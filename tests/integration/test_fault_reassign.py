@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from cluster.cluster import Cluster
-from cluster.observe import ObservationError, PartitionObserver, PartitionState
-from harness.core.config import ClusterConfig, TopicConfig
-from nemesis.injector import FaultInjector
-from workloads.recorder import HistoryRecorder
+from elr_harness.cluster.cluster import Cluster
+from elr_harness.cluster.observe import ObservationError, PartitionObserver, PartitionState
+from elr_harness.core.config import ClusterConfig, TopicConfig
+from elr_harness.nemesis.injector import FaultInjector
+from elr_harness.workloads.recorder import HistoryRecorder
 
 pytestmark = pytest.mark.integration
 

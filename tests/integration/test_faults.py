@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from cluster.cluster import Cluster
-from harness.core.config import ClusterConfig, TopicConfig
-from nemesis import grudges
-from nemesis.injector import FaultInjector
-from nemesis.pagecache import PageCacheLayer
-from workloads.recorder import HistoryRecorder
+from elr_harness.cluster.cluster import Cluster
+from elr_harness.core.config import ClusterConfig, TopicConfig
+from elr_harness.nemesis import grudges
+from elr_harness.nemesis.injector import FaultInjector
+from elr_harness.nemesis.pagecache import PageCacheLayer
+from elr_harness.workloads.recorder import HistoryRecorder
 
 pytestmark = pytest.mark.integration
 
@@ -100,7 +100,7 @@ def test_pause_freezes_and_resume_thaws(rig):
 
 def _can_connect_in_time(cluster: Cluster, target: str) -> bool:
     """A frozen broker accepts TCP (the kernel does) but never answers a request."""
-    from cluster.kafka_wire import WireConnection, WireError
+    from elr_harness.cluster.kafka_wire import WireConnection, WireError
 
     conn = WireConnection(f"{cluster.nodes[target].spec.address}:9092", timeout_s=2)
     try:

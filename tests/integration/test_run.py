@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from checker_agreement import assert_reference_agrees
 
-from harness.core.history import ENDED_BY, RESTORED_BY_SELF, restores
+from elr_harness.core.history import ENDED_BY, RESTORED_BY_SELF, restores
 
 pytestmark = pytest.mark.integration
 
 
 def _harness(*args: str, store: Path, timeout_s: float = 1200) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args, "--store", str(store)],
+    return subprocess.run([sys.executable, "-m", "elr_harness.cli", *args, "--store", str(store)],
                           capture_output=True, text=True, timeout=timeout_s)
 
 

@@ -30,7 +30,7 @@ def _run(elr: str) -> tuple[subprocess.CompletedProcess, Path]:
     runs = STORE / NAME
     before = set(runs.iterdir()) if runs.exists() else set()
     proc = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "--nemesis", NAME, "--seed", "1",
+        [sys.executable, "-m", "elr_harness.cli", "run", "--nemesis", NAME, "--seed", "1",
          "--elr", elr, "--store", str(STORE)],
         cwd=ROOT, capture_output=True, text=True, timeout=1200)
     added = sorted(set(runs.iterdir()) - before) if runs.exists() else []

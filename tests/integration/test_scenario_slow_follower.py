@@ -20,7 +20,7 @@ NAME = "slow-follower"
 
 
 def timings_hold_s() -> float:
-    from harness.core.config import ScenarioTimings
+    from elr_harness.core.config import ScenarioTimings
 
     return ScenarioTimings().slow_follower_hold_s
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from sshd_hosts import NODES, Hosts, sshd_hosts
 
-from harness.core.config import LABEL
+from elr_harness.core.config import LABEL
 
 pytestmark = pytest.mark.integration
 
@@ -31,7 +31,7 @@ def hosts(docker_client, tmp_path_factory) -> Hosts:
 
 
 def _harness(*args: str, cwd: Path, timeout_s: float = 1200) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "elr_harness.cli", *args], capture_output=True,
                           text=True, timeout=timeout_s, cwd=cwd)
 
 

@@ -18,14 +18,14 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from cluster.observe import topic_ready_everywhere
-from harness.core.config import TopicConfig, WorkloadConfig
-from harness.core.wait import wait_until
-from workloads.client_conf import consumer_conf
-from workloads.consumers import PositionBook, collect
-from workloads.final_reads import final_reads
-from workloads.recorder import HistoryRecorder
-from workloads.workload import Workload
+from elr_harness.cluster.observe import topic_ready_everywhere
+from elr_harness.core.config import TopicConfig, WorkloadConfig
+from elr_harness.core.wait import wait_until
+from elr_harness.workloads.client_conf import consumer_conf
+from elr_harness.workloads.consumers import PositionBook, collect
+from elr_harness.workloads.final_reads import final_reads
+from elr_harness.workloads.recorder import HistoryRecorder
+from elr_harness.workloads.workload import Workload
 
 pytestmark = pytest.mark.integration
 
@@ -40,8 +40,8 @@ def bootstrap(docker_client):
     if given:
         yield given.split(",")
         return
-    from cluster.cluster import Cluster
-    from harness.core.config import ClusterConfig
+    from elr_harness.cluster.cluster import Cluster
+    from elr_harness.core.config import ClusterConfig
 
     cluster = Cluster(ClusterConfig(name="it-workload", subnet="10.213.81.0/24"),
                       client=docker_client)
@@ -80,7 +80,7 @@ def test_workload_and_final_reads_against_real_kafka(bootstrap: list[str], topic
                             stop_timeout_s=60.0)
     path = tmp_path / "history.jsonl"
     # the librdkafka line behind a CLIENT_RESENT, should one appear, for the message
-    caplog.set_level(logging.INFO, logger="workloads.producers")
+    caplog.set_level(logging.INFO, logger="elr_harness.workloads.producers")
     recorder = HistoryRecorder(path)
     workload = Workload()
     workload.start(bootstrap, [topic], recorder, config)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from synthetic import Generated, SyntheticSpec, write_run_dir
 
-from checkers.check import check_history
-from harness.core.config import CheckerConfig
+from elr_harness.checker.check import check_history
+from elr_harness.core.config import CheckerConfig
 
 #: Small shuffles: the test histories are tiny and the machine has 2 cores. The full
 #: JIT whatever the history's size: the one Spark session of the tests checks hundreds
@@ -27,7 +27,7 @@ TEST_CONFIG = CheckerConfig(shuffle_partitions=2, quick_jit_below_bytes=0)
 
 @pytest.fixture(scope="session")
 def spark():
-    from checkers.spark import get_spark
+    from elr_harness.checker.spark import get_spark
 
     session = get_spark(TEST_CONFIG, TEST_CONFIG.quick_jit_below_bytes)  # the full JIT
     yield session

@@ -28,7 +28,7 @@ def run_row(tmp_path: Path, args: list[str], message: str, places: dict[str, str
     argv = [filled(a, places) for a in args]
     work = tmp_path / "cwd"
     work.mkdir(exist_ok=True)
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", *argv], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "elr_harness.cli", *argv], capture_output=True,
                           timeout=300, cwd=work, env={**os.environ, **(env or {})})
     out, err = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
     assert proc.returncode == 2, out + err

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from checkers.check import check_history
-from harness.core.config import CheckerConfig
+from elr_harness.checker.check import check_history
+from elr_harness.core.config import CheckerConfig
 
 HOSTILE_ERROR = '<script>alert("pwned")</script><img src=x onerror="alert(1)">&amp;'
 HOSTILE_TOPIC = 'evil<b>topic</b>&"\'$x$'

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.cli import build_parser
-from harness.flags import given_flags
-from harness.run_config import run_configs
+from elr_harness.cli.main import build_parser
+from elr_harness.run.config import run_configs
+from elr_harness.run.flags import given_flags
 
 
 def run_configs_of(store: Path, nemesis: str, *flags: str):

@@ -14,7 +14,7 @@ import pytest
 from checker_fixtures import run_python, spark  # noqa: F401
 from synthetic import Injection, SyntheticSpec, synthetic_test_json, write_run_dir
 
-from harness.cli import main
+from elr_harness.cli.main import main
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -166,8 +166,8 @@ def test_a_check_stops_the_spark_it_started(tmp_path):
     write_run_dir(tmp_path / "run", SyntheticSpec(lines=400, seed=3))
     run = run_python(f"""
         from pyspark.sql import SparkSession
-        from checkers.check import check_path
-        from harness.core.config import CheckerConfig
+        from elr_harness.checker.check import check_path
+        from elr_harness.core.config import CheckerConfig
         results, _ = check_path({str(tmp_path / 'run')!r}, CheckerConfig())
         print('valid', results['valid'], 'spark left running:',
               SparkSession.getActiveSession() is not None)
@@ -184,9 +184,9 @@ def test_a_run_checks_in_the_session_it_started_early_and_stops_it(tmp_path):
     run = run_python(f"""
         from pathlib import Path
         from pyspark.sql import SparkSession
-        from checkers import spark
-        from checkers.check import check_in_own_session
-        from harness.core.config import CheckerConfig
+        from elr_harness.checker import spark
+        from elr_harness.checker.check import check_in_own_session
+        from elr_harness.core.config import CheckerConfig
         config = CheckerConfig()
         early = spark.EarlyStart(config, 1000)
         early.wait()
@@ -222,8 +222,8 @@ def test_the_soaks_checker_ends_its_jvm_and_what_a_ctrl_c_left(tmp_path):
     left = tmp_path / "run" / "abandoned-conversion"
     run = run_python(f"""
         from pathlib import Path
-        from checkers import load, spark
-        from harness.soak_check import SoakChecker
+        from elr_harness.checker import load, spark
+        from elr_harness.soak.check import SoakChecker
         checker = SoakChecker()
         code = checker.check(Path({str(tmp_path / 'run')!r}), Path({str(tmp_path / 'log')!r}),
                              None)
@@ -242,8 +242,8 @@ def test_a_session_on_another_master_is_replaced_from_any_thread():
     running context, reuse it for the same master and replace it for another."""
     run = run_python("""
         from concurrent.futures import ThreadPoolExecutor
-        from checkers.spark import get_spark
-        from harness.core.config import CheckerConfig
+        from elr_harness.checker.spark import get_spark
+        from elr_harness.core.config import CheckerConfig
         def master(m):
             with ThreadPoolExecutor(1) as pool:
                 session = pool.submit(get_spark, CheckerConfig(spark_master=m)).result()
@@ -256,7 +256,7 @@ def test_a_session_on_another_master_is_replaced_from_any_thread():
 
 def test_a_setting_for_the_checks_gives_back_the_one_before(spark):  # noqa: F811
     """The checks plan with their own SQL setting; a user's (spark_conf) comes back."""
-    from checkers.spark import session_conf
+    from elr_harness.checker.spark import session_conf
 
     key = "spark.sql.execution.bypassPartialAggregation"
     spark.conf.set(key, "false")
@@ -276,7 +276,8 @@ def test_the_program_returns_once_its_spark_jvm_has_exited(tmp_path):
     write_run_dir(tmp_path / "run", SyntheticSpec(lines=400, seed=4))
     scratch = tmp_path / "spark-scratch"
     scratch.mkdir()
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "check", str(tmp_path / "run")],
+    proc = subprocess.Popen([sys.executable, "-m", "elr_harness.cli", "check",
+                             str(tmp_path / "run")],
                             cwd=Path(__file__).resolve().parents[2],
                             env={**os.environ, "SPARK_LOCAL_DIRS": str(scratch)},
                             start_new_session=True, stdout=subprocess.PIPE,
@@ -291,7 +292,7 @@ def test_the_program_returns_once_its_spark_jvm_has_exited(tmp_path):
 def test_the_installed_command_is_that_program():
     """The `harness` script pip installs calls entry(), not main()."""
     pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
-    assert pyproject["project"]["scripts"]["harness"] == "harness.cli:entry"
+    assert pyproject["project"]["scripts"]["harness"] == "elr_harness.cli.main:entry"
 
 
 def _stale_last_known_elr_run(run_dir: Path) -> None:
@@ -335,7 +336,7 @@ def test_the_soaks_warm_checker_finds_it_too(tmp_path):
     run = run_python(f"""
         import json
         from pathlib import Path
-        from harness.soak_check import SoakChecker
+        from elr_harness.soak.check import SoakChecker
         checker = SoakChecker()
         code = checker.check(Path({str(tmp_path / 'run')!r}), Path({str(tmp_path / 'log')!r}),
                              None)

@@ -16,7 +16,7 @@ import pytest
 from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
 from synthetic import Injection, SyntheticSpec, synthetic_test_json, write_run_dir
 
-from checkers.check import check_history
+from elr_harness.checker.check import check_history
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -95,7 +95,7 @@ def test_standalone_cluster_gives_the_same_results_as_local(tmp_path, standalone
         Injection("duplicate", at=0.7, partition=2)))
     write_run_dir(tmp_path / "cluster", spec)
     remote = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "check", "--spark-master", standalone_cluster,
+        [sys.executable, "-m", "elr_harness.cli", "check", "--spark-master", standalone_cluster,
          str(tmp_path / "cluster")], cwd=ROOT, env={**os.environ, "PYSPARK_PYTHON": sys.executable},
         capture_output=True, text=True, timeout=600)
     assert remote.returncode == 1, remote.stderr

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
 
-from checkers.check import check_history
-from harness.cli import main
+from elr_harness.checker.check import check_history
+from elr_harness.cli.main import main
 
 pytestmark = pytest.mark.usefixtures("spark")
 

@@ -9,7 +9,7 @@ import random
 import pytest
 from checker_fixtures import spark  # noqa: F401
 
-from checkers.events import TopicKeys, bucket_of, choose_buckets, spark_hash
+from elr_harness.checker.events import TopicKeys, bucket_of, choose_buckets, spark_hash
 
 _ROWS = [("a", 0), ("b", 3), ("a", -5), (None, 1), ("a", None), (None, None),
          ("b", 2147483647), ("b", -2147483648), ("b", 0)]

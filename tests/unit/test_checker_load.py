@@ -1,4 +1,4 @@
-"""The JSONL -> Parquet conversion (checkers/load.py): Spark's reader writes
+"""The JSONL -> Parquet conversion (checker/load.py): Spark's reader writes
 every valid line's events and side rows once, judges every line by the
 contract, and names the first bad one by its exact number (blank lines
 counted), as the reference checker (tests/reference_checker.py) does."""
@@ -13,7 +13,7 @@ from checker_fixtures import spark  # noqa: F401
 from reference_checker import MalformedLine, reference_check
 from synthetic import Injection, SyntheticSpec, write_run_dir
 
-from checkers.events import (
+from elr_harness.checker.events import (
     EVENTS_COLUMNS,
     FINAL_RECORD,
     READ_RECORD,
@@ -21,11 +21,11 @@ from checkers.events import (
     SEEK,
     bucket_of,
 )
-from checkers.load import _convert, load_history, read_overview, release
-from checkers.parquet_cache import EVENTS, LAYOUT, OVERVIEW, SIDE, SIDE_COLUMNS
-from checkers.report_tables import REPORT
-from harness.core.config import CheckerConfig
-from harness.core.errors import HistoryError
+from elr_harness.checker.load import _convert, load_history, read_overview, release
+from elr_harness.checker.parquet_cache import EVENTS, LAYOUT, OVERVIEW, SIDE, SIDE_COLUMNS
+from elr_harness.checker.report_tables import REPORT
+from elr_harness.core.config import CheckerConfig
+from elr_harness.core.errors import HistoryError
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -162,7 +162,7 @@ _GOOD = ('{"index": 0, "time": 1, "process": 0, "type": "invoke", "f": "send", "
     '{"index": 1, "time": 2, "process": -3, "type": "ok", "f": "replica", "topic": "t", '
     '"partition": 0, "node": "b1", "broker": 1, "log_end_offset": 1, "records": [[0, 5, null]]}',
     # a text field's value that is not a string, however the JSON spells its key
-    # (the converter reads such lines twice: checkers/lines.py spark_needs_shape)
+    # (the converter reads such lines twice: checker/lines.py spark_needs_shape)
     *(_SEND.replace(a, b, 1) for a, b in (
         ("", ""),
         ('"topic": "t"', '"topic": 5'),
@@ -311,8 +311,8 @@ def test_a_cache_is_reused_while_whole_and_rebuilt_when_a_side_file_is_gone(spar
 def test_a_cache_counting_bad_lines_without_saying_where_is_a_clear_error(tmp_path):
     """The converter writes where the first bad line is whenever it counts one; a
     cache with one and not the other was tampered with."""
-    from checkers.events import TopicKeys
-    from checkers.load import LoadedHistory
+    from elr_harness.checker.events import TopicKeys
+    from elr_harness.checker.load import LoadedHistory
 
     row = {"_blk": 0, "_bad": True, "_blank": False, "count": 1, "first": 0, "last": 0,
            "records": 0}
@@ -324,7 +324,7 @@ def test_a_cache_counting_bad_lines_without_saying_where_is_a_clear_error(tmp_pa
 
 
 def test_the_jit_stops_at_c1_only_for_small_histories(monkeypatch):
-    from checkers.spark import jvm_options
+    from elr_harness.checker.spark import jvm_options
 
     monkeypatch.delenv("ELR_CHECKER_JVM_OPTIONS", raising=False)
     config = CheckerConfig()
@@ -337,7 +337,7 @@ def test_the_jit_stops_at_c1_only_for_small_histories(monkeypatch):
 
 
 def test_a_history_with_a_current_cache_keeps_c1_up_to_its_own_bound(monkeypatch):
-    from checkers.spark import jvm_options
+    from elr_harness.checker.spark import jvm_options
 
     monkeypatch.delenv("ELR_CHECKER_JVM_OPTIONS", raising=False)
     config = CheckerConfig(quick_jit_below_bytes=100, quick_jit_cached_below_bytes=1000)
@@ -348,7 +348,7 @@ def test_a_history_with_a_current_cache_keeps_c1_up_to_its_own_bound(monkeypatch
 
 def test_check_history_tells_get_spark_whether_the_cache_is_current(tmp_path, monkeypatch):
     """The JIT is chosen before the JVM starts: by whether a conversion is ahead."""
-    from checkers import check, parquet_cache
+    from elr_harness.checker import check, parquet_cache
 
     history = tmp_path / "history.jsonl"
     history.write_text("")
@@ -361,7 +361,7 @@ def test_check_history_tells_get_spark_whether_the_cache_is_current(tmp_path, mo
         seen.append(cached)
         raise Stop
 
-    monkeypatch.setattr("checkers.spark.get_spark", fake_get_spark)
+    monkeypatch.setattr("elr_harness.checker.spark.get_spark", fake_get_spark)
     with pytest.raises(Stop):
         check.check_history(history, None, CheckerConfig())
     # a cache installed as the converter installs one (its marker written by install)

@@ -9,7 +9,7 @@ import json
 import pytest
 from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
 
-from checkers.check import check_history
+from elr_harness.checker.check import check_history
 
 pytestmark = pytest.mark.usefixtures("spark")
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from checkers.results import Findings, PartitionFacts, assemble
-from checkers.testinfo import parse_test_info
-from harness.core.config import CheckerConfig
+from elr_harness.checker.results import Findings, PartitionFacts, assemble
+from elr_harness.checker.testinfo import parse_test_info
+from elr_harness.core.config import CheckerConfig
 
 INFO = parse_test_info(None, CheckerConfig())
 
@@ -124,7 +124,7 @@ def test_a_node_test_json_lists_is_a_broker_only_by_its_entry():
 def _summary_text(results: dict, report) -> str:
     from rich.console import Console
 
-    from reports.summary import summary_table
+    from elr_harness.report.summary import summary_table
 
     console = Console(width=200, record=True)
     console.print(summary_table(results, report))

@@ -1,4 +1,4 @@
-"""The checker's Spark session helpers (checkers/spark.py)."""
+"""The checker's Spark session helpers (checker/spark.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 import pytest
 from checker_fixtures import spark  # noqa: F401
 
-from checkers.spark import computed_meanwhile
+from elr_harness.checker.spark import computed_meanwhile
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -75,7 +75,7 @@ def test_stop_running_tasks_returns_only_when_no_task_writes_any_more(spark):  #
     SIGINT): a failed conversion removes its files only once they have stopped."""
     import threading
 
-    from checkers.spark import stop_running_tasks
+    from elr_harness.checker.spark import stop_running_tasks
 
     # two tasks that each sleep 0.2 s per row for 100 rows: 20 s unless cancelled
     slow = spark.range(0, 200, 1, 2).selectExpr(
@@ -110,7 +110,7 @@ def test_a_new_context_keeps_the_handler_that_remembers_a_ctrl_c():
     the interrupt so that the py4j error it causes is reported as one)."""
     import signal
 
-    from checkers.spark import _chain_sigint
+    from elr_harness.checker.spark import _chain_sigint
 
     calls: list[str] = []
 

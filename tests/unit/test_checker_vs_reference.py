@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, event, given, settings
 from reference_checker import MalformedLine, reference_check
 from synthetic import MIXABLE, every_anomaly, synthetic_test_json, write_run_dir
 
-from checkers.check import check_history
-from harness.core.errors import HarnessError
+from elr_harness.checker.check import check_history
+from elr_harness.core.errors import HarnessError
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -84,7 +84,7 @@ def test_both_checkers_name_the_same_malformed_line(case):
 
 
 def test_the_reference_agrees_with_the_spark_checker_on_every_planted_anomaly(tmp_path):
-    """checkers/synthetic.py's history with each mixable anomaly planted once."""
+    """checker/synthetic.py's history with each mixable anomaly planted once."""
     spec = every_anomaly(1500, seed=11)
     write_run_dir(tmp_path, spec)
     test = synthetic_test_json(spec)

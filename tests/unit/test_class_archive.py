@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from cluster import class_archive, kraft
-from cluster.class_archive import (
+from elr_harness.cluster import class_archive, kraft
+from elr_harness.cluster.class_archive import (
     archive_path,
     ensure_archive,
     sweep_abandoned_trainings,
     training_script,
 )
-from cluster.node import NodeSpec, Role
-from harness.core.config import ClusterConfig
+from elr_harness.cluster.node import NodeSpec, Role
+from elr_harness.core.config import ClusterConfig
 
 
 @pytest.fixture(autouse=True)

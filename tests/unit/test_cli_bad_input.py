@@ -12,7 +12,7 @@ import pytest
 
 
 def _harness(*args: str, store: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args],
+    return subprocess.run([sys.executable, "-m", "elr_harness.cli", *args],
                           capture_output=True, text=True, timeout=300, cwd=store,
                           env={**os.environ, **(env or {})})
 
@@ -221,7 +221,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     argv = [bad8 if a == "{bad8}" else _filled(a, places) for a in args]
     work = tmp_path / "cwd"
     work.mkdir()
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", *argv], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "elr_harness.cli", *argv], capture_output=True,
                           timeout=300, cwd=work)
     out, err = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
     assert proc.returncode == 2, out + err
@@ -281,7 +281,7 @@ def test_ctrl_c_during_a_check_is_one_line_and_leaves_no_partial_table(tmp_path,
 
     run = tmp_path / "run"
     write_run_dir(run, SyntheticSpec(lines=400_000))
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "check", str(run)],
+    proc = subprocess.Popen([sys.executable, "-m", "elr_harness.cli", "check", str(run)],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     deadline = time.monotonic() + 120

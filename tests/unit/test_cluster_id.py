@@ -6,7 +6,7 @@ import base64
 import uuid
 from unittest import mock
 
-from cluster.cluster import kafka_uuid
+from elr_harness.cluster.cluster import kafka_uuid
 
 
 def test_a_cluster_id_never_starts_with_a_dash() -> None:

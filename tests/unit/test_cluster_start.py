@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from cluster.cluster import Cluster, ClusterStartError
-from cluster.node import Role
+from elr_harness.cluster.cluster import Cluster, ClusterStartError
+from elr_harness.cluster.node import Role
 
 
 class _Node:
@@ -51,7 +51,7 @@ class _Starting(Cluster):
     def __init__(self, nodes: list[_Node], registered_after: int, **config) -> None:
         from dataclasses import replace
 
-        from harness.core.config import ClusterConfig
+        from elr_harness.core.config import ClusterConfig
 
         self.nodes = {n.spec.name: n for n in nodes}
         self.config = replace(ClusterConfig(), ready_poll_s=0, dead_look_spacing_s=0, **config)
@@ -96,8 +96,8 @@ def _start_line_argv(config, tmp_path) -> list[str]:
     import re
     import subprocess
 
-    from cluster import kraft
-    from cluster.node import NodeSpec, Role
+    from elr_harness.cluster import kraft
+    from elr_harness.cluster.node import NodeSpec, Role
 
     script = kraft.start_script(NodeSpec("broker-1", Role.BROKER, 1, "10.0.0.1"), config)
     java = re.search(r"setsid nohup java (.*) >> \S+ 2>&1 < /dev/null &$", script, re.M)
@@ -112,7 +112,7 @@ def test_the_start_script_quotes_each_jvm_option(tmp_path) -> None:
     a command (a --config file or a replayed test.json may carry one)."""
     from dataclasses import replace
 
-    from harness.core.config import ClusterConfig
+    from elr_harness.core.config import ClusterConfig
 
     hostile = replace(ClusterConfig(), jvm_opts="-Da=$(touch${IFS}pwned1);touch${IFS}pwned2 -Xss1m",
                       broker_heap="-Xmx1g`touch${IFS}pwned3`")
@@ -124,7 +124,7 @@ def test_the_start_script_quotes_each_jvm_option(tmp_path) -> None:
 
 
 def test_the_default_start_script_still_passes_the_same_options(tmp_path) -> None:
-    from harness.core.config import ClusterConfig
+    from elr_harness.core.config import ClusterConfig
 
     config = ClusterConfig()
     assert _start_line_argv(config, tmp_path) == [
@@ -138,10 +138,10 @@ def test_the_default_start_script_still_passes_the_same_options(tmp_path) -> Non
 def test_server_properties_refuse_a_value_with_a_newline() -> None:
     from dataclasses import replace
 
-    from cluster import kraft
-    from cluster.node import NodeSpec, Role
-    from harness.core.config import ClusterConfig
-    from harness.core.errors import BadInput
+    from elr_harness.cluster import kraft
+    from elr_harness.cluster.node import NodeSpec, Role
+    from elr_harness.core.config import ClusterConfig
+    from elr_harness.core.errors import BadInput
 
     spec = NodeSpec("broker-1", Role.BROKER, 1, "10.0.0.1")
     config = replace(ClusterConfig(), log_dir="/data/kafka\nprocess.roles=controller")
@@ -160,7 +160,7 @@ class _ShellNode:
     def exec(self, cmd, timeout_s=None):
         import subprocess
 
-        from cluster.node import ExecResult
+        from elr_harness.cluster.node import ExecResult
 
         if isinstance(cmd, str):
             proc = subprocess.run(["sh", "-c", cmd], cwd=self.where, capture_output=True,
@@ -172,7 +172,7 @@ class _ShellNode:
 
 def test_the_metadata_log_listing_quotes_its_folder(tmp_path) -> None:
     """Only the *.log glob is the shell's: a folder with a space and `;` is one word."""
-    from cluster.metadata_log import decode_metadata_log
+    from elr_harness.cluster.metadata_log import decode_metadata_log
 
     folder = "meta dir;touch pwned"
     segment = tmp_path / folder / "__cluster_metadata-0" / "00000000000000000000.log"
@@ -192,13 +192,13 @@ class _FormattingNode:
     node at a time breaks the barrier after 2 s) and exits with exit_code."""
 
     def __init__(self, name: str, role, exit_code: int, began) -> None:
-        from cluster.node import NodeSpec
+        from elr_harness.cluster.node import NodeSpec
 
         self.spec = NodeSpec(name, role, 1, "10.0.0.1")
         self.exit_code, self.began, self.started = exit_code, began, False
 
     def exec(self, cmd, *, timeout_s=None, detach=False):
-        from cluster.node import ExecResult
+        from elr_harness.cluster.node import ExecResult
 
         self.began.wait(timeout=2)
         return ExecResult(self.exit_code, f"{self.spec.name} said no")
@@ -210,8 +210,8 @@ class _FormattingNode:
 def _formatting_cluster(*codes: int) -> tuple[Cluster, list[_FormattingNode]]:
     import threading
 
-    from cluster.node import Role
-    from harness.core.config import ClusterConfig
+    from elr_harness.cluster.node import Role
+    from elr_harness.core.config import ClusterConfig
 
     began = threading.Barrier(len(codes))
     nodes = [_FormattingNode(f"broker-{i}", Role.BROKER, code, began)
@@ -238,7 +238,7 @@ class _ControllerNode:
     """A controller whose quorum-state file holds `state` (None: it cannot be read)."""
 
     def __init__(self, name: str, state: str | None) -> None:
-        from cluster.node import NodeSpec, Role
+        from elr_harness.cluster.node import NodeSpec, Role
 
         self.spec = NodeSpec(name, Role.CONTROLLER, 1000 + int(name[-1]), "10.0.0.1")
         self.state = state
@@ -251,7 +251,7 @@ class _ControllerNode:
 
 
 def _quorum_cluster(*states: str | None, tool_says: str | None = None) -> Cluster:
-    from harness.core.config import ClusterConfig
+    from elr_harness.core.config import ClusterConfig
 
     cluster = _cluster(*(_ControllerNode(f"controller-{i}", s)
                          for i, s in enumerate(states, 1)))

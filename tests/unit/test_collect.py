@@ -1,5 +1,5 @@
 """The collect phase reads every node at once and writes what it found in the
-nodes' order (harness/collect.py)."""
+nodes' order (run/collect.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 from list_recorder import ListRecorder
 
-from cluster.node import NodeSpec, Role
-from cluster.replica_logs import ReplicaLog
-from harness.collect import collect
+from elr_harness.cluster.node import NodeSpec, Role
+from elr_harness.cluster.replica_logs import ReplicaLog
+from elr_harness.run.collect import collect
 
 
 @dataclass

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import build_parser, main
-from harness.flags import given_flags
-from harness.run_config import run_configs
-from harness.run_spec import RunSpec, started_test_json
-from nemesis.registry import parse_nemesis
+from elr_harness.cli.main import build_parser, main
+from elr_harness.nemesis.registry import parse_nemesis
+from elr_harness.run.config import run_configs
+from elr_harness.run.flags import given_flags
+from elr_harness.run.spec import RunSpec, started_test_json
 
 
 def _configs(*argv: str):
@@ -62,7 +62,7 @@ def test_the_file_sets_every_section_and_a_typed_flag_wins(tmp_path):
 
 def test_no_file_and_no_flags_is_the_defaults():
     cluster, topic, workload, run, checker = _configs()
-    from harness.core.config import (
+    from elr_harness.core.config import (
         CheckerConfig,
         ClusterConfig,
         RunConfig,
@@ -128,7 +128,7 @@ def test_a_missing_file_is_one_line(tmp_path, capsys):
 def test_the_reproduce_command_pins_the_release_that_ran(typed, expected):
     """A run of `latest` repeated later may get another release: the report's
     reproduce command names the one that ran."""
-    from harness.run_spec import reproduce_command
+    from elr_harness.run.spec import reproduce_command
 
     assert reproduce_command(typed, "4.4.0", None) == expected
     assert reproduce_command(typed, None, None) == "harness " + " ".join(typed)
@@ -137,7 +137,7 @@ def test_the_reproduce_command_pins_the_release_that_ran(typed, expected):
 def test_a_soak_runs_reproduce_command_gives_a_verdict():
     """The soak adds --no-check and its marker to each run: neither is in the
     command a person repeats (a run of their own typed with --no-check keeps it)."""
-    from harness.run_spec import reproduce_command
+    from elr_harness.run.spec import reproduce_command
 
     soak_run = ["run", "--nemesis", "guided", "--seed", "2", "--no-check",
                 "--record-run-dir", "/s/runs/0001.run-dir"]
@@ -148,7 +148,7 @@ def test_a_soak_runs_reproduce_command_gives_a_verdict():
 
 
 def test_a_users_distribution_is_reproduced_as_typed():
-    from harness.run_spec import reproduce_command
+    from elr_harness.run.spec import reproduce_command
 
     assert reproduce_command(["run", "--kafka-dist", "k.tgz"], "4.2.0-SNAPSHOT",
                              Path("k.tgz")) == "harness run --kafka-dist k.tgz"

@@ -1,4 +1,4 @@
-"""harness/core/files.py: a file a user named is read within bounds, or refused in one line."""
+"""core/files.py: a file a user named is read within bounds, or refused in one line."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from harness.core.errors import BadInput
-from harness.core.files import json_depth, loads_json, read_json, read_text
+from elr_harness.core.errors import BadInput
+from elr_harness.core.files import json_depth, loads_json, read_json, read_text
 
 
 def test_a_regular_file_is_read(tmp_path):

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from harness.core.parallel import at_once
+from elr_harness.core.parallel import at_once
 
 
 def test_the_actions_run_at_once_and_the_results_keep_the_items_order() -> None:

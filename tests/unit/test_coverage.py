@@ -10,8 +10,8 @@ from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
 from reference_checker import reference_check
 from test_reference_checker import TEST, History, _test
 
-from checkers.check import check_history
-from harness.core.history import COVERAGE_STATES
+from elr_harness.checker.check import check_history
+from elr_harness.core.history import COVERAGE_STATES
 
 ELR = "eligible.leader.replicas.version"
 

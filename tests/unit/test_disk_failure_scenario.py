@@ -10,11 +10,11 @@ from types import SimpleNamespace
 import pytest
 from run_flags import run_configs_of
 
-from harness.core.errors import HarnessError
-from harness.run_spec import RunSpec, validate
-from nemesis.needs import Layer
-from nemesis.scenarios import SCENARIOS
-from nemesis.scenarios.disk_failure import DiskFailure
+from elr_harness.core.errors import HarnessError
+from elr_harness.nemesis.needs import Layer
+from elr_harness.nemesis.scenarios import SCENARIOS
+from elr_harness.nemesis.scenarios.disk_failure import DiskFailure
+from elr_harness.run.spec import RunSpec, validate
 
 
 def _configs(tmp_path, *flags: str):
@@ -72,9 +72,9 @@ class _Observer:
 
 
 def _watched(*states):
-    from cluster.observe import PartitionState
-    from harness.core.config import ScenarioTimings
-    from nemesis.scenarios.unclean_last_replica import Roles
+    from elr_harness.cluster.observe import PartitionState
+    from elr_harness.core.config import ScenarioTimings
+    from elr_harness.nemesis.scenarios.unclean_last_replica import Roles
 
     observed = [PartitionState("t", 0, leader, 5, isr, elr, (), None, (1, 2, 3))
                 for leader, isr, elr in states]

@@ -13,17 +13,17 @@ from typing import Any
 import pytest
 from list_recorder import ListRecorder
 
-from cluster import kraft
-from cluster.node import ExecResult, NodeSpec, Role
-from cluster.observe import PartitionState
-from harness.core.config import ClusterConfig, DiskFaultConfig
-from harness.core.errors import BadInput, HarnessError
-from harness.core.history import ENDED_BY, Fault
-from nemesis.faults import PACKAGES
-from nemesis.injector import FaultInjector
-from nemesis.mix import RandomMix
-from nemesis.pagecache_faults import DiskFault
-from nemesis.targets import Topology
+from elr_harness.cluster import kraft
+from elr_harness.cluster.node import ExecResult, NodeSpec, Role
+from elr_harness.cluster.observe import PartitionState
+from elr_harness.core.config import ClusterConfig, DiskFaultConfig
+from elr_harness.core.errors import BadInput, HarnessError
+from elr_harness.core.history import ENDED_BY, Fault
+from elr_harness.nemesis.faults import PACKAGES
+from elr_harness.nemesis.injector import FaultInjector
+from elr_harness.nemesis.mix import RandomMix
+from elr_harness.nemesis.pagecache_faults import DiskFault
+from elr_harness.nemesis.targets import Topology
 
 TOPOLOGY = Topology(brokers={"broker-1": 1, "broker-2": 2, "broker-3": 3},
                     controllers={"controller-1": 101})
@@ -142,7 +142,7 @@ def test_the_package_needs_the_layer_and_two_log_dirs_and_is_ended_by_start() ->
     assert [str(layer) for layer in package.layers] == ["page-cache"]
     (setting,) = package.cluster_settings
     assert setting.path == "cluster.log_dirs"
-    from harness.core.config import RunConfig
+    from elr_harness.core.config import RunConfig
     assert setting.value(RunConfig()) == 2
 
 
@@ -237,7 +237,7 @@ def test_a_dropping_fault_counts_as_a_loss_and_is_refused_while_the_elr_feature_
     feature-change kind waits after it for full ISRs (injector.page_cache_losses),
     and with ELR off (no KIP-966 promise) only a write fault, which drops nothing,
     is made."""
-    from nemesis.injector_parts import FaultRefused
+    from elr_harness.nemesis.injector_parts import FaultRefused
 
     cluster, layer, recorder = Cluster(), Layer(), ListRecorder()
     injector = FaultInjector(cluster, recorder, layer)  # type: ignore[arg-type]
@@ -292,9 +292,9 @@ def test_two_log_dirs_are_subdirectories_of_the_log_dir_and_formatted_on_the_bac
 
 
 def _configs(tmp_path, *argv: str, config_text: str | None = None):  # noqa: ANN202
-    from harness.cli import build_parser
-    from harness.flags import given_flags
-    from harness.run_config import run_configs
+    from elr_harness.cli.main import build_parser
+    from elr_harness.run.config import run_configs
+    from elr_harness.run.flags import given_flags
 
     extra = []
     if config_text is not None:

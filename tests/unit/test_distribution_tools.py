@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from cluster.distribution import KafkaDistribution
-from cluster.metadata_log import DUMP_LOG_CLASSES
-from harness.core.errors import DistributionError
+from elr_harness.cluster.distribution import KafkaDistribution
+from elr_harness.cluster.metadata_log import DUMP_LOG_CLASSES
+from elr_harness.core.errors import DistributionError
 
 
 def _dist(tmp_path: Path, jars: dict[str, list[str]]) -> KafkaDistribution:
@@ -48,7 +48,7 @@ def test_a_distribution_without_the_tool_says_so(tmp_path):
 ])
 def test_the_default_release_from_maven(version, expected):
     """The default release's real jars (scripts/setup.sh resolves them)."""
-    from cluster.distribution import resolve_distribution
+    from elr_harness.cluster.distribution import resolve_distribution
 
     dist = resolve_distribution(version, None, lambda _m: None)
     assert dist.main_class(DUMP_LOG_CLASSES) == expected

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from cluster.docker_backend import DockerNode
-from harness.core.config import NodeTimeouts
-from harness.core.errors import HarnessError
+from elr_harness.cluster.docker_backend import DockerNode
+from elr_harness.core.config import NodeTimeouts
+from elr_harness.core.errors import HarnessError
 
 
 class _Container:

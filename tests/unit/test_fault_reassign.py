@@ -17,19 +17,19 @@ from typing import Any
 import pytest
 from list_recorder import ListRecorder
 
-from cluster import reassignments
-from cluster.kafka_wire import WireError
-from cluster.node import NodeSpec, Role
-from cluster.observe import PartitionState
-from harness.core.config import NodeTimeouts
-from harness.core.history import ENDED_BY, Fault
-from nemesis.faults import PACKAGES
-from nemesis.faults.base import ASSIGNMENT, NETWORK, PROCESSES
-from nemesis.faults.reassign import ADD, REMOVE, REORDER, draw
-from nemesis.injector import FaultInjector
-from nemesis.schedules import check_overlap, resources_of
-from nemesis.targets import Role as Target
-from reports.faults import FaultEvent, pair_faults
+from elr_harness.cluster import reassignments
+from elr_harness.cluster.kafka_wire import WireError
+from elr_harness.cluster.node import NodeSpec, Role
+from elr_harness.cluster.observe import PartitionState
+from elr_harness.core.config import NodeTimeouts
+from elr_harness.core.history import ENDED_BY, Fault
+from elr_harness.nemesis.faults import PACKAGES
+from elr_harness.nemesis.faults.base import ASSIGNMENT, NETWORK, PROCESSES
+from elr_harness.nemesis.faults.reassign import ADD, REMOVE, REORDER, draw
+from elr_harness.nemesis.injector import FaultInjector
+from elr_harness.nemesis.schedules import check_overlap, resources_of
+from elr_harness.nemesis.targets import Role as Target
+from elr_harness.report.faults import FaultEvent, pair_faults
 
 
 def state(replicas: tuple[int, ...], isr: tuple[int, ...] | None = None,
@@ -201,7 +201,7 @@ class FakeNode:
         self.pid: int | None = 100 + spec.node_id
 
     def exec(self, cmd: list[str] | str, timeout_s: float = 60.0) -> Any:
-        from cluster.node import ExecResult
+        from elr_harness.cluster.node import ExecResult
 
         return ExecResult(0, "")
 
@@ -421,9 +421,9 @@ def test_the_package_acts_on_the_assignment_alone_and_overlaps_the_others() -> N
 
 
 def test_a_failed_end_is_logged_and_left_to_heal_all_not_raised_into_the_mix() -> None:
-    from harness.core.errors import HarnessError
-    from nemesis.mix import RandomMix
-    from nemesis.targets import Topology
+    from elr_harness.core.errors import HarnessError
+    from elr_harness.nemesis.mix import RandomMix
+    from elr_harness.nemesis.targets import Topology
 
     class Injector:
         def __init__(self) -> None:

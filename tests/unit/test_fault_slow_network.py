@@ -20,16 +20,16 @@ from typing import Any
 import pytest
 from list_recorder import ListRecorder
 
-from cluster.node import ExecResult, NodeSpec, Role
-from cluster.observe import PartitionState
-from harness.core.config import NodeTimeouts, SlowNetworkConfig
-from harness.core.errors import HarnessError
-from harness.core.history import ENDED_BY, Fault
-from nemesis.faults import PACKAGES, slow_network
-from nemesis.injector import FaultInjector
-from nemesis.mix import RandomMix
-from nemesis.targets import Role as TargetRole
-from nemesis.targets import Topology, choose_target
+from elr_harness.cluster.node import ExecResult, NodeSpec, Role
+from elr_harness.cluster.observe import PartitionState
+from elr_harness.core.config import NodeTimeouts, SlowNetworkConfig
+from elr_harness.core.errors import HarnessError
+from elr_harness.core.history import ENDED_BY, Fault
+from elr_harness.nemesis.faults import PACKAGES, slow_network
+from elr_harness.nemesis.injector import FaultInjector
+from elr_harness.nemesis.mix import RandomMix
+from elr_harness.nemesis.targets import Role as TargetRole
+from elr_harness.nemesis.targets import Topology, choose_target
 
 # -- a cluster of fakes that record every command --------------------------------
 
@@ -370,8 +370,8 @@ def test_no_follower_anywhere_is_any_broker() -> None:
 
 
 def test_a_partition_mix_may_not_overlap_it_but_a_process_mix_may() -> None:
-    from harness.core.errors import BadInput
-    from nemesis.registry import parse_nemesis
+    from elr_harness.core.errors import BadInput
+    from elr_harness.nemesis.registry import parse_nemesis
 
     with pytest.raises(BadInput, match="both act on the network"):
         parse_nemesis("partition+slow-network")
@@ -389,9 +389,9 @@ def test_a_partition_mix_may_not_overlap_it_but_a_process_mix_may() -> None:
 def test_a_bad_slow_network_setting_is_refused_naming_it(settings, reason) -> None:  # noqa: ANN001
     import dataclasses
 
-    from harness.core.config import RunConfig
-    from harness.core.errors import BadInput
-    from harness.core.validate import validate_config
+    from elr_harness.core.config import RunConfig
+    from elr_harness.core.errors import BadInput
+    from elr_harness.core.validate import validate_config
 
     run = RunConfig(slow_network=dataclasses.replace(SlowNetworkConfig(), **{
         k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()}))

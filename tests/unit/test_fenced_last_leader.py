@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from cluster.observe import PartitionState
-from harness.core.config import ScenarioTimings
-from nemesis.scenarios.fenced_last_leader import REGISTERED, FencedLastLeader
+from elr_harness.cluster.observe import PartitionState
+from elr_harness.core.config import ScenarioTimings
+from elr_harness.nemesis.scenarios.fenced_last_leader import REGISTERED, FencedLastLeader
 
 FAST = ScenarioTimings(step_timeout_s=0.5, warmup_high_watermark=0, hold_fenced_s=0.2,
                        registration_poll_s=0.01)
@@ -157,8 +157,8 @@ def test_the_recipe_defaults_four_brokers_and_min_isr_one(tmp_path):
     (("--min-insync-replicas", "2"), "needs --min-insync-replicas 1"),
 ])
 def test_a_topology_the_recipe_cannot_use_is_refused(tmp_path, flags, message):
-    from harness.core.errors import HarnessError
-    from harness.run_spec import RunSpec, validate
+    from elr_harness.core.errors import HarnessError
+    from elr_harness.run.spec import RunSpec, validate
 
     cluster, topic, workload, run, checker = _configs(tmp_path, *flags)
     with pytest.raises(HarnessError, match=message):

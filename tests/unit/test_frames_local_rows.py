@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from checker_fixtures import spark  # noqa: F401
 
-from checkers.frames import local_rows, sql_literal
+from elr_harness.checker.frames import local_rows, sql_literal
 
 SCHEMA = ("topic string, partition int, tp bigint, final boolean, "
           "brokers array<bigint>, at bigint")

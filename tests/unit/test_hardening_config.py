@@ -1,5 +1,5 @@
 """#31, the config part: flags, --config files and replayed test.json meet one
-typed boundary (harness/core/validate.py), and every file a user names is read
+typed boundary (core/validate.py), and every file a user names is read
 within bounds.
 
 ROWS are bad-input rows like test_cli_bad_input.py's (exit 2, one line naming the
@@ -163,10 +163,10 @@ ROWS = [
 
 
 def _test_json(section: str, key: str, value: str) -> dict:
-    """A run's test.json as harness/run_spec.py writes it, one setting changed."""
+    """A run's test.json as run/spec.py writes it, one setting changed."""
     from dataclasses import asdict
 
-    from harness.core.config import (
+    from elr_harness.core.config import (
         CheckerConfig,
         ClusterConfig,
         RunConfig,
@@ -230,7 +230,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, words):
 # -- the boundary itself ----------------------------------------------------------------
 
 def _sections():
-    from harness.core.config import (
+    from elr_harness.core.config import (
         CheckerConfig,
         ClusterConfig,
         RunConfig,
@@ -244,7 +244,7 @@ def _sections():
 
 def test_every_field_has_a_rule_and_the_defaults_meet_theirs():
     """A field added to the config without a rule would pass unchecked: it fails here."""
-    from harness.core.validate import fields_of, rule_of, validate_config
+    from elr_harness.core.validate import fields_of, rule_of, validate_config
 
     missing = []
     for name, section in _sections().items():
@@ -269,7 +269,7 @@ def test_every_field_has_a_rule_and_the_defaults_meet_theirs():
 def test_a_flag_and_a_config_file_refuse_a_value_for_the_same_reason(
         tmp_path, capsys, flag, value, table, key):
     """One validator per field: the flag's message and the file's give the same reason."""
-    from harness.cli import main
+    from elr_harness.cli.main import main
 
     with pytest.raises(SystemExit) as parsed:
         main(["run", flag, value])
@@ -286,15 +286,15 @@ def test_a_flag_and_a_config_file_refuse_a_value_for_the_same_reason(
 def test_a_flag_typed_wins_and_is_what_the_message_names(tmp_path, capsys):
     """The file's bad value is overridden by the flag; a bad typed value is named
     by its flag, not the file."""
-    from harness.core.config_file import setting_paths
-    from harness.core.validate import default_where
+    from elr_harness.core.config_file import setting_paths
+    from elr_harness.core.validate import default_where
 
     assert setting_paths({"cluster": {"timings": {"a": 1}, "name": "x"}}) == {
         "cluster.timings.a", "cluster.name"}
     assert default_where("cluster.timings.a") == "[cluster.timings] a"
-    from harness.cli import build_parser
-    from harness.flags import given_flags
-    from harness.run_config import run_configs
+    from elr_harness.cli.main import build_parser
+    from elr_harness.run.config import run_configs
+    from elr_harness.run.flags import given_flags
 
     config = tmp_path / "c.toml"
     config.write_text('[cluster]\nname = "a b"\n')
@@ -307,10 +307,10 @@ def test_a_flag_typed_wins_and_is_what_the_message_names(tmp_path, capsys):
 def test_todays_test_json_replays_and_a_tampered_one_is_refused(tmp_path):
     """A test.json written by today's runs holds only valid values: it still replays;
     the same file with a command in jvm_opts is refused before anything starts."""
-    from harness.cli import build_parser
-    from harness.core.errors import BadInput
-    from harness.flags import given_flags
-    from harness.run_config import run_configs
+    from elr_harness.cli.main import build_parser
+    from elr_harness.core.errors import BadInput
+    from elr_harness.run.config import run_configs
+    from elr_harness.run.flags import given_flags
 
     def replayed(test: dict):
         path = tmp_path / "test.json"
@@ -330,20 +330,20 @@ def test_todays_test_json_replays_and_a_tampered_one_is_refused(tmp_path):
 @pytest.mark.parametrize("value", ["local", "local[*]", "local[4]", "local[256]",
                                    "local[2,3]", "spark://h:7077", "spark://a:1,b.c:7077"])
 def test_the_spark_masters_the_checker_runs_are_accepted(value):
-    from harness.core.validate import spark_master
+    from elr_harness.core.validate import spark_master
 
     assert spark_master(value) == value
 
 
 @pytest.mark.parametrize("value", ["10.213.77.0/24", "172.16.0.0/16", "192.168.1.16/28"])
 def test_private_subnets_of_16_to_28_are_accepted(value):
-    from harness.core.validate import subnet
+    from elr_harness.core.validate import subnet
 
     assert subnet(value) == value
 
 
 def test_jvm_options_of_the_defaults_and_common_ones_are_accepted():
-    from harness.core.validate import jvm_heap, jvm_options
+    from elr_harness.core.validate import jvm_heap, jvm_options
 
     for value in ("-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k", "-XX:+UseParallelGC",
                   "-XX:MaxGCPauseMillis=20 -Dfoo.bar=baz -ea", "-Xlog:gc:file=gc.log",
@@ -356,15 +356,15 @@ def test_a_run_spec_built_without_run_configs_meets_the_same_rules(tmp_path):
     """run_spec.validate (every run, soak children included) checks the boundary too."""
     from dataclasses import replace
 
-    from harness.core.config import (
+    from elr_harness.core.config import (
         CheckerConfig,
         ClusterConfig,
         RunConfig,
         TopicConfig,
         WorkloadConfig,
     )
-    from harness.core.errors import BadInput
-    from harness.run_spec import RunSpec, validate
+    from elr_harness.core.errors import BadInput
+    from elr_harness.run.spec import RunSpec, validate
 
     spec = RunSpec(replace(ClusterConfig(), metadata_log_dir="/data/m;reboot"), [TopicConfig()],
                    WorkloadConfig(), replace(RunConfig(), store=tmp_path / "store"),
@@ -383,9 +383,9 @@ def test_the_workloads_own_check_refuses_nan_and_inf(field, value, words):
     """nan >= 0 is False and nan < 0 is False too: the workload's check saw no problem."""
     from dataclasses import replace
 
-    from harness.core.config import WorkloadConfig
-    from harness.core.errors import BadInput
-    from workloads.validation import validate
+    from elr_harness.core.config import WorkloadConfig
+    from elr_harness.core.errors import BadInput
+    from elr_harness.workloads.validation import validate
 
     with pytest.raises(BadInput, match=words):
         validate(replace(WorkloadConfig(), **{field: value}))

@@ -25,9 +25,9 @@ from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
 from cli_rows import digests, run_row
 from synthetic import Injection, SyntheticSpec, synthetic_test_json, write_history
 
-from checkers.lines import describe
-from checkers.parquet_cache import parquet_location
-from harness.core.errors import HarnessError
+from elr_harness.checker.lines import describe
+from elr_harness.checker.parquet_cache import parquet_location
+from elr_harness.core.errors import HarnessError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -90,7 +90,7 @@ def test_a_users_parquet_file_or_folder_sends_the_cache_elsewhere(spark, tmp_pat
                                                                  monkeypatch):
     """The conversion (Spark's): the cache goes to the cache folder, and a folder
     that appears at the path meanwhile is never replaced."""
-    from checkers.load import load_history, release
+    from elr_harness.checker.load import load_history, release
 
     monkeypatch.setenv("ELR_HARNESS_CACHE", str(tmp_path / "cache"))
     for kind in ("file", "folder"):
@@ -109,7 +109,7 @@ def test_a_users_parquet_file_or_folder_sends_the_cache_elsewhere(spark, tmp_pat
         assert after == before, "nothing beside the history was made, changed or removed"
         cache = parquet_location(run / "h.jsonl")
         assert cache.is_relative_to(tmp_path / "cache") and (cache / "events").is_dir()
-    from checkers.parquet_cache import install, is_ours
+    from elr_harness.checker.parquet_cache import install, is_ours
 
     assert not is_ours(users) and is_ours(cache)
     tmp, foreign = tmp_path / "tmp", tmp_path / "appeared.parquet"
@@ -123,9 +123,9 @@ def test_a_users_parquet_file_or_folder_sends_the_cache_elsewhere(spark, tmp_pat
 
 def _check(path: bytes, cwd: Path) -> tuple[dict, subprocess.CompletedProcess]:
     """One real `harness check PATH` in a subprocess; its results.json, less timings."""
-    from harness.core.config import cache_dir
+    from elr_harness.core.config import cache_dir
 
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "check", path], cwd=cwd,
+    proc = subprocess.Popen([sys.executable, "-m", "elr_harness.cli", "check", path], cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = proc.communicate(timeout=300)
     text = (out + err).decode(errors="replace")
@@ -219,7 +219,7 @@ def test_a_history_at_a_path_of_glob_characters_is_checked_alone(plain, tmp_path
 
 
 def test_host_must_be_an_address_and_the_host_header_the_servers() -> None:
-    from reports.serve import bind_address, host_allowed
+    from elr_harness.report.serve import bind_address, host_allowed
 
     loopback, every = bind_address("127.0.0.1"), bind_address("0.0.0.0")
     assert str(bind_address("localhost")) == "127.0.0.1"
@@ -257,7 +257,7 @@ def _request(port: int, path: str, host: str | None = None) -> tuple[int, bytes]
 def _serving(store: Path, *extra: str) -> tuple[subprocess.Popen, int]:
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "serve", "--store", store, "--port", str(port),
+        [sys.executable, "-m", "elr_harness.cli", "serve", "--store", store, "--port", str(port),
          *extra], cwd=store.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and proc.poll() is None:
@@ -340,7 +340,7 @@ def test_serve_on_every_interface_says_so_in_one_line(tmp_path: Path) -> None:
 def test_a_killed_checks_staging_folder_is_swept_and_nothing_else(tmp_path, monkeypatch):
     """kill -9 skips a check's cleanup: the next check removes the staging folders
     of dead checks that carry the checker's marker, and only those."""
-    from checkers import staging
+    from elr_harness.checker import staging
 
     monkeypatch.setenv("ELR_HARNESS_CACHE", str(tmp_path / "cache"))
     base = staging.staging_base()

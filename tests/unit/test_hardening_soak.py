@@ -19,11 +19,11 @@ from xml.etree import ElementTree as ET
 import pytest
 from cli_rows import digests, run_row
 
-from harness.core.config import SoakConfig
-from harness.soak_junit import write_junit
-from harness.soak_plan import DEFAULT_PLAN, PlanEntry, planned_run
-from harness.soak_results import run_record
-from harness.soak_state import TOKEN_ENV, is_our_child, start_time
+from elr_harness.core.config import SoakConfig
+from elr_harness.soak.junit import write_junit
+from elr_harness.soak.plan import DEFAULT_PLAN, PlanEntry, planned_run
+from elr_harness.soak.results import run_record
+from elr_harness.soak.state import TOKEN_ENV, is_our_child, start_time
 
 #: No Docker engine answers here: a resume that goes on to tear down touches nothing.
 NO_ENGINE = {"DOCKER_HOST": "unix:///nonexistent/docker.sock"}
@@ -167,7 +167,7 @@ def test_hostile_soak_input_is_one_line_and_exit_2(tmp_path, args, message):
 
 
 def _resume(soak_dir: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", "soak", "--resume",
+    return subprocess.run([sys.executable, "-m", "elr_harness.cli", "soak", "--resume",
                            str(soak_dir)], capture_output=True, text=True, timeout=120,
                           env={**os.environ, **NO_ENGINE}, cwd=soak_dir)
 
@@ -315,7 +315,7 @@ def test_control_characters_in_a_run_error_or_entry_name_keep_junit_xml_xml(tmp_
 
 
 def test_a_plan_names_no_reserved_flag_in_any_spelling():
-    from harness.soak_plan import reserved_flag
+    from elr_harness.soak.plan import reserved_flag
 
     assert reserved_flag("--sto=/etc") == "--store"
     assert reserved_flag("--record") == "--record-run-dir"
@@ -325,8 +325,8 @@ def test_a_plan_names_no_reserved_flag_in_any_spelling():
 
 
 def test_what_the_soak_itself_records_passes_the_resume_check(tmp_path):
-    from harness.cli import build_parser
-    from harness.soak_state import check_state
+    from elr_harness.cli.main import build_parser
+    from elr_harness.soak.state import check_state
 
     store = tmp_path / "store"
     run_dir = store / "t" / "20261125T000000"
@@ -363,7 +363,7 @@ time.sleep(120)
 _DRIVER = """
 import json, sys
 from pathlib import Path
-from harness.soak import Soak
+from elr_harness.soak.runner import Soak
 soak_dir = Path(sys.argv[1])
 class Stand(Soak):
     def child_argv(self, planned, marker):
@@ -378,7 +378,7 @@ sys.exit(Stand(soak_dir, json.loads((soak_dir / "state.json").read_text())).go()
 def test_its_own_stuck_run_is_recognised_killed_and_its_run_dir_kept(tmp_path):
     """The positive side: the child the soak started carries the token, so a
     resume after the soak was killed waits out the grace and kills it."""
-    from harness.soak import Soak, _alive
+    from elr_harness.soak.runner import Soak, _alive
 
     soak_dir = tmp_path / "store" / "soak" / "20261125T100000"
     soak_dir.mkdir(parents=True)

@@ -20,7 +20,7 @@ def _harness_into_closed_pipe(args: list[str], cwd: Path,
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        proc = subprocess.run([sys.executable, "-m", "harness.cli", *args], stdout=write_end,
+        proc = subprocess.run([sys.executable, "-m", "elr_harness.cli", *args], stdout=write_end,
                               stderr=subprocess.PIPE, timeout=300, cwd=cwd,
                               env={**os.environ, **(env or {})})
     finally:

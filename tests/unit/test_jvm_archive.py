@@ -13,8 +13,8 @@ from pathlib import Path
 from checker_fixtures import run_python
 from synthetic import SyntheticSpec, write_run_dir
 
-from checkers.jvm_archive import archive_path, build, startup_options
-from harness.core.config import CheckerConfig
+from elr_harness.checker.jvm_archive import archive_path, build, startup_options
+from elr_harness.core.config import CheckerConfig
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -34,7 +34,7 @@ def test_another_environments_jars_get_an_archive_of_their_own(tmp_path, monkeyp
     """A JVM maps an archive only under the class path it was dumped with: two clones
     (two .venvs with the same jars) sharing ~/.cache must not share one archive, or
     the second silently maps none (the CI failure of a fresh clone in another folder)."""
-    import checkers.jvm_archive as jvm_archive
+    import elr_harness.checker.jvm_archive as jvm_archive
 
     monkeypatch.setenv("ELR_HARNESS_CACHE", str(tmp_path / "cache"))
     paths = []
@@ -52,7 +52,7 @@ def test_reinstalled_jars_get_an_archive_of_their_own(tmp_path, monkeypatch):
     when dumped: a fresh .venv at a folder an earlier clone used (CI, run after
     run, at one path) must not be handed the old archive (the second CI failure:
     0 of 4636 Spark classes mapped)."""
-    import checkers.jvm_archive as jvm_archive
+    import elr_harness.checker.jvm_archive as jvm_archive
 
     monkeypatch.setenv("ELR_HARNESS_CACHE", str(tmp_path / "cache"))
     jar = tmp_path / "jars" / "spark-core.jar"
@@ -65,7 +65,7 @@ def test_reinstalled_jars_get_an_archive_of_their_own(tmp_path, monkeypatch):
 
 
 def test_building_keeps_only_the_newest_archives(tmp_path):
-    from checkers.jvm_archive import KEEP_ARCHIVES, _prune
+    from elr_harness.checker.jvm_archive import KEEP_ARCHIVES, _prune
 
     folder = tmp_path / "spark-cds"
     folder.mkdir()
@@ -84,9 +84,9 @@ def test_the_driver_jvm_maps_spark_classes_from_the_archive(tmp_path):
     archive = build(CheckerConfig())  # made by scripts/setup.sh; built here if not
     loads = tmp_path / "class-load.log"
     run = run_python(f"""
-        from harness.core.config import CheckerConfig
-        from checkers.jvm_archive import startup_options
-        from checkers.spark import get_spark
+        from elr_harness.core.config import CheckerConfig
+        from elr_harness.checker.jvm_archive import startup_options
+        from elr_harness.checker.spark import get_spark
         options = startup_options(CheckerConfig()) + " -Xlog:class+load=info:file={loads}"
         conf = (("spark.driver.extraJavaOptions", options),)
         get_spark(CheckerConfig(spark_conf=conf)).range(10).count()
@@ -105,11 +105,11 @@ def test_a_damaged_archive_changes_nothing_but_speed(tmp_path):
     write_run_dir(tmp_path / "run", SyntheticSpec(lines=600, seed=5))
     cache = tmp_path / "cache"
     env = {"ELR_HARNESS_CACHE": str(cache)}
-    damaged = Path(run_python("from checkers.jvm_archive import archive_path; "
+    damaged = Path(run_python("from elr_harness.checker.jvm_archive import archive_path; "
                            "print(archive_path())", env).stdout.strip())
     damaged.parent.mkdir(parents=True)
     damaged.write_bytes(b"not an archive" * 1000)
-    run = subprocess.run([sys.executable, "-m", "harness.cli", "check", str(tmp_path / "run")],
+    run = subprocess.run([sys.executable, "-m", "elr_harness.cli", "check", str(tmp_path / "run")],
                          cwd=REPO, env={**os.environ, **env}, capture_output=True,
                          text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
@@ -120,13 +120,13 @@ def test_a_damaged_archive_changes_nothing_but_speed(tmp_path):
 
 
 def test_the_shipped_training_history_is_the_generators(tmp_path):
-    """checkers/data holds every_anomaly(20_000 lines, seed 1) so that production code
+    """checker/data holds every_anomaly(20_000 lines, seed 1) so that production code
     never imports the test generator; it must stay what the generator writes."""
     import gzip
 
     from synthetic import every_anomaly, write_history
 
-    from checkers.jvm_archive import TRAINING_HISTORY, _training_history
+    from elr_harness.checker.jvm_archive import TRAINING_HISTORY, _training_history
 
     expected = tmp_path / "expected.jsonl"
     write_history(expected, every_anomaly(lines=20_000, seed=1))

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import pytest
 
-from cluster.kafka_wire import (
+from elr_harness.cluster.kafka_wire import (
     DescribedPartition,
     DescribedTopic,
     WireConnection,

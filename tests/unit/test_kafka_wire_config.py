@@ -18,8 +18,8 @@ import threading
 import pytest
 from test_kafka_wire import _golden, _recv
 
-from cluster.kafka_wire import WireConnection
-from cluster.kafka_wire_config import (
+from elr_harness.cluster.kafka_wire import WireConnection
+from elr_harness.cluster.kafka_wire_config import (
     Features,
     TopicConfigs,
     decode_api_versions_features,
@@ -27,7 +27,7 @@ from cluster.kafka_wire_config import (
     encode_api_versions_request,
     encode_describe_configs_request,
 )
-from cluster.wire_codec import WireError
+from elr_harness.cluster.wire_codec import WireError
 
 MIN_ISR = "146d696e2e696e73796e632e7265706c69636173"  # compact "min.insync.replicas" (19)
 ELR = "21" + b"eligible.leader.replicas.version".hex()  # compact string, 32 bytes

@@ -1,4 +1,4 @@
-"""The layers import downward only (harness/core/__init__.py; #13).
+"""The layers import downward only (core/__init__.py; #13).
 
 harness.core < cluster < nemesis, workloads < checkers < reports < harness (the
 CLI and the run). A package may import its own modules and any lower layer;
@@ -79,8 +79,8 @@ def test_the_walk_sees_an_upward_import(tmp_path, monkeypatch):
                         lambda self, *a, **k: "def f():\n    from reports import build\n"
                         if self == fake else Path.read_bytes(self).decode())
     assert _upward(fake) == [
-        "checkers/_layers_probe.py:2 (checkers) imports reports (reports)",
-        "checkers/_layers_probe.py:2 (checkers) imports reports.build (reports)"]
+        "checker/_layers_probe.py:2 (checkers) imports reports (reports)",
+        "checker/_layers_probe.py:2 (checkers) imports reports.build (reports)"]
 
 
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(ROOT)))

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import pytest
 
-from cluster.node import ExecResult
-from cluster.node_commands import KafkaProcessCommands
-from harness.core.config import NodeTimeouts, PageCacheConfig
-from harness.core.errors import HarnessError
-from nemesis.pagecache import _Control
+from elr_harness.cluster.node import ExecResult
+from elr_harness.cluster.node_commands import KafkaProcessCommands
+from elr_harness.core.config import NodeTimeouts, PageCacheConfig
+from elr_harness.core.errors import HarnessError
+from elr_harness.nemesis.pagecache import _Control
 
 
 class Scripted(KafkaProcessCommands):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cluster.metadata_log import fold_partitions, partition_states
-from reports.metadata import decode_metadata
+from elr_harness.cluster.metadata_log import fold_partitions, partition_states
+from elr_harness.report.metadata import decode_metadata
 
 #: A controller's log of a real ELR-on unclean-last-replica run, per Kafka release
 #: (4.4.0's decoded by the log dump tool's new home, org.apache.kafka.tools).

@@ -19,8 +19,8 @@ def test_the_topic_starts_with_min_isr_three(tmp_path):
 @pytest.mark.parametrize("flags", [("--min-insync-replicas", "2"),
                                    ("--replication-factor", "4", "--brokers", "4")])
 def test_a_topology_its_steps_cannot_use_is_refused(tmp_path, flags):
-    from harness.core.errors import HarnessError
-    from harness.run_spec import RunSpec, validate
+    from elr_harness.core.errors import HarnessError
+    from elr_harness.run.spec import RunSpec, validate
 
     cluster, topic, workload, run, checker = _configs(tmp_path, *flags)
     with pytest.raises(HarnessError, match="needs replication factor 3 and "

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from cluster.observe import PartitionState
-from harness.core.config import GuidedConfig
-from harness.core.history import COVERAGE_STATES
-from nemesis.guided import Guided
-from nemesis.registry import parse_nemesis
-from nemesis.targets import Topology
+from elr_harness.cluster.observe import PartitionState
+from elr_harness.core.config import GuidedConfig
+from elr_harness.core.history import COVERAGE_STATES
+from elr_harness.nemesis.guided import Guided
+from elr_harness.nemesis.registry import parse_nemesis
+from elr_harness.nemesis.targets import Topology
 
 BROKERS = {f"broker-{i}": i for i in (1, 2, 3)}
 TOPOLOGY = Topology(BROKERS, {f"controller-{i}": 1000 + i for i in (1, 2, 3)})
@@ -301,7 +301,7 @@ def test_guided_is_a_nemesis_of_its_own_with_every_kinds_needs():
 
 @pytest.mark.parametrize("text", ["guided,kill", "all,guided", "guided+kill"])
 def test_guided_is_not_mixed_with_other_nemeses(text):
-    from harness.core.errors import BadInput
+    from elr_harness.core.errors import BadInput
 
     with pytest.raises(BadInput):
         parse_nemesis(text)

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 import pytest
 from list_recorder import ListRecorder
 
-from cluster.node import ExecResult, NodeSpec, Role
-from harness.core.config import NodeTimeouts
-from harness.core.history import NEMESIS_PROCESS, Fault
-from nemesis import grudges
-from nemesis.injector import FaultInjector
+from elr_harness.cluster.node import ExecResult, NodeSpec, Role
+from elr_harness.core.config import NodeTimeouts
+from elr_harness.core.history import NEMESIS_PROCESS, Fault
+from elr_harness.nemesis import grudges
+from elr_harness.nemesis.injector import FaultInjector
 
 
 class FakeNode:

@@ -17,7 +17,7 @@ import pytest
 from test_nemesis_injector import FakeCluster, FakeNode, ListRecorder
 from test_nemesis_mix import FULL, SHRUNK, FakeInjector, mix, state
 
-from cluster.admin_tools import (
+from elr_harness.cluster.admin_tools import (
     ELR_FEATURE,
     AdminError,
     AdminRefused,
@@ -26,12 +26,12 @@ from cluster.admin_tools import (
     parse_feature_level,
     parse_min_isr,
 )
-from cluster.node import ExecResult, NodeSpec, Role
-from harness.core.errors import HarnessError
-from harness.core.history import ENDED_BY, RESTORE, RESTORED_BY_SELF, Fault, restores
-from nemesis.faults import PACKAGES
-from nemesis.injector import FaultInjector, FaultRefused
-from reports.faults import FaultEvent, pair_faults
+from elr_harness.cluster.node import ExecResult, NodeSpec, Role
+from elr_harness.core.errors import HarnessError
+from elr_harness.core.history import ENDED_BY, RESTORE, RESTORED_BY_SELF, Fault, restores
+from elr_harness.nemesis.faults import PACKAGES
+from elr_harness.nemesis.injector import FaultInjector, FaultRefused
+from elr_harness.report.faults import FaultEvent, pair_faults
 
 TOOLS = AdminTools("org.apache.kafka.tools.ConfigCommand",
                    "org.apache.kafka.tools.FeatureCommand",

@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from cluster.admin_tools import ELR_FEATURE
-from cluster.observe import PartitionState
-from harness.core.config import DiskFaultConfig, SlowNetworkConfig
-from harness.core.history import ENDED_BY, RESTORE, Fault, restores
-from nemesis.faults import CONFIG, FAULT_KINDS, PACKAGES
-from nemesis.mix import RandomMix
-from nemesis.targets import BROKER_ROLES, Role, Topology, all_isr_full, choose_target
-from reports.faults import FaultEvent, pair_faults
+from elr_harness.cluster.admin_tools import ELR_FEATURE
+from elr_harness.cluster.observe import PartitionState
+from elr_harness.core.config import DiskFaultConfig, SlowNetworkConfig
+from elr_harness.core.history import ENDED_BY, RESTORE, Fault, restores
+from elr_harness.nemesis.faults import CONFIG, FAULT_KINDS, PACKAGES
+from elr_harness.nemesis.mix import RandomMix
+from elr_harness.nemesis.targets import BROKER_ROLES, Role, Topology, all_isr_full, choose_target
+from elr_harness.report.faults import FaultEvent, pair_faults
 
 TOPOLOGY = Topology(brokers={"broker-1": 1, "broker-2": 2, "broker-3": 3},
                     controllers={"controller-1": 101, "controller-2": 102, "controller-3": 103})
@@ -114,8 +114,8 @@ def test_a_full_isr_holds_every_replica_the_state_names() -> None:
 
 
 def test_topology_of_a_clusters_nodes_splits_them_by_role() -> None:
-    from cluster.node import NodeSpec
-    from cluster.node import Role as NodeRole
+    from elr_harness.cluster.node import NodeSpec
+    from elr_harness.cluster.node import Role as NodeRole
 
     class Node:
         def __init__(self, spec: NodeSpec) -> None:
@@ -409,8 +409,8 @@ def test_every_kind_runs_once_per_round_in_a_seeded_order():
 def test_each_package_is_one_complete_fault_kind():
     """nemesis/faults/<kind>.py: every kind has its recorded name, roles, an
     injector, a colour the report draws it in, and the contract's budget rule."""
-    from harness.core.history import BUDGET_FAULTS
-    from reports.plots import fault_colour
+    from elr_harness.core.history import BUDGET_FAULTS
+    from elr_harness.report.plots import fault_colour
 
     lasting = {k for ended in ENDED_BY.values() for k in ended}
     # name -> (recorded as, colour, counts against the fault budget), written out
@@ -454,8 +454,8 @@ def test_a_leader_bounce_is_recorded_as_its_own_kind_and_counted_and_drawn_as_a_
     """bounce-leader's lines carry `bounce-leader` (a report and the checker's
     counts tell it from a plain pause); resume ends it as it ends a pause, it is
     drawn in a pause's colour, and the fault budget ignores it as it does a pause."""
-    from checkers.budget_faults import page_cache_loss_nodes
-    from reports.plots import fault_colour
+    from elr_harness.checker.budget_faults import page_cache_loss_nodes
+    from elr_harness.report.plots import fault_colour
 
     injector = FakeInjector()
     mix(injector, FULL).inject("bounce-leader")()

@@ -11,17 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from nemesis.faults import COLOURS, CONFIG, FAULT_KINDS, NOT_IN_ALL, PACKAGES, in_all
-from nemesis.needs import Layer
-from nemesis.registry import ALL, parse_nemesis, valid_names
-from nemesis.scenarios import SCENARIOS
+from elr_harness.nemesis.faults import COLOURS, CONFIG, FAULT_KINDS, NOT_IN_ALL, PACKAGES, in_all
+from elr_harness.nemesis.needs import Layer
+from elr_harness.nemesis.registry import ALL, parse_nemesis, valid_names
+from elr_harness.nemesis.scenarios import SCENARIOS
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("kind", FAULT_KINDS)
 def test_every_kind_is_one_module_with_a_help_line_and_a_colour(kind):
-    module = importlib.import_module(f"nemesis.faults.{kind.replace('-', '_')}")
+    module = importlib.import_module(f"elr_harness.nemesis.faults.{kind.replace('-', '_')}")
     package = module.PACKAGE
     assert PACKAGES[kind] is package and package.name == kind
     assert package.help.strip() and "\n" not in package.help
@@ -32,7 +32,7 @@ def test_every_kind_is_one_module_with_a_help_line_and_a_colour(kind):
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_every_scenario_is_one_module_with_its_class_and_a_help_line(name):
-    module = importlib.import_module(f"nemesis.scenarios.{name.replace('-', '_')}")
+    module = importlib.import_module(f"elr_harness.nemesis.scenarios.{name.replace('-', '_')}")
     assert SCENARIOS[name] is module.PACKAGE
     assert module.PACKAGE.scenario.name == name
     assert module.PACKAGE.help.strip() and "\n" not in module.PACKAGE.help
@@ -60,7 +60,7 @@ def test_valid_names_are_none_guided_the_scenarios_the_kinds_and_all():
 
 
 def _run_help() -> str:
-    from harness.cli import build_parser
+    from elr_harness.cli.main import build_parser
 
     parser = build_parser()
     (sub,) = [a for a in parser._actions if a.dest == "command"]
@@ -115,9 +115,9 @@ def test_a_plans_cluster_settings_are_its_kinds():
 
 def test_a_config_file_with_cluster_timings_keeps_its_own_preferred_leader_check(tmp_path):
     """bounce-leader's setting yields to a --config [cluster.timings] table, as before."""
-    from harness.cli import build_parser
-    from harness.flags import given_flags
-    from harness.run_config import run_configs
+    from elr_harness.cli.main import build_parser
+    from elr_harness.run.config import run_configs
+    from elr_harness.run.flags import given_flags
 
     config = tmp_path / "c.toml"
     config.write_text("[cluster.timings]\nbroker_session_timeout_ms = 9000\n")
@@ -190,10 +190,10 @@ def test_the_last_replica_scenarios_shorten_the_timeouts_they_wait_out(tmp_path)
     """unclean-last-replica and its -alone variant run with the ScenarioTimings'
     Kafka timeouts; other scenarios and mixes keep the cluster's; a --config
     [cluster.timings] table keeps the user's own."""
-    from harness.cli import build_parser
-    from harness.core.config import KafkaTimings
-    from harness.flags import given_flags
-    from harness.run_config import run_configs
+    from elr_harness.cli.main import build_parser
+    from elr_harness.core.config import KafkaTimings
+    from elr_harness.run.config import run_configs
+    from elr_harness.run.flags import given_flags
 
     config = tmp_path / "c.toml"
     config.write_text("[cluster.timings]\nbroker_session_timeout_ms = 9000\n")

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from list_recorder import ListRecorder
 
-from cluster.observe import PartitionState
-from harness.core.config import ScenarioTimings
-from nemesis import grudges
-from nemesis.scenarios.unclean_last_replica import UncleanLastReplica
+from elr_harness.cluster.observe import PartitionState
+from elr_harness.core.config import ScenarioTimings
+from elr_harness.nemesis import grudges
+from elr_harness.nemesis.scenarios.unclean_last_replica import UncleanLastReplica
 
 NODES = ["broker-1", "broker-2", "broker-3", "controller-1"]
 FAST = ScenarioTimings(step_timeout_s=0.3, warmup_high_watermark=0, hold_t1_s=0.0)

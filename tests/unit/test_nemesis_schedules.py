@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from harness.core.errors import BadInput
-from nemesis.registry import parse_nemesis
-from nemesis.schedules import Mix, Overlap, Phases, Quiet, Recovery
+from elr_harness.core.errors import BadInput
+from elr_harness.nemesis.registry import parse_nemesis
+from elr_harness.nemesis.schedules import Mix, Overlap, Phases, Quiet, Recovery
 
 
 class FakeMix:
@@ -111,8 +111,8 @@ def test_a_bad_overlap_is_refused_by_name(text, message):
 def test_bounce_leader_is_asked_for_by_name_not_by_all():
     """bounce-leader changes the cluster's config (preferred leader election every
     5 s), so `all` leaves it out and `all,bounce-leader` adds it."""
-    from nemesis.faults import FAULT_KINDS
-    from nemesis.registry import parse_nemesis
+    from elr_harness.nemesis.faults import FAULT_KINDS
+    from elr_harness.nemesis.registry import parse_nemesis
 
     assert "bounce-leader" in FAULT_KINDS
     assert "bounce-leader" not in parse_nemesis("all").faults
@@ -122,9 +122,9 @@ def test_bounce_leader_is_asked_for_by_name_not_by_all():
 
 
 def test_a_bounce_leader_mix_shortens_the_preferred_leader_check(tmp_path):
-    from harness.cli import build_parser
-    from harness.flags import given_flags
-    from harness.run_config import run_configs
+    from elr_harness.cli.main import build_parser
+    from elr_harness.run.config import run_configs
+    from elr_harness.run.flags import given_flags
 
     parser = build_parser()
     for nemesis, interval in (("bounce-leader,kill", 5), ("kill", 300)):

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cluster.node import NodeSpec, Role
-from cluster.nodes_file import read_nodes_file, with_nodes_file
-from harness.core.config import ClusterConfig
-from harness.core.errors import BadInput
+from elr_harness.cluster.node import NodeSpec, Role
+from elr_harness.cluster.nodes_file import read_nodes_file, with_nodes_file
+from elr_harness.core.config import ClusterConfig
+from elr_harness.core.errors import BadInput
 
 
 def _write(tmp_path: Path, data) -> Path:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from cluster import observe
-from cluster.kafka_wire import DescribedPartition, DescribedTopic, WireError
-from cluster.kafka_wire_config import Features, TopicConfigs
-from cluster.observe import ObservationError, PartitionObserver
+from elr_harness.cluster import observe
+from elr_harness.cluster.kafka_wire import DescribedPartition, DescribedTopic, WireError
+from elr_harness.cluster.kafka_wire_config import Features, TopicConfigs
+from elr_harness.cluster.observe import ObservationError, PartitionObserver
 
 
 class FakeBroker:

@@ -3,8 +3,8 @@ removes its own clusters afterwards and never a user's (nothing but its own)."""
 
 from __future__ import annotations
 
-from cluster.docker_backend import labels
-from harness.core.config import OWNER_ENV
+from elr_harness.cluster.docker_backend import labels
+from elr_harness.core.config import OWNER_ENV
 
 
 def test_the_owner_label_is_on_a_cluster_only_when_an_owner_is_set(monkeypatch):

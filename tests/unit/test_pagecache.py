@@ -21,10 +21,10 @@ import pytest
 if not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None:
     pytest.skip("needs /dev/fuse and fusermount3 to mount the layer", allow_module_level=True)
 
-from cluster.node import ExecResult, NodeSpec, Role  # noqa: E402
-from harness.core.config import PageCacheConfig  # noqa: E402
-from harness.core.errors import HarnessError  # noqa: E402
-from nemesis import pagecache  # noqa: E402
+from elr_harness.cluster.node import ExecResult, NodeSpec, Role  # noqa: E402
+from elr_harness.core.config import PageCacheConfig  # noqa: E402
+from elr_harness.core.errors import HarnessError  # noqa: E402
+from elr_harness.nemesis import pagecache  # noqa: E402
 
 
 class LocalNode:
@@ -135,7 +135,7 @@ def test_a_disk_fault_is_set_and_cleared_through_the_node(setup: Setup) -> None:
     """The nemesis's path: control file + SIGUSR2 through Node.exec, answer awaited."""
     import errno
 
-    from nemesis.pagecache_faults import DiskFault
+    from elr_harness.nemesis.pagecache_faults import DiskFault
 
     _mount(setup)
     (setup.mnt / "dir-1").mkdir()
@@ -202,7 +202,7 @@ class FlakyNode(LocalNode):
 
 
 def test_a_disk_fault_request_survives_an_engine_that_answers_late(setup: Setup) -> None:
-    from nemesis.pagecache_faults import DiskFault
+    from elr_harness.nemesis.pagecache_faults import DiskFault
 
     _mount(setup)
     flaky = FlakyNode()

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from cluster.record_batches import UnreadableSegment, read_segment
-from cluster.releases import TESTED
-from cluster.replica_logs import parse_replica_dump, read_segments
+from elr_harness.cluster.record_batches import UnreadableSegment, read_segment
+from elr_harness.cluster.releases import TESTED
+from elr_harness.cluster.replica_logs import parse_replica_dump, read_segments
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RELEASES = sorted(p.parent for p in FIXTURES.glob("kafka-*/segments.dump.txt"))

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.core.errors import HarnessError, HistoryError
-from workloads.recorder import HistoryRecorder
+from elr_harness.core.errors import HarnessError, HistoryError
+from elr_harness.workloads.recorder import HistoryRecorder
 
 
 def read_lines(path: Path) -> list[str]:
@@ -144,7 +144,7 @@ def test_process_ids_are_never_reused(tmp_path: Path) -> None:
 CRASH_WRITER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from workloads.recorder import HistoryRecorder
+    from elr_harness.workloads.recorder import HistoryRecorder
     recorder = HistoryRecorder(Path(sys.argv[1]), flush_interval_s=float(sys.argv[2]))
     print(recorder.origin_ns, flush=True)
     value = 0

@@ -27,8 +27,8 @@ from checker_agreement import differences, reference_view, spark_view
 from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
 from reference_checker import MalformedLine, reference_check
 
-from checkers.check import check_history
-from harness.core.errors import HarnessError
+from elr_harness.checker.check import check_history
+from elr_harness.core.errors import HarnessError
 
 pytestmark = pytest.mark.usefixtures("spark")
 

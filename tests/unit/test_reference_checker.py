@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from reference_checker import ANOMALIES, MalformedLine, Reference, reference_check
 
-from harness.core.errors import HistoryError
+from elr_harness.core.errors import HistoryError
 
 NODES = {f"broker-{i}": {"role": "broker", "id": i} for i in (1, 2, 3)}
 NODES["controller-1"] = {"role": "controller", "id": 1000}

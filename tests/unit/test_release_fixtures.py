@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from cluster.kafka_wire import (
+from elr_harness.cluster.kafka_wire import (
     decode_describe_response,
     decode_list_offsets_response,
     decode_metadata_brokers,
 )
-from cluster.metadata_log import parse_dump, partition_states
-from cluster.releases import TESTED
-from cluster.replica_logs import parse_checkpoint, parse_replica_dump
+from elr_harness.cluster.metadata_log import parse_dump, partition_states
+from elr_harness.cluster.releases import TESTED
+from elr_harness.cluster.replica_logs import parse_checkpoint, parse_replica_dump
 
 RELEASES = sorted(p.parent for p in (Path(__file__).parent / "fixtures").glob(
     "kafka-*/facts.json"))

@@ -7,9 +7,9 @@ import threading
 
 import pytest
 
-from cluster.releases import parse_metadata, releases, resolve_version
-from harness.core.config import ReleasesConfig
-from harness.core.errors import DistributionError
+from elr_harness.cluster.releases import parse_metadata, releases, resolve_version
+from elr_harness.core.config import ReleasesConfig
+from elr_harness.core.errors import DistributionError
 
 #: Maven Central's kafka_2.13 maven-metadata.xml as served on 2026-11-25 (its
 #: <versions> trimmed to a spread of what it holds).

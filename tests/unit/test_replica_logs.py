@@ -5,7 +5,7 @@ Each tested release's real dump is decoded in test_release_fixtures.py."""
 
 from __future__ import annotations
 
-from cluster.replica_logs import parse_checkpoint, parse_replica_dump
+from elr_harness.cluster.replica_logs import parse_checkpoint, parse_replica_dump
 
 # ruff: noqa: E501 - the dump tool's lines as it prints them
 

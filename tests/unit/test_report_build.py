@@ -19,11 +19,11 @@ from report_fixtures import (
     make_run,
 )
 
-from checkers.check import write_results
-from harness.cli import main
-from harness.core.config import ReportConfig
-from harness.core.errors import BadInput
-from reports.build import build_report
+from elr_harness.checker.check import write_results
+from elr_harness.cli.main import main
+from elr_harness.core.config import ReportConfig
+from elr_harness.core.errors import BadInput
+from elr_harness.report.build import build_report
 
 CONFIG = ReportConfig()
 
@@ -326,7 +326,7 @@ def test_op_counts_are_the_checkers(invalid: tuple[Path, str]) -> None:
 
 def test_fault_steps_and_errors_come_from_the_checkers_report_table(
         valid: tuple[Path, str]) -> None:
-    """The fault's step (its detail, kept by checkers/report_tables.py) labels the bands
+    """The fault's step (its detail, kept by checker/report_tables.py) labels the bands
     and the faults table."""
     _run_dir, page = valid
     faults = _section(page, "faults")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from reports.stats import _churn_table
+from elr_harness.report.stats import _churn_table
 
 
 def _rows(html: str) -> list[list[str]]:

@@ -9,15 +9,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.core.config import ReportConfig
-from harness.core.history import COVERAGE_STATES
-from reports.checked_tables import CheckedTables, ObservedState
-from reports.coverage import coverage_section
-from reports.faults import FaultBand
-from reports.lost_writes import LostWrites
-from reports.report_inputs import ReportInputs
-from reports.rundir import MetadataLog, RunFiles
-from reports.timeline import faults_section, partitions_section
+from elr_harness.core.config import ReportConfig
+from elr_harness.core.history import COVERAGE_STATES
+from elr_harness.report.checked_tables import CheckedTables, ObservedState
+from elr_harness.report.coverage import coverage_section
+from elr_harness.report.faults import FaultBand
+from elr_harness.report.lost_writes import LostWrites
+from elr_harness.report.report_inputs import ReportInputs
+from elr_harness.report.rundir import MetadataLog, RunFiles
+from elr_harness.report.timeline import faults_section, partitions_section
 
 DEFAULTS = ReportConfig()
 
@@ -93,7 +93,7 @@ def test_results_without_coverage_say_so():
 
 
 def test_a_guided_runs_rounds_are_counted_per_state_they_aimed_at():
-    from reports.faults import FaultEvent
+    from elr_harness.report.faults import FaultEvent
 
     coverage = _zero()
     coverage["elr-not-empty"] = {"count": 2, "first_time": 1, "example": 4}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from reports.faults import FaultEvent, pair_faults
-from reports.metadata import decode_metadata
+from elr_harness.report.faults import FaultEvent, pair_faults
+from elr_harness.report.metadata import decode_metadata
 
 
 def ev(i: int, t: float, kind: str, nodes: list[str], typ: str = "ok", **detail) -> FaultEvent:

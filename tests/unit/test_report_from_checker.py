@@ -14,9 +14,9 @@ import pytest
 from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
 from synthetic import Injection, SyntheticSpec, write_run_dir
 
-from checkers.check import check_history, write_results
-from harness.core.config import ReportConfig
-from reports.build import build_report
+from elr_harness.checker.check import check_history, write_results
+from elr_harness.core.config import ReportConfig
+from elr_harness.report.build import build_report
 
 pytestmark = pytest.mark.usefixtures("spark")
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.core.errors import BadInput, HarnessError
-from reports.index import write_index
-from reports.serve import make_server
-from reports.summary import print_summary
+from elr_harness.core.errors import BadInput, HarnessError
+from elr_harness.report.index import write_index
+from elr_harness.report.serve import make_server
+from elr_harness.report.summary import print_summary
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -133,7 +133,8 @@ def _free_port() -> int:
 def test_harness_serve_stops_cleanly_on_ctrl_c(store: Path) -> None:
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "serve", "--store", str(store), "--port", str(port)],
+        [sys.executable, "-m", "elr_harness.cli", "serve", "--store", str(store), "--port",
+         str(port)],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
@@ -175,7 +176,7 @@ def test_summary_prints_verdict_reason_anomalies_and_report(capsys) -> None:
 
 def test_an_index_the_harness_wrote_before_its_marker_is_still_refreshed(tmp_path: Path) -> None:
     """The page as the harness wrote it before the generator marker (its head, as
-    a527c2e's reports/index.py wrote it) is the harness's own: refreshed, while a
+    a527c2e's report/index.py wrote it) is the harness's own: refreshed, while a
     user's page with the same title elsewhere is not."""
     store = tmp_path / "store"
     store.mkdir()
@@ -193,7 +194,7 @@ def test_an_index_the_harness_wrote_before_its_marker_is_still_refreshed(tmp_pat
 
 def test_soak_index_table_shows_each_runs_lost_writes(tmp_path):
     """A checked run's lost writes by acks, a never-checked run's '-', from soak.json."""
-    from reports.soak_index import render_soak_index, runs_frame
+    from elr_harness.report.soak_index import render_soak_index, runs_frame
 
     base = {"entry": "mix", "seed": 1, "kafka_version_requested": "4.1.1",
             "duration_s": 61.0, "reproduce": "harness run --seed 1"}

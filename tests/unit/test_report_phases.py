@@ -1,5 +1,5 @@
-"""The report's phases bar and where its plots start (reports/phases.py,
-reports/plots.py): from test.json's phases, with the check's time from results.json."""
+"""The report's phases bar and where its plots start (report/phases.py,
+report/plots.py): from test.json's phases, with the check's time from results.json."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import re
 import pytest
 from matplotlib.figure import Figure
 
-from reports.phases import phases_bar, recorded_phases, workload_start_s
-from reports.plots import _finish
+from elr_harness.report.phases import phases_bar, recorded_phases, workload_start_s
+from elr_harness.report.plots import _finish
 
 PHASES = [{"name": "setup", "start_s": 0.5, "duration_s": 25.0},
           {"name": "workload + nemesis", "start_s": 25.5, "duration_s": 60.0},

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from reports.checked_tables import Interest
-from reports.evidence import op_detail
+from elr_harness.report.checked_tables import Interest
+from elr_harness.report.evidence import op_detail
 
 
 def test_an_observe_shows_the_fenced_brokers_it_recorded():

@@ -1,4 +1,4 @@
-"""What the report reads of the checker's tables (reports/checked_tables.py), on a
+"""What the report reads of the checker's tables (report/checked_tables.py), on a
 small hand-written history checked by the real checker."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
 
-from checkers.check import check_history
-from checkers.report_tables import report_table_of
-from reports.checked_tables import Interest, read_checked_tables
-from reports.plots import downsample
+from elr_harness.checker.check import check_history
+from elr_harness.checker.report_tables import report_table_of
+from elr_harness.report.checked_tables import Interest, read_checked_tables
+from elr_harness.report.plots import downsample
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -160,8 +160,8 @@ def test_downsample_keeps_spikes_and_the_bound() -> None:
 
 
 def test_the_state_table_and_lanes_show_the_min_isr_and_elr_feature(checked) -> None:
-    from reports.plots import membership_plot
-    from reports.timeline import state_table
+    from elr_harness.report.plots import membership_plot
+    from elr_harness.report.timeline import state_table
 
     history, _results = checked
     states = read_checked_tables(history, {}).states[("t", 0)]

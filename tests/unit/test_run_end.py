@@ -1,5 +1,5 @@
 """How a run ends when its end goes wrong: test.json still says how it ended
-(harness/run.py, _close_and_tear_down), and a Ctrl-C while the workload starts its
+(run/phases.py, _close_and_tear_down), and a Ctrl-C while the workload starts its
 clients stops the ones it started (workloads/client_thread.py)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.run import Phases, _close_and_tear_down
-from workloads.client_thread import ClientThread
+from elr_harness.run.phases import Phases, _close_and_tear_down
+from elr_harness.workloads.client_thread import ClientThread
 
 
 class _Part:
@@ -74,7 +74,7 @@ def test_each_phase_is_recorded_with_its_start_on_the_historys_clock(monkeypatch
     """test.json's phases: every phase entered, in order, its start measured from the
     history's time 0 (the recorder's origin) and its duration; the one in course
     ends when the run does."""
-    import harness.run as run
+    import elr_harness.run.phases as run
 
     now = iter([100.0, 101.0, 126.5, 186.5, 187.0, 188.25, 200.0, 203.5]).__next__
     monkeypatch.setattr(run.time, "monotonic", now)

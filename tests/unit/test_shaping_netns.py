@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from cluster.node import ExecResult, NodeSpec, Role
-from cluster.shaping import remove_slow_command
-from harness.core.config import NodeTimeouts
-from harness.core.errors import HarnessError
-from harness.core.history import Fault
-from nemesis import grudges
-from nemesis.injector import FaultInjector
+from elr_harness.cluster.node import ExecResult, NodeSpec, Role
+from elr_harness.cluster.shaping import remove_slow_command
+from elr_harness.core.config import NodeTimeouts
+from elr_harness.core.errors import HarnessError
+from elr_harness.core.history import Fault
+from elr_harness.nemesis import grudges
+from elr_harness.nemesis.injector import FaultInjector
 
 PORT = 7071
 #: Prints "ready" once listening, then the bytes received on one connection and the

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
 
-from harness.cli import build_parser
-from harness.core.config import SoakConfig
-from harness.core.errors import BadInput
-from harness.soak import Soak
-from harness.soak_junit import write_junit
-from harness.soak_plan import (
+from elr_harness.cli.main import build_parser
+from elr_harness.core.config import SoakConfig
+from elr_harness.core.errors import BadInput
+from elr_harness.report.soak_index import render_soak_index
+from elr_harness.soak.junit import write_junit
+from elr_harness.soak.plan import (
     DEFAULT_PLAN,
     PlanEntry,
     planned_run,
@@ -29,8 +29,8 @@ from harness.soak_plan import (
     validate_plan,
     workload_seconds,
 )
-from harness.soak_results import keep, run_record
-from reports.soak_index import render_soak_index
+from elr_harness.soak.results import keep, run_record
+from elr_harness.soak.runner import Soak
 
 
 def test_every_entry_meets_every_release_with_its_own_seed():
@@ -88,9 +88,9 @@ def test_the_soak_hands_its_coverage_to_a_guided_child(tmp_path):
 def test_the_known_bugs_plan_is_valid_and_with_the_default_reaches_every_kind(tmp_path):
     """plans/known-bugs.toml: run flags the run accepts; it and the default plan
     together ask for every fault kind and every scripted scenario."""
-    from nemesis.faults import FAULT_KINDS
-    from nemesis.registry import parse_nemesis
-    from nemesis.scenarios import SCENARIOS
+    from elr_harness.nemesis.faults import FAULT_KINDS
+    from elr_harness.nemesis.registry import parse_nemesis
+    from elr_harness.nemesis.scenarios import SCENARIOS
 
     run_parser = build_parser()._subparsers._group_actions[0].choices["run"]
     plan = read_plan(Path(__file__).parents[2] / "plans" / "known-bugs.toml")
@@ -285,7 +285,7 @@ time.sleep(120)
 _DRIVER = """
 import json, sys
 from pathlib import Path
-from harness.soak import Soak
+from elr_harness.soak.runner import Soak
 soak_dir = Path(sys.argv[1])
 state = json.loads((soak_dir / "state.json").read_text())
 class Stand(Soak):
@@ -423,7 +423,7 @@ class _FakeChecker:
 
 @pytest.mark.parametrize("ended", [False, True], ids=["killed", "ctrl-c"])
 def test_resume_checks_a_run_recorded_but_not_checked(tmp_path, monkeypatch, ended):
-    import harness.soak as soak_module
+    import elr_harness.soak.runner as soak_module
 
     state = _recorded_run(tmp_path, index=1)
     if ended:  # a Ctrl-C during its check ended the soak
@@ -449,7 +449,7 @@ def test_resume_checks_a_run_recorded_but_not_checked(tmp_path, monkeypatch, end
 
 def test_ctrl_c_during_a_check_keeps_the_run_unchecked_and_saves_the_soak(tmp_path,
                                                                            monkeypatch):
-    import harness.soak as soak_module
+    import elr_harness.soak.runner as soak_module
 
     state = _recorded_run(tmp_path)
     fake = _FakeChecker(tmp_path, interrupt=True)
@@ -465,7 +465,7 @@ def test_ctrl_c_during_a_check_keeps_the_run_unchecked_and_saves_the_soak(tmp_pa
 
 
 def test_soak_json_with_a_bad_unchecked_run_is_damaged(tmp_path):
-    from harness.soak_state import Damaged, check_state
+    from elr_harness.soak.state import Damaged, check_state
 
     state = _recorded_run(tmp_path)
     run_parser = build_parser()._subparsers._group_actions[0].choices["run"]
@@ -495,7 +495,7 @@ sys.exit(2)  # what `harness run --no-check` exits with
 _CHECKING_DRIVER = """
 import json, sys
 from pathlib import Path
-from harness.soak import Soak
+from elr_harness.soak.runner import Soak
 soak_dir = Path(sys.argv[1])
 state = json.loads((soak_dir / "state.json").read_text())
 class Stand(Soak):
@@ -549,7 +549,7 @@ def test_one_spark_session_checks_every_run_of_the_soak(tmp_path):
 
 
 def test_a_whole_run_cut_by_ctrl_c_before_its_check_is_left_for_resume(tmp_path, monkeypatch):
-    import harness.soak as soak_module
+    import elr_harness.soak.runner as soak_module
 
     state = _recorded_run(tmp_path)
     pending = state.pop("unchecked")
@@ -571,7 +571,7 @@ def test_a_soak_on_its_own_subnet_hands_it_to_every_run_and_checks_it_on_resume(
     argv = Soak(tmp_path, state).child_argv(planned_run(DEFAULT_PLAN, ("latest",), 1, 0),
                                             tmp_path / "m")
     assert argv[argv.index("--subnet") + 1] == "10.213.122.0/24"
-    from harness.soak_state import Damaged, check_state
+    from elr_harness.soak.state import Damaged, check_state
 
     run_parser = build_parser()._subparsers._group_actions[0].choices["run"]
     state["subnet"] = "10.213.122.0/33"

@@ -11,10 +11,10 @@ import re
 from junitparser import JUnitXml
 from test_soak import _record, _run_dir, _state
 
-from harness.core.history import COVERAGE_STATES
-from harness.soak_junit import write_junit
-from harness.soak_results import soak_coverage
-from reports.soak_index import render_soak_index
+from elr_harness.core.history import COVERAGE_STATES
+from elr_harness.report.soak_index import render_soak_index
+from elr_harness.soak.junit import write_junit
+from elr_harness.soak.results import soak_coverage
 
 
 def _with_coverage(run_dir, counts: dict) -> None:

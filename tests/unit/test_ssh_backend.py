@@ -12,10 +12,10 @@ import tarfile
 import pytest
 import yaml
 
-from cluster.firewall import drop_peers_command, remove_tagged_command
-from cluster.nodes_file import read_nodes_file
-from cluster.ssh_backend import KEPT, SshProvider, _tar, distribution_digest
-from harness.core.config import ClusterConfig
+from elr_harness.cluster.firewall import drop_peers_command, remove_tagged_command
+from elr_harness.cluster.nodes_file import read_nodes_file
+from elr_harness.cluster.ssh_backend import KEPT, SshProvider, _tar, distribution_digest
+from elr_harness.core.config import ClusterConfig
 
 
 @pytest.fixture

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from cluster.observe import PartitionState
-from harness.core.config import ScenarioTimings
-from nemesis import grudges
-from nemesis.needs import Layer
-from nemesis.scenarios import SCENARIOS
-from nemesis.scenarios.unclean_last_replica_alone import UncleanLastReplicaAlone
+from elr_harness.cluster.observe import PartitionState
+from elr_harness.core.config import ScenarioTimings
+from elr_harness.nemesis import grudges
+from elr_harness.nemesis.needs import Layer
+from elr_harness.nemesis.scenarios import SCENARIOS
+from elr_harness.nemesis.scenarios.unclean_last_replica_alone import UncleanLastReplicaAlone
 
 NODES = ["broker-1", "broker-2", "broker-3", "controller-1"]
 FAST = ScenarioTimings(step_timeout_s=0.2, warmup_high_watermark=0, hold_t1_s=0.0, hold_alone_s=0.2)

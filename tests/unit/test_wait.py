@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from harness.core.wait import wait_until
+from elr_harness.core.wait import wait_until
 
 
 class Clock:

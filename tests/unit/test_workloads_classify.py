@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from workloads.classify import (
+from elr_harness.workloads.classify import (
     DEFINITE_SEND_FAILURES,
     REPOSITION_ERRORS,
     classify_send_error,

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from harness.core.config import WorkloadConfig
-from workloads.consumers import (
+from elr_harness.core.config import WorkloadConfig
+from elr_harness.workloads.consumers import (
     ConsumerProcess,
     FetchWatermarks,
     PollOutcome,
@@ -26,8 +26,8 @@ from workloads.consumers import (
     parse_value,
     reposition_target,
 )
-from workloads.recorder import HistoryRecorder
-from workloads.stats import StatsCollector
+from elr_harness.workloads.recorder import HistoryRecorder
+from elr_harness.workloads.stats import StatsCollector
 
 
 class FakeMessage:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from test_workloads_consumers import FakeMessage, ScriptedConsumer
 
-from harness.core.config import TopicConfig, WorkloadConfig
-from workloads.final_reads import FINAL_READ_INCOMPLETE, final_reads
-from workloads.recorder import HistoryRecorder
+from elr_harness.core.config import TopicConfig, WorkloadConfig
+from elr_harness.workloads.final_reads import FINAL_READ_INCOMPLETE, final_reads
+from elr_harness.workloads.recorder import HistoryRecorder
 
 
 def run(tmp_path: Path, fake: ScriptedConsumer, config: WorkloadConfig):

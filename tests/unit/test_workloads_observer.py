@@ -8,10 +8,10 @@ import threading
 import time
 from pathlib import Path
 
-from cluster.observe import PartitionState as State
-from harness.core.history import OBSERVE_FIELDS
-from workloads.observer import ObserverLoop
-from workloads.recorder import HistoryRecorder
+from elr_harness.cluster.observe import PartitionState as State
+from elr_harness.core.history import OBSERVE_FIELDS
+from elr_harness.workloads.observer import ObserverLoop
+from elr_harness.workloads.recorder import HistoryRecorder
 
 
 class FlakySource:

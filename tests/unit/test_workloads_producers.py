@@ -18,18 +18,18 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Producer
 
-from harness.core.config import WorkloadConfig
-from workloads.client_conf import consumer_conf, producer_conf
-from workloads.producers import (
+from elr_harness.core.config import WorkloadConfig
+from elr_harness.workloads.client_conf import consumer_conf, producer_conf
+from elr_harness.workloads.producers import (
     CLIENT_RESENT,
     STOPPED_IN_FLIGHT,
     PartitionChooser,
     ProducerClient,
     RateLimiter,
 )
-from workloads.recorder import HistoryRecorder
-from workloads.stats import StatsCollector
-from workloads.workload import producer_groups
+from elr_harness.workloads.recorder import HistoryRecorder
+from elr_harness.workloads.stats import StatsCollector
+from elr_harness.workloads.workload import producer_groups
 
 
 class _Delivered:

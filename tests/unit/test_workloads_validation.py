@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.core.config import TopicConfig, WorkloadConfig
-from harness.core.errors import EXIT_UNKNOWN, BadInput
-from workloads.recorder import HistoryRecorder
-from workloads.validation import validate, validate_targets
-from workloads.workload import Workload
+from elr_harness.core.config import TopicConfig, WorkloadConfig
+from elr_harness.core.errors import EXIT_UNKNOWN, BadInput
+from elr_harness.workloads.recorder import HistoryRecorder
+from elr_harness.workloads.validation import validate, validate_targets
+from elr_harness.workloads.workload import Workload
 
 
 def test_defaults_are_valid() -> None:

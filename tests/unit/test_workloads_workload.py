@@ -13,9 +13,9 @@ from test_workloads_consumers import FakeMessage, ScriptedConsumer
 from test_workloads_observer import FlakySource
 from test_workloads_producers import ScriptedProducer, check_process_discipline
 
-from harness.core.config import TopicConfig, WorkloadConfig
-from workloads.recorder import HistoryRecorder
-from workloads.workload import Workload
+from elr_harness.core.config import TopicConfig, WorkloadConfig
+from elr_harness.workloads.recorder import HistoryRecorder
+from elr_harness.workloads.workload import Workload
 
 
 class ClosableSource(FlakySource):

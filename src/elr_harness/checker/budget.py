@@ -1,0 +1,135 @@
+"""KIP-966's fault budget: losses per partition between full ISRs, against the
+lowest min ISR in effect meanwhile.
+
+A partition keeps its acks=all promise with up to min.insync.replicas - 1 of its
+replicas losing unflushed data. The losses (checker/budget_faults.py: page-cache
+losses and disk faults that dropped data, ok or info) on nodes that are replicas
+of the partition (every broker id the observer ever saw in its replicas/leader/
+ISR/ELR/last-known ELR; every broker when it was never observed) are counted
+between two observations where the partition's ISR was full (full_isr: every
+replica the observation names, or replication factor members without them).
+Each such window is judged against the lowest min ISR in effect at any time in
+it (test.json's, through the min ISR changes: budget_faults.min_isr_steps); the
+window that came closest to its budget, or went furthest beyond it, is the
+partition's. Losses while the ELR feature was off are counted apart
+(budget_faults.unprotected_hits; check.py) and put the partition beyond the
+budget whatever the count.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from elr_harness.checker.frames import EMPTY_IDS, local_rows, sql_string
+from elr_harness.checker.observations import per_topic
+from elr_harness.checker.testinfo import RunInfo
+
+
+def observed_replicas(obs: DataFrame) -> dict[tuple[str, int], list[int]]:
+    """Each observed partition's replicas: every broker id the observer saw in its
+    replicas, as its leader, or in its ISR, ELR or last-known ELR (a few rows per
+    partition).
+
+    A small job of its own, run before the checks are planned: inside them
+    map-side partial aggregation is off, so finding the replicas there shuffled
+    every observation, and the main job waited for it (10M operations: 477k
+    rows, 2.9 s).
+    """
+    none = EMPTY_IDS
+    members = ("array_distinct(flatten(array("
+               f"coalesce(replicas, {none}), coalesce(isr, {none}), coalesce(elr, {none}), "
+               f"coalesce(last_known_elr, {none}), "
+               f"CASE WHEN leader >= 0 THEN array(leader) ELSE {none} END)))")
+    # explode_outer: a partition only ever seen with no members still counts as seen
+    rows = (obs.selectExpr("topic", "partition", f"explode_outer({members}) AS broker")
+            .distinct().collect())
+    replicas: dict[tuple[str, int], list[int]] = {}
+    for r in rows:
+        if r["topic"] is None or r["partition"] is None:
+            continue  # matches no fault's partition, as a join on nulls would not
+        brokers = replicas.setdefault((r["topic"], r["partition"]), [])
+        if r["broker"] is not None:
+            brokers.append(r["broker"])
+    return {key: sorted(brokers) for key, brokers in sorted(replicas.items())}
+
+
+def _is_replica(replicas: dict[tuple[str, int], list[int]]) -> str:
+    """SQL: the row's broker is a replica of its partition (any broker of a
+    partition the observer never saw)."""
+    cases = " ".join(
+        f"WHEN topic = {sql_string(topic)} AND partition = {int(partition)} THEN "
+        + (f"broker IN ({', '.join(str(int(b)) for b in brokers)})" if brokers else "false")
+        for (topic, partition), brokers in replicas.items())
+    return f"(CASE {cases} ELSE true END)" if cases else "true"
+
+
+def full_isr(info: RunInfo) -> str:
+    """SQL over an observation: its ISR is full, i.e. holds every replica the same
+    observation names (`replicas`, as a set); without replicas (absent, null or
+    empty), at least the topic's replication factor of members (test.json). A
+    reassignment changes the replicas: a partition taken below its replication
+    factor has a full ISR again, and one with a replica added has not until that
+    replica joined."""
+    isr = f"coalesce(isr, {EMPTY_IDS})"
+    rf = per_topic(info, lambda t: t.replication_factor)
+    return (f"(CASE WHEN replicas IS NOT NULL AND size(replicas) > 0 "
+            f"THEN size(array_except(replicas, {isr})) = 0 ELSE size({isr}) >= {rf} END)")
+
+
+def in_effect(info: RunInfo, steps: dict[str, list[tuple[int, int]]]) -> str:
+    """SQL over a row's topic and index: the lowest min ISR possibly in effect
+    there (test.json's, or the last step of its topic before the row)."""
+    cases = [f"WHEN topic = {sql_string(topic)} AND index > {int(at)} THEN {int(low)}"
+             for topic, topic_steps in sorted(steps.items())
+             for at, low in reversed(topic_steps)]
+    base = per_topic(info, lambda t: t.min_insync_replicas)
+    return f"(CASE {' '.join(cases)} ELSE {base} END)" if cases else base
+
+
+def page_cache_losses(spark, hits: list[tuple[int, str]], obs: DataFrame,
+                      partitions: DataFrame, replicas: dict[tuple[str, int], list[int]],
+                      info: RunInfo, steps: dict[str, list[tuple[int, int]]]) -> DataFrame:
+    """Rows (topic, partition, losses, low): of the partition's full-ISR window that
+    came closest to its budget or went furthest beyond it (the most losses minus
+    the budget, then the most losses), its losses (hits, from budget_faults.loss_hits)
+    on the partition's replicas (observed_replicas) and the lowest min ISR in effect
+    in it (steps: budget_faults.min_isr_steps of each judged partition's topic).
+    Every judged partition (partitions) has a row; observed ones may too."""
+    # node -> broker id by the one rule (RunInfo.broker_id): a node test.json lists
+    # as a controller is no broker, whatever its name
+    brokers = [(index, broker) for index, node in hits
+               if (broker := info.broker_id(node)) is not None]
+    faults = local_rows(spark, "index bigint, broker bigint", brokers)
+    judged = F.broadcast(partitions.select("topic", "partition"))
+    none = F.lit(None).cast("bigint")
+    base = F.expr(per_topic(info, lambda t: t.min_insync_replicas)).cast("bigint")
+
+    losses = (faults.crossJoin(judged).filter(_is_replica(replicas))
+              .select("topic", "partition", "index", F.lit(0).alias("full"),
+                      F.lit(1).alias("loss"), none.alias("low")))
+    # the first window opens with the run at test.json's min ISR
+    starts = judged.select("topic", "partition", F.lit(-1).cast("bigint").alias("index"),
+                           F.lit(0).alias("full"), F.lit(0).alias("loss"), base.alias("low"))
+    # each min ISR change lowers (or raises) what its window may have had in effect
+    changes = (local_rows(spark, "topic string, index bigint, low bigint",
+                          [(t, at, low) for t, s in sorted(steps.items()) for at, low in s])
+               .join(judged, "topic")
+               .select("topic", "partition", "index", F.lit(0).alias("full"),
+                       F.lit(0).alias("loss"), "low"))
+    full_points = obs.select("topic", "partition", "index",
+                             F.expr(full_isr(info)).cast("int")
+                             .alias("full"), F.lit(0).alias("loss"),
+                             F.expr(in_effect(info, steps)).cast("bigint").alias("low")) \
+        .filter("full = 1")
+    running = Window.partitionBy("topic", "partition").orderBy("index", "full") \
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    windows = (losses.unionByName(starts).unionByName(changes).unionByName(full_points)
+               .withColumn("window", F.sum("full").over(running))
+               .groupBy("topic", "partition", "window")
+               .agg(F.sum("loss").cast("bigint").alias("losses"),
+                    F.min("low").alias("low")))
+    # the greatest (losses - budget, losses): a hash aggregate, not a sort
+    worst = F.max(F.struct((F.col("losses") - F.col("low")).alias("slack"), "losses", "low"))
+    return (windows.groupBy("topic", "partition").agg(worst.alias("w"))
+            .select("topic", "partition", "w.losses", "w.low"))

@@ -1,0 +1,109 @@
+"""The small facts the checks are planned from, gathered before them.
+
+Two small jobs: one aggregate of the events table by (partition, kind) (which
+partitions the history names, the highest final offset of each, and how many
+events of each kind the checks will read), and the side table's few lines
+(final polls, faults, replica lines; the observe lines only counted). From them,
+in Python: the partitions judged and their final-read completeness
+(checker/final_reads.py), and the proof that the checks read the history: the
+events' counts must equal the JSON pass's (checker/load.checked_counts).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from elr_harness.checker.events import (
+    FINAL_RECORD,
+    READ_RECORD,
+    REPLICA_RECORD,
+    SEND_KINDS,
+    TopicKeys,
+)
+from elr_harness.checker.final_reads import PartitionReads, final_read_status
+from elr_harness.checker.testinfo import RunInfo
+from elr_harness.core.errors import HarnessError
+
+TP = tuple[str, int]
+
+
+@dataclass
+class Facts:
+    """What the checks need to know before they are planned."""
+
+    #: every judged partition's final-read facts
+    partitions: dict[TP, PartitionReads]
+    #: the fault lines (index order, their detail as JSON text), for the fault budget
+    faults: list[dict]
+    #: the replica lines (index order), without their records
+    replicas: list[dict]
+    #: what the checks' tables hold, counted from them (results.json's `checked`)
+    checked: dict[str, int]
+
+
+def test_partitions(info: RunInfo) -> set[TP]:
+    """The partitions test.json's topics name (judged whatever the history holds)."""
+    return {(name, p) for name, topic in info.topics.items()
+            for p in range(topic.partitions or 0)}
+
+
+def empty_facts(info: RunInfo, expected: dict[str, int]) -> Facts:
+    """The facts of a history without a line to read: test.json's partitions are
+    judged all the same, none of them covered by a final poll (incomplete), and
+    the checks read nothing (every `checked` count 0, as the JSON pass found)."""
+    return Facts(partitions=final_read_status([], test_partitions(info), {}),
+                 faults=[], replicas=[], checked=dict(expected))
+
+
+def gather(loaded, info: RunInfo, expected: dict[str, int]) -> Facts:
+    """The facts of a loaded history (checker/load.LoadedHistory); `expected` is
+    what the JSON pass counted. A count that differs is a harness error, never a
+    verdict: the checks would judge a history they did not read."""
+    from pyspark.sql import functions as F
+
+    keys: TopicKeys = loaded.keys
+    per_kind = (loaded.events.groupBy("tp", "kind")
+                .agg(F.count(F.lit(1)).alias("n"), F.max("offset").alias("top")).collect())
+    side = (loaded.side.filter("f != 'observe'")
+            .select("index", "time", "process", "type", "f", "topic", "partition", "fault", "nodes",
+                    "seek", "hwm", "hwm_map", "record_partitions", "broker", "node", "detail")
+            .orderBy("index").collect())
+    side = [r.asDict() for r in side]
+    observations = loaded.side.filter("f = 'observe'").count()
+
+    kinds: Counter = Counter()
+    named: set[TP] = set()
+    final_top: dict[TP, int] = {}
+    for r in per_kind:
+        kinds[r["kind"]] += r["n"]
+        if r["kind"] == REPLICA_RECORD:
+            continue  # replica lines name no partition to judge (docs/CHECKING.md)
+        key = keys.decode(r["tp"])
+        if key[0] is None or key[1] is None:
+            continue
+        named.add(key)
+        if r["kind"] == FINAL_RECORD and r["top"] is not None:
+            final_top[key] = r["top"]
+    polls = [r for r in side if r["f"] == "poll"]
+    for r in polls:
+        if r["type"] == "ok" and r["topic"] is not None:
+            named.update((r["topic"], int(p)) for p in (r["hwm_map"] or {}))
+    named |= test_partitions(info)
+
+    checked = {
+        "sends": sum(kinds[SEND_KINDS[t]] for t in ("ok", "fail", "info")),
+        "polled_records": kinds[READ_RECORD],
+        "final_records": kinds[FINAL_RECORD],
+        "observations": observations,
+        "replica_records": kinds[REPLICA_RECORD],
+    }
+    differ = [f"{name}: {checked[name]} in the checks' tables, {expected.get(name)} in the "
+              "history" for name in checked if checked[name] != expected.get(name)]
+    if differ:
+        raise HarnessError(f"{loaded.history}: the checks would not have read the whole "
+                           f"history ({'; '.join(differ)}); no verdict is given")
+    return Facts(partitions=final_read_status(polls, named, final_top),
+                 faults=[r for r in side if r["f"] == "fault"],
+                 replicas=[r for r in side if r["f"] == "replica"],
+                 checked=checked)

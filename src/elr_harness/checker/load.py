@@ -1,0 +1,496 @@
+"""Reading history.jsonl into Spark, with the contract's rules for bad lines.
+
+The JSONL is parsed with a fixed schema and written as Parquet next to it
+(history.parquet, never touching history.jsonl); later checks of the same
+unchanged history reuse it. It holds events/, one flat row per send line,
+polled record, seek and replica record, bucketed by topic-partition
+(checker/events.py; a layout file beside them names its topics and bucket
+count), and side/, the few lines the checks read whole: the nemesis's, the
+observer's, the collector's replica lines (without their records) and the final
+polls (without their records). Beside them, the overview: counts of the lines by
+kind and of the records they carry (read_overview), so that a recheck starts
+planning at once, and the checker can prove it read every line (checked_counts).
+Spark alone writes them (_convert): its text reader gives one row per physical
+line, blank ones included, each keeping its input split's byte offset and its
+position in the split, so the first bad line's number is found with small
+aggregates. Every contract rule is judged there, in Spark SQL (checker/lines.py
+spark_bad); checker/lines.py's describe only words what is wrong with the one
+line Spark judged bad first, for the error message.
+
+Every path handed to Spark is absolute (resolve_history makes it so):
+Spark resolves a relative table LOCATION under its warehouse folder, not the
+working directory, and read an empty table from it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from elr_harness.checker import parquet_cache as cache
+from elr_harness.checker.events import (
+    BUCKET_COLUMN,
+    EVENTS_DDL,
+    TopicKeys,
+    spark_events,
+    spark_string,
+)
+from elr_harness.checker.lines import (
+    FIELDS,
+    SCHEMA_DDL,
+    SPARK_BLANK,
+    SPARK_JSON_OPTIONS,
+    SPARK_SHAPE_DDL,
+    describe,
+    read_line,
+    spark_bad,
+    spark_common,
+    spark_kind,
+    spark_needs_shape,
+)
+from elr_harness.checker.report_tables import REPORT, report_rows
+from elr_harness.checker.spark import stop_running_tasks
+from elr_harness.checker.staging import Staging, writable_by_spark
+from elr_harness.core.config import CheckerConfig
+from elr_harness.core.errors import HistoryError
+from elr_harness.core.parallel import at_once
+
+_table_names = itertools.count()
+
+
+@dataclass
+class LoadedHistory:
+    """A history's tables, ready for the checks (read_overview counts its lines)."""
+
+    history: Path
+    #: DataFrame of the events table (checker/events.py), read bucketed
+    events: object
+    #: DataFrame of the side table (cache.SIDE_DDL): faults, observations, replica
+    #: lines and final polls, without records
+    side: object
+    #: the keys the events table's tp column was written with
+    keys: TopicKeys
+    #: the session catalog's name for the events table (release() drops it)
+    events_table: str
+    #: the overview's rows, from the conversion (see cache.OVERVIEW_KEYS)
+    overview_rows: list[dict]
+    #: the first bad line's number and whether it is the last line not blank, or None
+    first_bad: dict | None = None
+    #: the staging folder Spark reads through, when load_history made it (release()
+    #: removes it)
+    stage: Staging | None = None
+
+
+@dataclass
+class Overview:
+    """What counting a history's lines found."""
+
+    #: non-blank lines, a cut-short last line included
+    history_lines: int
+    truncated_lines: int
+    #: counts of valid lines by f, type, acks, fault, final, topic and a send's
+    #: partition, with the records they carry
+    rows: list[dict]
+
+
+
+
+#: Conversion folders given up on (a Ctrl-C): the JVM may still make folders in
+#: them until it exits, so remove_abandoned() removes them again after that.
+_abandoned: list[Path] = []
+
+
+def remove_abandoned() -> None:
+    """Remove the folders of conversions given up on (call once the JVM is gone)."""
+    while _abandoned:
+        shutil.rmtree(_abandoned.pop(), ignore_errors=True)
+
+
+#: Where a large history's parsed lines are written for the conversion's passes
+#: (inside its temporary folder, removed before the cache is installed).
+_PARSED = "_parsed"
+
+
+def _convert(spark, history: Path, tmp: Path, history_bytes: int = 0,
+             parsed_in_memory_below: int = 1 << 62, cancelled_wait_s: float = 30.0,
+             cancelled_settle_s: float = 1.0) -> None:
+    """Spark's text reader and from_json: one row per physical line, so `[]` or a
+    blank line is a row too (the JSON reader takes `[...]` for rows and skips
+    blanks, losing line numbers). Writes the cache's tables into tmp, a folder not
+    yet there. history and tmp are the paths Spark sees: plain ones, through the
+    staging folder.
+
+    The parsed lines are kept (persist) and read by every later pass without being
+    parsed again: one job makes the overview's aggregate and counts the lines the
+    pairing changes (none, for the recorder's history: otherwise a second job
+    makes the overview of the paired lines); then the events, side and report
+    tables are written from the valid lines, by three jobs at once. One more
+    small job finds the first bad line's number only when the overview counts a
+    bad line.
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    text = spark.read.text(str(history))
+    typed = text.select(
+        "value",
+        F.from_json("value", f"{SCHEMA_DDL}, _corrupt STRING",
+                    {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt",
+                     **SPARK_JSON_OPTIONS})
+        .alias("j"),
+        F.expr(SPARK_BLANK).alias("_blank"),
+        F.input_file_block_start().alias("_blk"),
+        F.monotonically_increasing_id().alias("_row"))
+    # the variant read, only on the lines the typed one cannot judge alone
+    exact = typed.withColumn("_exact", F.expr(spark_needs_shape("j._corrupt")))
+    parsed = exact.withColumn("shape", F.when(F.col("_exact"),
+                                               F.from_json("value", SPARK_SHAPE_DDL,
+                                                           SPARK_JSON_OPTIONS)))
+    fields = parsed.select("j.*", "shape", "_exact", "_blank", "_blk", "_row")
+    bad = F.expr(f"NOT _blank AND coalesce({spark_bad()}, true)")
+    # a line of an unknown kind may be valid while its other fields do not parse:
+    # its kind and common fields come from the variant read
+    common = {"f": F.expr(spark_kind()), **{c: F.expr(spark_common(c))
+                                             for c in ("index", "time", "process")}}
+    table = fields.select(
+        *[F.coalesce(F.col("final"), F.lit(False)).alias("final") if c == "final"
+          else common[c].alias(c) if c in common else c for c in FIELDS],
+        # a fault's detail object, as JSON text, for the report table
+        F.to_json(F.col("shape.detail")).alias("detail"),
+        bad.alias("_bad"), "_blank", "_blk", "_row")
+    in_memory = history_bytes < parsed_in_memory_below
+    parsed_lines = fixes = None
+    tmp.mkdir(parents=True)
+    try:
+        # parsed once, read by every later pass: a history under
+        # parsed_in_memory_below is kept as objects (no serialization); a larger one
+        # is written as Parquet and read back, since its objects outgrow the
+        # driver's storage memory, and an evicted block is parsed again by each
+        # pass (1M operations: 135 s of CPU). Inside the try: a Ctrl-C during this
+        # py4j call (slow on a loaded machine) must remove tmp as well
+        if in_memory:
+            parsed_lines = table = table.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+        else:
+            table.write.parquet(str(tmp / _PARSED))
+            table = spark.read.parquet(str(tmp / _PARSED))
+        fixes = _pair_fixes(table)
+        overview, fixed_lines = _overview_and_count(table, fixes)
+        if fixed_lines:
+            table = _with_fixes(table, fixes)
+            overview = _overview(table)
+        else:
+            fixes.unpersist()
+            fixes = None
+        first_bad = _first_bad(table, overview)
+        cache.write_overview(tmp, overview, first_bad)
+        written = table.filter("NOT _bad AND NOT _blank")
+        keys, buckets = cache.layout_of(overview)
+
+        def events() -> None:
+            # the bucket is computed, not left to the shuffle's partitioner: the same
+            # pmod(hash(tp), n) whatever the session's adaptive settings
+            (spark_events(written, keys)
+             .withColumn("bucket", F.expr(f"pmod(hash({BUCKET_COLUMN}), {buckets})"))
+             .repartition(buckets, BUCKET_COLUMN)
+             .write.partitionBy("bucket").mode("overwrite")
+             .parquet(str(tmp / cache.BY_BUCKET)))
+
+        def side() -> None:
+            _spark_side(written).coalesce(1).write.mode("overwrite").parquet(str(tmp / cache.SIDE))
+
+        def report() -> None:
+            report_rows(written).coalesce(1).write.mode("overwrite").parquet(str(tmp / REPORT))
+
+        # three jobs at once: on a small history each is mostly the driver's planning
+        # and one task, so one job's planning overlaps another's tasks
+        at_once(lambda write: write(), [events, side, report])
+        cache.name_buckets(tmp)
+        cache.write_layout(tmp, keys, buckets)
+    except BaseException:
+        # a Ctrl-C leaves the JVM running (PySpark's JVM ignores SIGINT): its tasks,
+        # and a job it has yet to start, would go on creating files, so jobs are
+        # cancelled until none has run for a while, the table removed, and both done
+        # again should it come back; removed even if a second Ctrl-C cuts that short,
+        # and once more by remove_abandoned() after the JVM has exited
+        _abandoned.append(tmp)
+        deadline = time.monotonic() + cancelled_wait_s
+        try:
+            while True:
+                stop_running_tasks(spark, max(0.0, deadline - time.monotonic()),
+                                   cancelled_settle_s)
+                shutil.rmtree(tmp, ignore_errors=True)
+                time.sleep(cancelled_settle_s)
+                if not tmp.exists() or time.monotonic() > deadline:
+                    break
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        if parsed_lines is not None:
+            parsed_lines.unpersist()
+        shutil.rmtree(tmp / _PARSED, ignore_errors=True)
+        if fixes is not None:
+            fixes.unpersist()
+
+
+#: What a client completion takes from the invoke it pairs with (docs/CHECKING.md,
+#: operations), as (column, SQL over the line `l` and its invoke `inv`, when it
+#: differs): a poll is final when its invoke or its completion says so.
+_FROM_INVOKE = (
+    ("final", "l.final OR (f = 'poll' AND inv.final)"),
+    # a send's topic, partition, acks and value are the invoke's: a completion that
+    # says otherwise does not make another send; an acks "0" send has no offset
+    ("topic", "CASE WHEN f = 'send' THEN inv.topic ELSE l.topic END"),
+    ("partition", "CASE WHEN f = 'send' THEN inv.partition ELSE l.partition END"),
+    ("acks", "CASE WHEN f = 'send' THEN inv.acks ELSE l.acks END"),
+    ("value", "CASE WHEN f = 'send' THEN inv.value ELSE l.value END"),
+    ("offset", "CASE WHEN f = 'send' AND inv.acks = '0' THEN NULL ELSE l.offset END"),
+)
+#: And what an invoke takes from its completion.
+_FROM_COMPLETION = (
+    ("final", "l.final OR (f = 'poll' AND done.final)"),
+)
+_PAIRED = tuple(dict.fromkeys(c for c, _ in (*_FROM_INVOKE, *_FROM_COMPLETION)))
+
+
+def _pair_fixes(table):
+    """The pairing's fixes of the lines' table, persisted, not yet computed: one row
+    per line whose fields docs/CHECKING.md reads off its pair (_FROM_INVOKE,
+    _FROM_COMPLETION) differently from the line itself, with the paired fields
+    as p_<column>. None of the recorder's lines changes; a hand-written history's
+    may.
+
+    A client's invoke pairs with the next completion of the same process and f
+    (an invoke followed by another invoke has none), in file order. The pairing
+    walks a narrow projection of the valid send and poll lines (one window, one
+    shuffle of a few columns).
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    pair_fields = ("type", "topic", "partition", "acks", "value", "offset", "final")
+    ops = table.filter("NOT _bad AND NOT _blank AND f IN ('send', 'poll')") \
+        .select("_blk", "_row", "process", "f", *pair_fields)
+    order = "OVER (PARTITION BY process, f ORDER BY _blk, _row)"
+    line = f"struct({', '.join(pair_fields)})"
+    walked = ops.selectExpr("_blk", "_row", "f", f"{line} AS l",
+                            f"lag({line}) {order} AS prev", f"lead({line}) {order} AS next")
+    inv = "CASE WHEN l.type != 'invoke' AND prev.type = 'invoke' THEN prev END"
+    done = "CASE WHEN l.type = 'invoke' AND next.type != 'invoke' THEN next END"
+    paired = walked.selectExpr("_blk", "_row", "l", f"{inv} AS inv", f"{done} AS done",
+                               "f")
+    columns = {c: f"l.{c}" for c in _PAIRED}
+    for column, sql in _FROM_INVOKE:
+        columns[column] = f"CASE WHEN inv IS NOT NULL THEN {sql} ELSE {columns[column]} END"
+    for column, sql in _FROM_COMPLETION:
+        columns[column] = f"CASE WHEN done IS NOT NULL THEN {sql} ELSE {columns[column]} END"
+    fixed = paired.selectExpr("_blk", "_row", "l",
+                              *(f"{sql} AS p_{c}" for c, sql in columns.items()))
+    changed = " OR ".join(f"NOT (p_{c} <=> l.{c})" for c in _PAIRED)
+    return (fixed.filter(changed).drop("l").withColumn("_paired", F.lit(True))
+            .persist(StorageLevel.MEMORY_AND_DISK_DESER))
+
+
+def _with_fixes(table, fixes):
+    """The lines' table with the pairing's fixes applied: only the lines that change
+    are joined back by their place in the file, a broadcast of a few rows."""
+    from pyspark.sql import functions as F
+
+    joined = table.join(F.broadcast(fixes), ["_blk", "_row"], "left")
+    # a fixed value may be null (an acks "0" send's offset): the marker, not coalesce
+    return joined.select(*[F.when(F.col("_paired"), F.col(f"p_{c}")).otherwise(F.col(c))
+                           .alias(c) if c in _PAIRED else c for c in table.columns])
+
+
+def _overview_frame(table):
+    """The overview's aggregate of the lines' table (cache.OVERVIEW_KEYS), lazily."""
+    from pyspark.sql import functions as F
+
+    return (table.groupBy(*[F.expr(k) for k in cache.OVERVIEW_KEYS])
+            .agg(*[F.expr(a) for a in cache.OVERVIEW_AGGREGATES]))
+
+
+def _overview(table) -> list[dict]:
+    """The overview's rows of the lines' table."""
+    return [r.asDict() for r in _overview_frame(table).collect()]
+
+
+#: The column that tells the overview's rows from the fixes' count in one job.
+_FIXES_COUNT = "_elr_fixed_lines"
+
+
+def _overview_and_count(table, fixes) -> tuple[list[dict], int]:
+    """In one job: the overview's rows of the lines as they stand, and how many
+    lines the pairing changes. When it changes none (the recorder's case), those
+    rows are the overview of the paired lines, with no second job; the two
+    aggregates' shuffles run side by side."""
+    from pyspark.sql import functions as F
+
+    overview = _overview_frame(table).withColumn(_FIXES_COUNT, F.lit(None).cast("bigint"))
+    count = fixes.agg(F.count(F.lit(1)).alias(_FIXES_COUNT))
+    rows = overview.unionByName(count, allowMissingColumns=True).collect()
+    counted = [r[_FIXES_COUNT] for r in rows if r[_FIXES_COUNT] is not None]
+    lines = [{k: v for k, v in r.asDict().items() if k != _FIXES_COUNT}
+             for r in rows if r[_FIXES_COUNT] is None]
+    return lines, int(counted[0])
+
+
+def _first_bad(table, overview: list[dict]) -> dict | None:
+    """Where the first bad line is, when the overview counts one: its 1-based number
+    (blank lines counted) and whether it is the last line that is not blank. The
+    number is the lines of the splits before its own, plus its place in its split
+    (monotonically_increasing_id numbers a split's rows from its first)."""
+    if not any(r["_bad"] for r in overview):
+        return None
+    blocks: dict[int, dict] = {}
+    for r in overview:
+        b = blocks.setdefault(r["_blk"], {"n": 0, "first": r["first"], "last": None})
+        b["n"] += r["count"]
+        b["first"] = min(b["first"], r["first"])
+        if not r["_blank"]:
+            b["last"] = r["last"] if b["last"] is None else max(b["last"], r["last"])
+    before, running = {}, 0
+    for blk in sorted(blocks):
+        before[blk] = running
+        running += blocks[blk]["n"]
+
+    def number(blk: int, row: int) -> int:
+        return before[blk] + (row - blocks[blk]["first"]) + 1
+
+    first = (table.filter("_bad").select("_blk", "_row")
+             .orderBy("_blk", "_row").limit(1).collect())[0]
+    last = max(number(blk, b["last"]) for blk, b in blocks.items() if b["last"] is not None)
+    line = number(first["_blk"], first["_row"])
+    return {"line": line, "last": line == last}
+
+
+def _spark_side(valid):
+    """The side table's rows of Spark's valid lines (SIDE_DDL's columns)."""
+    extra = {
+        "hwm": f"CASE WHEN f IN ({cache.INT_HWM}) THEN CAST(high_watermark AS BIGINT) END",
+        "hwm_map": "CASE WHEN f = 'poll' THEN from_json(high_watermark, "
+                   "'MAP<STRING, BIGINT>') END",
+        "record_partitions": "CASE WHEN f = 'poll' AND final THEN array_sort(array_distinct("
+                             "transform(records, r -> CAST(r[0] AS INT)))) END",
+    }
+    return valid.filter(cache.SIDE_WHERE).selectExpr(
+        *[extra.get(c, c) + (f" AS {c}" if c in extra else "") for c in cache.SIDE_COLUMNS])
+
+
+def load_history(spark, history: Path, config: CheckerConfig,
+                 stage: Staging | None = None) -> LoadedHistory:
+    """The Parquet-cached tables of history, converted first unless the cache beside
+    it is current (config.parquet_cache).
+
+    Spark sees the history and the cache only through the staging folder's plain
+    names (checker/staging.py): stage, or one of its own that release() removes.
+    """
+    history = cache.require_absolute(history)
+    own = stage is None
+    stage = Staging() if stage is None else stage
+    try:
+        return _load(spark, history, config, stage, own)
+    except BaseException:
+        if own:
+            stage.close()
+        raise
+
+
+def _load(spark, history: Path, config: CheckerConfig, stage: Staging,
+          own: bool) -> LoadedHistory:
+    parquet, marker = cache.parquet_location(history), cache.source_marker(history)
+    if not (config.parquet_cache and cache.is_cached(parquet, marker)):
+        parquet.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.temporary_name(parquet)
+        seen = stage.link(history, "history")
+        size = history.stat().st_size
+        real = writable_by_spark(tmp)
+        if real is not None:
+            _convert(spark, seen, real, size, config.parsed_in_memory_below_bytes,
+                     config.cancelled_tasks_wait_s, config.cancelled_tasks_settle_s)
+        else:  # written in the staging folder, then moved into place by Python
+            out = stage.folder("spark-out")
+            _convert(spark, seen, out, size, config.parsed_in_memory_below_bytes,
+                     config.cancelled_tasks_wait_s, config.cancelled_tasks_settle_s)
+            try:
+                shutil.move(out, tmp)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+        cache.install(tmp, parquet, marker)
+    seen = stage.link(parquet, "parquet")
+    layout = json.loads((parquet / cache.LAYOUT).read_text())
+    events_table = f"elr_events_{os.getpid()}_{next(_table_names)}"
+    spark.sql(f"CREATE TABLE {events_table} ({EVENTS_DDL}) USING parquet "
+              f"CLUSTERED BY ({BUCKET_COLUMN}) INTO {int(layout['buckets'])} BUCKETS "
+              f"LOCATION {spark_string(str(seen / cache.EVENTS))}")
+    # an explicit schema: no job to read the footers
+    side = spark.read.schema(cache.SIDE_DDL).parquet(str(seen / cache.SIDE))
+    overview = json.loads((parquet / cache.OVERVIEW).read_text())
+    return LoadedHistory(history=history, events=spark.table(events_table), side=side,
+                         keys=TopicKeys(tuple(layout["topics"])),
+                         events_table=events_table, overview_rows=overview["rows"],
+                         first_bad=overview["first_bad"], stage=stage if own else None)
+
+
+def read_overview(loaded: LoadedHistory) -> Overview:
+    """Count the history's lines, applying the malformed/cut-short-line rules: a
+    bad line is a HistoryError naming its number, unless it is the last non-blank
+    line and not JSON at all (a crash cut it): that one is skipped and counted.
+
+    Spark judged every line (_bad) and numbered the first bad one; only that line
+    is read again here, to word what is wrong with it and to tell a line that is
+    not JSON at all from a malformed one (describe).
+    """
+    rows = loaded.overview_rows
+    bad_lines = sum(r["count"] for r in rows if r["_bad"])
+    lines = sum(r["count"] for r in rows if not r["_blank"])
+    truncated = 0
+    if bad_lines:
+        first = loaded.first_bad
+        if first is None:
+            raise HistoryError(f"{loaded.history}: its Parquet cache counts bad lines but "
+                               "does not say where; delete history.parquet and check again")
+        number = first["line"]
+        text, _ = read_line(loaded.history, number)
+        reason, is_json = describe(text)
+        if bad_lines == 1 and first["last"] and not is_json:
+            truncated = 1
+        else:
+            raise HistoryError(
+                f"{loaded.history}: line {number} is not a valid history line: "
+                f"{reason or 'a field is missing or of the wrong type'}; only a cut-short "
+                "last line may be skipped")
+    return Overview(history_lines=lines, truncated_lines=truncated,
+                    rows=[r for r in rows if not r["_bad"] and not r["_blank"]])
+
+
+def checked_counts(rows: list[dict]) -> dict[str, int]:
+    """What the JSON pass counted (the overview's valid rows): send completions,
+    records of non-final and final ok polls, observe lines and replica records.
+    The checks count the same from their tables (check.py compares the two)."""
+    def total(column: str, where) -> int:
+        return int(sum(r[column] or 0 for r in rows if where(r)))
+
+    return {
+        "sends": total("count", lambda r: r["f"] == "send" and r["type"] != "invoke"),
+        "polled_records": total("records", lambda r: r["f"] == "poll" and not r["final"]),
+        "final_records": total("records", lambda r: r["f"] == "poll" and r["final"]),
+        "observations": total("count", lambda r: r["f"] == "observe"),
+        "replica_records": total("records", lambda r: r["f"] == "replica"),
+    }
+
+
+def release(spark, loaded: LoadedHistory) -> None:
+    """Forget the events table's catalog entry (its files stay: the table is external)
+    and remove the staging folder load_history made for it."""
+    try:
+        spark.sql(f"DROP TABLE IF EXISTS {loaded.events_table}")
+    finally:
+        if loaded.stage is not None:
+            loaded.stage.close()

@@ -1,0 +1,263 @@
+"""From anomaly counts and examples to results.json's verdict, reason and sections.
+
+Pure Python over small inputs (counts per anomaly/acks/partition, <= 20
+examples per anomaly, per-partition facts), so the verdict rules of
+shared/HISTORY.md are tested without Spark.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from elr_harness.checker.testinfo import RunInfo
+from elr_harness.core.history import COVERAGE_STATES
+
+ACKS = ("all", "1", "0")
+#: Anomalies that are bad whenever found (lost-write and duplicate have conditions).
+ALWAYS_BAD = ("lost-committed-read", "inconsistent-offset", "aborted-read", "realtime-order",
+              "nonmonotonic-poll", "poll-skip", "garbage-read", "hwm-regression",
+              "elr-invariant", "elr-outside-replicas", "elr-member-dropped",
+              "election-outside-elr", "elr-while-disabled", "fenced-leader",
+              "last-known-elr-invalid", "replica-divergence")
+#: The rules judged over pairs of observations, whose judged pairs results.json
+#: counts (`judged`): a rule with nothing to judge found nothing for that reason.
+PAIR_RULES = ("elr-member-dropped", "election-outside-elr")
+BY_ACKS = ("lost-write", "unseen")
+
+
+@dataclass
+class PartitionFacts:
+    """What the checks found per topic-partition."""
+
+    complete: bool
+    last_final_poll: int | None
+    #: the losses on its replicas in the full-ISR window its budget is judged by
+    page_cache_losses: int = 0
+    #: the highest offset among its final records
+    final_top: int | None = None
+    #: why its final read is incomplete ("" when complete)
+    why: str = ""
+    #: the lowest min ISR in effect in that window (None: test.json's)
+    min_insync_replicas: int | None = None
+    #: losses on its replicas while the ELR feature was off
+    unprotected_losses: int = 0
+
+
+@dataclass
+class Findings:
+    """Everything the verdict needs, all small."""
+
+    counts: Counter  # (name, acks, topic, partition) -> n
+    examples: dict[str, list[dict]]
+    partitions: dict[tuple[str, int], PartitionFacts]
+    ops: dict = field(default_factory=dict)
+    faults: dict = field(default_factory=dict)
+    history_lines: int = 0
+    truncated_lines: int = 0
+    any_final_reads: bool = False
+    #: what the checks' tables held, counted from them (checker/facts.py)
+    checked: dict = field(default_factory=dict)
+    #: lost writes per (acks, second of the run)
+    lost_over_time: Counter = field(default_factory=Counter)
+    #: per (topic, partition): the ISR's (expansions, shrinks, nanoseconds) below
+    #: min ISR (observations.isr_churn)
+    isr_churn: dict = field(default_factory=dict)
+    #: per KIP-966 state reached: (count, first index, first time) (checker/coverage.py)
+    coverage: dict = field(default_factory=dict)
+    #: per rule over pairs of observations: the pairs it judged (checker/transitions.py)
+    judged: dict = field(default_factory=dict)
+
+
+def tp_key(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def guarantee(findings: Findings, info: RunInfo) -> dict[str, dict]:
+    """Per partition: did it stay within KIP-966's fault budget, and what was lost."""
+    lost_all = Counter()
+    for (name, acks, topic, part), n in findings.counts.items():
+        if name == "lost-write" and acks == "all":
+            lost_all[(topic, part)] += n
+    out = {}
+    for (topic, part), facts in sorted(findings.partitions.items()):
+        configured = info.topic(topic).min_insync_replicas
+        min_isr = configured if facts.min_insync_replicas is None else facts.min_insync_replicas
+        budget = min_isr - 1
+        losses, off = facts.page_cache_losses, facts.unprotected_losses
+        within = losses <= budget and not off
+        lost = lost_all[(topic, part)]
+        lowered = (f" (min ISR {min_isr} in effect at its lowest, not {configured})"
+                   if min_isr != configured else "")
+        if off:
+            reason = (f"{off} loss(es) on its replicas while the ELR feature was off: KIP-966's "
+                      "protection did not apply, acks=all losses are expected, not violations")
+        elif within:
+            reason = (f"{losses} page-cache loss(es) on its replicas between full ISRs, within "
+                      f"the budget of {budget}{lowered}: acks=all data must survive")
+        else:
+            reason = (f"{losses} page-cache losses on its replicas between full ISRs exceed "
+                      f"the budget of {budget}{lowered}: acks=all losses are expected, not "
+                      "violations")
+        reason += f"; {lost} acks=all write(s) lost" if lost else ""
+        out[tp_key(topic, part)] = {"within_budget": within, "page_cache_losses": losses,
+                                    "budget": budget, "min_insync_replicas": min_isr,
+                                    "unprotected_losses": off, "acks_all_lost": lost,
+                                    "reason": reason}
+    return out
+
+
+def _by_partition(counts: Counter, name: str) -> dict[str, dict[str, int]]:
+    """{"topic-partition": {acks: n}} of one by-acks anomaly."""
+    out: dict[str, dict[str, int]] = {}
+    for (n, acks, topic, part), count in sorted(counts.items(), key=str):
+        if n == name and count:
+            row = out.setdefault(tp_key(topic, part), dict.fromkeys(ACKS, 0))
+            row[acks] = row.get(acks, 0) + count
+    return dict(sorted(out.items()))
+
+
+def isr_churn(churn: dict) -> dict[str, dict]:
+    """Per partition that was below min ISR: its ISR's expansions and shrinks
+    meanwhile, the seconds below, and both per minute below (null without time)."""
+    out = {}
+    for (topic, part), (expansions, shrinks, below_ns) in sorted(churn.items()):
+        seconds = round(below_ns / 1e9, 3)
+        minutes = seconds / 60
+
+        def rate(n: int, minutes: float = minutes) -> float | None:
+            return round(n / minutes, 2) if minutes > 0 else None
+
+        out[tp_key(topic, part)] = {
+            "expansions": expansions, "shrinks": shrinks, "seconds_below": seconds,
+            "expansions_per_minute": rate(expansions), "shrinks_per_minute": rate(shrinks)}
+    return out
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def coverage(reached: dict) -> dict[str, dict]:
+    """results.json's `coverage`: every state of the contract's list, in its order,
+    with its count, first time and example (a state not reached: 0, null, null)."""
+    out = {}
+    for state in COVERAGE_STATES:
+        n, index, time = reached.get(state, (0, None, None))
+        out[state] = {"count": n, "first_time": time, "example": index}
+    return out
+
+
+def assemble(findings: Findings, info: RunInfo, checker_seconds: float) -> dict:
+    """The results.json dict: verdict, reason, anomalies, stats, guarantee, test."""
+    totals: Counter = Counter()
+    by_acks: dict[str, Counter] = {n: Counter() for n in BY_ACKS}
+    for (name, acks, _topic, _part), n in findings.counts.items():
+        totals[name] += n
+        if name in by_acks:
+            by_acks[name][acks] += n
+    guar = guarantee(findings, info)
+    bad: list[str] = []
+    lost_in_budget = sum(g["acks_all_lost"] for g in guar.values() if g["within_budget"])
+    if lost_in_budget:
+        bad.append("lost-write")
+    if totals["duplicate"] and info.idempotent:
+        bad.append("duplicate")
+    bad += [n for n in ALWAYS_BAD if totals[n]]
+    bad.sort()
+
+    bad_counts = Counter({name: totals[name] for name in ALWAYS_BAD})
+    bad_counts["lost-write"] = lost_in_budget
+    bad_counts["duplicate"] = totals["duplicate"] if info.idempotent else 0
+    anomalies = {}
+    for name in sorted(n for n in totals if totals[n]):
+        entry: dict = {"count": totals[name], "bad": bad_counts[name]}
+        if name in by_acks:
+            entry["by_acks"] = {a: by_acks[name][a] for a in ACKS}
+            entry["by_partition"] = _by_partition(findings.counts, name)
+        if name == "lost-write":
+            # the report's timeline: [second of the run, lost writes], by acks level
+            entry["over_time"] = {a: sorted([s, n] for (acks, s), n in
+                                            findings.lost_over_time.items() if acks == a)
+                                  for a in ACKS}
+        entry["examples"] = findings.examples.get(name, [])
+        anomalies[name] = entry
+
+    incomplete = sorted(tp_key(t, p) for (t, p), f in findings.partitions.items()
+                        if not f.complete)
+    complete = bool(findings.partitions) and not incomplete and findings.any_final_reads
+    sends_ok = {a: findings.ops.get("send", {}).get("ok", {}).get(a, 0) for a in ACKS}
+    loss_rates = {a: (by_acks["lost-write"][a] / sends_ok[a] if sends_ok[a] else 0.0)
+                  for a in ACKS}
+    valid, reason = _verdict(findings, totals, by_acks, bad, guar, incomplete, lost_in_budget)
+    return {
+        "valid": valid,
+        "reason": reason,
+        "anomaly_types": sorted(anomalies),
+        "bad_anomaly_types": bad,
+        "anomalies": anomalies,
+        "checked": findings.checked,
+        "stats": {
+            "ops": findings.ops,
+            "loss_rates": loss_rates,
+            "sends_ok": sends_ok,
+            "final_reads_complete": complete,
+            "incomplete_partitions": incomplete,
+            "incomplete_why": {tp_key(t, p): f.why for (t, p), f in
+                               sorted(findings.partitions.items()) if not f.complete},
+            "truncated_lines": findings.truncated_lines,
+            "history_lines": findings.history_lines,
+            "faults": findings.faults,
+            "isr_churn_below_min_isr": isr_churn(findings.isr_churn),
+            "checker_seconds": round(checker_seconds, 3),
+        },
+        "guarantee": guar,
+        "coverage": coverage(findings.coverage),
+        "judged": {name: {"pairs": findings.judged.get(name, 0), "found": totals[name]}
+                   for name in PAIR_RULES},
+        "test": {"elr_enabled": info.elr_enabled, "kafka_version": info.kafka_version,
+                 "seed": info.seed},
+    }
+
+
+def _verdict(findings: Findings, totals: Counter, by_acks: dict[str, Counter], bad: list[str],
+             guar: dict, incomplete: list[str], lost_in_budget: int) -> tuple:
+    """(valid, reason) by HISTORY.md: false if anything bad, else unknown, else true."""
+    if bad:
+        parts = []
+        for name in bad:
+            if name == "lost-write":
+                parts.append(f"{lost_in_budget} acks=all lost-write within the fault budget")
+            else:
+                parts.append(f"{totals[name]} {name}")
+        return False, "invalid: " + ", ".join(parts)
+    if findings.history_lines - findings.truncated_lines <= 0:
+        return "unknown", "the history is empty: nothing was recorded, nothing can be said"
+    unknown = []
+    if not findings.any_final_reads:
+        unknown.append("the history has no final reads")
+    elif incomplete:
+        shown = ", ".join(incomplete[:5]) + (" ..." if len(incomplete) > 5 else "")
+        unknown.append(f"final reads incomplete for {shown}")
+    if by_acks["unseen"]["all"]:
+        unknown.append(f"{_plural(by_acks['unseen']['all'], 'acks=all write')} unseen")
+    if findings.truncated_lines:
+        unknown.append("the history was cut short (last line truncated)")
+    if not findings.partitions and findings.any_final_reads:
+        unknown.append("no partition was written or read")
+    if unknown:
+        return "unknown", "unknown: " + "; ".join(unknown)
+    notes = []
+    expected_loss = sum(g["acks_all_lost"] for g in guar.values() if not g["within_budget"])
+    if expected_loss:
+        notes.append(f"{expected_loss} acks=all lost-write beyond the fault budget")
+    for acks in ("1", "0"):
+        if by_acks["lost-write"][acks]:
+            notes.append(f"{by_acks['lost-write'][acks]} acks={acks} lost-write")
+    if totals["duplicate"]:
+        notes.append(f"{_plural(totals['duplicate'], 'duplicate')} (producers not idempotent)")
+    reason = (f"valid: no bad anomaly, final reads complete for "
+              f"{_plural(len(findings.partitions), 'partition')}")
+    if notes:
+        reason += "; reported, not bad: " + ", ".join(notes)
+    return True, reason

@@ -1,0 +1,105 @@
+"""Reading a file a user named, without trusting it.
+
+Every file the harness reads on a user's word (a --config file, a nodes file, a
+soak plan, soak.json, test.json, results.json) goes through here: a regular
+file only (a FIFO would hang, /dev/zero would fill memory), a size bound, and
+for JSON a bound on nesting depth (Python's parser recurses and would raise
+RecursionError). Each failure is one BadInput line naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+from elr_harness.core.errors import BadInput
+
+#: Largest settings-like file read whole (--config, nodes file, plan, test.json,
+#: results.json, soak.json): far above any real one, far below a memory problem.
+MAX_SETTINGS_BYTES = 16 * 1024 * 1024
+#: Deepest nesting of JSON accepted in such a file, or in one history line.
+MAX_JSON_DEPTH = 64
+
+
+def read_bytes(path: Path, what: str, max_bytes: int = MAX_SETTINGS_BYTES) -> bytes:
+    """A regular file's bytes, at most max_bytes; BadInput(`what: why`) otherwise.
+
+    Opened without blocking (a FIFO answers at once instead of waiting for a
+    writer) and checked with fstat on the open descriptor, so a path swapped
+    between a check and the open cannot slip through.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise BadInput(f"{what}: no such file") from None
+    except OSError as err:
+        raise BadInput(f"{what}: cannot read it ({err.strerror or err})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise BadInput(f"{what}: {kind}")
+        if info.st_size > max_bytes:
+            raise BadInput(f"{what}: {info.st_size} bytes, more than the "
+                           f"{max_bytes} accepted")
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_bytes:
+                raise BadInput(f"{what}: more than the {max_bytes} bytes accepted")
+        return b"".join(chunks)
+    except OSError as err:
+        raise BadInput(f"{what}: cannot read it ({err.strerror or err})") from None
+    finally:
+        os.close(fd)
+
+
+def read_text(path: Path, what: str, max_bytes: int = MAX_SETTINGS_BYTES) -> str:
+    """read_bytes, decoded as UTF-8 (BadInput when it is not)."""
+    data = read_bytes(path, what, max_bytes)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise BadInput(f"{what}: not UTF-8 text (byte {err.start})") from None
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def json_depth(text: str, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deep JSON text nests (strings skipped), counted only up to limit + 1."""
+    depth = deepest = 0
+    for match in _BRACKET.finditer(_JSON_STRING.sub("", text)):
+        if match[0] in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    break
+        else:
+            depth -= 1
+    return deepest
+
+
+def loads_json(text: str, what: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """json.loads with a nesting bound; BadInput naming `what` on any failure."""
+    if json_depth(text, max_depth) > max_depth:
+        raise BadInput(f"{what}: JSON nested deeper than {max_depth} levels")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as err:
+        raise BadInput(f"{what}: not JSON ({str(err)[:120]})") from None
+
+
+def read_json(path: Path, what: str, max_bytes: int = MAX_SETTINGS_BYTES) -> Any:
+    """A JSON file a user named, read within the bounds above."""
+    return loads_json(read_text(path, what, max_bytes), what)

@@ -1,0 +1,504 @@
+"""`--nemesis guided`: faults chosen to drive a partition into the KIP-966 states
+not reached yet (harness.core.history.COVERAGE_STATES; docs/CHECKING.md).
+
+A random mix heals every fault before the next one, so the sequences where
+KIP-966 can go wrong (the ISR below min ISR, then the last ISR member shut down
+uncleanly while a follower is still away, then ...) are rare. A guided run plays
+rounds instead. Each round aims at one state that neither this run nor the soak
+before it (`--reached`, from the soak's coverage) reached, in an order drawn from
+the seed, and plays that state's recipe on one partition drawn from the seed:
+
+- its followers F1, F2 are taken away one after the other, each in a way drawn
+  from the kinds that take a broker out of the ISR (partition, isolate from the
+  controllers, pause, stop, kill, slow network), so the ISR shrinks below min
+  ISR and, ELR on, F2 joins the ELR;
+- then, while F2 stays away (the faults overlap), the state's own step: the
+  leader L shut down (kill, a page-cache loss, stop, or a bounce past its
+  session timeout; then F1 comes back, so that a broker hearing the controllers
+  answers the observer), an ELR member brought back, L restarted uncleanly while
+  F2 is still fenced, a min ISR or ELR feature change, a controller failover, a
+  reassignment, a disk fault;
+- each step waits (bounded) for the observed state it leads to, as the scripted
+  scenarios do, and the round holds the state reached for a drawn while.
+
+Then everything is healed (FaultInjector.heal_all) and the round waits for every
+partition's ISR to be full again. Every fault line of a round carries the state
+it aimed at in its detail (`aim`), so a report can say whether it got there; the
+checker, not the schedule, says which states the run reached.
+
+The fault budget: a round drops unflushed data (a page-cache loss, or a disk
+fault that drops) on one broker at most, and only when it started from a full
+ISR of every observed partition, the topics' min ISR is at least 2 and the ELR
+feature is on; and a round that drops data makes at most min ISR - 1 unclean
+shutdowns in all, kills included. KIP-966 promises "no data loss ... when we
+only have min ISR - 1 unclean shutdowns": a killed broker keeps its page cache,
+but the controller cannot tell, takes it out of the ELR when it registers, and
+with the ELR empty elects the last known leader, which may be the one that lost
+its data (a soak's guided run, F2 killed then L's power lost, lost 66 acks=all
+writes that way, as designed). A round never lowers min ISR and drops data. So
+a run stays within KIP-966's promise, and any acks=all loss it causes is a
+Kafka bug.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from elr_harness.cluster.observe import PartitionState
+from elr_harness.core.config import DiskFaultConfig, GuidedConfig
+from elr_harness.core.history import COVERAGE_STATES, ELR_FEATURE, Fault
+from elr_harness.nemesis import grudges
+from elr_harness.nemesis.faults import ASSIGNMENT, CONFIG, NETWORK, PROCESSES
+from elr_harness.nemesis.faults.reassign import draw as draw_reassignment
+from elr_harness.nemesis.faults.slow_network import peers_of
+from elr_harness.nemesis.scenarios.base import Observer
+from elr_harness.nemesis.targets import Role, Topology, all_isr_full, choose_target
+
+#: How a follower is taken out of the ISR, and which of them also keep it fenced
+#: (a slowed broker still heartbeats: it stays registered and unfenced).
+FENCED_AWAY = (Fault.PARTITION, Fault.ISOLATE_FROM_CONTROLLERS, Fault.PAUSE, Fault.STOP,
+               Fault.KILL)
+AWAY = (*FENCED_AWAY, Fault.SLOW_NETWORK)
+#: The ways that keep the broker's process running (a later kill reaches it).
+RUNNING_AWAY = (Fault.PARTITION, Fault.ISOLATE_FROM_CONTROLLERS, Fault.PAUSE)
+#: The ways a heal ends (it ends every cut at once).
+NETWORK_AWAY = (Fault.PARTITION, Fault.ISOLATE_FROM_CONTROLLERS)
+#: How the leader is shut down; the unclean ones leave no clean-shutdown marker.
+UNCLEAN_DOWN = (Fault.KILL, Fault.PAGE_CACHE_LOSS)
+DOWN = (*UNCLEAN_DOWN, Fault.STOP, Fault.BOUNCE_LEADER)
+#: How the active controller is made to give up leadership.
+FAILOVER = (Fault.CONTROLLER_KILL, Fault.CONTROLLER_PARTITION)
+
+
+@dataclass
+class Round:
+    """What one round aimed at and did, for test.json's nemesis_result."""
+
+    aim: str
+    #: 1, 2, ... in the run
+    number: int
+    partition: str = ""
+    roles: dict[str, str] = field(default_factory=dict)
+    #: the fault kind each role (F1, F2, L, the active controller, ...) met
+    ways: dict[str, str] = field(default_factory=dict)
+    #: what else the round drew (the min ISR or feature change, the reassignment)
+    notes: dict[str, str] = field(default_factory=dict)
+    #: the waits of the round, in order: (what, seen in time)
+    waits: list[tuple[str, bool]] = field(default_factory=list)
+    #: whether the wait for the aimed state itself saw it
+    reached: bool = False
+    #: why the round did not play (no full ISR to start from, ...)
+    skipped: str | None = None
+    #: a fault that failed (the injector recorded it as info), which ended the round
+    error: str | None = None
+    dropped_data: bool = False
+
+    @property
+    def detail(self) -> dict[str, Any]:
+        """What every fault line of the round carries: its aim and number."""
+        return {"aim": self.aim, "guided": self.number}
+
+    def step(self, what: str) -> str:
+        return f"guided-{self.number}:{what}"
+
+
+class Guided:
+    """The guided schedule (nemesis.schedules.Schedule): rounds until the deadline."""
+
+    def __init__(self, injector: Any, observer: Observer, topics: Sequence[tuple[str, int]],
+                 seed: int, replication_factor: int, min_insync_replicas: int,
+                 config: GuidedConfig | None = None, reached: Sequence[str] = (),
+                 disk_fault: DiskFaultConfig | None = None,
+                 log: Callable[[str], None] = print, topology: Topology | None = None,
+                 active_controller: Callable[[], int | None] | None = None) -> None:
+        self.injector = injector
+        self.observer = observer
+        self.partitions = [(t, p) for t, n in topics for p in range(n)]
+        self.rng = random.Random(seed)
+        self.replication_factor = replication_factor
+        self.min_insync_replicas = min_insync_replicas
+        self.config = config or GuidedConfig()
+        #: what a disk fault draws its error and operations from
+        self.disk_fault = disk_fault or DiskFaultConfig()
+        before = set(reached)
+        self.reached_before = tuple(s for s in COVERAGE_STATES if s in before)
+        self.log = log
+        cluster = getattr(injector, "cluster", None)
+        self.topology = topology or Topology.of(cluster.nodes.values())
+        self.active_controller = active_controller or cluster.quorum_leader
+        self.stop_event = threading.Event()
+        self.rounds: list[Round] = []
+        #: states not reached yet, in the seed's order (the first is aimed at next)
+        pending = [s for s in COVERAGE_STATES if s not in self.reached_before]
+        self.rng.shuffle(pending)
+        self.pending = pending
+
+    # -- the schedule ------------------------------------------------------------
+
+    def resources(self) -> set[str]:
+        return {NETWORK, PROCESSES, CONFIG, ASSIGNMENT}
+
+    def run(self, deadline: float, stop: threading.Event, result: dict[str, Any]) -> None:
+        self.stop_event = stop
+        stop.wait(self.config.warmup_s)
+        try:
+            while not stop.is_set() and time.monotonic() + self.config.min_round_s < deadline:
+                self.play(self.next_aim())
+        finally:
+            result["guided"] = {"reached_before": list(self.reached_before),
+                                "rounds": [asdict(r) for r in self.rounds]}
+            result.setdefault("injected", []).extend(
+                kind for r in self.rounds for kind in r.ways.values())
+
+    def next_aim(self) -> str:
+        """The first state not reached yet; once every one was, any (drawn)."""
+        if self.pending:
+            return self.pending.pop(0)
+        return self.rng.choice(COVERAGE_STATES)
+
+    def play(self, aim: str) -> Round:
+        """One round at `aim`: its recipe, then everything healed and recovered.
+        An aim whose wait did not see it is tried again after the others."""
+        done = Round(aim, len(self.rounds) + 1)
+        self.rounds.append(done)
+        self.log(f"round {done.number}: aiming at {aim}")
+        try:
+            _Recipe(self, done).play()
+        except Exception as err:  # noqa: BLE001 - recorded (the fault line says info); next round
+            done.error = f"{type(err).__name__}: {str(err)[:300]}"
+            self.log(f"round {done.number}: {done.error}")
+        finally:
+            self.end_round(done)
+        if not done.reached and not done.skipped and aim not in self.pending:
+            self.pending.append(aim)
+        self.log(f"round {done.number}: {aim} "
+                 f"{'reached' if done.reached else 'not seen'} {done.ways}")
+        return done
+
+    def end_round(self, done: Round) -> None:
+        """Every fault ended; then wait (bounded) for every ISR to be full again."""
+        try:
+            self.injector.heal_all(step=done.step("end"), detail=done.detail)
+        finally:
+            full = self.observer.wait_for(
+                lambda states: all_isr_full(list(states), self.replication_factor),
+                self.config.recovery_s)
+            done.waits.append(("every ISR full again", full is not None))
+
+    # -- what a round asks -------------------------------------------------------
+
+    def hold_s(self) -> float:
+        return round(self.rng.uniform(self.config.min_hold_s, self.config.max_hold_s), 1)
+
+    def may_drop_data(self) -> bool:
+        """KIP-966's fault budget (module docstring): one broker's unflushed data may
+        go only from a full ISR everywhere, with min ISR >= 2 and ELR on."""
+        return (self.min_insync_replicas >= 2 and not self.injector.elr_feature_off
+                and all_isr_full(list(self.observer.latest()), self.replication_factor))
+
+
+class _Recipe:
+    """One round's faults and waits, on one partition and its roles."""
+
+    def __init__(self, guided: Guided, done: Round) -> None:
+        self.g = guided
+        self.done = done
+        self.injector = guided.injector
+        self.rng = guided.rng
+        self.topic, self.partition = self.rng.choice(guided.partitions)
+        self.detail = done.detail
+
+    # -- the recipe of each state ------------------------------------------------
+
+    def play(self) -> None:
+        start = self._state_when(lambda s: s.leader >= 0 and
+                                 len(s.isr) >= self.g.replication_factor,
+                                 self.g.config.recovery_s)
+        if start is None or len(start.isr) < 3:
+            self.done.skipped = "no full ISR of three replicas to start from"
+            return
+        self.may_drop = self.g.may_drop_data()
+        #: the round's unclean shutdowns of brokers so far (kills, page-cache losses)
+        self.unclean = 0
+        followers = [b for b in start.isr if b != start.leader]
+        self.rng.shuffle(followers)
+        self.leader, self.f1, self.f2 = start.leader, followers[0], followers[1]
+        self.done.partition = f"{self.topic}-{self.partition}"
+        self.done.roles = {"L": self._name(self.leader), "F1": self._name(self.f1),
+                           "F2": self._name(self.f2)}
+        getattr(self, "_" + self.done.aim.replace("-", "_"))()
+
+    def _isr_below_min_isr(self) -> None:
+        self._below(aim_seen=True)
+
+    def _elr_not_empty(self) -> None:
+        self._elr_held()
+
+    def _elr_held(self) -> bool:
+        """The ISR below min ISR and, ELR on, the ELR not empty (held when seen)."""
+        self._below()
+        return self._reach("ELR not empty", lambda s: bool(s.elr))
+
+    def _leaderless_with_elr(self) -> None:
+        self._below()
+        self._leader_down(DOWN)
+        self._reach("no leader, ELR not empty", lambda s: s.leader == -1 and bool(s.elr))
+
+    def _last_known_elr_not_empty(self) -> None:
+        self._below()
+        self._leader_down(DOWN)
+        self._reach("LastKnownELR not empty", lambda s: bool(s.last_known_elr))
+
+    def _elected_from_elr(self) -> None:
+        self._below(fenced=True)
+        self._leader_down(DOWN)
+        self._wait("no leader, F2 in the ELR", lambda s: s.leader == -1 and
+                   self.f2 in (s.elr or ()))
+        self.undo_f2()
+        self._reach("F2 elected from the ELR", lambda s: s.leader == self.f2)
+
+    def _unclean_shutdown_of_elr_member(self) -> None:
+        if self.rng.random() < 0.5:
+            # the ELR member F2 itself, while it is away (and still running)
+            self._below(f2_ways=RUNNING_AWAY)
+            if self._reach("F2 in the ELR", lambda s: self.f2 in (s.elr or ()), hold=False):
+                self._down("F2", self.f2, UNCLEAN_DOWN)
+                self._hold()
+        else:
+            self._below(fenced=True)
+            self._leader_down(UNCLEAN_DOWN)
+            self._reach("L in the ELR", lambda s: self.leader in (s.elr or ()))
+
+    def _leaderless_with_unclean_replica_unfenced(self) -> None:
+        self._below(fenced=True)
+        self._leader_down(UNCLEAN_DOWN)
+        self._wait("no leader", lambda s: s.leader == -1)
+        before = self._mine(self.g.observer.latest())
+        self.injector.start(self._name(self.leader), step=self._step("L restarts"),
+                            detail=self.detail)
+        self._reach("L unfenced, no leader, F2 fenced", lambda s: (
+            s.leader == -1 and s.fenced is not None and self.leader not in s.fenced
+            and self.f2 in s.fenced), fresh_after=before)
+
+    def _min_isr_change_with_elr(self) -> None:
+        if not self._elr_held():
+            return
+        current = self.injector.min_isr(self.topic) or self.g.min_insync_replicas
+        choices = [m for m in (1, current + 1) if m != current and
+                   1 <= m <= self.g.replication_factor]
+        to = self.rng.choice(choices or [current])
+        self.done.ways["topic"] = str(Fault.MIN_ISR_CHANGE)
+        self.done.notes["min-isr"] = f"{self.topic}: {current} -> {to}"
+        self.injector.min_isr_change(self.topic, to, current,
+                                     step=self._step("min ISR"), detail=self.detail)
+        self._hold()
+
+    def _controller_failover_with_elr(self) -> None:
+        if not self._elr_held():
+            return
+        controller = choose_target(Role.ACTIVE_CONTROLLER, [], self.g.topology, self.rng,
+                                   self.g.active_controller())
+        way = self.rng.choice(FAILOVER)
+        self.done.ways["controller"] = str(way)
+        if way is Fault.CONTROLLER_KILL:
+            self.injector.kill(controller, step=self._step("failover"),
+                               kind=Fault.CONTROLLER_KILL, detail=self.detail)
+        else:
+            self.injector.partition(grudges.isolate(controller, self.g.topology.node_names),
+                                    step=self._step("failover"),
+                                    kind=Fault.CONTROLLER_PARTITION, detail=self.detail)
+        self._hold()
+
+    def _reassign_while_below_min_isr(self) -> None:
+        self._below()
+        state = self._state_when(lambda s: len(s.isr) < self.g.min_insync_replicas
+                                 and s.replicas is not None, self.g.config.wait_s)
+        if state is None:
+            return
+        change = draw_reassignment([state], sorted(self.g.topology.brokers.values()),
+                                   self.g.replication_factor, Role.ELR, self.rng)
+        if change is None:
+            self.done.skipped = "no reassignment of the partition's replicas to make"
+            return
+        self.done.ways["replicas"] = str(Fault.REASSIGN)
+        self.done.notes["replicas"] = f"{change.kind}: {list(change.replicas)} -> " \
+                                      f"{list(change.target)}"
+        self.injector.reassign(change.topic, change.partition, change.replicas, change.target,
+                               restore=change.restore, step=self._step("reassign"),
+                               detail={**self.detail, "change": change.kind})
+        self.done.reached = True  # judged at the fault: the ISR was below min ISR
+        self._hold()
+
+    def _disk_fault_of_isr_or_elr_member(self) -> None:
+        self._below()
+        if not self._reach("ISR below min ISR, L in it",
+                           lambda s: self.leader in s.isr and
+                           len(s.isr) < self.g.min_insync_replicas):
+            return
+        disk = self.g.disk_fault
+        errno = self.rng.choice(disk.errnos)
+        operations = tuple(self.rng.choice(disk.operations).split("+"))
+        drop = (disk.drop_on_failed_fsync and "fsync" in operations
+                and self.rng.random() < 0.5 and self._unclean_allowed(drops=True))
+        self.done.ways["L"] = str(Fault.DISK_FAULT)
+        self.done.notes["disk"] = f"{errno} on {'+'.join(operations)}" + (
+            ", drops unsynced data" if drop else "")
+        self.done.dropped_data = drop
+        directory = self.rng.choice(self.injector.log_dirs())
+        self.injector.disk_fault(self._name(self.leader), directory, errno, operations, drop,
+                                 step=self._step("disk"), detail=self.detail)
+        self._hold()
+
+    def _elr_feature_change_with_elr(self) -> None:
+        if not self._elr_held():
+            return
+        current = self.injector.feature_level(ELR_FEATURE)
+        if not current or self.injector.lost_page_cache:
+            self.done.skipped = f"{ELR_FEATURE} is at {current}, or a loss is not over"
+            return
+        self.done.ways["cluster"] = str(Fault.FEATURE_CHANGE)
+        self.done.notes["feature"] = f"{ELR_FEATURE}: {current} -> 0"
+        self.injector.feature_change(ELR_FEATURE, 0, current, step=self._step("feature"),
+                                     detail=self.detail)
+        self._hold()
+
+    # -- steps -------------------------------------------------------------------
+
+    def _below(self, fenced: bool = False, aim_seen: bool = False,
+               f2_ways: Sequence[str] | None = None) -> None:
+        """F1 then F2 away, in drawn ways (F2 in one that keeps it fenced when the
+        recipe needs it away from the controllers); wait for the ISR below min ISR."""
+        self.undo_f1 = self._away("F1", self.f1, AWAY)
+        self._wait("F1 out of the ISR", lambda s: self.f1 not in s.isr)
+        ways = f2_ways or (FENCED_AWAY if fenced else AWAY)
+        if self.done.ways["F1"] in NETWORK_AWAY:
+            # F1 comes back alone (a heal ends every cut): F2 is kept away otherwise
+            ways = tuple(w for w in ways if w not in NETWORK_AWAY)
+        self.undo_f2 = self._away("F2", self.f2, ways)
+        seen = self._wait("ISR below min ISR",
+                          lambda s: len(s.isr) < self.g.min_insync_replicas)
+        if aim_seen:
+            self.done.reached = seen
+            self._hold()
+
+    def _away(self, role: str, broker: int, ways: Sequence[str]) -> Callable[[], object]:
+        """Take `broker` out of the ISR in a drawn way; returns what brings it back."""
+        way = self.rng.choice(ways)
+        self.done.ways[role] = str(way)
+        name, step, detail = self._name(broker), self._step(f"{role} away"), self.detail
+        cfg, topology = self.g.config, self.g.topology
+        if way is Fault.PARTITION:
+            self.injector.partition(grudges.isolate(name, topology.node_names), step=step,
+                                    detail=detail)
+            return lambda: self.injector.heal(step=self._step(f"{role} back"), detail=detail)
+        if way is Fault.ISOLATE_FROM_CONTROLLERS:
+            self.injector.partition(grudges.from_controllers([name], sorted(topology.controllers)),
+                                    step=step, kind=Fault.ISOLATE_FROM_CONTROLLERS,
+                                    detail=detail)
+            return lambda: self.injector.heal(step=self._step(f"{role} back"), detail=detail)
+        if way is Fault.PAUSE:
+            self.injector.pause(name, step=step, detail=detail)
+            return lambda: self.injector.resume(name, step=self._step(f"{role} back"),
+                                                detail=detail)
+        if way is Fault.SLOW_NETWORK:
+            self.injector.slow_network(name, peers_of(name, topology), cfg.slow_rate_kbit,
+                                       cfg.slow_loss, step=step, detail=detail)
+            return lambda: self.injector.unthrottle(name, step=self._step(f"{role} back"),
+                                                    detail=detail)
+        if way is Fault.KILL and self._unclean_allowed(drops=False):
+            self.unclean += 1
+            self.injector.kill(name, step=step, detail=detail)
+        else:
+            self.done.ways[role] = str(Fault.STOP)
+            self.injector.stop(name, step=step, detail=detail)
+        return lambda: self.injector.start(name, step=self._step(f"{role} back"),
+                                           detail=detail)
+
+    def _leader_down(self, ways: Sequence[str]) -> None:
+        """L shut down; then F1 (never in the ELR: it left while the ISR still held
+        min ISR members) comes back, so that a broker that hears the controllers
+        answers the observer while the partition has no leader."""
+        self._down("L", self.leader, ways)
+        self.undo_f1()
+
+    def _unclean_allowed(self, drops: bool) -> bool:
+        """Whether one more unclean shutdown (that `drops` unflushed data, or not)
+        keeps the round within KIP-966's promise: min ISR - 1 unclean shutdowns,
+        whatever kind (Kafka cannot tell a kill from a power loss: it takes both
+        out of the ELR at their registration), once the round drops data at all;
+        and one broker's data dropped at most, from a full ISR."""
+        if drops and (not self.may_drop or self.done.dropped_data):
+            return False
+        if not (drops or self.done.dropped_data):
+            return True  # no data dropped: a kill loses nothing
+        return self.unclean + 1 <= self.g.min_insync_replicas - 1
+
+    def _down(self, role: str, broker: int, ways: Sequence[str]) -> None:
+        """Shut `broker` down in a drawn way; a page-cache loss only within the
+        budget (else a kill). The round's end (heal_all) brings it back."""
+        way = self.rng.choice(ways)
+        if way is Fault.PAGE_CACHE_LOSS and not self._unclean_allowed(drops=True):
+            way = Fault.KILL
+        if way is Fault.KILL and not self._unclean_allowed(drops=False):
+            way = Fault.STOP
+        if way in UNCLEAN_DOWN:
+            self.unclean += 1
+        self.done.ways[role] = str(way)
+        name, step = self._name(broker), self._step(f"{role} down")
+        if way is Fault.PAGE_CACHE_LOSS:
+            self.done.dropped_data = True
+            self.injector.page_cache_loss(name, step=step, detail=self.detail)
+        elif way is Fault.KILL:
+            self.injector.kill(name, step=step, detail=self.detail)
+        elif way is Fault.STOP:
+            self.injector.stop(name, step=step, detail=self.detail)
+        else:
+            self.injector.pause(name, step=step, kind=Fault.BOUNCE_LEADER, detail=self.detail)
+
+    def _hold(self) -> None:
+        self.g.stop_event.wait(self.g.hold_s())
+
+    def _mine(self, states: Sequence[PartitionState]) -> PartitionState | None:
+        return next((s for s in states
+                     if (s.topic, s.partition) == (self.topic, self.partition)), None)
+
+    def _state_when(self, predicate: Callable[[PartitionState], bool],
+                    timeout_s: float, fresh_after: PartitionState | None = None
+                    ) -> PartitionState | None:
+        """The round's partition in the first sample where `predicate` holds (a sample
+        other than `fresh_after`, when given: while every other broker is away the
+        latest sample may stay the one from before), within timeout_s; else None."""
+        def check(states: list[Any]) -> bool:
+            s = self._mine(states)
+            return s is not None and s is not fresh_after and predicate(s)
+
+        sample = self.g.observer.wait_for(check, timeout_s)
+        return None if sample is None else self._mine(sample)
+
+    def _wait(self, what: str, predicate: Callable[[PartitionState], bool],
+              fresh_after: PartitionState | None = None) -> bool:
+        seen = self._state_when(predicate, self.g.config.wait_s, fresh_after) is not None
+        self.done.waits.append((what, seen))
+        return seen
+
+    def _reach(self, what: str, predicate: Callable[[PartitionState], bool],
+               fresh_after: PartitionState | None = None, hold: bool = True) -> bool:
+        """The wait for the aimed state; held for a drawn while when seen."""
+        self.done.reached = self._wait(what, predicate, fresh_after)
+        if self.done.reached and hold:
+            self._hold()
+        return self.done.reached
+
+    def _name(self, broker: int) -> str:
+        name = self.g.topology.broker_name(broker)
+        if name is None:
+            raise RuntimeError(f"broker {broker} is no node of the cluster")
+        return name
+
+    def _step(self, what: str) -> str:
+        return self.done.step(what)

@@ -1,0 +1,123 @@
+"""Random fault mixes: `--nemesis partition,kill,pause,...` or `all`.
+
+The schedule alternates quiet and fault periods of `interval` seconds; each
+fault period takes the next kind of a seeded shuffled rotation (every kind of
+the mix once per round, so `--nemesis all` exercises each kind in a run of
+2 x interval x kinds seconds) and a target by role (a partition's leader, an
+ISR or ELR member, the active controller, or any node) from the observed
+state, all from one seeded RNG, and ends its fault before the next quiet period.
+A page-cache loss is only injected while every observed partition has a full
+ISR, so no partition loses unflushed data on more than one replica between
+two points where its ISR was full: the run stays within KIP-966's budget of
+min.insync.replicas - 1 such losses (for min ISR >= 2), and the checker's
+budget rule still judges whatever happens: after a min-isr-change to 1 (no budget
+left), by the lowest min ISR in effect; after a feature-change turned ELR off
+(no promise), as unprotected. No page-cache loss or data-dropping disk fault is
+made while ELR is off, and ELR is not turned off while such a loss is not over.
+
+Each kind is a package (nemesis/faults/<kind>.py): recorded under its own kind
+(a controller kill is `controller-kill`, not `kill`), with `detail.mix` (the
+entry of the mix that chose it) and `detail.role` (how its target was chosen;
+nemesis.targets).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from elr_harness.core.config import DiskFaultConfig, SlowNetworkConfig
+from elr_harness.nemesis.faults import PACKAGES, Injector
+from elr_harness.nemesis.scenarios.base import Observer
+from elr_harness.nemesis.targets import Role, Topology, choose_target
+
+
+class RandomMix:
+    """A seeded schedule of faults over the given kinds.
+
+    `topology` and `active_controller` default to the injector's cluster (its
+    nodes, and the quorum's leader asked when a fault needs it).
+    """
+
+    def __init__(self, injector: Injector, observer: Observer, kinds: Sequence[str],
+                 seed: int, interval_s: float, replication_factor: int,
+                 stop: threading.Event | None = None,
+                 log: Callable[[str], None] = print,
+                 topology: Topology | None = None,
+                 active_controller: Callable[[], int | None] | None = None,
+                 bounce_hold_s: float = 8.0,
+                 disk_fault: DiskFaultConfig | None = None,
+                 slow_network: SlowNetworkConfig | None = None) -> None:
+        unknown = [k for k in kinds if k not in PACKAGES]
+        if unknown:
+            raise ValueError(f"unknown fault kinds {unknown}")
+        self.injector = injector
+        self.observer = observer
+        self.kinds = list(kinds)
+        self.rng = random.Random(seed)
+        self.interval_s = interval_s
+        self.replication_factor = replication_factor
+        #: bounce-leader's SIGSTOP: longer than the broker session timeout
+        self.bounce_hold_s = bounce_hold_s
+        #: disk-fault's draws (errno, operations, hold)
+        self.disk_fault = disk_fault or DiskFaultConfig()
+        #: what slow-network draws its rate, loss and length from
+        self.slow_network = slow_network or SlowNetworkConfig()
+        self.stop_event = stop or threading.Event()
+        self.log = log
+        cluster = getattr(injector, "cluster", None)
+        if cluster is None and (topology is None or active_controller is None):
+            raise ValueError("RandomMix needs the injector's cluster, or a topology and "
+                             "an active_controller")
+        self.topology = topology or Topology.of(cluster.nodes.values())
+        self.active_controller = active_controller or cluster.quorum_leader
+        self.injected: list[str] = []
+        #: What is left of this round of the rotation (the next kind is the last).
+        self._round: list[str] = []
+
+    def run(self, deadline: float) -> list[str]:
+        """Inject faults until the deadline or stop; every fault is ended before return."""
+        while not self.stop_event.is_set() and time.monotonic() + 2 * self.interval_s < deadline:
+            self.stop_event.wait(self.interval_s)
+            if self.stop_event.is_set():
+                break
+            kind = self.next_kind()
+            try:
+                undo = self.inject(kind)
+            except Exception as err:  # noqa: BLE001 - recorded as info; go on with the mix
+                self.log(f"{kind} failed: {err}")
+                continue
+            if undo is None:
+                if self._round:  # skipped (fault budget): tried again last in this round
+                    self._round.insert(0, kind)
+                continue
+            self.injected.append(kind)
+            self.stop_event.wait(self.interval_s)
+            undo()
+        return self.injected
+
+    def next_kind(self) -> str:
+        """The next kind of the rotation: each round is the mix's kinds, shuffled."""
+        if not self._round:
+            self._round = list(self.kinds)
+            self.rng.shuffle(self._round)
+        return self._round.pop()
+
+    # -- what the packages read of the mix -------------------------------------------
+
+    def states(self) -> list[Any]:
+        """The observer's latest partition states."""
+        return list(self.observer.latest())
+
+    def target(self, role: Role) -> str:
+        """The node in `role` now, from the observed state and the seeded RNG."""
+        leader = self.active_controller() if role is Role.ACTIVE_CONTROLLER else None
+        return choose_target(role, self.states(), self.topology, self.rng, leader)
+
+    def inject(self, kind: str) -> Callable[[], Any] | None:
+        """Inject one fault of the mix's `kind`; returns what ends it (None: skipped)."""
+        package = PACKAGES[kind]
+        return package.inject(self, package)

@@ -1,0 +1,161 @@
+"""What every scripted scenario is made of (nemesis/scenarios/<name>.py holds one each).
+
+A scenario is a scripted sequence of faults on one partition, each step waiting
+(bounded) on the observed partition state rather than on a sleep; a wait that
+runs out is recorded and the scenario goes on: the checker judges the history,
+not the scenario's expectations. Its package (ScenarioPackage) says what the
+run needs for it: the layer under the brokers, the cluster settings it changes,
+the topologies it refuses, and its line of `harness run --help`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from elr_harness.cluster.observe import PartitionState
+from elr_harness.core.config import ClusterConfig, ScenarioTimings, TopicConfig
+from elr_harness.core.errors import HarnessError
+from elr_harness.nemesis.injector import FaultInjector
+from elr_harness.nemesis.needs import Layer, Setting
+
+
+class Observer(Protocol):
+    def latest(self) -> Sequence[PartitionState]: ...
+    def wait_for(self, predicate: Callable[[list[Any]], bool],
+                 timeout_s: float) -> list[Any] | None: ...
+
+
+@dataclass
+class StepOutcome:
+    step: str
+    reached: bool
+    observed: dict[str, Any]
+
+
+def summary(state: PartitionState | None) -> dict[str, Any]:
+    """What a step records of the partition it waited on."""
+    if state is None:
+        return {}
+    return {"leader": state.leader, "isr": list(state.isr),
+            "elr": None if state.elr is None else list(state.elr)}
+
+
+class ScriptedScenario:
+    """A scripted sequence of faults on one partition, each step waiting (bounded)
+    on the observed state; subclasses write `run`."""
+
+    name = ""
+
+    def __init__(self, injector: FaultInjector, observer: Observer, topic: str,
+                 partition: int = 0, elr: bool = True,
+                 timings: ScenarioTimings | None = None,
+                 stop: threading.Event | None = None,
+                 log: Callable[[str], None] = print) -> None:
+        self.injector = injector
+        self.observer = observer
+        self.topic = topic
+        self.partition = partition
+        self.elr = elr
+        self.timings = timings or ScenarioTimings()
+        self.stop_event = stop or threading.Event()
+        self.log = log
+        self.outcomes: list[StepOutcome] = []
+
+    # -- observed state ----------------------------------------------------------
+
+    def _state(self, states: Sequence[PartitionState]) -> PartitionState | None:
+        for s in states:
+            if s.topic == self.topic and s.partition == self.partition:
+                return s
+        return None
+
+    def _wait(self, step: str, predicate: Callable[[PartitionState], bool],
+              timeout_s: float | None = None) -> StepOutcome:
+        def check(states: list[Any]) -> bool:
+            s = self._state(states)
+            return s is not None and predicate(s)
+
+        sample = self.observer.wait_for(check, timeout_s or self.timings.step_timeout_s)
+        state = self._state(sample if sample is not None else self.observer.latest())
+        return self._finish(step, sample is not None, summary(state))
+
+    def _finish(self, step: str, reached: bool, observed: dict[str, Any],
+                note: str = "") -> StepOutcome:
+        """Keep and show how a step's wait ended."""
+        outcome = StepOutcome(step, reached, observed)
+        self.outcomes.append(outcome)
+        self.log(f"{step}: {'reached' if reached else 'TIMED OUT'}{note} {observed}")
+        return outcome
+
+    def _broker_name(self, broker_id: int) -> str:
+        return self.injector.cluster.broker_by_id(broker_id).spec.name
+
+    def _sleep(self, seconds: float) -> None:
+        self.stop_event.wait(seconds)
+
+    def run(self) -> list[StepOutcome]:
+        raise NotImplementedError
+
+    def _roles(self) -> tuple[int, int, int]:
+        """Wait for a full ISR and the warm-up's records committed; its leader L and
+        followers A, B (ids), logged. Too few records in time is noted and the
+        scenario goes on; no full ISR ends it."""
+        start = self._wait("setup", lambda s: s.leader >= 0 and len(s.isr) >= 3 and (
+            s.high_watermark or 0) >= self.timings.warmup_high_watermark)
+        if start.observed.get("leader", -1) < 0 or len(start.observed.get("isr", [])) < 3:
+            raise RuntimeError(f"partition {self.topic}-{self.partition} never had a full "
+                               f"ISR: {start.observed}")
+        leader = start.observed["leader"]
+        a_id, b_id = [b for b in start.observed["isr"] if b != leader][:2]
+        self.log("roles: " + " ".join(f"{role}={self._broker_name(i)} ({i})" for role, i in
+                                      (("L", leader), ("A", a_id), ("B", b_id))))
+        return leader, a_id, b_id
+
+    def _steps(self, steps: Sequence[tuple[str, Callable[[], object]]]) -> list[StepOutcome]:
+        for _label, action in steps:
+            if self.stop_event.is_set():
+                break
+            action()
+        return self.outcomes
+
+
+#: The Kafka timeouts a scenario that waits them out shortens (ScenarioTimings says
+#: why and how far), unless the user's --config gives [cluster.timings].
+SHORT_KAFKA_TIMEOUTS = tuple(
+    Setting(f"cluster.timings.{name}", lambda run, name=name: getattr(run.scenario, name),
+            unless="cluster.timings")
+    for name in ("replica_lag_time_max_ms", "broker_session_timeout_ms",
+                 "broker_heartbeat_interval_ms"))
+
+
+@dataclass(frozen=True)
+class ScenarioPackage:
+    """One scripted scenario as `--nemesis` names it, and what the run needs for it."""
+
+    scenario: type[ScriptedScenario]
+    #: Its line of `harness run --help`.
+    help: str
+    #: Storage layers it needs under the brokers.
+    layers: frozenset[Layer] = frozenset()
+    #: Config values it needs unless the user chose them.
+    cluster_settings: tuple[Setting, ...] = ()
+    #: Refuses (BadInput) a topology it cannot use, beyond every scenario's three
+    #: replicas; before anything starts.
+    check: Callable[[ClusterConfig, Sequence[TopicConfig]], None] | None = None
+    #: Whether the soak's default plan runs it.
+    in_default_soak: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.scenario.name
+
+    def refuse(self, cluster: ClusterConfig, topics: Sequence[TopicConfig]) -> None:
+        """HarnessError when the run's topology cannot hold the scenario's steps."""
+        if cluster.brokers < 3 or any(t.replication_factor < 3 for t in topics):
+            raise HarnessError(f"{self.name} needs 3 brokers and replication factor 3 "
+                               "(a leader and two followers)")
+        if self.check is not None:
+            self.check(cluster, topics)
