@@ -1,8 +1,12 @@
-"""The layers import downward only (core/__init__.py; #13).
+"""The layers of src/elr_harness import downward only (DESIGN.md's house).
 
-harness.core < cluster < nemesis, workloads < checkers < reports < harness (the
-CLI and the run). A package may import its own modules and any lower layer;
-nemesis and workloads, on one level, do not import each other. Imports inside
+From the top: cli; soak; run; then nemesis, workloads, checker and report;
+then cluster; then core (the history contract, config, errors). A subpackage
+may import its own modules and any lower floor. On the floor of nemesis,
+workloads, checker and report, none imports another but the report reads the
+checker's table layouts (report > checker): the report never imports the
+nemesis or the cluster (it reads test.json and the checker's tables), and
+nemesis, workloads and checker know nothing of each other. Imports inside
 functions count as much as those at the top.
 """
 
@@ -14,15 +18,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-RANK = {"harness.core": 0, "cluster": 1, "nemesis": 2, "workloads": 2, "checkers": 3,
-        "reports": 4, "harness": 5}
+SRC = ROOT / "src"
+PACKAGE = "elr_harness"
+#: Each subpackage's floor (higher imports lower).
+RANK = {"core": 0, "cluster": 1, "nemesis": 2, "workloads": 2, "checker": 2, "report": 3,
+        "run": 4, "soak": 5, "cli": 6}
+#: Lower floors a subpackage may still not import.
+BARRED = {"report": {"nemesis", "cluster", "workloads"}}
 
 
 def _layer(module: str) -> str | None:
-    if module == "harness.core" or module.startswith("harness.core."):
-        return "harness.core"
-    top = module.split(".")[0]
-    return top if top in RANK else None
+    parts = module.split(".")
+    if parts[0] != PACKAGE or len(parts) < 2:
+        return None
+    return parts[1] if parts[1] in RANK else None
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
@@ -32,58 +41,72 @@ def _imports(path: Path) -> list[tuple[int, str]]:
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.append((node.lineno, node.module))
-            # `from harness import core` names a module too
+            # `from elr_harness import core` names a module too
             found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
     return found
 
 
 def _modules() -> list[Path]:
-    return sorted(p for package in RANK for p in (ROOT / package.replace(".", "/")).rglob("*.py")
-                  if package != "harness.core")
+    return sorted((SRC / PACKAGE).rglob("*.py"))
+
+
+def _name_of(path: Path) -> str:
+    return ".".join(path.relative_to(SRC).with_suffix("").parts)
 
 
 def _upward(path: Path) -> list[str]:
-    module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-    mine = _layer(module)
+    mine = _layer(_name_of(path))
     wrong = []
     for line, name in _imports(path):
         other = _layer(name)
-        if other is None or other == mine:
+        if other is None or mine is None or other == mine:
             continue
-        if RANK[other] >= RANK[mine]:
+        if RANK[other] >= RANK[mine] or other in BARRED.get(mine, ()):
             wrong.append(f"{path.relative_to(ROOT)}:{line} ({mine}) imports {name} ({other})")
     return wrong
 
 
-def test_every_package_of_the_order_is_found():
-    assert {p.relative_to(ROOT).parts[0] for p in _modules()} == {
-        "harness", "cluster", "nemesis", "workloads", "checkers", "reports"}
-    assert (ROOT / "harness" / "core" / "history.py").is_file()
+def test_every_subpackage_of_the_order_is_found():
+    found = {path.relative_to(SRC / PACKAGE).parts[0] for path in _modules()
+             if len(path.relative_to(SRC / PACKAGE).parts) > 1}
+    assert found == set(RANK)
+    assert (SRC / PACKAGE / "core" / "history.py").is_file()
 
 
-@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(SRC)))
 def test_no_import_runs_upward(path):
     assert _upward(path) == []
 
 
 def test_the_core_imports_nothing_else_of_the_project():
-    for path in (ROOT / "harness" / "core").rglob("*.py"):
+    for path in (SRC / PACKAGE / "core").rglob("*.py"):
         for line, name in _imports(path):
-            assert _layer(name) in (None, "harness.core"), f"{path.name}:{line} imports {name}"
+            assert _layer(name) in (None, "core"), f"{path.name}:{line} imports {name}"
 
 
-def test_the_walk_sees_an_upward_import(tmp_path, monkeypatch):
-    """The test bites: a checker module importing reports is caught."""
-    fake = ROOT / "checkers" / "_layers_probe.py"
+def test_the_walk_sees_an_upward_import(monkeypatch):
+    """The test bites: a checker module importing the report is caught, and so is a
+    report module importing the nemesis, a floor below it."""
+    probe = SRC / PACKAGE / "checker" / "_layers_probe.py"
+    other = SRC / PACKAGE / "report" / "_layers_probe.py"
+    texts = {probe: "def f():\n    from elr_harness.report import build\n",
+             other: "from elr_harness.nemesis.faults import COLOURS\n"}
     monkeypatch.setattr(Path, "read_text",
-                        lambda self, *a, **k: "def f():\n    from reports import build\n"
-                        if self == fake else Path.read_bytes(self).decode())
-    assert _upward(fake) == [
-        "checker/_layers_probe.py:2 (checkers) imports reports (reports)",
-        "checker/_layers_probe.py:2 (checkers) imports reports.build (reports)"]
+                        lambda self, *a, **k: texts[self] if self in texts
+                        else Path.read_bytes(self).decode())
+    assert _upward(probe) == [
+        "src/elr_harness/checker/_layers_probe.py:2 (checker) imports "
+        "elr_harness.report (report)",
+        "src/elr_harness/checker/_layers_probe.py:2 (checker) imports "
+        "elr_harness.report.build (report)"]
+    assert _upward(other) == [
+        "src/elr_harness/report/_layers_probe.py:1 (report) imports "
+        "elr_harness.nemesis.faults (nemesis)",
+        "src/elr_harness/report/_layers_probe.py:1 (report) imports "
+        "elr_harness.nemesis.faults.COLOURS (nemesis)"]
 
 
-@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(SRC)))
 def test_production_code_never_imports_the_tests_generator(path):
     """The synthetic history generator lives in tests/ (#13)."""
     assert not [name for _line, name in _imports(path)
@@ -97,20 +120,19 @@ def test_production_code_never_imports_the_tests_generator(path):
 # functions and under TYPE_CHECKING count like the rest.
 
 def _module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
+    parts = path.relative_to(SRC).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def _all_modules() -> dict[str, Path]:
-    return {_module_name(p): p for package in ("harness", "cluster", "nemesis", "workloads",
-                                                "checkers", "reports")
-            for p in (ROOT / package).rglob("*.py")}
+    return {_module_name(p): p for p in _modules()}
 
 
 def _targets(source: str, path: Path, known: set[str]) -> set[str]:
     """The project's modules that `source` imports: the most specific module each
-    import statement names (`from nemesis import grudges` is nemesis.grudges;
-    `from nemesis.mix import RandomMix` is nemesis.mix)."""
+    import statement names (`from elr_harness.nemesis import grudges` is
+    elr_harness.nemesis.grudges; `from elr_harness.nemesis.mix import RandomMix` is
+    elr_harness.nemesis.mix)."""
     found = set()
     for node in ast.walk(ast.parse(source, str(path))):
         if isinstance(node, ast.Import):

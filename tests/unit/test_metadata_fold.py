@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from elr_harness.cluster.metadata_log import fold_partitions, partition_states
+from elr_harness.core.metadata_records import fold_partitions, partition_states
 from elr_harness.report.metadata import decode_metadata
 
 #: A controller's log of a real ELR-on unclean-last-replica run, per Kafka release

@@ -1,85 +1,33 @@
-"""FaultInjector's recording and bookkeeping, whatever kind a fault is recorded as (#13).
+"""FaultInjector's primitives, recording and bookkeeping, and the kinds built on
+them, whatever kind a fault is recorded as (#13, #51).
 
 A unit test of the logic around the faults: the nodes are fakes that answer
-every command, and the recorder keeps lines in a list. That iptables, SIGKILL
-and restarts act on real Kafka is tests/integration/test_faults.py's job.
+every command (tests/fakes.py), and the recorder keeps lines in a list. That
+iptables, SIGKILL and restarts act on real Kafka is
+tests/integration/test_faults.py's job.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import pytest
-from list_recorder import ListRecorder
+from fakes import FakeCluster, FakeNode, ListRecorder, injector_rig, specs
 
-from elr_harness.cluster.node import ExecResult, NodeSpec, Role
-from elr_harness.core.config import NodeTimeouts
+from elr_harness.cluster.node import ExecResult, NodeSpec
 from elr_harness.core.history import NEMESIS_PROCESS, Fault
 from elr_harness.nemesis import grudges
-from elr_harness.nemesis.injector import FaultInjector
-
-
-class FakeNode:
-    def __init__(self, spec: NodeSpec) -> None:
-        self.spec = spec
-        self.pid: int | None = 100 + spec.node_id
-        self.commands: list[str] = []
-
-    def exec(self, cmd: str, timeout_s: float = 60.0) -> ExecResult:
-        self.commands.append(cmd)
-        return ExecResult(0, "")
-
-    def kafka_pid(self) -> int | None:
-        return self.pid
-
-    def signal_kafka(self, signal_name: str) -> bool:
-        if signal_name in ("KILL", "TERM"):
-            self.pid = None
-        return True
-
-    def wait_kafka_gone(self, timeout_s: float) -> bool:
-        return self.pid is None
-
-
-@dataclass
-class FakeConfig:
-    broker_port: int = 9092
-    node_start_timeout_s: float = 30.0
-    dead_look_spacing_s: float = 0.0
-    timeouts: NodeTimeouts = field(default_factory=NodeTimeouts)
-
-
-@dataclass
-class FakeCluster:
-    nodes: dict[str, FakeNode]
-    config: FakeConfig = field(default_factory=FakeConfig)
-
-    @property
-    def brokers(self) -> list[FakeNode]:
-        return [n for n in self.nodes.values() if n.spec.role is Role.BROKER]
-
-    @property
-    def controllers(self) -> list[FakeNode]:
-        return [n for n in self.nodes.values() if n.spec.role is Role.CONTROLLER]
-
-    def restart_kafka(self, node: FakeNode) -> None:
-        node.pid = 200 + node.spec.node_id
+from elr_harness.nemesis.faults import bounce_leader, controller_kill, kill, partition, pause
+from elr_harness.nemesis.injector import FaultInjector, heal_plan
 
 
 @pytest.fixture
 def rig() -> tuple[FaultInjector, ListRecorder]:
-    specs = [NodeSpec(f"controller-{i}", Role.CONTROLLER, 100 + i, f"10.0.0.{i}")
-             for i in (1, 2, 3)]
-    specs += [NodeSpec(f"broker-{i}", Role.BROKER, i, f"10.0.0.{10 + i}") for i in (1, 2, 3)]
-    cluster = FakeCluster({s.name: FakeNode(s) for s in specs})
-    recorder = ListRecorder()
-    return FaultInjector(cluster, recorder), recorder  # type: ignore[arg-type]
+    return injector_rig()
 
 
 def test_a_controller_kill_is_recorded_as_such_and_tracked_down_until_started(rig) -> None:
     injector, recorder = rig
     why = {"mix": "controller-kill", "role": "active-controller"}
-    injector.kill("controller-2", kind=Fault.CONTROLLER_KILL, detail=why)
+    kill.kill(injector, "controller-2", kind=controller_kill.PACKAGE.recorded, detail=why)
     assert "controller-2" in injector.down
     injector.start("controller-2", detail=why)
     assert not injector.down
@@ -88,7 +36,7 @@ def test_a_controller_kill_is_recorded_as_such_and_tracked_down_until_started(ri
         ("ok", "controller-kill", ["controller-2"]),
         ("invoke", "start", ["controller-2"]), ("ok", "start", ["controller-2"])]
     assert all(x["process"] == NEMESIS_PROCESS and x["f"] == "fault" for x in recorder.lines)
-    assert recorder.lines[1]["detail"] == {**why, "pid": 202}  # the pid it had
+    assert recorder.lines[1]["detail"] == {**why, "pid": 1102}  # the pid it had
     assert set(injector.latencies) == {"controller-kill", "start"}
 
 
@@ -96,9 +44,9 @@ def test_partitions_keep_their_kind_and_the_grudge_and_stale_brokers_follow(rig)
     injector, recorder = rig
     controllers = ["controller-1", "controller-2", "controller-3"]
     grudge = grudges.from_controllers(["broker-3"], controllers)
-    injector.partition(grudge, step="mix:isolate-from-controllers",
-                       kind=Fault.ISOLATE_FROM_CONTROLLERS,
-                       detail={"mix": "isolate-from-controllers", "role": "isr"})
+    partition.cut(injector, grudge, step="mix:isolate-from-controllers",
+                  kind=Fault.ISOLATE_FROM_CONTROLLERS,
+                  detail={"mix": "isolate-from-controllers", "role": "isr"})
     ok = recorder.lines[-1]
     assert (ok["fault"], ok["detail"]["role"], ok["detail"]["step"]) == (
         "isolate-from-controllers", "isr", "mix:isolate-from-controllers")
@@ -128,27 +76,29 @@ def test_partitions_keep_their_kind_and_the_grudge_and_stale_brokers_follow(rig)
 def test_a_controller_partition_is_ended_by_heal_all(rig) -> None:
     injector, recorder = rig
     nodes = sorted(injector.cluster.nodes)
-    injector.partition(grudges.isolate("controller-1", nodes), kind="controller-partition")
+    partition.cut(injector, grudges.isolate("controller-1", nodes),
+                  kind="controller-partition")
     assert recorder.lines[-1]["fault"] == "controller-partition"
     injector.heal_all()
     assert injector.grudge == {}
 
 
-def test_a_kind_that_is_not_of_the_action_is_refused_before_anything_is_recorded(rig) -> None:
+def test_heal_all_asks_every_kind_of_the_registry_in_phase_order(rig) -> None:
+    """heal_all names no kind: the registry's kinds end themselves, phase by phase,
+    a step two kinds share (the network's heal, a restart) once."""
+    plan = heal_plan()
+    assert [h.phase for h in plan] == sorted(h.phase for h in plan)
+    assert len({(h.phase, h.end) for h in plan}) == len(plan)
     injector, recorder = rig
-    with pytest.raises(ValueError):
-        injector.kill("broker-1", kind=Fault.CONTROLLER_PARTITION)
-    with pytest.raises(ValueError):
-        injector.partition({"broker-1": ["broker-2"]}, kind=Fault.KILL)
-    with pytest.raises(ValueError):
-        injector.pause("broker-1", kind=Fault.KILL)
-    assert recorder.lines == [] and not injector.down and not injector.paused
+    injector.heal_all()
+    assert [x["fault"] for x in recorder.lines if x["type"] == "ok"] == ["heal"]
 
 
 def test_a_leader_bounce_is_a_pause_recorded_as_its_own_kind_and_ended_by_resume(rig) -> None:
     injector, recorder = rig
     why = {"mix": "bounce-leader", "role": "leader"}
-    injector.pause("broker-2", kind=Fault.BOUNCE_LEADER, detail={**why, "hold_s": 8.0})
+    pause.pause(injector, "broker-2", kind=bounce_leader.PACKAGE.recorded,
+                detail={**why, "hold_s": 8.0})
     assert injector.paused == {"broker-2"}
     assert injector.stale_brokers() == {"10.0.0.12:9092"}
     injector.heal_all()
@@ -161,7 +111,7 @@ def test_a_leader_bounce_is_a_pause_recorded_as_its_own_kind_and_ended_by_resume
 
 def test_heal_all_starts_a_killed_controller_again(rig) -> None:
     injector, recorder = rig
-    injector.kill("controller-1", kind=Fault.CONTROLLER_KILL)
+    kill.kill(injector, "controller-1", kind=Fault.CONTROLLER_KILL)
     injector.heal_all()
     starts = [x["nodes"] for x in recorder.lines if x["fault"] == "start" and x["type"] == "ok"]
     assert starts == [["controller-1"]] and not injector.down
@@ -173,7 +123,7 @@ def test_heal_all_starts_an_untracked_node_only_when_it_looks_dead_every_time(ri
     injector, recorder = rig
     flaky, dead = injector.cluster.nodes["controller-1"], injector.cluster.nodes["broker-2"]
     answers = iter([None, flaky.pid])
-    flaky.kafka_pid = lambda: next(answers, 101)  # type: ignore[method-assign]
+    flaky.kafka_pid = lambda: next(answers, 1101)  # type: ignore[method-assign]
     dead.pid = None
     injector.heal_all()
     starts = [x["nodes"] for x in recorder.lines if x["fault"] == "start" and x["type"] == "ok"]
@@ -197,16 +147,16 @@ class BarrierNode(FakeNode):
 def _barrier_rig(failing: str | None = None):
     import threading
 
-    specs = [NodeSpec(f"broker-{i}", Role.BROKER, i, f"10.0.0.{10 + i}") for i in (1, 2, 3)]
-    barrier = threading.Barrier(len(specs), timeout=10)
-    cluster = FakeCluster({s.name: BarrierNode(s, barrier, s.name == failing) for s in specs})
+    brokers = specs(controllers=0)
+    barrier = threading.Barrier(len(brokers), timeout=10)
+    cluster = FakeCluster({s.name: BarrierNode(s, barrier, s.name == failing) for s in brokers})
     return FaultInjector(cluster, ListRecorder()), cluster  # type: ignore[arg-type]
 
 
 def test_a_partition_and_a_heal_act_on_every_node_at_once() -> None:
     injector, cluster = _barrier_rig()
     nodes = sorted(cluster.nodes)
-    injector.partition(grudges.isolate("broker-2", nodes))
+    partition.cut(injector, grudges.isolate("broker-2", nodes))
     assert injector.grudge == {"broker-1": ["broker-2"], "broker-2": ["broker-1", "broker-3"],
                                "broker-3": ["broker-2"]}
     injector.heal()
@@ -218,6 +168,6 @@ def test_a_node_whose_rules_fail_is_named_and_the_others_keep_their_grudge() -> 
     injector, cluster = _barrier_rig(failing="broker-3")
     nodes = sorted(cluster.nodes)
     with pytest.raises(Exception, match="iptables on broker-3 failed"):
-        injector.partition(grudges.isolate("broker-2", nodes))
+        partition.cut(injector, grudges.isolate("broker-2", nodes))
     # the rules that did go in are remembered, so a heal knows to remove them
     assert injector.grudge == {"broker-1": ["broker-2"], "broker-2": ["broker-1", "broker-3"]}

@@ -18,9 +18,10 @@ from elr_harness.cluster.kafka_wire import (
     decode_list_offsets_response,
     decode_metadata_brokers,
 )
-from elr_harness.cluster.metadata_log import parse_dump, partition_states
+from elr_harness.cluster.metadata_log import parse_dump
 from elr_harness.cluster.releases import TESTED
 from elr_harness.cluster.replica_logs import parse_checkpoint, parse_replica_dump
+from elr_harness.core.metadata_records import partition_states
 
 RELEASES = sorted(p.parent for p in (Path(__file__).parent / "fixtures").glob(
     "kafka-*/facts.json"))

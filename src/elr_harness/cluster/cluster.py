@@ -369,7 +369,7 @@ class Cluster:
         Brokers cut off from the controllers answer from a stale cache; when no
         broker has a fresh view (the scenario's T2), this is the cluster's word.
         """
-        from elr_harness.cluster.metadata_log import partition_states
+        from elr_harness.core.metadata_records import partition_states
 
         leader = self.quorum_leader()
         nodes = [n for n in self.controllers if n.spec.node_id == leader] or self.controllers

@@ -18,13 +18,16 @@ from elr_harness.core.config import LABEL
 RULE_TAG = LABEL
 
 
-def drop_peers_command(addresses: Iterable[str]) -> str:
-    """One shell command dropping traffic both ways between the node and each address."""
+def drop_peers_command(addresses: Iterable[str], inbound_only: bool = False) -> str:
+    """One shell command dropping traffic both ways between the node and each
+    address; `inbound_only`: only what the node receives from them (it still
+    reaches them)."""
     rules = []
     for address in addresses:
         tagged = f"-m comment --comment {RULE_TAG} -j DROP"
         rules.append(f"iptables -A INPUT -s {shlex.quote(address)} {tagged}")
-        rules.append(f"iptables -A OUTPUT -d {shlex.quote(address)} {tagged}")
+        if not inbound_only:
+            rules.append(f"iptables -A OUTPUT -d {shlex.quote(address)} {tagged}")
     return " && ".join(rules)
 
 

@@ -9,8 +9,10 @@ while it runs. The file is long on purpose: one place to read every setting.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 # --------------------------------------------------------------------------
 # Where things live
@@ -415,58 +417,6 @@ class ScenarioTimings:
     watch_poll_s: float = 0.5
 
 
-#: The errors and operations a disk fault may name (nemesis/pagecache_faults.py
-#: spells the same inside the node).
-DISK_ERRNOS = ("EIO", "ENOSPC")
-DISK_OPERATIONS = ("fsync", "write")
-
-
-@dataclass(frozen=True)
-class DiskFaultConfig:
-    """The disk-fault kind: how one of a broker's log directories fails, drawn
-    from the run's seeded RNG ([run.disk_fault] in --config)."""
-
-    #: Errors the failing directory answers with, one drawn per fault.
-    errnos: tuple[str, ...] = DISK_ERRNOS
-    #: What fails, one entry drawn per fault: operations joined by "+".
-    operations: tuple[str, ...] = ("fsync", "write", "fsync+write")
-    #: How long the directory fails at least, drawn between these (the fault lasts
-    #: the mix's interval if that is longer). Above the brokers' high-watermark
-    #: checkpoint interval (5 s, fsynced in every log dir), so Kafka meets the
-    #: error even where no record is written.
-    min_hold_s: float = 6.0
-    max_hold_s: float = 12.0
-    #: A failed fsync forgets the file's unsynced data (Linux after a writeback
-    #: error): such a fault is recorded `"dropped": true` and, like a page-cache
-    #: loss, injected only while every ISR is full.
-    drop_on_failed_fsync: bool = True
-    #: Log directories per broker while the kind is in the mix, unless chosen
-    #: (cluster.log_dirs): with two, one fails while the broker lives on.
-    log_dirs: int = 2
-
-
-@dataclass(frozen=True)
-class SlowNetworkConfig:
-    """What a `slow-network` fault of a mix draws from (nemesis/faults/slow_network.py):
-    its bandwidth, its random loss and how long it lasts, each from the mix's
-    seeded RNG. The defaults are KAFKA-19996's slow follower: below what the
-    default workload's replication needs (~70 kbit/s to one follower, estimated
-    from ~170 one-record batches a second over 3 partitions; a run of
-    slow-network,partition that drew 256 kbit/s and no loss twice left every
-    ISR whole) with loss on top, held longer than the cluster's
-    replica.lag.time.max.ms (5 s) so that the follower can leave the ISR and
-    come back within one fault."""
-
-    #: Rates (kbit/s, both ways) of the throttled links, one drawn per fault.
-    rates_kbit: tuple[int, ...] = (16, 64, 256)
-    #: Probabilities that one packet on a throttled link is dropped, one drawn.
-    loss_probabilities: tuple[float, ...] = (0.0, 0.05, 0.2)
-    #: The fault lasts at least a time drawn between these (the mix's interval
-    #: if that is longer).
-    min_hold_s: float = 6.0
-    max_hold_s: float = 15.0
-
-
 @dataclass(frozen=True)
 class GuidedConfig:
     """`--nemesis guided` (nemesis/guided.py): the bounds of its rounds and what
@@ -486,9 +436,6 @@ class GuidedConfig:
     recovery_s: float = 60.0
     #: Quiet time before the first round (acks=all writes reach every replica).
     warmup_s: float = 8.0
-    #: A follower's throttled links when a round slows it out of the ISR.
-    slow_rate_kbit: int = 32
-    slow_loss: float = 0.05
 
 
 @dataclass(frozen=True)
@@ -522,16 +469,10 @@ class RunConfig:
     scenario_time_limit_s: float = 300.0
     #: Bound on the nemesis thread ending its faults after the workload phase.
     nemesis_join_s: float = 60.0
-    #: bounce-leader's SIGSTOP lasts the broker session timeout plus this, so the
-    #: paused leader is surely fenced.
-    bounce_hold_margin_s: float = 2.0
-    #: bounce-leader's leader.imbalance.check.interval.seconds (unless --config sets
-    #: [cluster.timings]): the fenced leader gets its partitions back within seconds.
-    bounce_leader_imbalance_check_s: int = 5
-    #: disk-fault's draws and the log dirs it needs ([run.disk_fault] in --config).
-    disk_fault: DiskFaultConfig = field(default_factory=DiskFaultConfig)
-    #: What a mix's slow-network faults draw their rate, loss and length from.
-    slow_network: SlowNetworkConfig = field(default_factory=SlowNetworkConfig)
+    #: Each fault kind's own settings, by its name ([run.faults.<kind>] in --config):
+    #: frozen dataclasses its module (nemesis/faults/<kind>.py) defines with their
+    #: rules; a kind not named here has its defaults (the run fills every one in).
+    faults: Mapping[str, Any] = field(default_factory=dict)
     #: `--nemesis guided`'s rounds ([run.guided] in --config).
     guided: GuidedConfig = field(default_factory=GuidedConfig)
     #: `--reached`: KIP-966 states reached before (a soak's runs so far), which a

@@ -69,13 +69,16 @@ class Fault(StrEnum):
     UNTHROTTLE = "unthrottle"
     REASSIGN = "reassign"
     REASSIGN_END = "reassign-end"
+    #: A node stops hearing `from` (its detail) while they still hear it; a heal ends it.
+    ONE_WAY_PARTITION = "one-way-partition"
 
 
 #: Which fault ends which: a fault is in force from its `ok` (or `info`) until one
 #: of these acts on the same nodes (a config or feature change: until the line of
 #: its own kind that restores it, RESTORED_BY_SELF).
 ENDED_BY: dict[Fault, tuple[Fault, ...]] = {
-    Fault.HEAL: (Fault.PARTITION, Fault.CONTROLLER_PARTITION, Fault.ISOLATE_FROM_CONTROLLERS),
+    Fault.HEAL: (Fault.PARTITION, Fault.CONTROLLER_PARTITION, Fault.ISOLATE_FROM_CONTROLLERS,
+                 Fault.ONE_WAY_PARTITION),
     # a disk fault ends when the broker is started again on a healthy disk
     Fault.START: (Fault.KILL, Fault.STOP, Fault.PAGE_CACHE_LOSS, Fault.CONTROLLER_KILL,
                   Fault.DISK_FAULT),
@@ -155,19 +158,19 @@ class DetailType(StrEnum):
 #: or it is malformed (it would otherwise fall out of the fault budget unseen). A
 #: key's lowest value, where it has one, is in DETAIL_LOWEST.
 FAULT_DETAILS: dict[str, tuple[tuple[str, DetailType], ...]] = {
-    "min-isr-change": (("topic", DetailType.TEXT_OR_NULL), ("from", DetailType.INT),
-                       ("to", DetailType.INT)),
-    "feature-change": (("feature", DetailType.TEXT), ("from", DetailType.INT),
-                       ("to", DetailType.INT)),
-    "disk-fault": (("dropped", DetailType.BOOL),),
-    "reassign": (("topic", DetailType.TEXT), ("partition", DetailType.INT)),
-    "one-way-partition": (("from", DetailType.TEXT_LIST),),
+    Fault.MIN_ISR_CHANGE: (("topic", DetailType.TEXT_OR_NULL), ("from", DetailType.INT),
+                           ("to", DetailType.INT)),
+    Fault.FEATURE_CHANGE: (("feature", DetailType.TEXT), ("from", DetailType.INT),
+                           ("to", DetailType.INT)),
+    Fault.DISK_FAULT: (("dropped", DetailType.BOOL),),
+    Fault.REASSIGN: (("topic", DetailType.TEXT), ("partition", DetailType.INT)),
+    Fault.ONE_WAY_PARTITION: (("from", DetailType.TEXT_LIST),),
 }
 #: (kind, key) -> the lowest value a cluster can report there.
 DETAIL_LOWEST: dict[tuple[str, str], int] = {
-    ("min-isr-change", "from"): MIN_ISR_LOWEST, ("min-isr-change", "to"): MIN_ISR_LOWEST,
-    ("feature-change", "from"): FEATURE_LEVEL_LOWEST,
-    ("feature-change", "to"): FEATURE_LEVEL_LOWEST,
+    (Fault.MIN_ISR_CHANGE, "from"): MIN_ISR_LOWEST, (Fault.MIN_ISR_CHANGE, "to"): MIN_ISR_LOWEST,
+    (Fault.FEATURE_CHANGE, "from"): FEATURE_LEVEL_LOWEST,
+    (Fault.FEATURE_CHANGE, "to"): FEATURE_LEVEL_LOWEST,
 }
 
 # -- KIP-966 state coverage (results.json's `coverage`) ------------------------------

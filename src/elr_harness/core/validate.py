@@ -15,11 +15,10 @@ import dataclasses
 import ipaddress
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from elr_harness.core.config import DISK_ERRNOS, DISK_OPERATIONS
 from elr_harness.core.errors import BadInput
 from elr_harness.core.history import COVERAGE_STATES
 
@@ -244,7 +243,7 @@ def spark_conf(value: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...
     return value
 
 
-def _each(rule: Callable[[Any], Any], at_least: int = 0) -> Callable[[tuple], tuple]:
+def each(rule: Callable[[Any], Any], at_least: int = 0) -> Callable[[tuple], tuple]:
     def check(values: tuple) -> tuple:
         if len(values) < at_least:
             raise Invalid(f"needs at least {at_least} item(s)")
@@ -254,32 +253,23 @@ def _each(rule: Callable[[Any], Any], at_least: int = 0) -> Callable[[tuple], tu
     return check
 
 
-def _optional(rule: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def optional(rule: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return lambda value: value if value is None else rule(value)
 
 
-def _boolean(value: bool) -> bool:
+def boolean(value: bool) -> bool:
     if not isinstance(value, bool):
         raise Invalid(f"{_shown(value)} is not true or false")
     return value
 
 
-def _one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
+def one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
     def check(value: str) -> str:
         if value not in choices:
             raise Invalid(f"{_shown(value)} is not one of {', '.join(choices)}")
         return value
     return check
 
-
-def _operations(value: str) -> str:
-    """A disk fault's failing operations: some of DISK_OPERATIONS joined by '+'."""
-    text(value, 100)
-    parts = value.split("+")
-    if not all(p in DISK_OPERATIONS for p in parts) or len(set(parts)) != len(parts):
-        raise Invalid(f"{_shown(value)} is not operations of {', '.join(DISK_OPERATIONS)} "
-                      "joined by +")
-    return value
 
 
 # -- the rules of every field ---------------------------------------------------
@@ -296,7 +286,7 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "cluster.name": cluster_name,
     "cluster.controllers": integer(-1000, 1000),
     "cluster.brokers": integer(-1000, 1000),
-    "cluster.elr": _boolean,
+    "cluster.elr": boolean,
     "cluster.kafka_version": _matching(_KAFKA_VERSION, "a Kafka version"),
     "cluster.kafka_dist": local_path,
     "cluster.subnet": subnet,
@@ -306,7 +296,7 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "cluster.controller_heap": jvm_heap,
     "cluster.broker_heap": jvm_heap,
     "cluster.jvm_opts": jvm_options,
-    "cluster.class_archive": _boolean,
+    "cluster.class_archive": boolean,
     "cluster.ready_timeout_s": positive_seconds,
     "cluster.node_start_timeout_s": positive_seconds,
     "cluster.log_dir": safe_path,
@@ -318,8 +308,8 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "cluster.releases.cache_hours": number(0, MAX_SECONDS / 3600),
     "cluster.image.suite": _matching(_SUITE, "a Debian suite name"),
     "cluster.image.mirror": _matching(_URL, "an http(s) mirror URL"),
-    "cluster.image.packages": _each(_matching(_PACKAGE, "a Debian package name"), 1),
-    "cluster.image.base_image": _optional(image_name),
+    "cluster.image.packages": each(_matching(_PACKAGE, "a Debian package name"), 1),
+    "cluster.image.base_image": optional(image_name),
     "cluster.image.repository": _matching(_REPOSITORY, "a Docker repository name"),
     "cluster.ssh.kafka_dir": safe_path,
     "cluster.timeouts.create_topic_attempts": integer(1, 100),
@@ -331,22 +321,22 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "topic.partitions": integer(-(10**9), 10**9),
     "topic.replication_factor": integer(-1000, 1000),
     "topic.min_insync_replicas": integer(-1000, 1000),
-    "topic.unclean_leader_election": _boolean,
+    "topic.unclean_leader_election": boolean,
     # workload (acks, debug contexts and the clients' limits: workloads/validation.py)
     "workload.producers": integer(-(10**9), 10**9),
     "workload.consumers": integer(-(10**9), 10**9),
-    "workload.acks": _each(text),
+    "workload.acks": each(text),
     "workload.processes_per_client": integer(-(10**6), 10_000),
     "workload.max_clients": integer(1, 1024),
     "workload.rate": number(0, 10_000_000),
     "workload.time_limit_s": seconds,
-    "workload.idempotent": _boolean,
+    "workload.idempotent": boolean,
     "workload.client_debug": lambda v: text(v, 500),
     "workload.partition_choice": lambda v: text(v, 40),
     "workload.seed": seed,
     "workload.poll_batch": _TINY,
     "workload.consumer_start": lambda v: text(v, 40),
-    "workload.observe": _boolean,
+    "workload.observe": boolean,
     "workload.final_read_parallelism": integer(1, 256),
     "workload.last_errors_kept": integer(1, 10_000),
     # run
@@ -358,21 +348,12 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "run.quiet_after_faults_s": seconds,
     "run.recovery_timeout_s": positive_seconds,
     "run.store": local_path,
-    "run.keep_cluster": _boolean,
-    "run.check": _boolean,
-    "run.bounce_leader_imbalance_check_s": integer(1, int(MAX_SECONDS)),
-    "run.disk_fault.errnos": _each(_one_of(DISK_ERRNOS), 1),
-    "run.disk_fault.operations": _each(_operations, 1),
-    "run.disk_fault.drop_on_failed_fsync": _boolean,
-    "run.disk_fault.log_dirs": integer(1, 16),
+    "run.keep_cluster": boolean,
+    "run.check": boolean,
     "run.fenced_last_leader_brokers": integer(1, 1000),
     "run.fenced_last_leader_min_insync_replicas": integer(1, 1000),
     "run.min_isr_drop_min_insync_replicas": integer(1, 1000),
-    "run.slow_network.rates_kbit": _each(integer(1, 100_000_000), 1),
-    "run.slow_network.loss_probabilities": _each(number(0, 1), 1),
-    "run.guided.slow_rate_kbit": integer(1, 100_000_000),
-    "run.guided.slow_loss": number(0, 1),
-    "run.reached": _each(_one_of(COVERAGE_STATES)),
+    "run.reached": each(one_of(COVERAGE_STATES)),
     "run.scenario.warmup_high_watermark": integer(0, 1_000_000_000),
     "run.scenario.slow_follower_rate_kbit": integer(1, 100_000_000),
     "run.scenario.slow_follower_loss": number(0, 1),
@@ -384,7 +365,7 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "checker.max_examples": _COUNT,
     "checker.shuffle_partitions": _TINY,
     "checker.max_partition_bytes": integer(1, 2**40),
-    "checker.parquet_cache": _boolean,
+    "checker.parquet_cache": boolean,
     "checker.interpreted_below_bytes": _BYTES,
     "checker.parsed_in_memory_below_bytes": _BYTES,
     "checker.default_replication_factor": integer(1, 1000),
@@ -392,7 +373,7 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "checker.jvm_options": jvm_options,
     "checker.quick_jit_below_bytes": _BYTES,
     "checker.quick_jit_cached_below_bytes": _BYTES,
-    "checker.class_archive": _boolean,
+    "checker.class_archive": boolean,
     "checker.spark_conf": spark_conf,
 }
 
@@ -410,30 +391,39 @@ def rule_of(path: str, value: Any) -> Callable[[Any], Any]:
 
 
 def fields_of(section: Any, prefix: str) -> list[tuple[str, Any]]:
-    """(section.field path, value) of every leaf field, nested sections flattened."""
+    """(section.field path, value) of every leaf field, nested sections flattened;
+    a field holding sections by name (RunConfig.faults: each fault kind's own
+    settings) gives `prefix.field.name.leaf`."""
     leaves = []
     for field in dataclasses.fields(section):
         value = getattr(section, field.name)
         path = f"{prefix}.{field.name}"
         if dataclasses.is_dataclass(value):
             leaves.extend(fields_of(value, path))
+        elif isinstance(value, Mapping) and all(dataclasses.is_dataclass(v)
+                                                for v in value.values()):
+            for name, part in sorted(value.items()):
+                leaves.extend(fields_of(part, f"{path}.{name}"))
         else:
             leaves.append((path, value))
     return leaves
 
 
 def validate_config(sections: dict[str, Any],
-                    where: Callable[[str], str] | None = None) -> None:
+                    where: Callable[[str], str] | None = None,
+                    rules: Mapping[str, Callable[[Any], Any]] | None = None) -> None:
     """Check every field of the typed config (sections: name -> dataclass or None)
-    by its rule; BadInput `<where(path)>: <reason>` on the first that breaks one.
-    where(path) names the field's source: its flag, or the file and table."""
+    by its rule (RULES, with `rules` over them: the fault kinds' own, by path);
+    BadInput `<where(path)>: <reason>` on the first that breaks one. where(path)
+    names the field's source: its flag, or the file and table."""
     name = where or default_where
+    extra = rules or {}
     for section, config in sections.items():
         if config is None:
             continue
         for path, value in fields_of(config, section):
             try:
-                rule_of(path, value)(value)
+                (extra[path] if path in extra else rule_of(path, value))(value)
             except Invalid as err:
                 raise BadInput(f"{name(path)}: {err}") from None
 

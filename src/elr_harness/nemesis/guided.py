@@ -45,34 +45,53 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from elr_harness.cluster.observe import PartitionState
-from elr_harness.core.config import DiskFaultConfig, GuidedConfig
-from elr_harness.core.history import COVERAGE_STATES, ELR_FEATURE, Fault
-from elr_harness.nemesis import grudges
-from elr_harness.nemesis.faults import ASSIGNMENT, CONFIG, NETWORK, PROCESSES
-from elr_harness.nemesis.faults.reassign import draw as draw_reassignment
-from elr_harness.nemesis.faults.slow_network import peers_of
+from elr_harness.core.config import GuidedConfig
+from elr_harness.core.history import COVERAGE_STATES
+from elr_harness.nemesis.faults import (
+    ASSIGNMENT,
+    CONFIG,
+    NETWORK,
+    PACKAGES,
+    PROCESSES,
+    FaultPackage,
+    with_capabilities,
+)
+from elr_harness.nemesis.faults.base import Capability as C
+from elr_harness.nemesis.faults.base import NotNow, Undo, Use, settings_of
 from elr_harness.nemesis.scenarios.base import Observer
 from elr_harness.nemesis.targets import Role, Topology, all_isr_full, choose_target
 
-#: How a follower is taken out of the ISR, and which of them also keep it fenced
-#: (a slowed broker still heartbeats: it stays registered and unfenced).
-FENCED_AWAY = (Fault.PARTITION, Fault.ISOLATE_FROM_CONTROLLERS, Fault.PAUSE, Fault.STOP,
-               Fault.KILL)
-AWAY = (*FENCED_AWAY, Fault.SLOW_NETWORK)
-#: The ways that keep the broker's process running (a later kill reaches it).
-RUNNING_AWAY = (Fault.PARTITION, Fault.ISOLATE_FROM_CONTROLLERS, Fault.PAUSE)
-#: The ways a heal ends (it ends every cut at once).
-NETWORK_AWAY = (Fault.PARTITION, Fault.ISOLATE_FROM_CONTROLLERS)
-#: How the leader is shut down; the unclean ones leave no clean-shutdown marker.
-UNCLEAN_DOWN = (Fault.KILL, Fault.PAGE_CACHE_LOSS)
-DOWN = (*UNCLEAN_DOWN, Fault.STOP, Fault.BOUNCE_LEADER)
+#: The kinds a round draws from, by what they can do (nemesis.faults.base.Capability),
+#: never by name: how a follower is taken out of the ISR (its end brings it back;
+#: none that drops data: a round keeps its own budget for that), and which of
+#: those keep it fenced (a slowed broker still heartbeats: it stays registered and
+#: unfenced) and its process running (a later shutdown reaches it).
+AWAY = with_capabilities(C.TAKES_OUT_OF_ISR, without=(C.DROPS_UNFLUSHED_DATA,))
+FENCED_AWAY = with_capabilities(C.TAKES_OUT_OF_ISR, C.KEEPS_FENCED,
+                                without=(C.DROPS_UNFLUSHED_DATA,))
+RUNNING_AWAY = with_capabilities(C.TAKES_OUT_OF_ISR, C.KEEPS_FENCED, C.KEEPS_RUNNING,
+                                 without=(C.DROPS_UNFLUSHED_DATA,))
+#: How the leader stops leading; the unclean ones leave no clean-shutdown marker.
+DOWN = with_capabilities(C.STOPS_LEADING)
+UNCLEAN_DOWN = with_capabilities(C.STOPS_LEADING, C.UNCLEAN_SHUTDOWN)
+#: What a round falls back to when the budget forbids the drawn kind: an unclean
+#: shutdown that keeps the data, then a clean one.
+UNCLEAN_KEEPING_DATA = with_capabilities(C.SHUTS_DOWN, C.UNCLEAN_SHUTDOWN,
+                                         without=(C.DROPS_UNFLUSHED_DATA,))
+CLEAN_SHUTDOWN = with_capabilities(C.SHUTS_DOWN, without=(C.UNCLEAN_SHUTDOWN,))
 #: How the active controller is made to give up leadership.
-FAILOVER = (Fault.CONTROLLER_KILL, Fault.CONTROLLER_PARTITION)
+FAILOVER = with_capabilities(C.FAILS_OVER_CONTROLLER)
+
+
+def one_with(capability: C) -> FaultPackage:
+    """The first kind of the registry that can do `capability` (a step that needs
+    exactly one thing done, e.g. a min ISR change)."""
+    return with_capabilities(capability)[0]
 
 
 @dataclass
@@ -113,7 +132,7 @@ class Guided:
     def __init__(self, injector: Any, observer: Observer, topics: Sequence[tuple[str, int]],
                  seed: int, replication_factor: int, min_insync_replicas: int,
                  config: GuidedConfig | None = None, reached: Sequence[str] = (),
-                 disk_fault: DiskFaultConfig | None = None,
+                 faults: Mapping[str, Any] | None = None,
                  log: Callable[[str], None] = print, topology: Topology | None = None,
                  active_controller: Callable[[], int | None] | None = None) -> None:
         self.injector = injector
@@ -123,8 +142,8 @@ class Guided:
         self.replication_factor = replication_factor
         self.min_insync_replicas = min_insync_replicas
         self.config = config or GuidedConfig()
-        #: what a disk fault draws its error and operations from
-        self.disk_fault = disk_fault or DiskFaultConfig()
+        #: each kind's settings (RunConfig.faults; a kind not named: its defaults)
+        self.faults = dict(faults or {})
         before = set(reached)
         self.reached_before = tuple(s for s in COVERAGE_STATES if s in before)
         self.log = log
@@ -169,6 +188,8 @@ class Guided:
         self.log(f"round {done.number}: aiming at {aim}")
         try:
             _Recipe(self, done).play()
+        except NotNow as err:  # a step that could not act now: nothing was recorded
+            done.skipped = str(err)
         except Exception as err:  # noqa: BLE001 - recorded (the fault line says info); next round
             done.error = f"{type(err).__name__}: {str(err)[:300]}"
             self.log(f"round {done.number}: {done.error}")
@@ -198,7 +219,7 @@ class Guided:
     def may_drop_data(self) -> bool:
         """KIP-966's fault budget (module docstring): one broker's unflushed data may
         go only from a full ISR everywhere, with min ISR >= 2 and ELR on."""
-        return (self.min_insync_replicas >= 2 and not self.injector.elr_feature_off
+        return (self.min_insync_replicas >= 2 and not self.injector.protection_off
                 and all_isr_full(list(self.observer.latest()), self.replication_factor))
 
 
@@ -231,7 +252,7 @@ class _Recipe:
         self.done.partition = f"{self.topic}-{self.partition}"
         self.done.roles = {"L": self._name(self.leader), "F1": self._name(self.f1),
                            "F2": self._name(self.f2)}
-        getattr(self, "_" + self.done.aim.replace("-", "_"))()
+        RECIPES[self.done.aim](self)
 
     def _isr_below_min_isr(self) -> None:
         self._below(aim_seen=True)
@@ -288,14 +309,16 @@ class _Recipe:
     def _min_isr_change_with_elr(self) -> None:
         if not self._elr_held():
             return
-        current = self.injector.min_isr(self.topic) or self.g.min_insync_replicas
-        choices = [m for m in (1, current + 1) if m != current and
-                   1 <= m <= self.g.replication_factor]
-        to = self.rng.choice(choices or [current])
-        self.done.ways["topic"] = str(Fault.MIN_ISR_CHANGE)
-        self.done.notes["min-isr"] = f"{self.topic}: {current} -> {to}"
-        self.injector.min_isr_change(self.topic, to, current,
-                                     step=self._step("min ISR"), detail=self.detail)
+        rf = self.g.replication_factor
+
+        def choose(current: int) -> int:
+            choices = [m for m in (1, current + 1) if m != current and 1 <= m <= rf]
+            return self.rng.choice(choices or [current])
+
+        package = one_with(C.CHANGES_MIN_ISR)
+        self.done.ways["topic"] = package.name
+        self._act(package, "min ISR", None, topic=self.topic, choose=choose,
+                  fallback=self.g.min_insync_replicas)
         self._hold()
 
     def _controller_failover_with_elr(self) -> None:
@@ -303,15 +326,9 @@ class _Recipe:
             return
         controller = choose_target(Role.ACTIVE_CONTROLLER, [], self.g.topology, self.rng,
                                    self.g.active_controller())
-        way = self.rng.choice(FAILOVER)
-        self.done.ways["controller"] = str(way)
-        if way is Fault.CONTROLLER_KILL:
-            self.injector.kill(controller, step=self._step("failover"),
-                               kind=Fault.CONTROLLER_KILL, detail=self.detail)
-        else:
-            self.injector.partition(grudges.isolate(controller, self.g.topology.node_names),
-                                    step=self._step("failover"),
-                                    kind=Fault.CONTROLLER_PARTITION, detail=self.detail)
+        package = self.rng.choice(FAILOVER)
+        self.done.ways["controller"] = package.name
+        self._act(package, "failover", controller)
         self._hold()
 
     def _reassign_while_below_min_isr(self) -> None:
@@ -320,17 +337,9 @@ class _Recipe:
                                  and s.replicas is not None, self.g.config.wait_s)
         if state is None:
             return
-        change = draw_reassignment([state], sorted(self.g.topology.brokers.values()),
-                                   self.g.replication_factor, Role.ELR, self.rng)
-        if change is None:
-            self.done.skipped = "no reassignment of the partition's replicas to make"
-            return
-        self.done.ways["replicas"] = str(Fault.REASSIGN)
-        self.done.notes["replicas"] = f"{change.kind}: {list(change.replicas)} -> " \
-                                      f"{list(change.target)}"
-        self.injector.reassign(change.topic, change.partition, change.replicas, change.target,
-                               restore=change.restore, step=self._step("reassign"),
-                               detail={**self.detail, "change": change.kind})
+        package = one_with(C.REASSIGNS)
+        self.done.ways["replicas"] = package.name
+        self._act(package, "replicas", None, states=[state], role=Role.ELR)
         self.done.reached = True  # judged at the fault: the ISR was below min ISR
         self._hold()
 
@@ -340,45 +349,32 @@ class _Recipe:
                            lambda s: self.leader in s.isr and
                            len(s.isr) < self.g.min_insync_replicas):
             return
-        disk = self.g.disk_fault
-        errno = self.rng.choice(disk.errnos)
-        operations = tuple(self.rng.choice(disk.operations).split("+"))
-        drop = (disk.drop_on_failed_fsync and "fsync" in operations
-                and self.rng.random() < 0.5 and self._unclean_allowed(drops=True))
-        self.done.ways["L"] = str(Fault.DISK_FAULT)
-        self.done.notes["disk"] = f"{errno} on {'+'.join(operations)}" + (
-            ", drops unsynced data" if drop else "")
-        self.done.dropped_data = drop
-        directory = self.rng.choice(self.injector.log_dirs())
-        self.injector.disk_fault(self._name(self.leader), directory, errno, operations, drop,
-                                 step=self._step("disk"), detail=self.detail)
+        package = one_with(C.FAILS_A_LOG_DIR)
+        may_drop = self.rng.random() < 0.5 and self._unclean_allowed(drops=True)
+        self.done.ways["L"] = package.name
+        self._act(package, "disk", self._name(self.leader), may_drop=may_drop)
         self._hold()
 
     def _elr_feature_change_with_elr(self) -> None:
         if not self._elr_held():
             return
-        current = self.injector.feature_level(ELR_FEATURE)
-        if not current or self.injector.lost_page_cache:
-            self.done.skipped = f"{ELR_FEATURE} is at {current}, or a loss is not over"
-            return
-        self.done.ways["cluster"] = str(Fault.FEATURE_CHANGE)
-        self.done.notes["feature"] = f"{ELR_FEATURE}: {current} -> 0"
-        self.injector.feature_change(ELR_FEATURE, 0, current, step=self._step("feature"),
-                                     detail=self.detail)
+        package = one_with(C.CHANGES_ELR_FEATURE)
+        self._act(package, "feature", None, to=0)
+        self.done.ways["cluster"] = package.name
         self._hold()
 
     # -- steps -------------------------------------------------------------------
 
     def _below(self, fenced: bool = False, aim_seen: bool = False,
-               f2_ways: Sequence[str] | None = None) -> None:
+               f2_ways: Sequence[FaultPackage] | None = None) -> None:
         """F1 then F2 away, in drawn ways (F2 in one that keeps it fenced when the
         recipe needs it away from the controllers); wait for the ISR below min ISR."""
         self.undo_f1 = self._away("F1", self.f1, AWAY)
         self._wait("F1 out of the ISR", lambda s: self.f1 not in s.isr)
         ways = f2_ways or (FENCED_AWAY if fenced else AWAY)
-        if self.done.ways["F1"] in NETWORK_AWAY:
+        if PACKAGES[self.done.ways["F1"]].can(C.ENDS_WITH_EVERY_CUT):
             # F1 comes back alone (a heal ends every cut): F2 is kept away otherwise
-            ways = tuple(w for w in ways if w not in NETWORK_AWAY)
+            ways = tuple(w for w in ways if not w.can(C.ENDS_WITH_EVERY_CUT))
         self.undo_f2 = self._away("F2", self.f2, ways)
         seen = self._wait("ISR below min ISR",
                           lambda s: len(s.isr) < self.g.min_insync_replicas)
@@ -386,40 +382,20 @@ class _Recipe:
             self.done.reached = seen
             self._hold()
 
-    def _away(self, role: str, broker: int, ways: Sequence[str]) -> Callable[[], object]:
-        """Take `broker` out of the ISR in a drawn way; returns what brings it back."""
-        way = self.rng.choice(ways)
-        self.done.ways[role] = str(way)
-        name, step, detail = self._name(broker), self._step(f"{role} away"), self.detail
-        cfg, topology = self.g.config, self.g.topology
-        if way is Fault.PARTITION:
-            self.injector.partition(grudges.isolate(name, topology.node_names), step=step,
-                                    detail=detail)
-            return lambda: self.injector.heal(step=self._step(f"{role} back"), detail=detail)
-        if way is Fault.ISOLATE_FROM_CONTROLLERS:
-            self.injector.partition(grudges.from_controllers([name], sorted(topology.controllers)),
-                                    step=step, kind=Fault.ISOLATE_FROM_CONTROLLERS,
-                                    detail=detail)
-            return lambda: self.injector.heal(step=self._step(f"{role} back"), detail=detail)
-        if way is Fault.PAUSE:
-            self.injector.pause(name, step=step, detail=detail)
-            return lambda: self.injector.resume(name, step=self._step(f"{role} back"),
-                                                detail=detail)
-        if way is Fault.SLOW_NETWORK:
-            self.injector.slow_network(name, peers_of(name, topology), cfg.slow_rate_kbit,
-                                       cfg.slow_loss, step=step, detail=detail)
-            return lambda: self.injector.unthrottle(name, step=self._step(f"{role} back"),
-                                                    detail=detail)
-        if way is Fault.KILL and self._unclean_allowed(drops=False):
-            self.unclean += 1
-            self.injector.kill(name, step=step, detail=detail)
-        else:
-            self.done.ways[role] = str(Fault.STOP)
-            self.injector.stop(name, step=step, detail=detail)
-        return lambda: self.injector.start(name, step=self._step(f"{role} back"),
-                                           detail=detail)
+    def _away(self, role: str, broker: int, ways: Sequence[FaultPackage]) -> Undo:
+        """Take `broker` out of the ISR in a drawn way; returns what brings it back.
+        An unclean shutdown beyond the round's budget becomes a clean one."""
+        package = self.rng.choice(ways)
+        if package.can(C.UNCLEAN_SHUTDOWN):
+            if self._unclean_allowed(drops=False):
+                self.unclean += 1
+            else:
+                package = CLEAN_SHUTDOWN[0]
+        self.done.ways[role] = package.name
+        return self._act(package, f"{role} away", self._name(broker),
+                         end_step=self._step(f"{role} back"))
 
-    def _leader_down(self, ways: Sequence[str]) -> None:
+    def _leader_down(self, ways: Sequence[FaultPackage]) -> None:
         """L shut down; then F1 (never in the ELR: it left while the ISR still held
         min ISR members) comes back, so that a broker that hears the controllers
         answers the observer while the partition has no leader."""
@@ -438,27 +414,36 @@ class _Recipe:
             return True  # no data dropped: a kill loses nothing
         return self.unclean + 1 <= self.g.min_insync_replicas - 1
 
-    def _down(self, role: str, broker: int, ways: Sequence[str]) -> None:
-        """Shut `broker` down in a drawn way; a page-cache loss only within the
-        budget (else a kill). The round's end (heal_all) brings it back."""
-        way = self.rng.choice(ways)
-        if way is Fault.PAGE_CACHE_LOSS and not self._unclean_allowed(drops=True):
-            way = Fault.KILL
-        if way is Fault.KILL and not self._unclean_allowed(drops=False):
-            way = Fault.STOP
-        if way in UNCLEAN_DOWN:
+    def _down(self, role: str, broker: int, ways: Sequence[FaultPackage]) -> None:
+        """Shut `broker` down in a drawn way: one that drops data only within the
+        budget (else an unclean shutdown that keeps it), an unclean one only within
+        it (else a clean one). The round's end (heal_all) brings it back."""
+        package = self.rng.choice(ways)
+        if package.can(C.DROPS_UNFLUSHED_DATA) and not self._unclean_allowed(drops=True):
+            package = UNCLEAN_KEEPING_DATA[0]
+        if package.can(C.UNCLEAN_SHUTDOWN) and not self._unclean_allowed(drops=False):
+            package = CLEAN_SHUTDOWN[0]
+        if package.can(C.UNCLEAN_SHUTDOWN):
             self.unclean += 1
-        self.done.ways[role] = str(way)
-        name, step = self._name(broker), self._step(f"{role} down")
-        if way is Fault.PAGE_CACHE_LOSS:
-            self.done.dropped_data = True
-            self.injector.page_cache_loss(name, step=step, detail=self.detail)
-        elif way is Fault.KILL:
-            self.injector.kill(name, step=step, detail=self.detail)
-        elif way is Fault.STOP:
-            self.injector.stop(name, step=step, detail=self.detail)
-        else:
-            self.injector.pause(name, step=step, kind=Fault.BOUNCE_LEADER, detail=self.detail)
+        self.done.ways[role] = package.name
+        self._act(package, f"{role} down", self._name(broker))
+
+    def _act(self, package: FaultPackage, what: str, target: str | None,
+             end_step: str | None = None, **options: Any) -> Undo:
+        """`package` used on `target` as a step of the round: its lines carry the
+        step and the round's aim; what it noted goes to the round's notes (and
+        whether it dropped data to the round's budget). A use that cannot act now
+        skips the rest of the round (NotNow: nothing was recorded)."""
+        notes: dict[str, Any] = {}
+        use = Use(self.injector, self.g.topology, self.rng,
+                  settings_of(self.g.faults, package), self.g.stop_event, self._step(what),
+                  self.detail, self.g.replication_factor, notes, end_step)
+        try:
+            undo = package.act(use, target, **options)
+        finally:
+            self.done.dropped_data |= bool(notes.pop("dropped", False))
+            self.done.notes.update({k: str(v) for k, v in notes.items()})
+        return undo
 
     def _hold(self) -> None:
         self.g.stop_event.wait(self.g.hold_s())
@@ -502,3 +487,24 @@ class _Recipe:
 
     def _step(self, what: str) -> str:
         return self.done.step(what)
+
+
+#: The recipe of each KIP-966 state (harness.core.history.COVERAGE_STATES), by name:
+#: a state without one, or one renamed, fails at import, not silently in a run.
+RECIPES: dict[str, Callable[[_Recipe], None]] = {
+    "isr-below-min-isr": _Recipe._isr_below_min_isr,
+    "elr-not-empty": _Recipe._elr_not_empty,
+    "leaderless-with-elr": _Recipe._leaderless_with_elr,
+    "elected-from-elr": _Recipe._elected_from_elr,
+    "last-known-elr-not-empty": _Recipe._last_known_elr_not_empty,
+    "unclean-shutdown-of-elr-member": _Recipe._unclean_shutdown_of_elr_member,
+    "leaderless-with-unclean-replica-unfenced":
+        _Recipe._leaderless_with_unclean_replica_unfenced,
+    "min-isr-change-with-elr": _Recipe._min_isr_change_with_elr,
+    "controller-failover-with-elr": _Recipe._controller_failover_with_elr,
+    "reassign-while-below-min-isr": _Recipe._reassign_while_below_min_isr,
+    "disk-fault-of-isr-or-elr-member": _Recipe._disk_fault_of_isr_or_elr_member,
+    "elr-feature-change-with-elr": _Recipe._elr_feature_change_with_elr,
+}
+if set(RECIPES) != set(COVERAGE_STATES):
+    raise ImportError(f"guided recipes {sorted(RECIPES)} != the states {COVERAGE_STATES}")

@@ -26,11 +26,11 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from elr_harness.core.config import DiskFaultConfig, SlowNetworkConfig
-from elr_harness.nemesis.faults import PACKAGES, Injector
+from elr_harness.nemesis.faults import PACKAGES, FaultPackage, Injector
+from elr_harness.nemesis.faults.base import settings_of
 from elr_harness.nemesis.scenarios.base import Observer
 from elr_harness.nemesis.targets import Role, Topology, choose_target
 
@@ -48,9 +48,7 @@ class RandomMix:
                  log: Callable[[str], None] = print,
                  topology: Topology | None = None,
                  active_controller: Callable[[], int | None] | None = None,
-                 bounce_hold_s: float = 8.0,
-                 disk_fault: DiskFaultConfig | None = None,
-                 slow_network: SlowNetworkConfig | None = None) -> None:
+                 faults: Mapping[str, Any] | None = None) -> None:
         unknown = [k for k in kinds if k not in PACKAGES]
         if unknown:
             raise ValueError(f"unknown fault kinds {unknown}")
@@ -60,12 +58,8 @@ class RandomMix:
         self.rng = random.Random(seed)
         self.interval_s = interval_s
         self.replication_factor = replication_factor
-        #: bounce-leader's SIGSTOP: longer than the broker session timeout
-        self.bounce_hold_s = bounce_hold_s
-        #: disk-fault's draws (errno, operations, hold)
-        self.disk_fault = disk_fault or DiskFaultConfig()
-        #: what slow-network draws its rate, loss and length from
-        self.slow_network = slow_network or SlowNetworkConfig()
+        #: each kind's settings (RunConfig.faults; a kind not named: its defaults)
+        self.faults = dict(faults or {})
         self.stop_event = stop or threading.Event()
         self.log = log
         cluster = getattr(injector, "cluster", None)
@@ -111,6 +105,10 @@ class RandomMix:
     def states(self) -> list[Any]:
         """The observer's latest partition states."""
         return list(self.observer.latest())
+
+    def settings(self, package: FaultPackage) -> Any:
+        """The run's settings of `package`'s kind."""
+        return settings_of(self.faults, package)
 
     def target(self, role: Role) -> str:
         """The node in `role` now, from the observed state and the seeded RNG."""

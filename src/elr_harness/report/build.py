@@ -19,7 +19,7 @@ from elr_harness.report.checked_tables import (
     example_interest,
     read_checked_tables,
 )
-from elr_harness.report.faults import pair_faults
+from elr_harness.report.faults import coloured, fault_colours, pair_faults
 from elr_harness.report.index import write_index
 from elr_harness.report.lost_writes import lost_writes_of
 from elr_harness.report.render import GENERATED_BY, GENERATOR, render_report
@@ -88,7 +88,7 @@ def build_report(run_dir: Path, config: ReportConfig) -> Path:
     inputs = ReportInputs(
         run=run,
         tables=tables,
-        bands=pair_faults(tables.fault_events),
+        bands=coloured(pair_faults(tables.fault_events), fault_colours(run.test)),
         lost=lost_writes_of(run.results),
         config=config,
     )

@@ -14,6 +14,7 @@ marked as such.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,6 +91,8 @@ class FaultBand:
     #: A config or feature change: what it changed ('elr-test 2->1').
     what: str | None = None
     target: Any = None
+    #: How plots draw it: its kind's colour as test.json gives it (None: unknown).
+    colour: str | None = None
 
     @property
     def label(self) -> str:
@@ -99,6 +102,27 @@ class FaultBand:
     def lasting(self) -> bool:
         """False for a kind that nothing ends (drawn as a mark at its time)."""
         return self.kind in LASTING_KINDS
+
+
+#: A colour test.json may give a kind: `#rrggbb`, nothing else reaches the plots.
+_COLOUR = re.compile(r"#[0-9a-fA-F]{6}")
+
+
+def fault_colours(test: dict[str, Any] | None) -> dict[str, str]:
+    """Each recorded kind's colour from test.json's `fault_colours` (the run writes
+    them from its kinds' modules; the report never reads the nemesis): only
+    `#rrggbb` values of string keys; an older run's test.json has none."""
+    given = (test or {}).get("fault_colours")
+    if not isinstance(given, dict):
+        return {}
+    return {kind: colour for kind, colour in given.items()
+            if isinstance(kind, str) and isinstance(colour, str) and _COLOUR.fullmatch(colour)}
+
+
+def coloured(bands: list[FaultBand], colours: dict[str, str]) -> list[FaultBand]:
+    for band in bands:
+        band.colour = colours.get(band.kind)
+    return bands
 
 
 def pair_faults(events: list[FaultEvent]) -> list[FaultBand]:

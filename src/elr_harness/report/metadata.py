@@ -1,7 +1,7 @@
 """The controller's metadata log turned into rows a person can follow.
 
 Each partition record is shown with the partition's whole state after it and
-the fields it changed, from cluster.metadata_log's fold (the one the scenario's
+the fields it changed, from core.metadata_records' fold (the one the scenario's
 controller view uses too); broker records as events.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from elr_harness.cluster.metadata_log import PARTITION_FIELDS as FOLDED_FIELDS
-from elr_harness.cluster.metadata_log import fold_partitions, topic_names
+from elr_harness.core.metadata_records import PARTITION_FIELDS as FOLDED_FIELDS
+from elr_harness.core.metadata_records import fold_partitions, topic_names
 
 BROKER_TYPES = (
     "REGISTER_BROKER_RECORD",
@@ -76,7 +76,7 @@ def _broker_event(rtype: str, data: dict[str, Any]) -> tuple[str, str]:
 
 def decode_metadata(records: list[dict[str, Any]]) -> DecodedMetadata:
     """Rows for partition and broker records, in log order, with topic names resolved
-    (the partition states come from cluster.metadata_log's one fold)."""
+    (the partition states come from core.metadata_records' one fold)."""
     topics = topic_names(records)
     steps = {id(step.record): step for step in fold_partitions(records, topics)}
     rows: list[MetadataRow] = []

@@ -21,13 +21,10 @@ from matplotlib.patches import Patch
 from matplotlib.transforms import blended_transform_factory
 
 from elr_harness.core.history import ACKS_LEVELS
-from elr_harness.nemesis.faults import COLOURS
 from elr_harness.report.checked_tables import CheckedTables, ObservedState, PartitionKey
 from elr_harness.report.faults import FaultBand
 from elr_harness.report.lost_writes import LostWrites
 
-#: Each recorded fault kind's colour, as its package (nemesis/faults/<kind>.py) says.
-FAULT_COLOURS = COLOURS
 OTHER_FAULT_COLOUR = "#636363"
 SERIES_COLOURS = {
     "send acks=all": "#1f77b4",
@@ -86,8 +83,9 @@ def downsample(x: Sequence[float], y: Sequence[float], max_points: int
     return xs[keep], ys[keep]
 
 
-def fault_colour(kind: str) -> str:
-    return FAULT_COLOURS.get(kind, OTHER_FAULT_COLOUR)
+def fault_colour(band: FaultBand) -> str:
+    """Its kind's colour (test.json's), grey for a kind test.json gives none."""
+    return band.colour or OTHER_FAULT_COLOUR
 
 
 def draw_fault_bands(ax, bands: list[FaultBand], end_s: float, max_labels: int) -> None:
@@ -96,7 +94,7 @@ def draw_fault_bands(ax, bands: list[FaultBand], end_s: float, max_labels: int) 
     top = blended_transform_factory(ax.transData, ax.transAxes)
     for band in bands:
         end = band.end_s if band.end_s is not None else end_s
-        colour = fault_colour(band.kind)
+        colour = fault_colour(band)
         if end > band.start_s:
             ax.axvspan(band.start_s, end, color=colour, alpha=0.13, lw=0,
                        hatch="//" if band.uncertain else None)
@@ -113,8 +111,11 @@ def draw_fault_bands(ax, bands: list[FaultBand], end_s: float, max_labels: int) 
 
 def fault_handles(bands: list[FaultBand]) -> list[Patch]:
     """Legend entries, one per fault kind present."""
-    return [Patch(color=fault_colour(k), alpha=0.3, label=plain(f"fault: {k}"))
-            for k in sorted({b.kind for b in bands})]
+    first = {}
+    for band in bands:
+        first.setdefault(band.kind, band)
+    return [Patch(color=fault_colour(first[k]), alpha=0.3, label=plain(f"fault: {k}"))
+            for k in sorted(first)]
 
 
 def legend(ax, bands: list[FaultBand], **kwargs) -> None:

@@ -18,11 +18,107 @@ from elr_harness.core.config import (
 from elr_harness.core.config_file import apply, read_settings, setting_paths
 from elr_harness.core.errors import BadInput
 from elr_harness.core.validate import default_where, shown_path, validate_config
+from elr_harness.nemesis.faults import PACKAGES
 from elr_harness.nemesis.registry import plan_or_none
 from elr_harness.nemesis.scenarios import SCENARIOS
 from elr_harness.run.flags import CLUSTER_FLAGS, TOPIC_FLAGS, cluster_config, topic_config
 
 SECTIONS = ("cluster", "topic", "workload", "run", "checker")
+#: The table of each fault kind's own settings in [run]: [run.faults.<kind>].
+FAULTS = "faults"
+
+#: test.json's format: 1 had no `format` and its kinds' settings in [run] (disk_fault,
+#: slow_network, bounce_*), 2 has them in [run.faults.<kind>].
+TEST_JSON_FORMAT = 2
+
+#: Settings a --config file or an earlier run's test.json may still hold: where
+#: each went (a path of today's config), or None when it is gone (it is ignored).
+#: Either way a line says so: a recorded run replays, it is never refused for one.
+RETIRED: dict[str, str | None] = {
+    "run.disk_fault": "run.faults.disk-fault",
+    "run.slow_network": "run.faults.slow-network",
+    "run.bounce_hold_margin_s": "run.faults.bounce-leader.hold_margin_s",
+    "run.bounce_leader_imbalance_check_s": "run.faults.bounce-leader.leader_imbalance_check_s",
+    "run.guided.slow_rate_kbit": "run.faults.slow-network.away_rate_kbit",
+    "run.guided.slow_loss": "run.faults.slow-network.away_loss",
+    "run.scenario.quiet_after_faults_s": "run.quiet_after_faults_s",
+    "run.scenario.warmup_s": None,
+    "checker.convert_with_duckdb": None,
+    "checker.convert_threads": None,
+    "checker.convert_memory": None,
+}
+
+
+def migrate(settings: dict[str, Any], where: str,
+            note: Callable[[str], None]) -> dict[str, Any]:
+    """The settings with every RETIRED one moved to where it went (a value already
+    at the new place wins) or dropped, each with a line to `note`."""
+    out = _copy(settings)
+    for old, new in RETIRED.items():
+        *parents, key = old.split(".")
+        table = _table(out, parents)
+        if table is None or key not in table:
+            continue
+        value = table.pop(key)
+        if new is None:
+            note(f"{where}{_shown_setting(old)} is retired; ignored")
+            continue
+        *new_parents, new_key = new.split(".")
+        target = _table(out, new_parents, make=True)
+        if target is None:
+            note(f"{where}{_shown_setting(old)} is retired; ignored (no table for it)")
+            continue
+        if isinstance(value, dict) and isinstance(target.get(new_key, {}), dict):
+            target[new_key] = {**value, **target.get(new_key, {})}
+        else:
+            target.setdefault(new_key, value)
+        note(f"{where}{_shown_setting(old)} is retired; read as {_shown_setting(new)}")
+    return out
+
+
+def _copy(value: Any) -> Any:
+    return {k: _copy(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+
+def _table(settings: dict[str, Any], path: list[str], make: bool = False
+           ) -> dict[str, Any] | None:
+    table: Any = settings
+    for key in path:
+        if not isinstance(table, dict):
+            return None
+        if key not in table and make:
+            table[key] = {}
+        table = table.get(key)
+    return table if isinstance(table, dict) else None
+
+
+def _shown_setting(path: str) -> str:
+    """`run.disk_fault` -> `[run] disk_fault`, as TOML names it."""
+    table, _, key = path.rpartition(".")
+    return f"[{table}] {key}"
+
+
+def fault_settings(settings: Any, where: str) -> dict[str, Any]:
+    """Every fault kind's settings (kinds without any: none), the defaults with the
+    file's [run.faults.<kind>] tables applied."""
+    table = settings if settings is not None else {}
+    if not isinstance(table, dict):
+        raise BadInput(f"{where}[run.{FAULTS}] must be a table of fault kinds, "
+                       f"got {table!r:.60}")
+    own = {name: p for name, p in PACKAGES.items() if p.settings is not None}
+    unknown = sorted(set(table) - set(own))
+    if unknown:
+        raise BadInput(f"{where}[run.{FAULTS}] has no fault kind {str(unknown[0])[:60]!r} "
+                       f"with settings; known: {', '.join(own)}")
+    return {name: apply(p.default_settings(), table.get(name, {}),
+                        f"{where}[run.{FAULTS}.{name}]")
+            for name, p in own.items()}
+
+
+#: Each fault kind's rules of its own settings, by path (core.validate's RULES for
+#: the rest of the config).
+FAULT_RULES = {f"run.{FAULTS}.{name}.{field}": rule for name, p in PACKAGES.items()
+               for field, rule in p.rules.items()}
 
 #: flag dest -> (section, field): where a typed flag of `run` lands in the config
 #: (the cluster and topic flags: harness.flags.cluster_config and topic_config).
@@ -53,10 +149,14 @@ FIELD_FLAGS: dict[str, str] = {
     "run.check": "--no-check"}
 
 
-def run_configs(args: argparse.Namespace) -> tuple[ClusterConfig, TopicConfig, WorkloadConfig,
-                                                   RunConfig, CheckerConfig]:
-    settings = read_settings(args.config) if args.config else {}
+def run_configs(args: argparse.Namespace, note: Callable[[str], None] | None = None
+                ) -> tuple[ClusterConfig, TopicConfig, WorkloadConfig, RunConfig, CheckerConfig]:
+    """The config of `harness run` from its flags (args.config: a --config file or an
+    earlier run's test.json, settings retired since said to `note`, stderr by
+    default)."""
     where = f"--config {shown_path(args.config)}: "
+    settings = read_settings(args.config) if args.config else {}
+    settings = migrate(settings, where, note or _to_stderr)
     unknown = sorted(set(settings) - set(SECTIONS))
     if unknown:
         raise BadInput(f"{where}no section [{shown_path(unknown[0])}]; "
@@ -64,9 +164,14 @@ def run_configs(args: argparse.Namespace) -> tuple[ClusterConfig, TopicConfig, W
     sections: dict[str, Any] = {
         "cluster": ClusterConfig(), "topic": TopicConfig(), "workload": WorkloadConfig(),
         "run": RunConfig(), "checker": CheckerConfig()}
+    run_table = settings.get("run")
+    own_faults = run_table.pop(FAULTS, None) if isinstance(run_table, dict) else None
     for name, section in sections.items():
         if name in settings:
             sections[name] = apply(section, settings[name], f"{where}[{name}]")
+    sections["run"] = replace(sections["run"], faults=fault_settings(own_faults, where))
+    if own_faults is not None:
+        run_table[FAULTS] = own_faults  # the file's paths name its settings in messages
     given = getattr(args, "given", set())
     sections["cluster"] = cluster_config(args, sections["cluster"], given)
     sections["topic"] = topic_config(args, sections["topic"], given)
@@ -99,7 +204,7 @@ def run_configs(args: argparse.Namespace) -> tuple[ClusterConfig, TopicConfig, W
     # so a bad one is named where it was set
     validate_config({name: sections[name] for name in ("cluster", "topic", "run", "workload",
                                                        "checker")},
-                    _sources(args, settings, given))
+                    _sources(args, settings, given), FAULT_RULES)
     return (sections["cluster"], sections["topic"], sections["workload"], sections["run"],
             sections["checker"])
 
@@ -140,3 +245,9 @@ def _sources(args: argparse.Namespace, settings: dict[str, Any],
             return f"--config {shown_path(args.config)}: {default_where(path)}"
         return default_where(path)
     return where
+
+
+def _to_stderr(line: str) -> None:
+    import sys
+
+    print(f"harness: {line}", file=sys.stderr)

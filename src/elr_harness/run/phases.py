@@ -313,17 +313,12 @@ def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):
         return Guided(injector, observer, [(t.name, t.partitions) for t in spec.topics],
                       spec.run.seed, replication,
                       min(t.min_insync_replicas for t in spec.topics), spec.run.guided,
-                      reached=spec.run.reached, disk_fault=spec.run.disk_fault, log=log)
-    # a bounced leader stays stopped past its session timeout, so it is fenced
-    bounce_hold_s = (spec.cluster.timings.broker_session_timeout_ms / 1000
-                     + spec.run.bounce_hold_margin_s)
+                      reached=spec.run.reached, faults=spec.run.faults, log=log)
 
     def maker(seed: int):
         return lambda kinds, stop: RandomMix(injector, observer, kinds, seed,
                                              spec.run.interval_s, replication, stop=stop,
-                                             log=log, bounce_hold_s=bounce_hold_s,
-                                             disk_fault=spec.run.disk_fault,
-                                             slow_network=spec.run.slow_network)
+                                             log=log, faults=spec.run.faults)
 
     mixes = [Mix(group, maker(spec.run.seed + i)) for i, group in enumerate(plan.groups)]
     if not mixes:

@@ -23,7 +23,9 @@ from elr_harness.core.config import (
 )
 from elr_harness.core.errors import BadInput, HarnessError
 from elr_harness.core.validate import validate_config
+from elr_harness.nemesis.faults import COLOURS
 from elr_harness.nemesis.registry import NemesisPlan, parse_nemesis
+from elr_harness.run.config import TEST_JSON_FORMAT
 from elr_harness.run.store import check_store
 from elr_harness.workloads.validation import validate as validate_workload
 
@@ -113,6 +115,7 @@ def started_test_json(spec: RunSpec, plan: NemesisPlan, started_at: datetime) ->
     """test.json as the run starts: what was asked, the config to replay it from;
     the run adds the nodes, the release that ran and the outcome."""
     return {
+        "format": TEST_JSON_FORMAT,
         "test": plan.test_name,
         "nemesis": spec.run.nemesis,
         "seed": spec.run.seed,
@@ -133,6 +136,8 @@ def started_test_json(spec: RunSpec, plan: NemesisPlan, started_at: datetime) ->
         "command": "harness " + " ".join(shlex.quote(a) for a in spec.cli_args),
         "cli_args": spec.cli_args,
         "started_at": started_at.isoformat(timespec="seconds"),
+        # how the report draws each recorded kind (it reads them here, never the nemesis)
+        "fault_colours": dict(COLOURS),
         "config": json.loads(json.dumps({
             "cluster": asdict(spec.cluster), "topics": [asdict(t) for t in spec.topics],
             "workload": asdict(spec.workload), "run": asdict(spec.run),

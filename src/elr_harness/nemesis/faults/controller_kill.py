@@ -1,14 +1,29 @@
-"""`controller-kill`: SIGKILL the active controller (the quorum's leader), started
-again when the fault ends; recorded under its own name, so a report tells it from
-a broker's kill."""
+"""`controller-kill`: SIGKILL the active controller, so the quorum elects another;
+it ends when the controller is started again."""
 
 from __future__ import annotations
 
 from elr_harness.core.history import Fault
-from elr_harness.nemesis.faults import kill
-from elr_harness.nemesis.faults.base import PROCESSES, FaultPackage
+from elr_harness.nemesis.faults.base import (
+    PROCESSES,
+    RESTART,
+    Capability,
+    FaultPackage,
+    Undo,
+    Use,
+)
+from elr_harness.nemesis.faults.kill import inject, kill
 from elr_harness.nemesis.targets import Role
+
+
+def act(use: Use, target: str) -> Undo:
+    """`target`, the active controller, killed."""
+    kill(use.injector, target, use.step, use.detail, kind=PACKAGE.recorded)
+    return lambda: use.injector.start(target, **use.said())
+
 
 PACKAGE = FaultPackage(
     "controller-kill", Fault.CONTROLLER_KILL, (Role.ACTIVE_CONTROLLER,), "#fb6a4a",
-    PROCESSES, kill.inject, help="SIGKILL the active controller; start it again")
+    PROCESSES, inject, act=act, heals=(RESTART,),
+    capabilities=frozenset({Capability.FAILS_OVER_CONTROLLER}),
+    help="SIGKILL the active controller; start it again")

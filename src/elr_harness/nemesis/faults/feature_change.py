@@ -1,51 +1,124 @@
-"""`feature-change`: turn ELR off (the `eligible.leader.replicas.version`
-feature downgraded to 0, UpdateFeatures) and back on when the fault ends.
+"""`feature-change`: turn ELR off (eligible.leader.replicas.version downgraded to
+0, UpdateFeatures through Kafka's tools), then on again; its lines carry
+`feature`, `from` and `to`, and the line that puts it back `restore: true`.
 
-With ELR off the controller keeps no ELR, and KIP-966 promises nothing about
-unclean shutdowns: the mix injects no page-cache loss while it is off
-(nemesis.faults.page_cache_loss) nor any disk fault that drops unflushed data,
-and this kind waits while such a loss is outstanding: its broker still down, or
-back but not yet in every ISR (it would rejoin with ELR off, past the protection
-the loss was judged under). Its lines
-carry `feature`, `from` and `to`; the line that puts it back has `restore: true`
-and ends it (harness.core.history.RESTORED_BY_SELF).
+While it is off KIP-966 promises nothing about unclean shutdowns: the injector
+is told (`protection_off`), so no data-dropping fault is injected meanwhile
+(base.unprotected); and it is not turned off while a broker that lost unflushed
+data is down, or before every ISR is full again after such a loss
+(base.loss_outstanding): that loss would come back unprotected.
 """
 
 from __future__ import annotations
 
-from elr_harness.cluster.admin_tools import ELR_FEATURE
-from elr_harness.core.history import Fault
-from elr_harness.nemesis.faults.base import CONFIG, FaultPackage, Mix, Undo, why
-from elr_harness.nemesis.targets import all_isr_full
+from typing import Any
+
+from elr_harness.core.errors import HarnessError
+from elr_harness.core.history import ELR_FEATURE, RESTORE, Fault
+from elr_harness.nemesis.faults.base import (
+    CONFIG,
+    Capability,
+    FaultPackage,
+    HealPhase,
+    HealStep,
+    Injector,
+    Mix,
+    NotNow,
+    Undo,
+    Use,
+    loss_outstanding,
+    read_with_tools,
+    record_change,
+    why,
+)
 
 
-def outstanding_loss(mix: Mix) -> str | None:
-    """Why a page-cache loss is not over yet (None: none is)."""
-    if mix.injector.lost_page_cache:
-        return f"{', '.join(sorted(mix.injector.lost_page_cache))} lost its page cache and is down"
-    if mix.injector.page_cache_losses and not all_isr_full(mix.states(),
-                                                           mix.replication_factor):
-        return ("a page-cache loss or a disk fault dropped unflushed data and not every "
-                "ISR is full again")
-    return None
+def _changes(injector: Injector) -> dict[str, tuple[int, int]]:
+    """What is (or may be) changed: feature -> (level before, level now)."""
+    return injector.kept(PACKAGE.name, dict)
+
+
+def _protection(injector: Injector) -> None:
+    """Tell the injector whether a change turned ELR off (or may have) and nothing
+    restored it."""
+    change = _changes(injector).get(ELR_FEATURE)
+    injector.protection_off = change is not None and change[1] == 0
+
+
+def level(injector: Injector, feature: str) -> int | None:
+    """The finalized level of `feature`; None when the cluster does not know it."""
+    return read_with_tools(injector, lambda node: injector.admin.feature_level(node, feature))
+
+
+def change(injector: Injector, feature: str, to: int, was: int, step: str | None = None,
+           detail: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Upgrade or downgrade `feature` from level `was` to `to`. Turning ELR off is
+    refused while a broker that lost its page cache is down (it would come back
+    with ELR off: KIP-966's protection would be gone for the very shutdown it is
+    about). `restore` puts it back."""
+    def apply() -> None:
+        injector.admin.update_feature(injector.tool_nodes()[0], feature, to, was)
+
+    def refuse() -> str | None:
+        if feature == ELR_FEATURE and to == 0 and injector.lost_page_cache:
+            return (f"{', '.join(sorted(injector.lost_page_cache))} lost its page cache and "
+                    "is down")
+        return None
+
+    return record_change(injector, PACKAGE.recorded, _changes(injector), feature,
+                         {"feature": feature, "from": was, "to": to}, step, detail, apply,
+                         refuse, changed=lambda: _protection(injector))
+
+
+def restore(injector: Injector, feature: str, step: str | None = None,
+            detail: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """Put back what `change` changed (None if nothing is)."""
+    changes = _changes(injector)
+    if feature not in changes:
+        return None
+    before, now = changes[feature]
+    return change(injector, feature, before, now, step, {**(detail or {}), RESTORE: True})
+
+
+def _restore_all(injector: Injector, said: dict[str, Any]) -> None:
+    errors = []
+    for feature in sorted(_changes(injector)):
+        try:
+            restore(injector, feature, **said)
+        except HarnessError as err:
+            errors.append(err.message)
+    if errors:
+        raise HarnessError("; ".join(errors))
 
 
 def inject(mix: Mix, package: FaultPackage) -> Undo | None:
     """Downgrade the ELR feature to 0 from the level the cluster has now."""
-    reason = outstanding_loss(mix)
+    reason = loss_outstanding(mix.injector, mix.states(), mix.replication_factor)
     if reason:
         mix.log(f"{package.name} skipped: {reason} (fault budget)")
         return None
-    current = mix.injector.feature_level(ELR_FEATURE)
-    if not current:
-        mix.log(f"{package.name} skipped: {ELR_FEATURE} is at {current} (ELR is off)")
+    was = level(mix.injector, ELR_FEATURE)
+    if not was:
+        mix.log(f"{package.name} skipped: {ELR_FEATURE} is at {was} (ELR is off)")
         return None
     detail = why(package, None)
-    mix.injector.feature_change(ELR_FEATURE, 0, current, detail=detail)
-    return lambda: mix.injector.restore_feature(ELR_FEATURE, detail=detail)
+    change(mix.injector, ELR_FEATURE, 0, was, detail=detail)
+    return lambda: restore(mix.injector, ELR_FEATURE, detail=detail)
+
+
+def act(use: Use, target: None, to: int = 0) -> Undo:
+    """The ELR feature turned to `to` from the level it has now."""
+    was = level(use.injector, ELR_FEATURE)
+    if not was or use.injector.lost_page_cache:
+        raise NotNow(f"{ELR_FEATURE} is at {was}, or a loss is not over")
+    use.notes["feature"] = f"{ELR_FEATURE}: {was} -> {to}"
+    change(use.injector, ELR_FEATURE, to, was, use.step, use.detail)
+    return lambda: restore(use.injector, ELR_FEATURE, **use.said())
 
 
 PACKAGE = FaultPackage(
-    "feature-change", Fault.FEATURE_CHANGE, (), "#3182bd", CONFIG, inject,
+    "feature-change", Fault.FEATURE_CHANGE, (), "#3182bd", CONFIG, inject, act=act,
+    heals=(HealStep(HealPhase.FEATURES, _restore_all, strict=False),),
+    capabilities=frozenset({Capability.CHANGES_ELR_FEATURE}),
     help="turn ELR off (eligible.leader.replicas.version downgraded to 0), then on "
          "again; no page-cache loss while it is off")

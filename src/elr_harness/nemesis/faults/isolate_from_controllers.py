@@ -1,25 +1,45 @@
-"""`isolate-from-controllers`: one broker that still hears the other brokers but no
-controller (iptables, ended by a heal)."""
+"""`isolate-from-controllers`: a broker that still hears the other brokers but no
+controller (its heartbeats go unanswered: it is fenced while it keeps serving
+from a stale view). Ends with the network's heal."""
 
 from __future__ import annotations
 
 from elr_harness.core.history import Fault
 from elr_harness.nemesis import grudges
-from elr_harness.nemesis.faults.base import NETWORK, FaultPackage, Mix, Undo, role_of, why
+from elr_harness.nemesis.faults.base import (
+    NETWORK,
+    NETWORK_HEAL,
+    Capability,
+    FaultPackage,
+    Mix,
+    Undo,
+    Use,
+    role_of,
+    why,
+)
+from elr_harness.nemesis.faults.partition import cut
 from elr_harness.nemesis.targets import Role
 
 
 def inject(mix: Mix, package: FaultPackage) -> Undo:
-    """A broker that still hears the other brokers but no controller."""
     role = role_of(mix, package)
     broker = mix.target(role)
     detail = why(package, role)
-    mix.injector.partition(grudges.from_controllers([broker], sorted(mix.topology.controllers)),
-                           step=f"mix:{package.name}", kind=package.recorded, detail=detail)
+    cut(mix.injector, grudges.from_controllers([broker], sorted(mix.topology.controllers)),
+        step=f"mix:{package.name}", kind=package.recorded, detail=detail)
     return lambda: mix.injector.heal(step=f"mix:{package.name}", detail=detail)
+
+
+def act(use: Use, target: str) -> Undo:
+    cut(use.injector, grudges.from_controllers([target], sorted(use.topology.controllers)),
+        use.step, use.detail, kind=PACKAGE.recorded)
+    return lambda: use.injector.heal(**use.said())
 
 
 PACKAGE = FaultPackage(
     "isolate-from-controllers", Fault.ISOLATE_FROM_CONTROLLERS,
-    (Role.LEADER, Role.ISR, Role.ANY), "#fdae6b", NETWORK, inject,
+    (Role.LEADER, Role.ISR, Role.ANY), "#fdae6b", NETWORK, inject, act=act,
+    heals=(NETWORK_HEAL,),
+    capabilities=frozenset({Capability.TAKES_OUT_OF_ISR, Capability.KEEPS_FENCED,
+                            Capability.KEEPS_RUNNING, Capability.ENDS_WITH_EVERY_CUT}),
     help="cut a leader, ISR member or any broker off from the controllers only")

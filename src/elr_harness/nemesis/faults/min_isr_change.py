@@ -8,18 +8,80 @@ since replicas that were eligible under the old min ISR may lack records
 committed under the new one. Its lines carry `topic` (null for the cluster
 default), `from` and `to`; the line that puts it back has `restore: true` and
 ends it (harness.core.history.RESTORED_BY_SELF). The checker's fault budget
-takes the lowest min ISR in force.
+takes the lowest min ISR in force. Kafka's own tools make the change, in a node
+that can run them (the injector's tool_nodes).
 """
 
 from __future__ import annotations
 
-from elr_harness.core.history import Fault
-from elr_harness.nemesis.faults.base import CONFIG, FaultPackage, Mix, Undo, why
+from collections.abc import Callable
+from typing import Any
+
+from elr_harness.core.errors import HarnessError
+from elr_harness.core.history import RESTORE, Fault
+from elr_harness.nemesis.faults.base import (
+    CONFIG,
+    Capability,
+    FaultPackage,
+    HealPhase,
+    HealStep,
+    Injector,
+    Mix,
+    NotNow,
+    Undo,
+    Use,
+    read_with_tools,
+    record_change,
+    why,
+)
 
 
-def draw(mix: Mix, current: int) -> int | None:
-    """A new min ISR within 1..RF other than `current` (None: there is none)."""
-    values = [v for v in range(1, mix.replication_factor + 1) if v != current]
+def _changes(injector: Injector) -> dict[str | None, tuple[int, int]]:
+    """What is (or may be) changed: topic (None: the cluster default) -> (before, now)."""
+    return injector.kept(PACKAGE.name, dict)
+
+
+def current(injector: Injector, topic: str | None) -> int | None:
+    """The topic's own min.insync.replicas (None: the cluster default); None when
+    none is set there."""
+    return read_with_tools(injector, lambda node: injector.admin.min_isr(node, topic))
+
+
+def change(injector: Injector, topic: str | None, to: int, was: int, step: str | None = None,
+           detail: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Set min.insync.replicas of `topic` (None: the cluster default) from `was` to
+    `to`; `restore` puts it back."""
+    def apply() -> None:
+        injector.admin.alter_min_isr(injector.tool_nodes()[0], topic, to)
+
+    return record_change(injector, PACKAGE.recorded, _changes(injector), topic,
+                         {"topic": topic, "from": was, "to": to}, step, detail, apply)
+
+
+def restore(injector: Injector, topic: str | None, step: str | None = None,
+            detail: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """Put back what `change` changed on `topic` (None if nothing is)."""
+    changes = _changes(injector)
+    if topic not in changes:
+        return None
+    before, now = changes[topic]
+    return change(injector, topic, before, now, step, {**(detail or {}), RESTORE: True})
+
+
+def _restore_all(injector: Injector, said: dict[str, Any]) -> None:
+    errors = []  # each change is put back even when another one could not be
+    for topic in sorted(_changes(injector), key=lambda t: (t is not None, t or "")):
+        try:
+            restore(injector, topic, **said)
+        except HarnessError as err:
+            errors.append(err.message)
+    if errors:
+        raise HarnessError("; ".join(errors))
+
+
+def draw(mix: Mix, current_value: int) -> int | None:
+    """A new min ISR within 1..RF other than `current_value` (None: there is none)."""
+    values = [v for v in range(1, mix.replication_factor + 1) if v != current_value]
     return mix.rng.choice(values) if values else None
 
 
@@ -28,20 +90,35 @@ def inject(mix: Mix, package: FaultPackage) -> Undo | None:
     topics), from the seeded RNG; its min ISR as the cluster has it now; a new one."""
     topic = mix.rng.choice([None, *sorted({s.topic for s in mix.states()})])
     where = "the cluster default" if topic is None else f"topic {topic}"
-    current = mix.injector.min_isr(topic)
-    if current is None:
+    was = current(mix.injector, topic)
+    if was is None:
         mix.log(f"{package.name} skipped: {where} sets no min.insync.replicas")
         return None
-    to = draw(mix, current)
+    to = draw(mix, was)
     if to is None:
         mix.log(f"{package.name} skipped: no other min ISR within 1..RF for {where}")
         return None
     detail = why(package, None)
-    mix.injector.min_isr_change(topic, to, current, detail=detail)
-    return lambda: mix.injector.restore_min_isr(topic, detail=detail)
+    change(mix.injector, topic, to, was, detail=detail)
+    return lambda: restore(mix.injector, topic, detail=detail)
+
+
+def act(use: Use, target: None, topic: str, choose: Callable[[int], int],
+        fallback: int) -> Undo:
+    """Change `topic`'s min ISR to choose(its min ISR now; `fallback` when the
+    topic has none of its own)."""
+    was = current(use.injector, topic) or fallback
+    to = choose(was)
+    if to == was:
+        raise NotNow(f"no other min ISR than {was} to choose for {topic}")
+    use.notes["min-isr"] = f"{topic}: {was} -> {to}"
+    change(use.injector, topic, to, was, use.step, use.detail)
+    return lambda: restore(use.injector, topic, **use.said())
 
 
 PACKAGE = FaultPackage(
-    "min-isr-change", Fault.MIN_ISR_CHANGE, (), "#1b9e77", CONFIG, inject,
+    "min-isr-change", Fault.MIN_ISR_CHANGE, (), "#1b9e77", CONFIG, inject, act=act,
+    heals=(HealStep(HealPhase.CONFIG, _restore_all, strict=False),),
+    capabilities=frozenset({Capability.CHANGES_MIN_ISR}),
     help="raise or lower min.insync.replicas of a topic or the cluster default "
          "(within 1..RF; the controller must clear ELR, KAFKA-16540), then put it back")

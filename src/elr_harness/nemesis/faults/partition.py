@@ -1,13 +1,50 @@
-"""`partition`: a network partition of one of four shapes (iptables, ended by a heal)."""
+"""`partition`: cut the network. A leader or ISR member isolated from every other
+node, or the nodes split majority/minority, into a ring, or across a bridge
+(nemesis.grudges); every cut ends with the network's heal.
+
+A cut is tagged iptables rules on both ends of each severed pair (the injector's
+`block`), recorded with its grudge; isolate-from-controllers and
+controller-partition are the same action aimed elsewhere, recorded under their
+own names (`cut` is theirs too).
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from elr_harness.core.history import Fault
 from elr_harness.nemesis import grudges
-from elr_harness.nemesis.faults.base import NETWORK, FaultPackage, Mix, Undo, role_of, why
+from elr_harness.nemesis.faults.base import (
+    NETWORK,
+    NETWORK_HEAL,
+    Capability,
+    FaultPackage,
+    Injector,
+    Mix,
+    Undo,
+    Use,
+    detail_of,
+    role_of,
+    why,
+)
 from elr_harness.nemesis.targets import Role
 
 SHAPES = ("isolate", "majority-minority", "ring", "bridge")
+
+
+def cut(injector: Injector, grudge: grudges.Grudge, step: str | None = None,
+        detail: dict[str, Any] | None = None, kind: Fault | str = Fault.PARTITION,
+        inbound_only: bool = False) -> dict[str, Any]:
+    """Drop traffic between each node and the peers it holds a grudge against
+    (both ways; `inbound_only`: only what it receives), recorded as `kind`."""
+    return injector.record(kind, sorted(grudge), {"grudge": grudge, **detail_of(step, detail)},
+                           lambda: injector.block(dict(grudge), inbound_only))
+
+
+def isolate(injector: Injector, name: str, step: str | None = None,
+            detail: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`name` cut off from every other node of the cluster."""
+    return cut(injector, grudges.isolate(name, sorted(injector.cluster.nodes)), step, detail)
 
 
 def inject(mix: Mix, package: FaultPackage) -> Undo:
@@ -25,11 +62,20 @@ def inject(mix: Mix, package: FaultPackage) -> Undo:
     else:
         grudge = grudges.bridge(nodes, mix.rng)
     detail = why(package, role)
-    mix.injector.partition(grudge, step=f"mix:{shape}", kind=package.recorded, detail=detail)
+    cut(mix.injector, grudge, step=f"mix:{shape}", kind=package.recorded, detail=detail)
     return lambda: mix.injector.heal(step=f"mix:{shape}", detail=detail)
+
+
+def act(use: Use, target: str) -> Undo:
+    """The target isolated from every other node until the network heals."""
+    cut(use.injector, grudges.isolate(target, use.topology.node_names), use.step, use.detail)
+    return lambda: use.injector.heal(**use.said())
 
 
 PACKAGE = FaultPackage(
     "partition", Fault.PARTITION, (Role.LEADER, Role.ISR), "#e6550d", NETWORK, inject,
+    act=act, heals=(NETWORK_HEAL,),
+    capabilities=frozenset({Capability.TAKES_OUT_OF_ISR, Capability.KEEPS_FENCED,
+                            Capability.KEEPS_RUNNING, Capability.ENDS_WITH_EVERY_CUT}),
     help="cut the network: a leader or ISR member isolated, majority/minority, ring "
          "or bridge")

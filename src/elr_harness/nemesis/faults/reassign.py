@@ -1,30 +1,13 @@
-"""`reassign`: change one partition's replicas while the other faults run (KIP-455's
-AlterPartitionReassignments), cancelled at the fault's end if still under way,
-else left completed.
+"""`reassign`: a partition's replicas changed through AlterPartitionReassignments
+(add a spare broker, remove one, or reorder them), sent from the host to a
+broker that hears the controllers (cluster.reassignments); it ends with
+`reassign-end`: cancelled if still under way (Kafka drops the replicas it was
+adding), else left completed, or put back when a removal left fewer replicas
+than the replication factor.
 
-KIP-966 lets a reassignment complete only once every target replica is in the
-ISR, and keeps ELR within the replicas it ends with; the observer's `replicas`
-and `elr` show both. The change is drawn from the mix's seeded RNG over what
-was observed: a partition (for the `elr` role one whose ELR is not empty, when
-there is one), then one of the changes the cluster allows:
-
-- `add`: a broker that holds no replica of it (a spare) appended as a follower.
-  Only up to replication factor + 1 replicas: a completed add is left in force,
-  and a later `remove` takes the partition back down.
-- `remove`: one replica dropped (a member of the role's set: any replica, or an
-  ELR member). One that leaves fewer replicas than the replication factor is
-  remove-then-add-back: should it complete, its end reassigns the partition back
-  to the replicas it had (with brokers == replication factor there is never a
-  spare, so this and `reorder` are all there is). Otherwise the partition would
-  stay below its replication factor: its ISR never full again, no page-cache
-  loss allowed, and the run's recovery waiting in vain.
-- `reorder`: the same replicas, the role's member moved to the front (the
-  preferred leader), or to the back when it is there already.
-
-Its lines: `reassign` with detail topic, partition, `from`, `to`, `change` and
-`restore`; its end `reassign-end` with the same and `outcome` (`cancelled` or
-`completed`) and `restored`. It acts on the assignment alone, so it may run in
-a mix that overlaps one over the network and one over the processes.
+KIP-966 lets a reassignment complete (or be cancelled) only with the ISR at min
+ISR or more; the controller keeps the ELR to the final replica set. Its lines
+carry `topic`, `partition`, `from` and `to`.
 """
 
 from __future__ import annotations
@@ -32,10 +15,27 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from elr_harness.cluster import reassignments
 from elr_harness.cluster.observe import PartitionState
+from elr_harness.core.errors import HarnessError, Refused
 from elr_harness.core.history import Fault
-from elr_harness.nemesis.faults.base import ASSIGNMENT, FaultPackage, Mix, Undo, role_of, why
+from elr_harness.nemesis.faults.base import (
+    ASSIGNMENT,
+    Capability,
+    FaultPackage,
+    HealPhase,
+    HealStep,
+    Injector,
+    Mix,
+    NotNow,
+    Undo,
+    Use,
+    detail_of,
+    role_of,
+    why,
+)
 from elr_harness.nemesis.targets import Role
 
 ADD, REMOVE, REORDER = "add", "remove", "reorder"
@@ -92,6 +92,117 @@ def draw(states: Sequence[PartitionState], brokers: Sequence[int], replication_f
                   restore=kind == REMOVE and len(target) < replication_factor)
 
 
+
+@dataclass(frozen=True)
+class Reassignment:
+    """A partition reassignment in force: asked for, not yet ended."""
+
+    topic: str
+    partition: int
+    #: the replicas observed before (`from`) and the ones asked for (`to`)
+    replicas: tuple[int, ...]
+    target: tuple[int, ...]
+    #: the brokers of both, as the fault's `nodes`
+    nodes: list[str]
+    #: whether its end puts `replicas` back should it have completed
+    restore: bool
+    #: the caller's why (mix, role, ...), carried by its end too
+    why: dict[str, Any]
+
+
+def in_force(injector: Injector) -> dict[tuple[str, int], Reassignment]:
+    """Reassignments asked for and not yet ended, by (topic, partition)."""
+    return injector.kept(PACKAGE.name, dict)
+
+
+def _broker_names(injector: Injector, ids: Sequence[int]) -> list[str]:
+    try:
+        return sorted({injector.cluster.broker_by_id(int(i)).spec.name for i in ids})
+    except KeyError as err:
+        raise HarnessError(f"reassignment names {err.args[0]}") from None
+
+
+def _admin_addresses(injector: Injector) -> list[str]:
+    """Brokers to send a reassignment to, which forward it to the controller:
+    none that is down, paused or cut off from the controllers."""
+    stale = injector.stale_brokers()
+    return [address for address in injector.cluster.bootstrap if address not in stale]
+
+
+def start(injector: Injector, topic: str, partition: int, replicas: Sequence[int],
+          target: Sequence[int], restore: bool = False, step: str | None = None,
+          detail: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Ask Kafka to move a partition from `replicas` (as observed) to `target`; it
+    is in force until `end`. `restore`: should it complete, its end puts
+    `replicas` back (a removal that left fewer replicas than the topic's
+    replication factor). One that may have half-happened (`info`) is ended like
+    any other."""
+    key = (topic, partition)
+    running = in_force(injector)
+    if key in running:
+        raise HarnessError(f"{topic}-{partition}: a reassignment is already in force")
+    nodes = _broker_names(injector, [*replicas, *target])
+    said = detail_of(step, detail)
+    record = {"topic": topic, "partition": partition, "from": list(replicas),
+              "to": list(target), "restore": restore, **said}
+    tracked = Reassignment(topic, partition, tuple(replicas), tuple(target), nodes,
+                           restore, said)
+
+    def apply() -> None:
+        try:
+            reassignments.execute(_admin_addresses(injector), topic, partition, target,
+                                  injector.cluster.config.timeouts, injector.connect)
+        except Exception as err:
+            if not isinstance(err, Refused):
+                running[key] = tracked  # it may have started
+            raise
+        running[key] = tracked
+
+    return injector.record(PACKAGE.recorded, nodes, record, apply)
+
+
+def end(injector: Injector, topic: str, partition: int, step: str | None = None,
+        detail: dict[str, Any] | None = None) -> dict[str, Any]:
+    """End a reassignment `start` began: cancelled if it is still under way, else
+    left completed, or undone by a reassignment back to its `from` when it was
+    asked to restore. The line's `outcome` says which; it carries the start's
+    why unless given another."""
+    running = in_force(injector)
+    tracked = running.get((topic, partition))
+    if tracked is None:
+        raise HarnessError(f"{topic}-{partition}: no reassignment in force to end")
+    record = {"topic": topic, "partition": partition, "from": list(tracked.replicas),
+              "to": list(tracked.target),
+              **detail_of(step, tracked.why if detail is None else detail)}
+
+    def apply() -> dict[str, Any]:
+        addresses, timeouts = _admin_addresses(injector), injector.cluster.config.timeouts
+        outcome = reassignments.cancel(addresses, topic, partition, timeouts,
+                                       injector.connect)
+        restored = outcome is reassignments.Outcome.COMPLETED and tracked.restore
+        if restored:
+            try:
+                reassignments.execute(addresses, topic, partition, tracked.replicas,
+                                      timeouts, injector.connect)
+            except Refused as err:  # the end did something: not a fail
+                raise HarnessError(f"putting {list(tracked.replicas)} back: {err}") from err
+        del running[(topic, partition)]
+        return {"outcome": str(outcome), "restored": restored}
+
+    return injector.record(Fault.REASSIGN_END, tracked.nodes, record, apply)
+
+
+def _end_all(injector: Injector, said: dict[str, Any]) -> None:
+    errors = []
+    for topic, partition in sorted(in_force(injector)):
+        try:
+            end(injector, topic, partition, **said)
+        except HarnessError as err:
+            errors.append(err.message)
+    if errors:
+        raise HarnessError("; ".join(errors))
+
+
 def inject(mix: Mix, package: FaultPackage) -> Undo | None:
     """Start the drawn reassignment; its undo ends it (cancel or leave completed)."""
     role = role_of(mix, package)
@@ -101,19 +212,38 @@ def inject(mix: Mix, package: FaultPackage) -> Undo | None:
         mix.log(f"{package.name} skipped: no observed partition whose replicas can change")
         return None
     detail = {**why(package, role), "change": change.kind}
-    mix.injector.reassign(change.topic, change.partition, change.replicas, change.target,
-                          restore=change.restore, detail=detail)
+    start(mix.injector, change.topic, change.partition, change.replicas, change.target,
+          restore=change.restore, detail=detail)
 
     def undo() -> None:
         try:
-            mix.injector.end_reassign(change.topic, change.partition, detail=detail)
+            end(mix.injector, change.topic, change.partition, detail=detail)
         except Exception as err:  # noqa: BLE001 - recorded as info; heal_all ends it
             mix.log(f"{package.name}: ending {change.topic}-{change.partition} failed: {err}")
 
     return undo
 
 
+def act(use: Use, target: None, states: Sequence[PartitionState], role: Role) -> Undo:
+    """A reassignment of one of `states`' partitions, drawn with the role's members
+    (an ELR member's replica moved, for Role.ELR)."""
+    change = draw(states, sorted(use.topology.brokers.values()), use.replication_factor,
+                  role, use.rng)
+    if change is None:
+        raise NotNow("no reassignment of the partition's replicas to make")
+    use.notes["replicas"] = f"{change.kind}: {list(change.replicas)} -> {list(change.target)}"
+    start(use.injector, change.topic, change.partition, change.replicas, change.target,
+          restore=change.restore, step=use.step, detail={**use.detail, "change": change.kind})
+    return lambda: end(use.injector, change.topic, change.partition, **use.said())
+
+
 PACKAGE = FaultPackage(
-    "reassign", Fault.REASSIGN, (Role.ANY, Role.ELR), "#e7298a", ASSIGNMENT, inject,
+    "reassign", Fault.REASSIGN, (Role.ANY, Role.ELR), "#e7298a", ASSIGNMENT, inject, act=act,
+    # ended before the restarts (one a stopped replica held back is cancelled, not
+    # completed by its return), and again after them (an end that failed while
+    # the cluster had no controller)
+    heals=(HealStep(HealPhase.ASSIGNMENT, _end_all, strict=False, retried_later=True),
+           HealStep(HealPhase.ASSIGNMENT_AGAIN, _end_all, strict=False)),
+    capabilities=frozenset({Capability.REASSIGNS}),
     help="reassign a partition's replicas (add a spare broker, remove one, or reorder); "
          "cancelled at the end if still under way, else left completed")

@@ -1,21 +1,51 @@
-"""`stop`: SIGTERM, Kafka's own clean (controlled) shutdown, started again when the
-fault ends."""
+"""`stop`: SIGTERM, Kafka's own clean (controlled) shutdown: it writes its
+clean-shutdown marker, so the controller keeps it in the ELR. Ends when the
+broker is started again."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from elr_harness.core.history import Fault
-from elr_harness.nemesis.faults.base import PROCESSES, FaultPackage, Mix, Undo, role_of, why
+from elr_harness.nemesis.faults.base import (
+    PROCESSES,
+    RESTART,
+    Capability,
+    FaultPackage,
+    Injector,
+    Mix,
+    Undo,
+    Use,
+    detail_of,
+    role_of,
+    why,
+)
 from elr_harness.nemesis.targets import Role
+
+
+def stop(injector: Injector, name: str, step: str | None = None,
+         detail: dict[str, Any] | None = None) -> dict[str, Any]:
+    """SIGTERM `name`'s Kafka and wait until it is gone."""
+    return injector.record(Fault.STOP, [name], detail_of(step, detail),
+                           lambda: {"pid": injector.take_down(name, "TERM")})
 
 
 def inject(mix: Mix, package: FaultPackage) -> Undo:
     role = role_of(mix, package)
     target, detail = mix.target(role), why(package, role)
-    mix.injector.stop(target, detail=detail)
+    stop(mix.injector, target, detail=detail)
     return lambda: mix.injector.start(target, detail=detail)
+
+
+def act(use: Use, target: str) -> Undo:
+    stop(use.injector, target, use.step, use.detail)
+    return lambda: use.injector.start(target, **use.said())
 
 
 PACKAGE = FaultPackage(
     "stop", Fault.STOP, (Role.LEADER, Role.ISR, Role.ELR, Role.ANY), "#a50f15", PROCESSES,
-    inject, help="SIGTERM (a clean shutdown) a leader, ISR or ELR member, or any broker; "
-                 "start it again")
+    inject, act=act, heals=(RESTART,),
+    capabilities=frozenset({Capability.TAKES_OUT_OF_ISR, Capability.KEEPS_FENCED,
+                            Capability.SHUTS_DOWN, Capability.STOPS_LEADING}),
+    help="SIGTERM (a clean shutdown) a leader, ISR or ELR member, or any broker; "
+         "start it again")

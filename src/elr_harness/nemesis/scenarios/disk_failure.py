@@ -35,7 +35,8 @@ from elr_harness.core.config import ClusterConfig, TopicConfig
 from elr_harness.core.errors import BadInput
 from elr_harness.core.wait import wait_until
 from elr_harness.nemesis import grudges
-from elr_harness.nemesis.needs import Layer, Setting
+from elr_harness.nemesis.faults import disk_fault, partition
+from elr_harness.nemesis.needs import Layer
 from elr_harness.nemesis.scenarios.base import ScenarioPackage, StepOutcome, summary
 from elr_harness.nemesis.scenarios.unclean_last_replica import Roles, UncleanLastReplica
 
@@ -62,17 +63,17 @@ class DiskFailure(UncleanLastReplica):
             return outcome
 
         return self._steps([
-            ("T0", lambda: self.injector.disk_fault(
-                roles.l_name, self._dir_of(roles.l_name), ERRNO, OPERATIONS, drop=True,
-                step="T0")),
+            ("T0", lambda: disk_fault.fail(
+                self.injector, roles.l_name, self._dir_of(roles.l_name), ERRNO, OPERATIONS,
+                drop=True, step="T0")),
             ("T0-wait", failed_over),
-            ("T1", lambda: self.injector.partition(
-                grudges.isolate(self._broker_name(after["f"]), nodes), step="T1")),
+            ("T1", lambda: partition.cut(
+                self.injector, grudges.isolate(self._broker_name(after["f"]), nodes), step="T1")),
             ("T1-wait", lambda: self._wait("T1", lambda s: after["f"] not in s.isr)),
             ("T1-hold", lambda: self._watch_l(roles)),
             ("T2", lambda: self.injector.heal(step="T2")),
             ("T2-wait", lambda: self._wait("T2", lambda s: after["f"] in s.isr)),
-            ("T3", lambda: self.injector.end_disk_fault(roles.l_name, step="T3")),
+            ("T3", lambda: disk_fault.end(self.injector, roles.l_name, step="T3")),
             ("T3-wait", lambda: self._wait("T3", lambda s: len(s.isr) == 3)),
         ])
 
@@ -80,7 +81,7 @@ class DiskFailure(UncleanLastReplica):
         """The log dir of broker `name` that holds this partition's replica."""
         node = self.injector.cluster.nodes[name]
         folder = f"{self.topic}-{self.partition}"
-        found = [d for d in self.injector.log_dirs()
+        found = [d for d in disk_fault.log_dirs(self.injector)
                  if node.exec(["test", "-d", f"{d}/{folder}"]).ok]
         if len(found) != 1:
             raise RuntimeError(f"{name} holds {folder} in {len(found)} log dirs: {found}")
@@ -119,6 +120,7 @@ def check(cluster: ClusterConfig, topics: Sequence[TopicConfig]) -> None:
 
 PACKAGE = ScenarioPackage(
     DiskFailure, check=check, layers=frozenset({Layer.PAGE_CACHE}),
-    cluster_settings=(Setting("cluster.log_dirs", lambda run: run.disk_fault.log_dirs),),
+    # two log dirs, as the disk-fault kind asks for them
+    cluster_settings=disk_fault.PACKAGE.cluster_settings,
     help="KIP-858's path: the leader's log dir fails (EIO) while it runs; it leaves the "
          "ISR, a follower is cut off; it is never in the ELR while the dir is offline")

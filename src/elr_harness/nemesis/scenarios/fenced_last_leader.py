@@ -30,6 +30,7 @@ from elr_harness.cluster import kraft
 from elr_harness.core.config import ClusterConfig, TopicConfig
 from elr_harness.core.errors import BadInput
 from elr_harness.core.wait import wait_until
+from elr_harness.nemesis.faults import kill, pause
 from elr_harness.nemesis.needs import Setting
 from elr_harness.nemesis.scenarios.base import ScenarioPackage, ScriptedScenario, StepOutcome
 
@@ -48,12 +49,12 @@ class FencedLastLeader(ScriptedScenario):
             return lambda s: broker in (s.fenced or ()) and broker not in s.isr
 
         return self._steps([
-            ("F0", lambda: self.injector.kill(a_name, step="F0")),
+            ("F0", lambda: kill.kill(self.injector, a_name, step="F0")),
             ("F0-wait", lambda: self._wait("F0", fenced(a_id))),
-            ("F1", lambda: self.injector.kill(b_name, step="F1")),
+            ("F1", lambda: kill.kill(self.injector, b_name, step="F1")),
             ("F1-wait", lambda: self._wait("F1", lambda s: fenced(b_id)(s)
                                            and list(s.isr) == [leader])),
-            ("F2", lambda: self.injector.kill(l_name, step="F2")),
+            ("F2", lambda: kill.kill(self.injector, l_name, step="F2")),
             ("F2-wait", lambda: self._wait("F2", lambda s: s.leader == -1
                                            and leader in (s.fenced or ()))),
             ("F3", lambda: self._restart_and_freeze(l_name)),
@@ -78,7 +79,7 @@ class FencedLastLeader(ScriptedScenario):
         if self.stop_event.is_set():
             return
         registered = self._registrations(node) > before
-        self.injector.pause(name, step="F3")
+        pause.pause(self.injector, name, step="F3")
         self._finish("F3", registered, {"registered": registered, "paused": name})
 
     @staticmethod

@@ -37,6 +37,7 @@ from elr_harness.core.config import ClusterConfig, TopicConfig
 from elr_harness.core.errors import BadInput
 from elr_harness.core.wait import wait_until
 from elr_harness.nemesis import grudges
+from elr_harness.nemesis.faults import min_isr_change, partition, stop
 from elr_harness.nemesis.needs import Setting
 from elr_harness.nemesis.scenarios.base import ScenarioPackage, StepOutcome, summary
 from elr_harness.nemesis.scenarios.unclean_last_replica import Roles, UncleanLastReplica
@@ -55,18 +56,18 @@ class MinIsrDrop(UncleanLastReplica):
         nodes = sorted(self.injector.cluster.nodes)
         elr_on = self.elr
         return self._steps([
-            ("T0", lambda: self.injector.partition(
-                grudges.isolate(roles.a_name, nodes), step="T0")),
+            ("T0", lambda: partition.cut(
+                self.injector, grudges.isolate(roles.a_name, nodes), step="T0")),
             ("T0-wait", lambda: self._wait(
                 "T0", lambda s: sorted(s.isr) == sorted([roles.leader, roles.b])
                 and (not elr_on or list(s.elr or []) == [roles.a]))),
-            ("T1", lambda: self.injector.min_isr_change(
-                self.topic, LOWERED_MIN_ISR, START_MIN_ISR, step="T1")),
+            ("T1", lambda: min_isr_change.change(
+                self.injector, self.topic, LOWERED_MIN_ISR, START_MIN_ISR, step="T1")),
             ("T1-wait", lambda: self._wait(
                 "T1", lambda s: s.min_isr == LOWERED_MIN_ISR and not (s.elr or []))),
             ("T1-hold", lambda: self._sleep(self.timings.hold_min_isr_lowered_s)),
-            ("T2", lambda: self.injector.stop(roles.l_name, step="T2")),
-            ("T2-b", lambda: self.injector.stop(roles.b_name, step="T2")),
+            ("T2", lambda: stop.stop(self.injector, roles.l_name, step="T2")),
+            ("T2-b", lambda: stop.stop(self.injector, roles.b_name, step="T2")),
             ("T2-wait", lambda: self._wait_controller("T2", lambda s: s.leader == -1)),
             ("T3", lambda: self.injector.heal(step="T3")),
             ("T3-wait", lambda: self._wait_unfenced("T3", [roles.a])),

@@ -23,6 +23,7 @@ the ISR churn. The report's partition lanes show every ISR change.
 from __future__ import annotations
 
 from elr_harness.nemesis import grudges
+from elr_harness.nemesis.faults import partition, slow_network
 from elr_harness.nemesis.scenarios.base import ScenarioPackage, StepOutcome
 from elr_harness.nemesis.scenarios.unclean_last_replica import UncleanLastReplica
 
@@ -38,18 +39,18 @@ class SlowFollower(UncleanLastReplica):
         brokers = sorted(n.spec.name for n in self.injector.cluster.brokers)
         timings = self.timings
         return self._steps([
-            ("T0", lambda: self.injector.slow_network(
-                roles.a_name, [b for b in brokers if b != roles.a_name],
+            ("T0", lambda: slow_network.throttle(
+                self.injector, roles.a_name, [b for b in brokers if b != roles.a_name],
                 timings.slow_follower_rate_kbit, timings.slow_follower_loss, step="T0")),
             ("T0-wait", lambda: self._wait(
                 "T0", lambda s: sorted(s.isr) == sorted([roles.leader, roles.b]))),
-            ("T1", lambda: self.injector.partition(
-                grudges.isolate(roles.b_name, nodes), step="T1")),
+            ("T1", lambda: partition.cut(
+                self.injector, grudges.isolate(roles.b_name, nodes), step="T1")),
             ("T1-wait", lambda: self._wait(
                 "T1", lambda s: roles.b not in s.isr)),
             ("T1-hold", lambda: self._sleep(timings.slow_follower_hold_s)),
             ("T2", lambda: self.injector.heal(step="T2")),
-            ("T2-b", lambda: self.injector.unthrottle(roles.a_name, step="T2")),
+            ("T2-b", lambda: slow_network.unthrottle(self.injector, roles.a_name, step="T2")),
             ("T2-wait", lambda: self._wait("T2", lambda s: len(s.isr) == 3)),
         ])
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from elr_harness.cluster.observe import PartitionState
 from elr_harness.core.wait import wait_until
 from elr_harness.nemesis import grudges
+from elr_harness.nemesis.faults import page_cache_loss, partition
 from elr_harness.nemesis.needs import Layer
 from elr_harness.nemesis.scenarios.base import (
     SHORT_KAFKA_TIMEOUTS,
@@ -75,17 +76,18 @@ class UncleanLastReplica(ScriptedScenario):
         nodes = sorted(self.injector.cluster.nodes)
         leader, b_id = roles.leader, roles.b
         return [
-            ("T0", lambda: self.injector.partition(
-                grudges.isolate(roles.a_name, nodes), step="T0")),
+            ("T0", lambda: partition.cut(
+                self.injector, grudges.isolate(roles.a_name, nodes), step="T0")),
             ("T0-wait", lambda: self._wait(
                 "T0", lambda s: sorted(s.isr) == sorted([leader, b_id]))),
-            ("T1", lambda: self.injector.partition(
-                grudges.isolate_all([roles.a_name, roles.b_name], nodes), step="T1")),
+            ("T1", lambda: partition.cut(
+                self.injector, grudges.isolate_all([roles.a_name, roles.b_name], nodes),
+                step="T1")),
             ("T1-wait", lambda: self._wait(
                 "T1", lambda s: list(s.isr) == [leader]
                 and (not self.elr or list(s.elr or []) == [b_id]))),
             ("T1-hold", lambda: self._sleep(self.timings.hold_t1_s)),
-            ("T2", lambda: self.injector.page_cache_loss(roles.l_name, step="T2")),
+            ("T2", lambda: page_cache_loss.power_loss(self.injector, roles.l_name, step="T2")),
             ("T2-wait", lambda: self._wait_controller("T2", lambda s: s.leader == -1)),
         ]
 
