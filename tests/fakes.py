@@ -21,8 +21,9 @@ from elr_harness.core.config import KafkaTimings, NodeTimeouts
 from elr_harness.nemesis.injector import FaultInjector
 from elr_harness.nemesis.targets import Topology
 
-__all__ = ["FakeAdmin", "FakeCluster", "FakeConfig", "FakeNode", "FakeObserver", "ListRecorder",
-           "cluster_of", "commands", "injector_rig", "specs", "topology_of"]
+__all__ = ["AnsweringRecorder", "FakeAdmin", "FakeCluster", "FakeConfig", "FakeNode",
+           "FakeObserver", "FakePageCache", "ListRecorder", "cluster_of", "commands",
+           "injector_rig", "specs", "topology_of"]
 
 
 class FakeNode:
@@ -165,6 +166,48 @@ class FakeAdmin:
             raise self.refuse
         self.changes.append(("feature", feature, to))
         self.levels[feature] = to
+
+
+class AnsweringRecorder(ListRecorder):
+    """The injector's lines, kept; each fault's `ok` line is handed to `answer` (a
+    model of the cluster that moves when a fault is in force)."""
+
+    def __init__(self, answer: Callable[[dict[str, Any]], object]) -> None:
+        super().__init__()
+        self.answer = answer
+
+    def record(self, **fields: Any) -> dict[str, Any]:
+        super().record(**fields)
+        if fields.get("f") == "fault" and fields.get("type") == "ok":
+            self.answer(fields)
+        return fields
+
+
+class FakePageCache:
+    """The page-cache layer under the brokers (nemesis.pagecache.PageCacheLayer): a
+    power loss drops `dropped` (file -> bytes) and is kept in `losses`; each disk
+    fault set (None: cleared) is kept in `faults`, and clearing one answers what it
+    did (`cleared`)."""
+
+    def __init__(self, dropped: dict[str, int] | None = None,
+                 cleared: dict[str, Any] | None = None,
+                 mount: str = "/data/kafka/") -> None:
+        self.dropped = dict(dropped or {})
+        self.cleared = dict(cleared or {})
+        self.mount = mount
+        self.losses: list[str] = []
+        self.faults: list[Any] = []
+
+    def power_loss(self, node: Any) -> dict[str, Any]:
+        self.losses.append(node.spec.name)
+        return {"bytes_dropped": dict(self.dropped), "total_bytes": sum(self.dropped.values())}
+
+    def relative(self, path: str) -> str:
+        return path.removeprefix(self.mount)
+
+    def disk_fault(self, node: Any, fault: Any) -> dict[str, Any]:
+        self.faults.append(fault)
+        return dict(self.cleared) if fault is None else {}
 
 
 class FakeObserver:

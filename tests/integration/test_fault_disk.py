@@ -27,6 +27,7 @@ from elr_harness.cluster.kafka_wire import WireConnection, WireError
 from elr_harness.cluster.node import Node
 from elr_harness.cluster.observe import ObservationError, PartitionState
 from elr_harness.core.config import ClusterConfig, PageCacheConfig, TopicConfig
+from elr_harness.nemesis.faults import disk_fault
 from elr_harness.nemesis.injector import FaultInjector
 from elr_harness.nemesis.pagecache import PageCacheLayer
 from elr_harness.workloads.recorder import HistoryRecorder
@@ -191,9 +192,9 @@ def _heal(cluster: Cluster, injector: FaultInjector, broker: Node, directory: st
     broker back in every ISR, no fault left in the layer. What the end recorded, and
     the seconds to a full ISR."""
     healed_at = time.monotonic()
-    ended = injector.end_disk_fault(broker.spec.name)
+    ended = disk_fault.end(injector, broker.spec.name)
     assert ended["stopped_pid"] == pid and ended["pid"] not in (None, pid)
-    assert not injector.disk_faults
+    assert not injector.kept("disk-fault", dict)
     state = json.loads(broker.read_file(f"{PageCacheConfig().control_dir}/fault-state.json"))
     assert state["fault"] is None, "no fault mode remains in the layer"
     cluster.wait_ready(RECOVERED_S)
@@ -227,7 +228,7 @@ def test_a_failed_log_dir_goes_offline_alone_and_comes_back_after_the_heal(rig):
     seen = len(_fault_lines(history, recorder))
 
     started = time.monotonic()
-    injector.disk_fault(name, directory, "EIO", ("fsync", "write"), drop=True)
+    disk_fault.fail(injector, name, directory, "EIO", ("fsync", "write"), drop=True)
     _wait_offline(cluster, broker, directory)
     offline_s = time.monotonic() - started
     assert broker.kafka_pid() == pid, "the broker lives on"
@@ -274,7 +275,7 @@ def test_a_failed_fsync_alone_takes_the_dir_offline_and_drops_what_it_did_not_sy
     assert in_dir and all(info["error"] is None for info in before.values()), before
     pid = broker.kafka_pid()
     started = time.monotonic()
-    injector.disk_fault(broker.spec.name, directory, "ENOSPC", ("fsync",), drop=True)
+    disk_fault.fail(injector, broker.spec.name, directory, "ENOSPC", ("fsync",), drop=True)
     _wait_offline(cluster, broker, directory)
     offline_s = time.monotonic() - started
     assert broker.kafka_pid() == pid, "the broker lives on"

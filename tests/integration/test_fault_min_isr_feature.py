@@ -22,6 +22,7 @@ from elr_harness.cluster.cluster import Cluster
 from elr_harness.cluster.observe import ObservationError, PartitionState
 from elr_harness.core.config import ClusterConfig, TopicConfig
 from elr_harness.core.wait import wait_until
+from elr_harness.nemesis.faults import feature_change, min_isr_change, stop
 from elr_harness.nemesis.injector import FaultInjector
 from elr_harness.workloads.recorder import HistoryRecorder
 
@@ -81,10 +82,10 @@ def _elr_with_two_followers_stopped(cluster: Cluster, injector: FaultInjector
     full = _wait_state(cluster, lambda s: s.leader >= 0 and len(s.isr) == 3, "a full ISR")
     first, second = sorted(b for b in full.isr if b != full.leader)
     names = [cluster.broker_by_id(b).spec.name for b in (first, second)]
-    injector.stop(names[0])
+    stop.stop(injector, names[0])
     _wait_state(cluster, lambda s: first not in s.isr and len(s.isr) == 2,
                 f"{names[0]} out of the ISR")
-    injector.stop(names[1])
+    stop.stop(injector, names[1])
     state = _wait_state(cluster, lambda s: s.isr == (full.leader,) and bool(s.elr),
                         "the ISR at the leader alone with ELR not empty")
     assert state.elr == (second,), "only the follower that left below min ISR is eligible"
@@ -124,7 +125,7 @@ def _elr_again(cluster: Cluster, injector: FaultInjector, name: str) -> Partitio
     broker = next(n.spec.node_id for n in cluster.brokers if n.spec.name == name)
     injector.start(name)
     _wait_state(cluster, lambda s: broker in s.isr, f"{name} back in the ISR")
-    injector.stop(name)
+    stop.stop(injector, name)
     return _wait_state(cluster, lambda s: s.elr == (broker,), f"{name} in ELR again")
 
 
@@ -136,34 +137,34 @@ def test_min_isr_change_clears_elr_and_its_restore_puts_the_old_value_back(rig):
 
     # The cluster default (the brokers' dynamic default, 1 unless set): ELR of
     # every topic is cleared, though this topic's own min ISR stays 2.
-    default = injector.min_isr(None)
+    default = min_isr_change.current(injector, None)
     assert default == 1
-    injector.min_isr_change(None, 2, default)
+    min_isr_change.change(injector, None, 2, default)
     _wait_state(cluster, lambda s: not s.elr and s.isr == state.isr,
                 "ELR cleared after the cluster default changed")
-    assert injector.min_isr(None) == 2 and _topic_min_isr(cluster) == "2"
+    assert min_isr_change.current(injector, None) == 2 and _topic_min_isr(cluster) == "2"
     records = _records(cluster, "CLEAR_ELR_RECORD")
     assert len(records) == clears + 1 and not records[-1]["data"].get("topicName")
-    injector.restore_min_isr(None)
-    assert injector.min_isr(None) == default
+    min_isr_change.restore(injector, None)
+    assert min_isr_change.current(injector, None) == default
     # the restore is an update of the cluster default too: ELR cleared once more
     assert len(_records(cluster, "CLEAR_ELR_RECORD")) == clears + 2
 
     # The topic's own, raised to 3: the ISR (the leader alone) stays below min ISR,
     # so nothing but the change itself (KAFKA-16540's ClearElrRecord) empties ELR.
     state = _elr_again(cluster, injector, stopped[1])
-    assert injector.min_isr(TOPIC.name) == 2
-    injector.min_isr_change(TOPIC.name, 3, 2)
+    assert min_isr_change.current(injector, TOPIC.name) == 2
+    min_isr_change.change(injector, TOPIC.name, 3, 2)
     after = _wait_state(cluster, lambda s: not s.elr, "ELR cleared after the topic's change")
     assert after.isr == state.isr and after.leader == state.leader
     assert _topic_min_isr(cluster) == "3"
     records = _records(cluster, "CLEAR_ELR_RECORD")
     assert len(records) == clears + 3 and records[-1]["data"].get("topicName") == TOPIC.name
 
-    injector.restore_min_isr(TOPIC.name)
-    assert _topic_min_isr(cluster) == "2" and injector.min_isr(TOPIC.name) == 2
+    min_isr_change.restore(injector, TOPIC.name)
+    assert _topic_min_isr(cluster) == "2" and min_isr_change.current(injector, TOPIC.name) == 2
     assert not _wait_state(cluster, lambda s: True, "described").elr
-    assert injector.min_isr_changes == {}
+    assert injector.kept("min-isr-change", dict) == {}
 
     lines = [(e["type"], e["detail"]["topic"], e["detail"]["from"], e["detail"]["to"],
               e["detail"].get("restore", False), e["nodes"])
@@ -188,21 +189,21 @@ def test_feature_change_turns_elr_off_and_its_restore_turns_it_on(rig):
     cluster, injector, history, recorder = rig
     started = time.monotonic()
     full = _wait_state(cluster, lambda s: s.leader >= 0 and len(s.isr) == 3, "a full ISR")
-    assert injector.feature_level(ELR_FEATURE) == 1
-    injector.feature_change(ELR_FEATURE, 0, 1)
-    assert injector.feature_level(ELR_FEATURE) == 0 and injector.elr_feature_off
+    assert feature_change.level(injector, ELR_FEATURE) == 1
+    feature_change.change(injector, ELR_FEATURE, 0, 1)
+    assert feature_change.level(injector, ELR_FEATURE) == 0 and injector.protection_off
     assert _elr_levels(cluster)[-1] == 0
 
     followers = [cluster.broker_by_id(b).spec.name for b in sorted(full.isr) if b != full.leader]
     for name in followers:
-        injector.stop(name)
+        stop.stop(injector, name)
     alone = _wait_state(cluster, lambda s: s.isr == (full.leader,), "the leader alone in ISR")
     # a few more looks while it stays so: ELR never gets a member with the feature off
     looks = [alone, *(_wait_state(cluster, lambda s: True, "described") for _ in range(5))]
     assert all(s.isr == (full.leader,) and not s.elr and not s.last_known_elr for s in looks)
 
-    injector.restore_feature(ELR_FEATURE)
-    assert injector.feature_level(ELR_FEATURE) == 1 and not injector.elr_feature_off
+    feature_change.restore(injector, ELR_FEATURE)
+    assert feature_change.level(injector, ELR_FEATURE) == 1 and not injector.protection_off
     assert _elr_levels(cluster)[-2:] == [0, 1]
 
     lines = [(e["type"], e["detail"]["feature"], e["detail"]["from"], e["detail"]["to"],
@@ -223,8 +224,8 @@ def test_turning_elr_off_keeps_the_elr_until_the_partition_next_changes(rig):
     cluster, injector, _, _ = rig
     state, stopped = _elr_with_two_followers_stopped(cluster, injector)
     try:
-        injector.feature_change(ELR_FEATURE, 0, 1)
-        assert injector.feature_level(ELR_FEATURE) == 0
+        feature_change.change(injector, ELR_FEATURE, 0, 1)
+        assert feature_change.level(injector, ELR_FEATURE) == 0
         time.sleep(STALE_ELR_WAIT_S)
         kept = _state(cluster)
         assert kept is not None and (kept.isr, kept.elr) == (state.isr, state.elr), kept
@@ -233,5 +234,5 @@ def test_turning_elr_off_keeps_the_elr_until_the_partition_next_changes(rig):
                               f"{stopped[0]} back in the ISR")
         assert (changed.elr, changed.last_known_elr) == ((), ()), changed
     finally:
-        injector.restore_feature(ELR_FEATURE)
+        feature_change.restore(injector, ELR_FEATURE)
         _restart(cluster, injector, [n for n in stopped if n in injector.down])

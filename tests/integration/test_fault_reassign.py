@@ -19,6 +19,7 @@ from confluent_kafka import Producer
 from elr_harness.cluster.cluster import Cluster
 from elr_harness.cluster.observe import ObservationError, PartitionObserver, PartitionState
 from elr_harness.core.config import ClusterConfig, TopicConfig
+from elr_harness.nemesis.faults import reassign, stop
 from elr_harness.nemesis.injector import FaultInjector
 from elr_harness.workloads.recorder import HistoryRecorder
 
@@ -102,20 +103,20 @@ def test_adding_then_removing_a_replica_moves_it_and_the_isr_catches_up(rig) -> 
     original = list(before.replicas)
     (spare,) = {n.spec.node_id for n in cluster.brokers} - set(original)
     grown = [*original, spare]
-    injector.reassign(TOPIC.name, 0, original, grown, detail={"change": "add"})
+    reassign.start(injector, TOPIC.name, 0, original, grown, detail={"change": "add"})
     state = watch.until(f"replicas {grown} all in the ISR",
                         lambda s: list(s.replicas) == grown and set(s.isr) == set(grown))
     assert (state.high_watermark or 0) >= RECORDS
-    assert injector.end_reassign(TOPIC.name, 0)["outcome"] == "completed"
+    assert reassign.end(injector, TOPIC.name, 0)["outcome"] == "completed"
     assert list(watch.now().replicas) == grown, "a completed reassignment is left in force"
 
     removed = grown[1]
     shrunk = [b for b in grown if b != removed]
-    injector.reassign(TOPIC.name, 0, grown, shrunk, detail={"change": "remove"})
+    reassign.start(injector, TOPIC.name, 0, grown, shrunk, detail={"change": "remove"})
     state = watch.until(f"replicas {shrunk}, ISR without {removed}",
                         lambda s: list(s.replicas) == shrunk and set(s.isr) == set(shrunk))
     assert removed not in (state.elr or ()) and removed not in (state.last_known_elr or ())
-    end = injector.end_reassign(TOPIC.name, 0)
+    end = reassign.end(injector, TOPIC.name, 0)
     assert (end["outcome"], end["restored"]) == ("completed", False)
     assert watch.elr_outside_replicas() == []
 
@@ -138,9 +139,9 @@ def test_a_reassignment_a_stopped_follower_holds_back_is_cancelled_at_heal(rig) 
     removed, stopped = [b for b in original if b != before.leader]
     target = [b for b in original if b != removed]
     stopped_name = cluster.broker_by_id(stopped).spec.name
-    injector.stop(stopped_name)
+    stop.stop(injector, stopped_name)
     watch.until(f"{stopped} out of the ISR", lambda s: stopped not in s.isr)
-    injector.reassign(TOPIC.name, 0, original, target, restore=True,
+    reassign.start(injector, TOPIC.name, 0, original, target, restore=True,
                       detail={"change": "remove"})
     # Under way: Kafka holds the replica it is removing (last) until every target
     # replica is in the ISR, which the stopped one cannot be.

@@ -23,6 +23,7 @@ from elr_harness.cluster.cluster import Cluster
 from elr_harness.cluster.observe import ObservationError, PartitionObserver, PartitionState
 from elr_harness.core.config import ClusterConfig, TopicConfig
 from elr_harness.core.history import Fault
+from elr_harness.nemesis.faults import slow_network
 from elr_harness.nemesis.faults.slow_network import peers_of
 from elr_harness.nemesis.injector import FaultInjector
 from elr_harness.nemesis.targets import Topology
@@ -146,7 +147,7 @@ def test_a_throttled_follower_leaves_the_isr_unfenced_and_rejoins_once_healed(ri
     assert peers == sorted(n.spec.name for n in cluster.brokers if n.spec.name != target)
 
     throttled_at = time.monotonic()
-    injector.slow_network(target, peers, RATE_KBIT, LOSS, detail={"role": "follower"})
+    slow_network.throttle(injector, target, peers, RATE_KBIT, LOSS, detail={"role": "follower"})
     shrunk = _wait_state(observer, lambda s: target_id not in s.isr, SHRINK_WITHIN_S, seen)
     assert shrunk is not None, f"{target} never left the ISR: {seen[-3:]}"
     shrink_s = time.monotonic() - throttled_at
@@ -179,7 +180,7 @@ def test_a_throttled_follower_leaves_the_isr_unfenced_and_rejoins_once_healed(ri
     assert "class htb e1a:1" in shaped and "rate 64Kbit" in shaped, shaped
 
     ended_at = time.monotonic()
-    injector.unthrottle(target, detail={"role": "follower"})
+    slow_network.unthrottle(injector, target, detail={"role": "follower"})
     rejoined = _wait_state(observer, lambda s: len(s.isr) == 3, REJOIN_WITHIN_S, seen)
     assert rejoined is not None, f"{target} never rejoined: {seen[-3:]}"
     print(f"rejoined {time.monotonic() - ended_at:.1f} s after the throttle ended; "

@@ -196,7 +196,8 @@ def test_observer_anomalies_of_version_2(tmp_path):
     h = _sent(2)
     observe = {"process": -2, "type": "ok", "f": "observe", **T, "leader_epoch": 3}
     fenced = h.add(**observe, leader=2, isr=[2], elr=[], last_known_elr=[], fenced=[2])
-    h.add(**observe, leader=1, isr=[1], elr=[], last_known_elr=[], fenced=[2])  # fine
+    # fine; its ELR not said, so no pair around it is judged by the ELR's upkeep
+    h.add(**observe, leader=1, isr=[1], elr=None, last_known_elr=[], fenced=[2])
     bad_lkelr = h.add(**observe, leader=-1, isr=[], elr=[], last_known_elr=[3, 7])
     h.add(**observe, leader=-1, isr=[], elr=None, last_known_elr=[-1])  # ELR unknown: fine
     h.add(**observe, leader=-1, isr=[], elr=[], last_known_elr=[3])  # a broker: fine

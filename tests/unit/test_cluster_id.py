@@ -12,7 +12,7 @@ from elr_harness.cluster.cluster import kafka_uuid
 def test_a_cluster_id_never_starts_with_a_dash() -> None:
     dash = uuid.UUID(bytes=base64.urlsafe_b64decode("-Ml4MIL1QAKBMzRB9iI79w=="))
     plain = uuid.UUID(int=12345)
-    with mock.patch("cluster.cluster.uuid.uuid4", side_effect=[dash, dash, plain]):
+    with mock.patch("elr_harness.cluster.cluster.uuid.uuid4", side_effect=[dash, dash, plain]):
         cid = kafka_uuid()
     assert not cid.startswith("-")
     assert uuid.UUID(bytes=base64.urlsafe_b64decode(cid + "==")) == plain

@@ -5,32 +5,24 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from list_recorder import ListRecorder
+from fakes import FakeCluster, ListRecorder, cluster_of, specs
 
-from elr_harness.cluster.node import NodeSpec, Role
 from elr_harness.cluster.replica_logs import ReplicaLog
 from elr_harness.run.collect import collect
 
 
 @dataclass
-class FakeNode:
-    spec: NodeSpec
-
-
-class FakeCluster:
+class ReadCluster(FakeCluster):
     """Each node's read waits at a barrier that every node must reach: read one
     after another, the first read would wait forever (the barrier times out)."""
 
-    def __init__(self, brokers: int, controllers: int, failing: set[str] = frozenset()):
-        self.brokers = [FakeNode(NodeSpec(f"broker-{i}", Role.BROKER, i, f"10.0.0.{i}"))
-                        for i in range(1, brokers + 1)]
-        self.controllers = [FakeNode(NodeSpec(f"controller-{i}", Role.CONTROLLER, 1000 + i,
-                                              f"10.0.1.{i}")) for i in range(1, controllers + 1)]
-        self.barrier = threading.Barrier(brokers + controllers, timeout=10)
-        self.failing = failing
-        self.log_copies: list[str] = []
+    failing: set[str] = field(default_factory=set)
+    log_copies: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.barrier = threading.Barrier(len(self.nodes), timeout=10)
 
     def collect_node_logs(self, node, dest) -> None:
         self.log_copies.append(node.spec.name)
@@ -52,8 +44,15 @@ class FakeCluster:
         return [{"node": node.spec.name, "offset": 0}]
 
 
+def read_cluster(brokers: int, controllers: int, failing: set[str] | None = None
+                 ) -> ReadCluster:
+    """broker-1..N (ids 1..) and controller-1..M (ids 1001..), tests/fakes.py's nodes."""
+    nodes = cluster_of(specs(controllers=controllers, brokers=brokers)).nodes
+    return ReadCluster(nodes, failing=failing or set())
+
+
 def test_every_node_is_read_at_once_and_written_in_the_nodes_order(tmp_path):
-    cluster = FakeCluster(brokers=3, controllers=2)
+    cluster = read_cluster(brokers=3, controllers=2)
     recorder = ListRecorder()
     outcome: dict = {}
     collect(cluster, ["t"], recorder, tmp_path, outcome)
@@ -71,7 +70,7 @@ def test_every_node_is_read_at_once_and_written_in_the_nodes_order(tmp_path):
 
 
 def test_a_node_that_cannot_be_read_is_noted_and_the_rest_still_counts(tmp_path):
-    cluster = FakeCluster(brokers=3, controllers=2, failing={"broker-2", "controller-1"})
+    cluster = read_cluster(brokers=3, controllers=2, failing={"broker-2", "controller-1"})
     recorder = ListRecorder()
     outcome: dict = {}
     collect(cluster, ["t"], recorder, tmp_path, outcome)

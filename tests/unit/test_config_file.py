@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -69,9 +69,13 @@ def test_no_file_and_no_flags_is_the_defaults():
         TopicConfig,
         WorkloadConfig,
     )
+    from elr_harness.run.config import default_faults
     assert (cluster, topic, workload, checker) == (
         ClusterConfig(), TopicConfig(), WorkloadConfig(), CheckerConfig())
-    assert run == RunConfig()
+    # every fault kind's settings are filled in, at its defaults (RunConfig's own
+    # default holds none: core knows no kind)
+    assert run == replace(RunConfig(), faults=default_faults())
+    assert set(run.faults) == {"bounce-leader", "disk-fault", "slow-network"}
 
 
 def test_a_scenario_is_capped_at_300_s_unless_told():
@@ -152,3 +156,93 @@ def test_a_users_distribution_is_reproduced_as_typed():
 
     assert reproduce_command(["run", "--kafka-dist", "k.tgz"], "4.2.0-SNAPSHOT",
                              Path("k.tgz")) == "harness run --kafka-dist k.tgz"
+
+
+# -- each fault kind's own settings: [run.faults.<kind>] ---------------------------------
+
+
+def test_a_kinds_settings_come_from_its_own_table(tmp_path):
+    path = tmp_path / "run.toml"
+    path.write_text('[run.faults.disk-fault]\nerrnos = ["EIO"]\nmin_hold_s = 7.5\n'
+                    '[run.faults.slow-network]\naway_rate_kbit = 48\n')
+    run = _configs("--config", str(path))[3]
+    assert run.faults["disk-fault"].errnos == ("EIO",)
+    assert run.faults["disk-fault"].min_hold_s == 7.5
+    assert run.faults["disk-fault"].max_hold_s == 12.0, "the rest keep the kind's defaults"
+    assert run.faults["slow-network"].away_rate_kbit == 48
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[run.faults.disk-fault]\nerrnos = ["EBADF"]\n',
+     "[run.faults.disk-fault] errnos: 'EBADF' is not one of EIO, ENOSPC"),
+    ('[run.faults.disk-fault]\noperations = ["fsync+fsync"]\n',
+     "[run.faults.disk-fault] operations: 'fsync+fsync' is not operations"),
+    ('[run.faults.slow-network]\nloss_probabilities = [1.5]\n',
+     "[run.faults.slow-network] loss_probabilities: "),
+    ("[run.faults.nope]\nx = 1\n", "[run.faults] has no fault kind 'nope'"),
+    ("[run.faults.kill]\nx = 1\n", "[run.faults] has no fault kind 'kill' with settings"),
+    ("[run.faults.bounce-leader]\nhold = 1\n",
+     "[run.faults.bounce-leader] has no setting 'hold'"),
+    ('[run]\nfaults = "x"\n', "[run.faults] must be a table of fault kinds"),
+])
+def test_a_bad_kind_setting_is_one_line_naming_it(tmp_path, capsys, text, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    assert main(["run", "--config", str(path), "--store", str(tmp_path / "store")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+# -- a recorded run replays, whatever format its test.json has --------------------------
+
+FORMATS = Path(__file__).parent / "fixtures" / "test-json"
+
+
+@pytest.mark.parametrize("path", sorted(FORMATS.glob("*.json")), ids=lambda p: p.stem)
+def test_a_test_json_of_every_earlier_format_replays(tmp_path, capsys, path):
+    """fixtures/test-json holds a test.json of each earlier format, as that release
+    wrote it (2026-11-25: [run.scenario] warmup_s and the [checker] convert_*
+    settings, retired since; 2026-11-28: each kind's settings in [run], before
+    [run.faults.<kind>]): the run it describes is read, each retired setting said
+    in one line and ignored, or read where it went."""
+    recorded = json.loads(path.read_text())
+    assert "format" not in recorded  # format 1
+    cluster, topic, workload, run, checker = _configs("--config", str(path), "--store",
+                                                      str(tmp_path / "store"))
+    said = capsys.readouterr().err.splitlines()
+    assert said and all(line.startswith(f"harness: --config {path}: [") and "retired" in line
+                        for line in said), said
+    assert run.nemesis == recorded["config"]["run"]["nemesis"]
+    assert topic.name == recorded["config"]["topics"][0]["name"]
+    assert set(run.faults) == {"bounce-leader", "disk-fault", "slow-network"}
+
+
+def test_a_retired_setting_is_read_where_it_went(tmp_path, capsys):
+    """[run] disk_fault and slow_network went to [run.faults.<kind>], bounce_* to
+    [run.faults.bounce-leader], [run.guided] slow_* to slow-network's away_*;
+    a value already in the new place wins."""
+    path = tmp_path / "test.json"
+    config = {"run": {"disk_fault": {"min_hold_s": 9.5}, "bounce_hold_margin_s": 4.0,
+                      "guided": {"slow_rate_kbit": 40},
+                      "slow_network": {"max_hold_s": 20.0},
+                      "faults": {"slow-network": {"max_hold_s": 25.0}}}}
+    path.write_text(json.dumps({"config": config}))
+    run = _configs("--config", str(path))[3]
+    assert run.faults["disk-fault"].min_hold_s == 9.5
+    assert run.faults["bounce-leader"].hold_margin_s == 4.0
+    assert run.faults["slow-network"].away_rate_kbit == 40
+    assert run.faults["slow-network"].max_hold_s == 25.0
+    err = capsys.readouterr().err
+    assert "[run] disk_fault is retired; read as [run.faults] disk-fault" in err
+
+
+def test_a_test_json_says_its_format_and_the_kinds_colours(tmp_path):
+    from elr_harness.nemesis.faults import PACKAGES
+    from elr_harness.run.config import TEST_JSON_FORMAT
+
+    cluster, topic, workload, run, checker = _configs("--store", str(tmp_path))
+    spec = RunSpec(cluster, [topic], workload, run, checker)
+    written = started_test_json(spec, parse_nemesis("none"), datetime.now(UTC))
+    assert written["format"] == TEST_JSON_FORMAT == 2
+    assert written["fault_colours"] == {str(p.recorded): p.colour for p in PACKAGES.values()}
+    assert written["config"]["run"]["faults"]["disk-fault"]["log_dirs"] == 2

@@ -149,7 +149,9 @@ def reassign_while_below_min_isr(h: History) -> list[int]:
                    replicas=[1, 2, 4])
     _fault(h, "reassign", ["controller-1"], topic="t", partition=1, replicas=[1, 2, 4])
     _fault(h, "reassign-end", ["controller-1"], topic="t", partition=0)
-    second = _fault(h, "reassign", ["controller-1"])  # no partition named: any
+    # the contract's detail names the partition on every reassign line (HISTORY.md)
+    second = _fault(h, "reassign", ["controller-1"], topic="t", partition=0,
+                    replicas=[1, 2, 3])
     return [first, second]
 
 
@@ -157,7 +159,7 @@ def disk_fault_of_isr_or_elr_member(h: History) -> list[int]:
     h.observe(isr=[1], elr=[2])
     first = _fault(h, "disk-fault", ["broker-2"], error="EIO", dropped=True)
     _fault(h, "disk-fault", ["broker-3"], error="EIO", dropped=True)
-    second = _fault(h, "disk-fault", ["broker-1"], error="EIO")
+    second = _fault(h, "disk-fault", ["broker-1"], error="EIO", dropped=False)
     return [first, second]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from fakes import FakeObserver, cluster_of, injector_rig, specs
 from run_flags import run_configs_of
 
 from elr_harness.core.errors import HarnessError
@@ -37,38 +38,29 @@ def test_one_log_dir_is_refused(tmp_path):
         validate(RunSpec(cluster, [topic], workload, run, checker))
 
 
-class _Node:
-    def __init__(self, holds: set[str]) -> None:
-        self.holds = holds
+def _scenario(fail: str | None) -> DiskFailure:
+    """broker-1's `test -d` of a log dir fails when it names `fail` (that dir does
+    not hold the partition); the fake cluster's two log dirs, as Kafka names them."""
+    injector, _ = injector_rig(cluster_of(specs(controllers=1, brokers=1),
+                                          broker_1={"fail": fail}))
+    return DiskFailure(injector, observer=FakeObserver([]), topic="t")
 
-    def exec(self, cmd, **_):
-        return SimpleNamespace(ok=cmd[:2] == ["test", "-d"] and cmd[2] in self.holds)
 
-
-def _scenario(node: _Node) -> DiskFailure:
-    injector = SimpleNamespace(cluster=SimpleNamespace(nodes={"broker-1": node}),
-                               log_dirs=lambda: ["/data/d0", "/data/d1"])
-    return DiskFailure(injector, observer=None, topic="t")
+TESTS = ["test -d /data/kafka/dir-0/t-0", "test -d /data/kafka/dir-1/t-0"]
 
 
 def test_the_failed_dir_is_the_one_holding_the_partition():
-    assert _scenario(_Node({"/data/d1/t-0"}))._dir_of("broker-1") == "/data/d1"
+    scenario = _scenario(fail="/data/kafka/dir-0/t-0")
+    assert scenario._dir_of("broker-1") == "/data/kafka/dir-1"
+    assert scenario.injector.cluster.nodes["broker-1"].commands == TESTS
 
 
-@pytest.mark.parametrize("holds", [set(), {"/data/d0/t-0", "/data/d1/t-0"}])
-def test_no_dir_or_two_dirs_holding_it_is_an_error_not_a_guess(holds):
+@pytest.mark.parametrize("fail", ["/t-0", None], ids=["no dir", "two dirs"])
+def test_no_dir_or_two_dirs_holding_it_is_an_error_not_a_guess(fail):
+    scenario = _scenario(fail)
     with pytest.raises(RuntimeError, match="log dirs"):
-        _scenario(_Node(holds))._dir_of("broker-1")
-
-
-class _Observer:
-    """Hands out the states in turn, then the last one for ever."""
-
-    def __init__(self, states: list) -> None:
-        self.states = states
-
-    def latest(self):
-        return [self.states.pop(0) if len(self.states) > 1 else self.states[0]]
+        scenario._dir_of("broker-1")
+    assert scenario.injector.cluster.nodes["broker-1"].commands == TESTS
 
 
 def _watched(*states):
@@ -78,7 +70,12 @@ def _watched(*states):
 
     observed = [PartitionState("t", 0, leader, 5, isr, elr, (), None, (1, 2, 3))
                 for leader, isr, elr in states]
-    scenario = DiskFailure(SimpleNamespace(), observer=_Observer(observed), topic="t",
+
+    def in_turn() -> list:
+        """The states in turn, then the last one for ever."""
+        return [observed.pop(0) if len(observed) > 1 else observed[0]]
+
+    scenario = DiskFailure(SimpleNamespace(), observer=FakeObserver(in_turn), topic="t",
                            timings=ScenarioTimings(disk_failure_hold_s=0.2, watch_poll_s=0.01),
                            log=lambda _: None)
     return scenario._watch_l(Roles(1, 2, 3, "broker-1", "broker-2", "broker-3"))

@@ -15,17 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from list_recorder import ListRecorder
+from fakes import FakeCluster, FakeObserver, ListRecorder, cluster_of, injector_rig, specs
 
 from elr_harness.cluster import reassignments
 from elr_harness.cluster.kafka_wire import WireError
-from elr_harness.cluster.node import NodeSpec, Role
 from elr_harness.cluster.observe import PartitionState
-from elr_harness.core.config import NodeTimeouts
 from elr_harness.core.history import ENDED_BY, Fault
-from elr_harness.nemesis.faults import PACKAGES
+from elr_harness.nemesis.faults import PACKAGES, kill, pause, reassign, stop
 from elr_harness.nemesis.faults.base import ASSIGNMENT, NETWORK, PROCESSES
-from elr_harness.nemesis.faults.reassign import ADD, REMOVE, REORDER, draw
+from elr_harness.nemesis.faults.reassign import ADD, REMOVE, REORDER, draw, in_force
 from elr_harness.nemesis.injector import FaultInjector
 from elr_harness.nemesis.schedules import check_overlap, resources_of
 from elr_harness.nemesis.targets import Role as Target
@@ -195,71 +193,11 @@ class Connection:
         pass
 
 
-class FakeNode:
-    def __init__(self, spec: NodeSpec) -> None:
-        self.spec = spec
-        self.pid: int | None = 100 + spec.node_id
-
-    def exec(self, cmd: list[str] | str, timeout_s: float = 60.0) -> Any:
-        from elr_harness.cluster.node import ExecResult
-
-        return ExecResult(0, "")
-
-    def kafka_pid(self) -> int | None:
-        return self.pid
-
-    def signal_kafka(self, signal_name: str) -> bool:
-        self.pid = None
-        return True
-
-    def wait_kafka_gone(self, timeout_s: float) -> bool:
-        return True
-
-
-@dataclass
-class FakeConfig:
-    broker_port: int = 9092
-    node_start_timeout_s: float = 30.0
-    dead_look_spacing_s: float = 0.0
-    timeouts: NodeTimeouts = field(default_factory=NodeTimeouts)
-
-
-@dataclass
-class FakeCluster:
-    nodes: dict[str, FakeNode]
-    config: FakeConfig = field(default_factory=FakeConfig)
-    started: list[str] = field(default_factory=list)
-
-    @property
-    def brokers(self) -> list[FakeNode]:
-        return [n for n in self.nodes.values() if n.spec.role is Role.BROKER]
-
-    @property
-    def controllers(self) -> list[FakeNode]:
-        return [n for n in self.nodes.values() if n.spec.role is Role.CONTROLLER]
-
-    @property
-    def bootstrap(self) -> list[str]:
-        return [f"{n.spec.address}:9092" for n in self.brokers]
-
-    def broker_by_id(self, broker_id: int) -> FakeNode:
-        for node in self.brokers:
-            if node.spec.node_id == broker_id:
-                return node
-        raise KeyError(f"no broker with id {broker_id}")
-
-    def restart_kafka(self, node: FakeNode) -> None:
-        self.started.append(node.spec.name)
-        node.pid = 200 + node.spec.node_id
-
-
 @pytest.fixture
 def rig() -> tuple[FaultInjector, ListRecorder, FakeCluster, Wire]:
-    specs = [NodeSpec("controller-1", Role.CONTROLLER, 1001, "10.0.0.1")]
-    specs += [NodeSpec(f"broker-{i}", Role.BROKER, i, f"10.0.0.{10 + i}") for i in (1, 2, 3, 4)]
-    cluster = FakeCluster({s.name: FakeNode(s) for s in specs})
-    recorder, wire = ListRecorder(), Wire()
-    injector = FaultInjector(cluster, recorder, connect=wire)  # type: ignore[arg-type]
+    """controller-1 (10.0.0.1) and broker-1..4 (ids 1..4, 10.0.0.11..14)."""
+    cluster, wire = cluster_of(specs(controllers=1, brokers=4)), Wire()
+    injector, recorder = injector_rig(cluster, connect=wire)
     return injector, recorder, cluster, wire
 
 
@@ -269,9 +207,9 @@ B1, B2, B3 = "10.0.0.11:9092", "10.0.0.12:9092", "10.0.0.13:9092"
 def test_a_reassignment_sends_exactly_these_requests_and_records_these_lines(rig) -> None:
     injector, recorder, _, wire = rig
     why = {"mix": "reassign", "role": "any", "change": "add"}
-    injector.reassign("t", 0, [1, 2, 3], [1, 2, 3, 4], detail=why)
-    assert ("t", 0) in injector.reassignments
-    done = injector.end_reassign("t", 0)
+    reassign.start(injector, "t", 0, [1, 2, 3], [1, 2, 3, 4], detail=why)
+    assert ("t", 0) in in_force(injector)
+    done = reassign.end(injector, "t", 0)
     assert wire.sent == [(B1, ("t", 0, [1, 2, 3, 4], 10_000)), (B1, ("t", 0, None, 10_000))]
     assert wire.timeouts == {15.0}
     nodes = ["broker-1", "broker-2", "broker-3", "broker-4"]
@@ -283,7 +221,7 @@ def test_a_reassignment_sends_exactly_these_requests_and_records_these_lines(rig
         ("invoke", Fault.REASSIGN_END, nodes, end),
         ("ok", Fault.REASSIGN_END, nodes,
          {**end, "outcome": "cancelled", "restored": False})]
-    assert done["outcome"] == "cancelled" and not injector.reassignments
+    assert done["outcome"] == "cancelled" and not in_force(injector)
     # the report draws it as one band, ended by its reassign-end
     events = [FaultEvent(i, float(i), str(x["fault"]), tuple(x["nodes"]), x["type"],
                          x["detail"]) for i, x in enumerate(recorder.lines)]
@@ -295,19 +233,19 @@ def test_a_reassignment_sends_exactly_these_requests_and_records_these_lines(rig
 def test_a_reassignment_no_longer_under_way_is_left_completed(rig) -> None:
     injector, recorder, _, wire = rig
     wire.answers = [0, reassignments.NO_REASSIGNMENT_IN_PROGRESS]
-    injector.reassign("t", 0, [1, 2, 3], [2, 1, 3])
-    assert injector.end_reassign("t", 0)["outcome"] == "completed"
+    reassign.start(injector, "t", 0, [1, 2, 3], [2, 1, 3])
+    assert reassign.end(injector, "t", 0)["outcome"] == "completed"
     assert recorder.lines[-1]["detail"]["outcome"] == "completed"
-    assert recorder.lines[-1]["type"] == "ok" and not injector.reassignments
+    assert recorder.lines[-1]["type"] == "ok" and not in_force(injector)
     assert len(wire.sent) == 2, "no restore asked for"
 
 
 def test_a_completed_removal_below_the_replication_factor_is_put_back(rig) -> None:
     injector, recorder, _, wire = rig
     wire.answers = [0, reassignments.NO_REASSIGNMENT_IN_PROGRESS, 0]
-    injector.reassign("t", 0, [1, 2, 3], [1, 3], restore=True)
+    reassign.start(injector, "t", 0, [1, 2, 3], [1, 3], restore=True)
     assert recorder.lines[-1]["nodes"] == ["broker-1", "broker-2", "broker-3"]
-    done = injector.end_reassign("t", 0)
+    done = reassign.end(injector, "t", 0)
     assert (done["outcome"], done["restored"]) == ("completed", True)
     assert [replicas for _, (_, _, replicas, _) in wire.sent] == [[1, 3], None, [1, 2, 3]]
 
@@ -317,16 +255,16 @@ def test_a_put_back_kafka_refused_is_info_not_fail_and_stays_in_force(rig) -> No
     may not record the end as `fail`; heal_all tries it again."""
     injector, recorder, _, wire = rig
     wire.answers = [0, reassignments.NO_REASSIGNMENT_IN_PROGRESS, 39]
-    injector.reassign("t", 0, [1, 2, 3], [1, 3], restore=True)
+    reassign.start(injector, "t", 0, [1, 2, 3], [1, 3], restore=True)
     with pytest.raises(Exception, match=r"putting \[1, 2, 3\] back"):
-        injector.end_reassign("t", 0)
-    assert recorder.lines[-1]["type"] == "info" and ("t", 0) in injector.reassignments
+        reassign.end(injector, "t", 0)
+    assert recorder.lines[-1]["type"] == "info" and ("t", 0) in in_force(injector)
 
 
 def test_a_cancelled_removal_needs_no_putting_back(rig) -> None:
     injector, _, _, wire = rig
-    injector.reassign("t", 0, [1, 2, 3], [1, 3], restore=True)
-    assert injector.end_reassign("t", 0)["restored"] is False
+    reassign.start(injector, "t", 0, [1, 2, 3], [1, 3], restore=True)
+    assert reassign.end(injector, "t", 0)["restored"] is False
     assert len(wire.sent) == 2
 
 
@@ -335,25 +273,25 @@ def test_a_start_the_controller_refused_is_a_fail_and_nothing_is_in_force(rig, c
     injector, recorder, _, wire = rig
     wire.answers = [code]
     with pytest.raises(Exception, match=f"Kafka error {code}"):
-        injector.reassign("t", 0, [1, 2, 3], [1, 2, 3, 4])
+        reassign.start(injector, "t", 0, [1, 2, 3], [1, 2, 3, 4])
     assert [x["type"] for x in recorder.lines] == ["invoke", "fail"]
-    assert not injector.reassignments
+    assert not in_force(injector)
     # a broker id the cluster has not: refused before anything is sent or recorded
     with pytest.raises(Exception, match="no broker with id 9"):
-        injector.reassign("t", 0, [1, 2, 3], [1, 2, 3, 9])
+        reassign.start(injector, "t", 0, [1, 2, 3], [1, 2, 3, 9])
     assert len(recorder.lines) == 2 and len(wire.sent) == 1
 
 
 def test_no_broker_to_ask_is_a_fail_and_a_refusing_one_is_skipped(rig) -> None:
     injector, recorder, cluster, wire = rig
     wire.refusing = {B1}
-    injector.pause("broker-2")
-    injector.reassign("t", 0, [1, 2, 3], [1, 2, 3, 4])
+    pause.pause(injector, "broker-2")
+    reassign.start(injector, "t", 0, [1, 2, 3], [1, 2, 3, 4])
     assert [address for address, _ in wire.sent] == [B3], "broker-1 refused, broker-2 paused"
     wire.refusing = set(cluster.bootstrap)
     with pytest.raises(Exception, match="no broker"):
-        injector.reassign("t", 1, [1, 2, 3], [1, 2, 3, 4])
-    assert recorder.lines[-1]["type"] == "fail" and ("t", 1) not in injector.reassignments
+        reassign.start(injector, "t", 1, [1, 2, 3], [1, 2, 3, 4])
+    assert recorder.lines[-1]["type"] == "fail" and ("t", 1) not in in_force(injector)
 
 
 @pytest.mark.parametrize("lost", [WireError("timed out"), 7])  # no answer; REQUEST_TIMED_OUT
@@ -361,21 +299,21 @@ def test_a_start_that_may_have_half_happened_is_info_and_ended_at_heal(rig, lost
     injector, recorder, _, wire = rig
     wire.answers = [lost]
     with pytest.raises(Exception, match="timed out|Kafka error 7"):
-        injector.reassign("t", 0, [1, 2, 3], [1, 2, 3, 4])
+        reassign.start(injector, "t", 0, [1, 2, 3], [1, 2, 3, 4])
     assert [x["type"] for x in recorder.lines] == ["invoke", "info"]
-    assert ("t", 0) in injector.reassignments
+    assert ("t", 0) in in_force(injector)
     injector.heal_all()
     ends = [x for x in recorder.lines if x["fault"] == Fault.REASSIGN_END]
     assert ends[-1]["detail"]["outcome"] == "cancelled"
-    assert ends[-1]["detail"]["step"] == "final-heal" and not injector.reassignments
+    assert ends[-1]["detail"]["step"] == "final-heal" and not in_force(injector)
 
 
 def test_heal_all_ends_reassignments_before_restarting_what_is_down(rig) -> None:
     """A replica stopped under a reassignment holds it back: cancelled at heal, not
     completed by the replica's return; the stopped broker is not asked."""
     injector, recorder, _, wire = rig
-    injector.stop("broker-1")
-    injector.reassign("t", 0, [1, 2, 3], [1, 3], restore=True)
+    stop.stop(injector, "broker-1")
+    reassign.start(injector, "t", 0, [1, 2, 3], [1, 3], restore=True)
     injector.heal_all()
     oks = [(x["fault"], x["nodes"]) for x in recorder.lines if x["type"] == "ok"]
     assert oks[-3:] == [(Fault.HEAL, sorted(injector.cluster.nodes)),
@@ -387,20 +325,20 @@ def test_heal_all_ends_reassignments_before_restarting_what_is_down(rig) -> None
 
 def test_an_end_that_fails_before_the_restarts_is_tried_again_after_them(rig) -> None:
     injector, recorder, cluster, wire = rig
-    injector.kill("controller-1", kind=Fault.CONTROLLER_KILL)
-    injector.reassign("t", 0, [1, 2, 3], [1, 2, 3, 4])
+    kill.kill(injector, "controller-1", kind=Fault.CONTROLLER_KILL)
+    reassign.start(injector, "t", 0, [1, 2, 3], [1, 2, 3, 4])
     wire.answers = [WireError("timed out")]  # no controller to forward to
     injector.heal_all()
     ends = [(x["type"], x["detail"].get("outcome")) for x in recorder.lines
             if x["fault"] == Fault.REASSIGN_END]
     assert ends == [("invoke", None), ("info", None), ("invoke", None), ("ok", "cancelled")]
-    assert cluster.started == ["controller-1"] and not injector.reassignments
+    assert cluster.started == ["controller-1"] and not in_force(injector)
 
 
 def test_a_broker_cut_off_from_the_controllers_is_not_asked(rig) -> None:
     injector, _, _, wire = rig
     injector.grudge = {"broker-1": ["controller-1"], "controller-1": ["broker-1"]}
-    injector.reassign("t", 0, [1, 2, 3], [1, 2, 3, 4])
+    reassign.start(injector, "t", 0, [1, 2, 3], [1, 2, 3, 4])
     assert [address for address, _ in wire.sent] == [B2]
 
 
@@ -421,35 +359,34 @@ def test_the_package_acts_on_the_assignment_alone_and_overlaps_the_others() -> N
 
 
 def test_a_failed_end_is_logged_and_left_to_heal_all_not_raised_into_the_mix() -> None:
-    from elr_harness.core.errors import HarnessError
     from elr_harness.nemesis.mix import RandomMix
     from elr_harness.nemesis.targets import Topology
 
-    class Injector:
-        def __init__(self) -> None:
-            self.started: list[tuple] = []
-
-        def reassign(self, topic, partition, replicas, target, restore=False, step=None,  # noqa: ANN001
-                     detail=None) -> None:  # noqa: ANN001
-            self.started.append((topic, partition, replicas, target, restore, detail))
-
-        def end_reassign(self, topic, partition, step=None, detail=None) -> None:  # noqa: ANN001
-            raise HarnessError("no controller")
-
-    class Observer:
-        def latest(self) -> list[PartitionState]:
-            return [state((1, 2, 3))]
-
+    wire = Wire()
+    injector, recorder = injector_rig(cluster_of(specs(controllers=1, brokers=3)),
+                                      connect=wire)
     logged: list[str] = []
-    injector = Injector()
-    mix = RandomMix(injector, Observer(), ["reassign"], 5, 0.0, 3, log=logged.append,
+    mix = RandomMix(injector, FakeObserver([state((1, 2, 3))]), ["reassign"], 5, 0.0, 3,
+                    log=logged.append,
                     topology=Topology({"broker-1": 1, "broker-2": 2, "broker-3": 3},
                                       {"controller-1": 1001}),
                     active_controller=lambda: 1001)
     undo = mix.inject("reassign")
-    ((topic, partition, replicas, target, restore, detail),) = injector.started
-    assert (topic, partition, replicas) == ("t", 0, (1, 2, 3))
-    assert restore == (len(target) == 2), "3 brokers, replication factor 3: no spare"
+    assert undo is not None
+    (started,) = [x for x in recorder.lines if x["type"] == "ok"]
+    detail = started["detail"]
+    assert (started["fault"], detail["topic"], detail["partition"], detail["from"]) == (
+        Fault.REASSIGN, "t", 0, [1, 2, 3])
+    assert detail["restore"] == (len(detail["to"]) == 2), (
+        "3 brokers, replication factor 3: no spare")
     assert detail["mix"] == "reassign" and detail["change"] in (REMOVE, REORDER)
+    assert wire.sent == [(B1, ("t", 0, detail["to"], 10_000))]
+    wire.answers = [WireError("no controller")]  # the cancel gets no answer
     undo()
-    assert logged == ["reassign: ending t-0 failed: no controller"]
+    assert logged == ["reassign: ending t-0 failed: t-0: no answer from 10.0.0.11:9092: "
+                      "no controller"]
+    assert recorder.lines[-1]["type"] == "info" and ("t", 0) in in_force(injector)
+    # heal_all ends it
+    injector.heal_all()
+    assert recorder.lines[-1]["fault"] == Fault.REASSIGN_END
+    assert recorder.lines[-1]["detail"]["outcome"] == "cancelled" and not in_force(injector)

@@ -11,71 +11,39 @@ in network namespaces), and against Kafka tests/integration/test_fault_slow_netw
 from __future__ import annotations
 
 import random
-import re
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from list_recorder import ListRecorder
+from fakes import FakeObserver, ListRecorder, cluster_of, commands, injector_rig, specs, topology_of
 
-from elr_harness.cluster.node import ExecResult, NodeSpec, Role
+from elr_harness.cluster.node import ExecResult
 from elr_harness.cluster.observe import PartitionState
-from elr_harness.core.config import NodeTimeouts, SlowNetworkConfig
+from elr_harness.core.config import NodeTimeouts
 from elr_harness.core.errors import HarnessError
 from elr_harness.core.history import ENDED_BY, Fault
 from elr_harness.nemesis.faults import PACKAGES, slow_network
+from elr_harness.nemesis.faults.slow_network import SlowNetworkSettings, throttle, unthrottle
 from elr_harness.nemesis.injector import FaultInjector
 from elr_harness.nemesis.mix import RandomMix
 from elr_harness.nemesis.targets import Role as TargetRole
-from elr_harness.nemesis.targets import Topology, choose_target
+from elr_harness.nemesis.targets import choose_target
 
-# -- a cluster of fakes that record every command --------------------------------
-
-
-class FakeNode:
-    def __init__(self, spec: NodeSpec, fail: str | None = None) -> None:
-        self.spec = spec
-        self.commands: list[str] = []
-        #: a command containing this fails
-        self.fail = fail
-
-    def exec(self, cmd: str, timeout_s: float = 60.0) -> ExecResult:
-        self.commands.append(cmd)
-        if self.fail and self.fail in cmd:
-            return ExecResult(2, "RTNETLINK answers: File exists")
-        if "getent ahostsv4" in cmd:  # a route look-up: every address over eth0
-            return ExecResult(0, "".join(f"{a} {a} eth0\n" for a in
-                                         re.findall(r"getent ahostsv4 (\S+) ", cmd)))
-        return ExecResult(0, "")
-
-    def kafka_pid(self) -> int:
-        return 1
-
-
-@dataclass
-class FakeConfig:
-    dead_look_spacing_s: float = 0.0
-    timeouts: NodeTimeouts = field(default_factory=NodeTimeouts)
-
-
-@dataclass
-class FakeCluster:
-    nodes: dict[str, FakeNode]
-    config: FakeConfig = field(default_factory=FakeConfig)
+# -- a cluster of fakes that record every command (tests/fakes.py) ------------------
 
 
 def rig(fail: dict[str, str] | None = None) -> tuple[FaultInjector, ListRecorder]:
-    specs = [NodeSpec("controller-1", Role.CONTROLLER, 101, "10.0.0.1")]
-    specs += [NodeSpec(f"broker-{i}", Role.BROKER, i, f"10.0.0.{10 + i}") for i in (1, 2, 3)]
-    nodes = {s.name: FakeNode(s, (fail or {}).get(s.name)) for s in specs}
-    recorder = ListRecorder()
-    return FaultInjector(FakeCluster(nodes), recorder), recorder  # type: ignore[arg-type]
+    """controller-1 (10.0.0.1) and broker-1..3 (10.0.0.11..13); fail[name]: a command
+    of that node holding it fails."""
+    cluster = cluster_of(specs(controllers=1), **{
+        name.replace("-", "_"): {"fail": text} for name, text in (fail or {}).items()})
+    return injector_rig(cluster)
 
 
-def commands(injector: FaultInjector) -> dict[str, list[str]]:
-    return {name: list(node.commands) for name, node in injector.cluster.nodes.items()}
+def throttled(injector: FaultInjector) -> dict[str, list[str]]:
+    """The kind's own record: the node whose links are slow -> its peers."""
+    return injector.kept("slow-network", dict)
 
 
 def routes(*addresses: str) -> str:
@@ -113,7 +81,7 @@ REMOVE = ("tc qdisc show | awk '$1 == \"qdisc\" && $3 == \"e1a:\" && $4 == \"dev
 def test_inject_shapes_both_ends_drops_on_the_target_and_records_it() -> None:
     injector, recorder = rig()
     why = {"mix": "slow-network", "role": "follower", "hold_s": 9.5}
-    done = injector.slow_network("broker-2", ["broker-3", "broker-1"], 64, 0.2, detail=why)
+    done = throttle(injector, "broker-2", ["broker-3", "broker-1"], 64, 0.2, detail=why)
     assert commands(injector) == {
         "broker-2": [routes("10.0.0.11", "10.0.0.13"), shape("10.0.0.11", "10.0.0.13"),
                      drop("10.0.0.11", "10.0.0.13")],
@@ -128,24 +96,24 @@ def test_inject_shapes_both_ends_drops_on_the_target_and_records_it() -> None:
             **expected, "interface": "eth0",
             "interfaces": {"broker-2": "eth0", "broker-1": "eth0", "broker-3": "eth0"}})]
     assert done == recorder.lines[-1]["detail"]
-    assert injector.throttled == {"broker-2": ["broker-1", "broker-3"]}
+    assert throttled(injector) == {"broker-2": ["broker-1", "broker-3"]}
 
 
 def test_no_loss_installs_no_iptables_rule() -> None:
     injector, _ = rig()
-    injector.slow_network("broker-1", ["broker-2"], 1024, 0.0)
+    throttle(injector, "broker-1", ["broker-2"], 1024, 0.0)
     assert commands(injector)["broker-1"] == [
         routes("10.0.0.12"), shape("10.0.0.12", rate=1024), "true"]
 
 
 def test_the_end_removes_only_its_own_marks_on_every_node_and_pairs_with_it() -> None:
     injector, recorder = rig()
-    injector.slow_network("broker-2", ["broker-1", "broker-3"], 64, 0.2)
+    throttle(injector, "broker-2", ["broker-1", "broker-3"], 64, 0.2)
     for node in injector.cluster.nodes.values():
         node.commands.clear()
-    injector.unthrottle("broker-2", detail={"mix": "slow-network"})
+    unthrottle(injector, "broker-2", detail={"mix": "slow-network"})
     assert commands(injector) == {name: [REMOVE] for name in injector.cluster.nodes}
-    assert injector.throttled == {}
+    assert throttled(injector) == {}
     end = recorder.lines[-1]
     assert (end["type"], end["fault"], end["nodes"], end["detail"]) == (
         "ok", Fault.UNTHROTTLE, ["broker-2"], {"mix": "slow-network", "target": "broker-2"})
@@ -156,15 +124,15 @@ def test_the_end_removes_only_its_own_marks_on_every_node_and_pairs_with_it() ->
 
 def test_a_partitions_heal_leaves_a_slow_network_and_heal_all_ends_both() -> None:
     injector, recorder = rig()
-    injector.slow_network("broker-3", ["broker-1", "broker-2"], 256, 0.05)
+    throttle(injector, "broker-3", ["broker-1", "broker-2"], 256, 0.05)
     injector.heal()
-    assert injector.throttled, "heal is a partition's end, not a slow network's"
+    assert throttled(injector), "heal is a partition's end, not a slow network's"
     assert not any("e1a" in c or "elr-harness-slow" in c
                    for node in injector.cluster.nodes.values() for c in node.commands[-1:])
     injector.heal_all()
     assert [x["fault"] for x in recorder.lines if x["type"] == "ok"] == [
         Fault.SLOW_NETWORK, Fault.HEAL, Fault.HEAL, Fault.UNTHROTTLE]
-    assert injector.throttled == {}
+    assert throttled(injector) == {}
     before = len(recorder.lines)
     injector.heal_all()  # nothing slow in force: no unthrottle line
     assert [x["fault"] for x in recorder.lines[before:]] == [Fault.HEAL, Fault.HEAL]
@@ -172,19 +140,19 @@ def test_a_partitions_heal_leaves_a_slow_network_and_heal_all_ends_both() -> Non
 
 def test_a_second_slow_network_is_refused_while_one_is_in_force() -> None:
     injector, recorder = rig()
-    injector.slow_network("broker-1", ["broker-2", "broker-3"], 64, 0.2)
+    throttle(injector, "broker-1", ["broker-2", "broker-3"], 64, 0.2)
     with pytest.raises(HarnessError, match="in force on broker-1"):
-        injector.slow_network("broker-2", ["broker-1", "broker-3"], 64, 0.2)
+        throttle(injector, "broker-2", ["broker-1", "broker-3"], 64, 0.2)
     assert len(recorder.lines) == 2
 
 
 def test_a_half_applied_one_is_recorded_info_and_still_ended_by_heal_all() -> None:
     injector, recorder = rig(fail={"broker-3": "tc qdisc add"})
     with pytest.raises(HarnessError, match="slow network on broker-3 failed: RTNETLINK"):
-        injector.slow_network("broker-1", ["broker-2", "broker-3"], 64, 0.2)
+        throttle(injector, "broker-1", ["broker-2", "broker-3"], 64, 0.2)
     assert [(x["type"], x["fault"]) for x in recorder.lines] == [
         ("invoke", Fault.SLOW_NETWORK), ("info", Fault.SLOW_NETWORK)]
-    assert injector.throttled == {"broker-1": ["broker-2", "broker-3"]}
+    assert throttled(injector) == {"broker-1": ["broker-2", "broker-3"]}
     injector.heal_all()
     assert recorder.lines[-1]["fault"] == Fault.UNTHROTTLE
     assert all(node.commands[-1] == REMOVE for node in injector.cluster.nodes.values())
@@ -207,7 +175,7 @@ def test_a_route_look_up_that_came_back_short_is_asked_again_within_bounds() -> 
         return real_exec(cmd, timeout_s)
 
     node.exec = lossy  # type: ignore[method-assign]
-    done = injector.slow_network("broker-2", ["broker-1", "broker-3"], 64, 0.2)
+    done = throttle(injector, "broker-2", ["broker-1", "broker-3"], 64, 0.2)
     assert node.commands[:2] == [routes("10.0.0.11", "10.0.0.13")] * 2
     assert done["interface"] == "eth0"
 
@@ -218,57 +186,61 @@ def test_a_route_look_up_that_came_back_short_is_asked_again_within_bounds() -> 
     node.exec = lambda cmd, timeout_s=60.0: (  # type: ignore[method-assign]
         node.commands.append(cmd) or ExecResult(0, ""))
     with pytest.raises(HarnessError, match=r"broker-1 has no route .* \(exit 0\)"):
-        injector.slow_network("broker-1", ["broker-2"], 64, 0.2)
+        throttle(injector, "broker-1", ["broker-2"], 64, 0.2)
     assert node.commands == [routes("10.0.0.12")] * 3
     assert recorder.lines[-1]["type"] == "info"
 
 
 # -- the package: roles, peers, seeded draws -------------------------------------------
 
-TOPOLOGY = Topology(brokers={"broker-1": 1, "broker-2": 2, "broker-3": 3},
-                    controllers={"controller-1": 101, "controller-2": 102})
+#: controller-1..2 (ids 1001..1002) and broker-1..3 (ids 1..3)
+TOPOLOGY = topology_of(cluster_of(specs(controllers=2)))
+#: the quorum's leader: controller-2
+ACTIVE = 1002
+#: a slow network that ends as soon as it is asked to
+NO_HOLD = SlowNetworkSettings(min_hold_s=0.0, max_hold_s=0.0)
 
 
 def state(leader: int, isr: tuple[int, ...], partition: int = 0) -> PartitionState:
     return PartitionState("t", partition, leader, 3, isr, (), (), None, (1, 2, 3))
 
 
-class Observer:
-    def __init__(self, states: list[PartitionState]) -> None:
-        self.states = states
+class Clocked(ListRecorder):
+    """The injector's lines, each with the time it was recorded (`at`)."""
 
-    def latest(self) -> list[PartitionState]:
-        return self.states
-
-
-class Recording:
-    """An injector that only writes down what the package asked of it."""
-
-    def __init__(self, fail: bool = False) -> None:
-        self.calls: list[tuple[Any, ...]] = []
-        self.fail = fail
-
-    def slow_network(self, name, peers, rate_kbit, loss, step=None, detail=None):  # noqa: ANN001
-        self.calls.append(("slow", name, list(peers), rate_kbit, loss, detail))
-        if self.fail:
-            raise HarnessError("tc failed")
-
-    def unthrottle(self, name, step=None, detail=None):  # noqa: ANN001
-        self.calls.append(("end", name, detail, time.monotonic()))
+    def record(self, **fields: Any) -> dict[str, Any]:
+        return super().record(**fields, at=time.monotonic())
 
 
-def mix(injector: Recording, seed: int, states: list[PartitionState] | None = None,
-        config: SlowNetworkConfig | None = None) -> RandomMix:
-    return RandomMix(injector, Observer(states or [state(1, (1, 2, 3))]),  # type: ignore[arg-type]
-                     ["slow-network"], seed, interval_s=0.0, replication_factor=3,
-                     log=lambda _m: None, topology=TOPOLOGY, active_controller=lambda: 102,
-                     slow_network=config or SlowNetworkConfig(min_hold_s=0.0, max_hold_s=0.0))
+def mix_rig(fail: str | None = None) -> tuple[FaultInjector, Clocked]:
+    """An injector over TOPOLOGY's nodes; `fail`: every command holding it fails."""
+    node_specs = specs(controllers=2)
+    cluster = cluster_of(node_specs, **{s.name.replace("-", "_"): {"fail": fail}
+                                        for s in node_specs})
+    recorder = Clocked()
+    return FaultInjector(cluster, recorder), recorder  # type: ignore[arg-type]
 
 
-def draw(seed: int, **kwargs: Any) -> tuple[Any, ...]:
-    injector = Recording()
+def mix(injector: FaultInjector, seed: int, states: list[PartitionState] | None = None,
+        settings: SlowNetworkSettings | None = NO_HOLD,
+        stop: threading.Event | None = None) -> RandomMix:
+    """A mix of slow-network alone; `settings` None: the run sets none (its defaults)."""
+    return RandomMix(injector, FakeObserver(states or [state(1, (1, 2, 3))]),
+                     ["slow-network"], seed, interval_s=0.0, replication_factor=3, stop=stop,
+                     log=lambda _m: None, topology=TOPOLOGY, active_controller=lambda: ACTIVE,
+                     faults={} if settings is None else {"slow-network": settings})
+
+
+def draw(seed: int, **kwargs: Any) -> dict[str, Any]:
+    """The fault the mix drew, as its invoke records it: target, peers, rate_kbit,
+    loss, and the mix's mix, role and hold_s."""
+    injector, recorder = mix_rig()
     mix(injector, seed, **kwargs).inject("slow-network")
-    return injector.calls[0]
+    invoke, ok = recorder.lines
+    assert (invoke["type"], ok["type"], invoke["fault"]) == ("invoke", "ok", Fault.SLOW_NETWORK)
+    assert invoke["nodes"] == [invoke["detail"]["target"]]
+    assert throttled(injector) == {invoke["detail"]["target"]: invoke["detail"]["peers"]}
+    return invoke["detail"]
 
 
 def test_the_package_is_in_all_acts_on_the_network_and_is_ended_by_unthrottle() -> None:
@@ -278,13 +250,15 @@ def test_the_package_is_in_all_acts_on_the_network_and_is_ended_by_unthrottle() 
     assert package.roles == (TargetRole.FOLLOWER, TargetRole.LEADER,
                              TargetRole.ACTIVE_CONTROLLER)
     assert not package.counts_against_budget and not package.layers
+    assert package.settings is SlowNetworkSettings
+    assert package.default_settings() == SlowNetworkSettings()
 
 
 def test_the_targets_role_and_its_peers() -> None:
-    seen = {}
+    seen: dict[str, set[tuple[str, tuple[str, ...]]]] = {}
     for seed in range(60):
-        _, target, peers, _, _, detail = draw(seed)
-        seen.setdefault(detail["role"], set()).add((target, tuple(peers)))
+        drawn = draw(seed)
+        seen.setdefault(drawn["role"], set()).add((drawn["target"], tuple(drawn["peers"])))
     assert seen == {
         # followers of the one partition (leader 1), each throttled towards the
         # other brokers only
@@ -296,56 +270,70 @@ def test_the_targets_role_and_its_peers() -> None:
                                                 "controller-1"))}}
 
 
-def test_the_same_seed_draws_the_same_fault_and_the_draws_cover_the_config() -> None:
-    config = SlowNetworkConfig(rates_kbit=(32, 512), loss_probabilities=(0.0, 0.3),
-                               min_hold_s=0.0, max_hold_s=0.05)
-    draws = [draw(seed, config=config) for seed in range(40)]
-    assert draws[:10] == [draw(seed, config=config) for seed in range(10)]
-    assert {d[3] for d in draws} == {32, 512} and {d[4] for d in draws} == {0.0, 0.3}
-    holds = {d[5]["hold_s"] for d in draws}
-    assert holds <= {0.0, 0.1} and all(d[5]["mix"] == "slow-network" for d in draws)
-    assert draw(5) == draw(5) and len({(d[1], d[3], d[4]) for d in draws}) > 1
+def test_the_same_seed_draws_the_same_fault_and_the_draws_cover_the_settings() -> None:
+    settings = SlowNetworkSettings(rates_kbit=(32, 512), loss_probabilities=(0.0, 0.3),
+                                   min_hold_s=0.0, max_hold_s=0.05)
+    draws = [draw(seed, settings=settings) for seed in range(40)]
+    assert draws[:10] == [draw(seed, settings=settings) for seed in range(10)]
+    assert {d["rate_kbit"] for d in draws} == {32, 512}
+    assert {d["loss"] for d in draws} == {0.0, 0.3}
+    holds = {d["hold_s"] for d in draws}
+    assert holds <= {0.0, 0.1} and all(d["mix"] == "slow-network" for d in draws)
+    assert draw(5) == draw(5) and len({(d["target"], d["rate_kbit"], d["loss"])
+                                       for d in draws}) > 1
     # one seed, one sequence: role, target, rate, loss, hold
     rng = random.Random(7)
     role = rng.choice([TargetRole.FOLLOWER, TargetRole.LEADER, TargetRole.ACTIVE_CONTROLLER])
-    target = choose_target(role, [state(1, (1, 2, 3))], TOPOLOGY, rng, 102)
-    rate, loss = rng.choice(config.rates_kbit), rng.choice(config.loss_probabilities)
+    target = choose_target(role, [state(1, (1, 2, 3))], TOPOLOGY, rng, ACTIVE)
+    rate, loss = rng.choice(settings.rates_kbit), rng.choice(settings.loss_probabilities)
     hold = round(rng.uniform(0.0, 0.05), 1)
-    assert draw(7, config=config)[1:5] == (target, slow_network.peers_of(target, TOPOLOGY),
-                                           rate, loss)
-    assert draw(7, config=config)[5]["hold_s"] == hold
+    seven = draw(7, settings=settings)
+    assert (seven["role"], seven["target"], seven["peers"], seven["rate_kbit"],
+            seven["loss"]) == (role, target, slow_network.peers_of(target, TOPOLOGY), rate,
+                               loss)
+    assert seven["hold_s"] == hold
+    # a run that sets none draws from the kind's defaults
+    defaults = SlowNetworkSettings()
+    plain = [draw(seed, settings=None) for seed in range(40)]
+    assert {d["rate_kbit"] for d in plain} == set(defaults.rates_kbit)
+    assert {d["loss"] for d in plain} == set(defaults.loss_probabilities)
+    assert all(defaults.min_hold_s <= d["hold_s"] <= defaults.max_hold_s for d in plain)
 
 
 def test_the_end_waits_for_the_drawn_hold_then_unthrottles_the_target() -> None:
-    injector = Recording()
-    config = SlowNetworkConfig(min_hold_s=0.4, max_hold_s=0.4)
+    injector, recorder = mix_rig()
+    settings = SlowNetworkSettings(min_hold_s=0.4, max_hold_s=0.4)
     started = time.monotonic()
-    undo = mix(injector, 1, config=config).inject("slow-network")
+    undo = mix(injector, 1, settings=settings).inject("slow-network")
     undo()
-    (_, target, *_), (kind, ended, detail, at) = injector.calls
-    assert kind == "end" and ended == target and at - started >= 0.4
-    assert "hold_s" not in detail and detail["mix"] == "slow-network"
+    (_, begun, _, end) = recorder.lines
+    assert end["fault"] == Fault.UNTHROTTLE and end["nodes"] == begun["nodes"]
+    assert end["at"] - started >= 0.4
+    assert "hold_s" not in end["detail"] and end["detail"]["mix"] == "slow-network"
+    assert end["detail"]["target"] == begun["detail"]["target"]
+    assert throttled(injector) == {}
 
 
 def test_a_stop_ends_it_before_the_hold() -> None:
-    injector = Recording()
+    injector, recorder = mix_rig()
     stop = threading.Event()
-    config = SlowNetworkConfig(min_hold_s=30.0, max_hold_s=30.0)
-    m = mix(injector, 1, config=config)
-    m.stop_event = stop
-    undo = m.inject("slow-network")
+    settings = SlowNetworkSettings(min_hold_s=30.0, max_hold_s=30.0)
+    undo = mix(injector, 1, settings=settings, stop=stop).inject("slow-network")
     stop.set()
     started = time.monotonic()
     undo()
-    assert time.monotonic() - started < 5 and injector.calls[-1][0] == "end"
+    assert time.monotonic() - started < 5 and recorder.lines[-1]["fault"] == Fault.UNTHROTTLE
 
 
 def test_a_failed_inject_is_ended_at_once_and_the_error_goes_on() -> None:
-    injector = Recording(fail=True)
-    with pytest.raises(HarnessError, match="tc failed"):
+    injector, recorder = mix_rig(fail="tc qdisc add")
+    with pytest.raises(HarnessError, match="slow network on .* failed: RTNETLINK"):
         mix(injector, 2).inject("slow-network")
-    assert [c[0] for c in injector.calls] == ["slow", "end"]
-    assert injector.calls[1][1] == injector.calls[0][1]
+    assert [(x["type"], x["fault"]) for x in recorder.lines] == [
+        ("invoke", Fault.SLOW_NETWORK), ("info", Fault.SLOW_NETWORK),
+        ("invoke", Fault.UNTHROTTLE), ("ok", Fault.UNTHROTTLE)]
+    assert recorder.lines[-1]["nodes"] == recorder.lines[0]["nodes"]
+    assert throttled(injector) == {}
 
 
 # -- the follower role -----------------------------------------------------------------
@@ -385,6 +373,8 @@ def test_a_partition_mix_may_not_overlap_it_but_a_process_mix_may() -> None:
     ({"rates_kbit": []}, "needs at least 1"),
     ({"loss_probabilities": [1.5]}, "1.5 is not at least 0 and at most 1"),
     ({"min_hold_s": -1.0}, "min_hold_s"),
+    ({"away_rate_kbit": 0}, "away_rate_kbit: 0 is not between 1"),
+    ({"away_loss": 1.5}, "away_loss: 1.5 is not at least 0 and at most 1"),
 ])
 def test_a_bad_slow_network_setting_is_refused_naming_it(settings, reason) -> None:  # noqa: ANN001
     import dataclasses
@@ -392,9 +382,12 @@ def test_a_bad_slow_network_setting_is_refused_naming_it(settings, reason) -> No
     from elr_harness.core.config import RunConfig
     from elr_harness.core.errors import BadInput
     from elr_harness.core.validate import validate_config
+    from elr_harness.run.config import FAULT_RULES
 
-    run = RunConfig(slow_network=dataclasses.replace(SlowNetworkConfig(), **{
-        k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()}))
-    with pytest.raises(BadInput, match=r"\[run\.slow_network\]") as refused:
-        validate_config({"run": run})
+    run = RunConfig(faults={"slow-network": dataclasses.replace(SlowNetworkSettings(), **{
+        k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()})})
+    with pytest.raises(BadInput, match=r"\[run\.faults\.slow-network\]") as refused:
+        validate_config({"run": run}, rules=FAULT_RULES)
     assert reason in str(refused.value)
+    validate_config({"run": RunConfig(faults={"slow-network": SlowNetworkSettings()})},
+                    rules=FAULT_RULES)  # the defaults pass

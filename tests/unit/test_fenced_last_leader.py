@@ -1,8 +1,9 @@
-"""fenced-last-leader's step logic (KAFKA-19522's recipe) against a fake injector
-that moves one partition's observed state as 4.0.x's controller would: the
-kills in order, SIGSTOP only once the restarted leader has registered, the
-leader elected while fenced seen by the F4 wait, and the heal. The scenario on
-real Kafka, 4.0.0 and 4.1.1, is tests/integration/test_known_bugs.py's."""
+"""fenced-last-leader's step logic (KAFKA-19522's recipe) against the real
+injector over fake nodes (tests/fakes.py), each fault in force (its `ok` line)
+moving one partition's observed state as 4.0.x's controller would: the kills in
+order, SIGSTOP only once the restarted leader has registered, the leader elected
+while fenced seen by the F4 wait, and the heal. The scenario on real Kafka, 4.0.0
+and 4.1.1, is tests/integration/test_known_bugs.py's."""
 
 from __future__ import annotations
 
@@ -11,26 +12,25 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from fakes import AnsweringRecorder, FakeCluster, FakeNode, FakeObserver, specs
 
+from elr_harness.cluster import kraft
+from elr_harness.cluster.node import ExecResult, NodeSpec
 from elr_harness.cluster.observe import PartitionState
 from elr_harness.core.config import ScenarioTimings
+from elr_harness.nemesis.injector import FaultInjector
 from elr_harness.nemesis.scenarios.fenced_last_leader import REGISTERED, FencedLastLeader
 
 FAST = ScenarioTimings(step_timeout_s=0.5, warmup_high_watermark=0, hold_fenced_s=0.2,
                        registration_poll_s=0.01)
-
-
-class Node:
-    def __init__(self, world: World, name: str) -> None:
-        self.world, self.name = world, name
-
-    def exec(self, cmd):  # noqa: ANN001 - Node.exec
-        assert cmd[:2] == ["grep", "-c"] and cmd[2] == REGISTERED
-        count = self.world.registrations.get(self.name, 1)
-        return type("Result", (), {"output": f"{count}\n"})()
+#: How the scenario counts a broker's registrations in its server log.
+GREP = ["grep", "-c", REGISTERED, kraft.SERVER_LOG]
 
 
 class World:
+    """KRaft as 4.0.x (buggy) or 4.1 (fixed) answers each fault in force, in the
+    observer; `registrations` are what each broker's server log says."""
+
     def __init__(self, buggy: bool, late_pause: bool = False) -> None:
         self.buggy = buggy
         self.late_pause = late_pause
@@ -40,74 +40,79 @@ class World:
     def move(self, **changes: Any) -> None:
         self.state = replace(self.state, **changes)
 
+    def answer(self, line: dict[str, Any]) -> None:
+        (name,) = line["nodes"]
+        {"kill": self.kill, "start": self.start, "pause": lambda _n, _s: None,
+         "resume": self.resume}[line["fault"]](name, line["detail"]["step"])
 
-class Cluster:
-    def __init__(self, world: World) -> None:
-        self.nodes = {f"broker-{i}": Node(world, f"broker-{i}") for i in (1, 2, 3, 4)}
-
-    def broker_by_id(self, broker_id: int):
-        return type("B", (), {"spec": type("S", (), {"name": f"broker-{broker_id}"})()})()
-
-
-class Injector:
-    """KRaft as 4.0.x (buggy) or 4.1 (fixed) answers each fault, in the observer."""
-
-    def __init__(self, world: World) -> None:
-        self.world = world
-        self.cluster = Cluster(world)
-        self.calls: list[tuple[str, str | None, str]] = []
-
-    def kill(self, name: str, step: str | None = None) -> None:
-        self.calls.append(("kill", step, name))
+    def kill(self, name: str, step: str) -> None:
         broker = int(name.split("-")[1])
-        s = self.world.state
+        s = self.state
         isr = tuple(b for b in s.isr if b != broker)
-        self.world.move(isr=isr, leader=isr[0] if isr else -1,
-                        fenced=tuple(sorted({*(s.fenced or ()), broker})),
-                        elr=(broker,) if not isr else ())
+        self.move(isr=isr, leader=isr[0] if isr else -1,
+                  fenced=tuple(sorted({*(s.fenced or ()), broker})),
+                  elr=(broker,) if not isr else ())
 
-    def start(self, name: str, step: str | None = None) -> None:
-        self.calls.append(("start", step, name))
+    def start(self, name: str, step: str) -> None:
         if step == "F3":  # it registers a little later (unclean: out of the ELR)
-            self.world.registrations[name] = 2
+            self.registrations[name] = 2
             leader = int(name.split("-")[1])
-            if self.world.late_pause:  # unfenced before SIGSTOP: rightly elected
-                fenced = tuple(b for b in self.world.state.fenced or () if b != leader)
-                self.world.move(elr=(), isr=(leader,), leader=leader, fenced=fenced)
+            if self.late_pause:  # unfenced before SIGSTOP: rightly elected
+                fenced = tuple(b for b in self.state.fenced or () if b != leader)
+                self.move(elr=(), isr=(leader,), leader=leader, fenced=fenced)
                 return
-            self.world.move(elr=(), last_known_elr=(leader,),
-                            leader=leader if self.world.buggy else -1)
+            self.move(elr=(), last_known_elr=(leader,), leader=leader if self.buggy else -1)
 
-    def pause(self, name: str, step: str | None = None) -> None:
-        self.calls.append(("pause", step, name))
-
-    def resume(self, name: str, step: str | None = None) -> None:
-        self.calls.append(("resume", step, name))
-        self.world.move(leader=1, isr=(1, 2, 3), fenced=(), last_known_elr=())
+    def resume(self, name: str, step: str) -> None:
+        self.move(leader=1, isr=(1, 2, 3), fenced=(), last_known_elr=())
 
 
-class Observer:
-    def __init__(self, world: World) -> None:
+class Broker(FakeNode):
+    """A fake node whose server log holds the registrations the world gave it."""
+
+    def __init__(self, spec: NodeSpec, world: World) -> None:
+        super().__init__(spec)
         self.world = world
 
-    def latest(self):
-        return [self.world.state]
+    def exec(self, cmd: list[str] | str, timeout_s: float = 60.0) -> ExecResult:
+        if cmd == GREP:
+            self.commands.append(" ".join(cmd))
+            return ExecResult(0, f"{self.world.registrations.get(self.spec.name, 1)}\n")
+        return super().exec(cmd, timeout_s)
 
-    def wait_for(self, predicate, timeout_s: float):  # noqa: ANN001 - Observer protocol
-        return self.latest() if predicate(self.latest()) else None
+
+def scenario(world: World) -> tuple[FencedLastLeader, FaultInjector]:
+    """Four brokers (broker-4 is no replica of t-0) and the scenario on them."""
+    cluster = FakeCluster({s.name: Broker(s, world) for s in specs(controllers=0, brokers=4)})
+    recorder = AnsweringRecorder(lambda line: world.answer(line))
+    injector = FaultInjector(cluster, recorder)  # type: ignore[arg-type]
+    run = FencedLastLeader(injector, FakeObserver(lambda: [world.state]), "t", 0,
+                           timings=FAST, stop=threading.Event(), log=lambda _m: None)
+    return run, injector
+
+
+def faults(injector: FaultInjector) -> list[tuple[str, str, list[str]]]:
+    """Each fault in force, as (kind, step, nodes)."""
+    return [(x["fault"], x["detail"]["step"], x["nodes"])
+            for x in injector.recorder.lines  # type: ignore[attr-defined]
+            if x["type"] == "ok"]
 
 
 @pytest.mark.parametrize("buggy", [True, False], ids=["4.0.x", "4.1+"])
 def test_the_steps_and_whom_the_controller_elects(buggy):
-    world = World(buggy)
-    injector = Injector(world)
-    run = FencedLastLeader(injector, Observer(world), "t", 0, timings=FAST,  # type: ignore[arg-type]
-                           stop=threading.Event(), log=lambda _m: None)
+    run, injector = scenario(World(buggy))
     outcomes = {o.step: o for o in run.run()}
-    assert injector.calls == [
-        ("kill", "F0", "broker-2"), ("kill", "F1", "broker-3"), ("kill", "F2", "broker-1"),
-        ("start", "F3", "broker-1"), ("pause", "F3", "broker-1"),
-        ("resume", "F5", "broker-1"), ("start", "F5", "broker-2"), ("start", "F5", "broker-3")]
+    assert faults(injector) == [
+        ("kill", "F0", ["broker-2"]), ("kill", "F1", ["broker-3"]), ("kill", "F2", ["broker-1"]),
+        ("start", "F3", ["broker-1"]), ("pause", "F3", ["broker-1"]),
+        ("resume", "F5", ["broker-1"]), ("start", "F5", ["broker-2"]),
+        ("start", "F5", ["broker-3"])]
+    # L was killed, started (a new process), frozen once registered, then thawed
+    leader = injector.cluster.nodes["broker-1"]
+    assert leader.signals == ["KILL", "STOP", "CONT"] and leader.pid == 201
+    assert set(leader.commands) == {" ".join(GREP)}
+    assert injector.cluster.started == ["broker-1", "broker-2", "broker-3"]
+    assert not injector.down and not injector.paused
     assert all(outcomes[s].reached for s in ("setup", "F0", "F1", "F2", "F3", "F5"))
     # the F4 wait is reached only where the controller elected the fenced leader
     assert outcomes["F4"].reached is buggy
@@ -118,9 +123,7 @@ def test_a_leader_elected_once_unfenced_is_no_fenced_leader():
     """A SIGSTOP that lands after L was unfenced lets 4.1+ elect it, rightly (ISR =
     {L}): F4 waits, as the checker's fenced-leader does, for L leader and fenced in
     one observation, so this run does not read as the bug."""
-    world = World(buggy=False, late_pause=True)
-    run = FencedLastLeader(Injector(world), Observer(world), "t", 0, timings=FAST,  # type: ignore[arg-type]
-                           stop=threading.Event(), log=lambda _m: None)
+    run, _ = scenario(World(buggy=False, late_pause=True))
     outcomes = {o.step: o for o in run.run()}
     assert outcomes["F3"].reached is True
     assert outcomes["F4"].reached is False
@@ -129,14 +132,13 @@ def test_a_leader_elected_once_unfenced_is_no_fenced_leader():
 
 def test_no_registration_is_recorded_as_such_and_the_scenario_goes_on():
     world = World(buggy=False)
-    injector = Injector(world)
-    injector.start = lambda name, step=None: injector.calls.append(("start", step, name))
-    run = FencedLastLeader(injector, Observer(world), "t", 0, timings=FAST,  # type: ignore[arg-type]
-                           stop=threading.Event(), log=lambda _m: None)
+    world.start = lambda name, step: None  # type: ignore[method-assign] # never registers
+    run, injector = scenario(world)
     outcomes = {o.step: o for o in run.run()}
     assert outcomes["F3"].reached is False
     assert outcomes["F3"].observed == {"registered": False, "paused": "broker-1"}
-    assert ("resume", "F5", "broker-1") in injector.calls
+    assert ("pause", "F3", ["broker-1"]) in faults(injector)
+    assert ("resume", "F5", ["broker-1"]) in faults(injector)
 
 
 def _configs(tmp_path, *flags):

@@ -1,6 +1,6 @@
 """min-isr-change and feature-change (#33): the packages' seeded draws, the exact
-Kafka tool commands the injector runs for them, how their lines end, the report's
-pairing, and the page-cache loss the mix skips while ELR is off.
+Kafka tool commands their modules run through the injector, how their lines end,
+the report's pairing, and the page-cache loss the mix skips while ELR is off.
 
 Unit tests of the logic around the faults: the nodes are fakes that record each
 command and answer as Kafka's tools do. That the commands change Kafka (and that
@@ -14,8 +14,8 @@ import time
 from typing import Any
 
 import pytest
-from test_nemesis_injector import FakeCluster, FakeNode, ListRecorder
-from test_nemesis_mix import FULL, SHRUNK, FakeInjector, mix, state
+from fakes import FakeCluster, FakeNode, ListRecorder
+from test_nemesis_mix import FULL, SHRUNK, mix, rig, state
 
 from elr_harness.cluster.admin_tools import (
     ELR_FEATURE,
@@ -29,7 +29,7 @@ from elr_harness.cluster.admin_tools import (
 from elr_harness.cluster.node import ExecResult, NodeSpec, Role
 from elr_harness.core.errors import HarnessError
 from elr_harness.core.history import ENDED_BY, RESTORE, RESTORED_BY_SELF, Fault, restores
-from elr_harness.nemesis.faults import PACKAGES
+from elr_harness.nemesis.faults import PACKAGES, feature_change, min_isr_change, page_cache_loss
 from elr_harness.nemesis.injector import FaultInjector, FaultRefused
 from elr_harness.report.faults import FaultEvent, pair_faults
 
@@ -108,7 +108,7 @@ def test_a_refusal_is_told_from_an_unknown_outcome(output, refused):
     assert isinstance(error, AdminRefused) == refused
 
 
-# -- the injector's commands, on fake nodes -------------------------------------------
+# -- the kinds' commands, on fake nodes ------------------------------------------------
 
 class ToolNode(FakeNode):
     """A node that answers Kafka's tools as a cluster at min ISR 2, ELR on, would."""
@@ -133,7 +133,7 @@ class ToolNode(FakeNode):
 
 
 @pytest.fixture
-def rig() -> tuple[FaultInjector, ListRecorder, dict[str, ToolNode]]:
+def tools() -> tuple[FaultInjector, ListRecorder, dict[str, ToolNode]]:
     specs = [NodeSpec("controller-1", Role.CONTROLLER, 101, "10.0.0.1"),
              NodeSpec("controller-2", Role.CONTROLLER, 102, "10.0.0.2"),
              *(NodeSpec(f"broker-{i}", Role.BROKER, i, f"10.0.0.{10 + i}") for i in (1, 2, 3))]
@@ -146,17 +146,22 @@ def _lines(recorder: ListRecorder) -> list[tuple[str, str, dict[str, Any]]]:
     return [(str(x["type"]), str(x["fault"]), x["detail"]) for x in recorder.lines]
 
 
-def test_min_isr_change_reads_and_alters_the_topic_then_restores_it(rig):
-    injector, recorder, nodes = rig
-    assert injector.min_isr("elr-test") == 2
-    injector.min_isr_change("elr-test", 1, 2, detail={"mix": "min-isr-change", "role": None})
-    injector.restore_min_isr("elr-test", detail={"mix": "min-isr-change", "role": None})
+def changes(injector: FaultInjector, kind: str) -> dict[Any, tuple[int, int]]:
+    """What the kind's own record holds in force: target -> (before, now)."""
+    return injector.kept(kind, dict)
+
+
+def test_min_isr_change_reads_and_alters_the_topic_then_restores_it(tools):
+    injector, recorder, nodes = tools
+    assert min_isr_change.current(injector, "elr-test") == 2
+    why = {"mix": "min-isr-change", "role": None}
+    min_isr_change.change(injector, "elr-test", 1, 2, detail=why)
+    min_isr_change.restore(injector, "elr-test", detail=why)
     entity = ["--entity-type", "topics", "--entity-name", "elr-test"]
     assert nodes["controller-1"].commands == [
         [*CONFIGS, *entity, "--describe"],
         [*CONFIGS, *entity, "--alter", "--add-config", "min.insync.replicas=1"],
         [*CONFIGS, *entity, "--alter", "--add-config", "min.insync.replicas=2"]]
-    why = {"mix": "min-isr-change", "role": None}
     assert _lines(recorder) == [
         ("invoke", "min-isr-change", {"topic": "elr-test", "from": 2, "to": 1, **why}),
         ("ok", "min-isr-change", {"topic": "elr-test", "from": 2, "to": 1, **why}),
@@ -165,27 +170,27 @@ def test_min_isr_change_reads_and_alters_the_topic_then_restores_it(rig):
         ("ok", "min-isr-change", {"topic": "elr-test", "from": 1, "to": 2, **why,
                                   RESTORE: True})]
     assert all(x["nodes"] == [] and x["process"] == -1 for x in recorder.lines)
-    assert injector.min_isr_changes == {}
+    assert changes(injector, "min-isr-change") == {}
 
 
-def test_the_cluster_default_is_the_brokers_dynamic_default(rig):
-    injector, recorder, nodes = rig
-    assert injector.min_isr(None) == 1
-    injector.min_isr_change(None, 3, 1)
+def test_the_cluster_default_is_the_brokers_dynamic_default(tools):
+    injector, recorder, nodes = tools
+    assert min_isr_change.current(injector, None) == 1
+    min_isr_change.change(injector, None, 3, 1)
     assert nodes["controller-1"].commands[-1] == [
         *CONFIGS, "--entity-type", "brokers", "--entity-default", "--alter", "--add-config",
         "min.insync.replicas=3"]
     assert recorder.lines[-1]["detail"] == {"topic": None, "from": 1, "to": 3}
-    assert injector.min_isr_changes == {None: (1, 3)}
+    assert changes(injector, "min-isr-change") == {None: (1, 3)}
 
 
-def test_feature_change_downgrades_to_zero_and_restore_upgrades_back(rig):
-    injector, recorder, nodes = rig
-    assert injector.feature_level(ELR_FEATURE) == 1
-    injector.feature_change(ELR_FEATURE, 0, 1)
-    assert injector.elr_feature_off
-    injector.restore_feature(ELR_FEATURE)
-    assert not injector.elr_feature_off and injector.feature_changes == {}
+def test_feature_change_downgrades_to_zero_and_restore_upgrades_back(tools):
+    injector, recorder, nodes = tools
+    assert feature_change.level(injector, ELR_FEATURE) == 1
+    feature_change.change(injector, ELR_FEATURE, 0, 1)
+    assert injector.protection_off
+    feature_change.restore(injector, ELR_FEATURE)
+    assert not injector.protection_off and changes(injector, "feature-change") == {}
     assert nodes["controller-1"].commands == [
         [*FEATURES, "describe"],
         [*FEATURES, "downgrade", "--feature", "eligible.leader.replicas.version=0"],
@@ -197,59 +202,59 @@ def test_feature_change_downgrades_to_zero_and_restore_upgrades_back(rig):
         ("ok", {"feature": ELR_FEATURE, "from": 0, "to": 1, RESTORE: True})]
 
 
-def test_the_tools_run_in_a_node_that_is_up_not_paused_and_least_cut_off(rig):
-    injector, _, nodes = rig
+def test_the_tools_run_in_a_node_that_is_up_not_paused_and_least_cut_off(tools):
+    injector, _, nodes = tools
     injector.down.add("controller-1")
     injector.paused.add("controller-2")
     injector.grudge = {"broker-1": ["controller-1"]}
-    injector.min_isr_change("elr-test", 3, 2)
+    min_isr_change.change(injector, "elr-test", 3, 2)
     ran = [name for name, node in nodes.items() if node.commands]
     assert ran == ["broker-2"]
 
 
-def test_a_refused_change_ends_fail_and_is_not_in_force(rig):
-    injector, recorder, nodes = rig
+def test_a_refused_change_ends_fail_and_is_not_in_force(tools):
+    injector, recorder, nodes = tools
     nodes["controller-1"].answers = [ExecResult(1, "InvalidConfigurationException: no")]
     with pytest.raises(AdminRefused):
-        injector.min_isr_change("elr-test", 3, 2)
+        min_isr_change.change(injector, "elr-test", 3, 2)
     assert [t for t, _, _ in _lines(recorder)] == ["invoke", "fail"]
     assert "InvalidConfigurationException" in recorder.lines[-1]["detail"]["error"]
-    assert injector.min_isr_changes == {}
+    assert changes(injector, "min-isr-change") == {}
     injector.heal_all()
     assert not [x for x in recorder.lines[2:] if x["fault"] == Fault.MIN_ISR_CHANGE]
 
 
-def test_an_unknown_outcome_ends_info_and_the_final_heal_restores_it(rig):
-    injector, recorder, nodes = rig
+def test_an_unknown_outcome_ends_info_and_the_final_heal_restores_it(tools):
+    injector, recorder, nodes = tools
     nodes["controller-1"].answers = [ExecResult(137, "")]
     with pytest.raises(AdminError):
-        injector.feature_change(ELR_FEATURE, 0, 1)
+        feature_change.change(injector, ELR_FEATURE, 0, 1)
     assert [t for t, _, _ in _lines(recorder)] == ["invoke", "info"]
-    assert injector.elr_feature_off, "it may have happened: ELR counts as off"
+    assert injector.protection_off, "it may have happened: ELR counts as off"
     injector.heal_all()
     restore = [x for x in recorder.lines if x["fault"] == Fault.FEATURE_CHANGE][-1]
     assert (restore["type"], restore["detail"]) == (
         "ok", {"feature": ELR_FEATURE, "from": 0, "to": 1, "step": "final-heal", RESTORE: True})
     assert nodes["controller-1"].commands[-1] == [
         *FEATURES, "upgrade", "--feature", "eligible.leader.replicas.version=1"]
-    assert not injector.elr_feature_off
+    assert not injector.protection_off
 
 
-def test_no_page_cache_loss_while_elr_is_off_and_elr_stays_on_while_one_is_down(rig):
-    injector, recorder, _ = rig
+def test_no_page_cache_loss_while_elr_is_off_and_elr_stays_on_while_one_is_down(tools):
+    injector, recorder, _ = tools
     injector.page_cache = object()  # never reached: refused before anything runs
-    injector.feature_change(ELR_FEATURE, 0, 1)
+    feature_change.change(injector, ELR_FEATURE, 0, 1)
     before = len(recorder.lines)
     with pytest.raises(FaultRefused, match="ELR feature is off"):
-        injector.page_cache_loss("broker-1")
+        page_cache_loss.power_loss(injector, "broker-1")
     assert len(recorder.lines) == before, "nothing recorded for a refused fault"
-    injector.restore_feature(ELR_FEATURE)
+    feature_change.restore(injector, ELR_FEATURE)
     injector.lost_page_cache.add("broker-2")
     with pytest.raises(FaultRefused, match="broker-2 lost its page cache"):
-        injector.feature_change(ELR_FEATURE, 0, 1)
+        feature_change.change(injector, ELR_FEATURE, 0, 1)
     injector.start("broker-2")
-    injector.feature_change(ELR_FEATURE, 0, 1)
-    assert injector.elr_feature_off
+    feature_change.change(injector, ELR_FEATURE, 0, 1)
+    assert injector.protection_off
 
 
 # -- the packages' seeded draws ----------------------------------------------------------
@@ -258,11 +263,13 @@ TWO_TOPICS = FULL + [state(0, 3, (3, 1, 2), topic="u")]
 
 
 def _draws(kind: str, seed: int, states=TWO_TOPICS) -> list[dict[str, Any]]:
-    injector = FakeInjector()
+    """The details of the lines of one fault the mix injected (each `ok`), and of
+    its end. The cluster: min ISR 2 on every topic and the default, ELR on."""
+    injector, recorder = rig()
     undo = mix(injector, states, kinds=[kind], seed=seed).inject(kind)
     if undo is not None:
         undo()
-    return [x["detail"] for x in injector.lines]
+    return [x["detail"] for x in recorder.done]
 
 
 def test_min_isr_change_the_same_seed_draws_the_same_topic_from_and_to():
@@ -280,14 +287,16 @@ def test_min_isr_change_the_same_seed_draws_the_same_topic_from_and_to():
 
 
 def test_min_isr_change_is_skipped_where_no_min_isr_is_set_or_rf_allows_no_other():
-    injector = FakeInjector()
-    injector.min_isrs = {}
+    injector, recorder = rig()
+    injector.admin.min_isrs = {}
     assert mix(injector, FULL, kinds=["min-isr-change"]).inject("min-isr-change") is None
-    injector = FakeInjector()
+    assert recorder.lines == []
+    injector, recorder = rig()
     one = mix(injector, FULL, kinds=["min-isr-change"])
     one.replication_factor = 1
-    injector.min_isrs = {None: 1, "t": 1}
-    assert one.inject("min-isr-change") is None and injector.lines == []
+    injector.admin.min_isrs = {None: 1, "t": 1}
+    assert one.inject("min-isr-change") is None and recorder.lines == []
+    assert injector.admin.changes == []
 
 
 def test_feature_change_turns_elr_off_and_back_on():
@@ -299,50 +308,55 @@ def test_feature_change_turns_elr_off_and_back_on():
 
 def test_feature_change_waits_while_a_page_cache_loss_is_outstanding():
     logs: list[str] = []
-    injector = FakeInjector()
-    injector.levels[ELR_FEATURE] = 0
+    injector, recorder = rig()
+    injector.admin.levels[ELR_FEATURE] = 0
     assert mix(injector, FULL, kinds=["feature-change"]).inject("feature-change") is None
+    assert recorder.lines == []
     for lost, losses, states, why in ((["broker-1"], 1, FULL, "broker-1 lost its page cache"),
                                       ([], 1, SHRUNK, "not every ISR is full again")):
-        injector = FakeInjector()
+        injector, recorder = rig()
         injector.lost_page_cache, injector.page_cache_losses = set(lost), losses
         one = mix(injector, states, kinds=["feature-change"])
         one.log = logs.append
-        assert one.inject("feature-change") is None and injector.lines == []
+        assert one.inject("feature-change") is None and recorder.lines == []
         assert why in logs[-1] and logs[-1].startswith("feature-change skipped")
-    injector = FakeInjector()
+    injector, recorder = rig()
     injector.page_cache_losses = 1  # over: its broker is back in every ISR
     assert mix(injector, FULL, kinds=["feature-change"]).inject("feature-change") is not None
+    assert injector.admin.changes == [("feature", ELR_FEATURE, 0)]
 
 
 def test_the_mix_skips_page_cache_loss_while_the_feature_is_off_and_says_why():
     logs: list[str] = []
-    injector = FakeInjector()
+    injector, recorder = rig()
     both = mix(injector, FULL, kinds=["feature-change", "page-cache-loss"])
     both.log = logs.append
     undo = both.inject("feature-change")
     assert both.inject("page-cache-loss") is None
-    assert logs == ["page-cache-loss skipped: the ELR feature is off (KIP-966 promises "
-                    "nothing about unclean shutdowns then)"]
-    assert [x["fault"] for x in injector.lines] == [Fault.FEATURE_CHANGE]
+    assert logs == ["page-cache-loss skipped: the ELR feature is off: KIP-966 promises "
+                    "nothing about lost unflushed data then"]
+    assert [x["fault"] for x in recorder.done] == [Fault.FEATURE_CHANGE]
     undo()
     assert both.inject("page-cache-loss") is not None
-    assert injector.lines[-1]["fault"] == Fault.PAGE_CACHE_LOSS
+    assert recorder.done[-1]["fault"] == Fault.PAGE_CACHE_LOSS
 
 
 def test_a_mix_of_both_never_loses_a_page_cache_while_elr_is_off():
     """Overlapping in time the way one mix's rotation allows: each page-cache loss
     falls where the ELR feature is on."""
     stop = threading.Event()
-    injector = FakeInjector(stop_after=12, stop=stop)
+    injector, recorder = rig(stop_after=12, stop=stop)
     mix(injector, FULL, kinds=["feature-change", "page-cache-loss", "min-isr-change"],
         seed=9, stop=stop).run(time.monotonic() + 60)
     off = False
     kinds = set()
-    for line in injector.lines:
+    # off from the invoke that turns ELR off until the ok of the one that turns it on
+    for line in recorder.lines:
         kinds.add(line["fault"])
-        if line["fault"] == Fault.FEATURE_CHANGE:
-            off = line["detail"]["to"] == 0
+        if line["fault"] == Fault.FEATURE_CHANGE and line["detail"]["to"] == 0:
+            off = True
+        elif line["fault"] == Fault.FEATURE_CHANGE and line["type"] == "ok":
+            off = False
         assert not (off and line["fault"] == Fault.PAGE_CACHE_LOSS)
     assert {Fault.FEATURE_CHANGE, Fault.PAGE_CACHE_LOSS, Fault.MIN_ISR_CHANGE} <= kinds
 
@@ -388,11 +402,11 @@ def test_the_contract_names_what_ends_each_change():
     assert str(Fault.FEATURE_CHANGE) == "feature-change"
 
 
-def test_the_final_heal_puts_back_every_change_even_when_one_cannot_be(rig):
-    injector, recorder, nodes = rig
-    injector.feature_change(ELR_FEATURE, 0, 1)
-    injector.min_isr_change("elr-test", 1, 2)
-    injector.min_isr_change(None, 3, 1)
+def test_the_final_heal_puts_back_every_change_even_when_one_cannot_be(tools):
+    injector, recorder, nodes = tools
+    feature_change.change(injector, ELR_FEATURE, 0, 1)
+    min_isr_change.change(injector, "elr-test", 1, 2)
+    min_isr_change.change(injector, None, 3, 1)
     nodes["controller-1"].answers = [ExecResult(1, "TimeoutException: no answer")]
     with pytest.raises(HarnessError, match="TimeoutException"):
         injector.heal_all()
@@ -401,4 +415,6 @@ def test_the_final_heal_puts_back_every_change_even_when_one_cannot_be(rig):
     assert restores_ == [("invoke", ELR_FEATURE), ("info", ELR_FEATURE),
                          ("invoke", None), ("ok", None), ("invoke", "elr-test"),
                          ("ok", "elr-test")]
-    assert injector.feature_changes == {ELR_FEATURE: (1, 0)} and injector.min_isr_changes == {}
+    assert changes(injector, "feature-change") == {ELR_FEATURE: (1, 0)}
+    assert changes(injector, "min-isr-change") == {}
+    assert injector.protection_off, "ELR may still be off: no data-dropping fault meanwhile"

@@ -1,27 +1,38 @@
 """The random mix's schedule logic: target choice by role, seeds, recorded kinds (#13).
 
-Unit tests of the choice and of what the mix asks the injector to record. The
-injector here is a fake that only writes down the fault lines it is asked for;
-that the faults act on Kafka is tests/integration/test_faults.py's job.
+Unit tests of the choice and of what the mix's kinds record. The injector is the
+real one over fake nodes that answer every command (tests/fakes.py); that the
+faults act on Kafka is tests/integration/test_faults.py's job.
 """
 
 from __future__ import annotations
 
 import random
+import struct
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
+from fakes import FakeAdmin, FakeObserver, FakePageCache, ListRecorder, cluster_of
 
-from elr_harness.cluster.admin_tools import ELR_FEATURE
+from elr_harness.cluster.node import NodeSpec
+from elr_harness.cluster.node import Role as NodeRole
 from elr_harness.cluster.observe import PartitionState
-from elr_harness.core.config import DiskFaultConfig, SlowNetworkConfig
-from elr_harness.core.history import ENDED_BY, RESTORE, Fault, restores
-from elr_harness.nemesis.faults import CONFIG, FAULT_KINDS, PACKAGES
+from elr_harness.cluster.wire_codec import compact_string
+from elr_harness.core.config import KafkaTimings
+from elr_harness.core.history import ENDED_BY, Fault, restores
+from elr_harness.nemesis.faults import COLOURS, CONFIG, FAULT_KINDS, PACKAGES
+from elr_harness.nemesis.faults.bounce_leader import BounceLeaderSettings
+from elr_harness.nemesis.faults.disk_fault import DiskFaultSettings
+from elr_harness.nemesis.faults.slow_network import SlowNetworkSettings
+from elr_harness.nemesis.injector import FaultInjector
 from elr_harness.nemesis.mix import RandomMix
 from elr_harness.nemesis.targets import BROKER_ROLES, Role, Topology, all_isr_full, choose_target
-from elr_harness.report.faults import FaultEvent, pair_faults
+from elr_harness.report.faults import FaultEvent, coloured, fault_colours, pair_faults
+from elr_harness.report.plots import fault_colour
 
 TOPOLOGY = Topology(brokers={"broker-1": 1, "broker-2": 2, "broker-3": 3},
                     controllers={"controller-1": 101, "controller-2": 102, "controller-3": 103})
@@ -104,8 +115,6 @@ def test_a_full_isr_holds_every_replica_the_state_names() -> None:
     """As the checker's budget judges it: a reassignment below the replication
     factor has a full ISR once its replicas are in sync, one with a spare added
     only once the spare joined."""
-    from dataclasses import replace
-
     two = replace(state(0, 1, (1, 2)), replicas=(1, 2))
     four = replace(state(0, 1, (1, 2, 3)), replicas=(1, 2, 3, 4))
     assert all_isr_full([two], 3) and not all_isr_full([four], 3)
@@ -114,9 +123,6 @@ def test_a_full_isr_holds_every_replica_the_state_names() -> None:
 
 
 def test_topology_of_a_clusters_nodes_splits_them_by_role() -> None:
-    from elr_harness.cluster.node import NodeSpec
-    from elr_harness.cluster.node import Role as NodeRole
-
     class Node:
         def __init__(self, spec: NodeSpec) -> None:
             self.spec = spec
@@ -129,17 +135,17 @@ def test_topology_of_a_clusters_nodes_splits_them_by_role() -> None:
     assert topology.node_names == ["broker-1", "controller-1"]
 
 
-# -- RandomMix against a fake injector ----------------------------------------------
+# -- RandomMix over a real injector -------------------------------------------------
+#
+# Each kind's module builds its fault on the injector's primitives, so the mix runs
+# over a real FaultInjector: fake nodes (tests/fakes.py) answer its commands, and
+# the recorder keeps its lines. A line of `done` is a fault in force (its `ok`).
 
-class FakeObserver:
-    def __init__(self, states: list[PartitionState]) -> None:
-        self.states = states
-
-    def latest(self) -> list[PartitionState]:
-        return self.states
-
-    def wait_for(self, predicate, timeout_s: float):  # noqa: ANN001 - the Observer protocol
-        return self.states if predicate(self.states) else None
+#: The cluster's nodes as TOPOLOGY names them (controller-N at 10.0.0.N).
+SPECS = [*(NodeSpec(name, NodeRole.CONTROLLER, node_id, f"10.0.0.{node_id - 100}")
+           for name, node_id in TOPOLOGY.controllers.items()),
+         *(NodeSpec(name, NodeRole.BROKER, node_id, f"10.0.0.{10 + node_id}")
+           for name, node_id in TOPOLOGY.brokers.items())]
 
 
 def begins(line: dict[str, Any]) -> bool:
@@ -148,146 +154,85 @@ def begins(line: dict[str, Any]) -> bool:
         line["fault"] not in ENDED_BY or line["fault"] in ENDED_BY[line["fault"]])
 
 
-class FakeInjector:
-    """Writes down the fault lines FaultInjector would record; acts on nothing but
-    its own idea of the cluster's min ISRs and feature levels."""
+class Lines(ListRecorder):
+    """The injector's lines; sets `stop` once `stop_after` faults have begun."""
 
     def __init__(self, stop_after: int | None = None,
                  stop: threading.Event | None = None) -> None:
-        self.lines: list[dict[str, Any]] = []
+        super().__init__()
         self.stop_after, self.stop_event = stop_after, stop
-        self.min_isrs: dict[str | None, int] = {None: 2, "t": 2, "u": 2}
-        self.levels = {ELR_FEATURE: 1}
-        self.changed: dict[Any, int] = {}
-        self.lost_page_cache: set[str] = set()
-        self.page_cache_losses = 0
+
+    def record(self, **fields: Any) -> dict[str, Any]:
+        line = super().record(**fields)
+        if self.stop_event is not None and len(
+                [x for x in self.done if begins(x)]) == self.stop_after:
+            self.stop_event.set()
+        return line
 
     @property
-    def elr_feature_off(self) -> bool:
-        return self.levels[ELR_FEATURE] == 0
+    def done(self) -> list[dict[str, Any]]:
+        """The `ok` lines: one per fault begun or ended."""
+        return [x for x in self.lines if x["type"] == "ok"]
 
-    def _line(self, fault: Fault, nodes: list[str], step: str | None,
-              detail: dict[str, Any] | None) -> None:
-        self.lines.append({"fault": Fault(fault), "nodes": sorted(nodes),
-                           "detail": {**({"step": step} if step else {}), **(detail or {})}})
-        begun = [x for x in self.lines if begins(x)]
-        if self.stop_event is not None and len(begun) == self.stop_after:
-            self.stop_event.set()
 
-    def min_isr(self, topic):  # noqa: ANN001, ANN201
-        return self.min_isrs.get(topic)
+class Controller:
+    """AlterPartitionReassignments answered as a controller takes it: every request
+    of every broker (a reassignment starts; a cancel finds it still under way)."""
 
-    def min_isr_change(self, topic, to, current, step=None, detail=None):  # noqa: ANN001
-        self.changed.setdefault(("min-isr", topic), current)
-        self.min_isrs[topic] = to
-        self._line(Fault.MIN_ISR_CHANGE, [], step,
-                   {"topic": topic, "from": current, "to": to, **(detail or {})})
+    def __call__(self, address: str, timeout_s: float) -> Controller:
+        return self
 
-    def restore_min_isr(self, topic, step=None, detail=None):  # noqa: ANN001
-        before = self.changed.pop(("min-isr", topic))
-        current, self.min_isrs[topic] = self.min_isrs[topic], before
-        self._line(Fault.MIN_ISR_CHANGE, [], step, {"topic": topic, "from": current,
-                                                    "to": before, **(detail or {}),
-                                                    RESTORE: True})
+    def connect(self) -> None:
+        pass
 
-    def feature_level(self, feature):  # noqa: ANN001, ANN201
-        return self.levels.get(feature)
+    def close(self) -> None:
+        pass
 
-    def feature_change(self, feature, to, current, step=None, detail=None):  # noqa: ANN001
-        self.changed.setdefault(("feature", feature), current)
-        self.levels[feature] = to
-        self._line(Fault.FEATURE_CHANGE, [], step,
-                   {"feature": feature, "from": current, "to": to, **(detail or {})})
+    def request(self, build: Callable[[int], bytes]) -> bytes:
+        body = build(1)[4 + 22:]  # size, request header v2 ("elr-harness" its client)
+        size = body[5] - 1
+        topic = body[6:6 + size].decode()
+        (partition,) = struct.unpack(">i", body[7 + size:11 + size])
+        return (struct.pack(">i", 1) + b"\x00" + struct.pack(">ih", 0, 0) + b"\x00"
+                + b"\x02" + compact_string(topic) + b"\x02" + struct.pack(">ih", partition, 0)
+                + b"\x00" + b"\x00\x00\x00")
 
-    def restore_feature(self, feature, step=None, detail=None):  # noqa: ANN001
-        before = self.changed.pop(("feature", feature))
-        current, self.levels[feature] = self.levels[feature], before
-        self._line(Fault.FEATURE_CHANGE, [], step, {"feature": feature, "from": current,
-                                                    "to": before, **(detail or {}),
-                                                    RESTORE: True})
 
-    def partition(self, grudge, step=None, kind=Fault.PARTITION, detail=None):  # noqa: ANN001
-        self._line(kind, list(grudge), step, {"grudge": grudge, **(detail or {})})
-
-    def heal(self, step=None, detail=None):  # noqa: ANN001
-        self._line(Fault.HEAL, TOPOLOGY.node_names, step, detail)
-
-    def kill(self, name, step=None, kind=Fault.KILL, detail=None):  # noqa: ANN001
-        self._line(kind, [name], step, detail)
-
-    def stop(self, name, step=None, detail=None):  # noqa: ANN001
-        self._line(Fault.STOP, [name], step, detail)
-
-    def start(self, name, step=None, detail=None):  # noqa: ANN001
-        self.lost_page_cache.discard(name)
-        self._line(Fault.START, [name], step, detail)
-
-    def pause(self, name, step=None, kind=Fault.PAUSE, detail=None):  # noqa: ANN001
-        self._line(kind, [name], step, detail)
-
-    def resume(self, name, step=None, detail=None):  # noqa: ANN001
-        self._line(Fault.RESUME, [name], step, detail)
-
-    def page_cache_loss(self, name, step=None, detail=None):  # noqa: ANN001
-        self.page_cache_losses += 1
-        self.lost_page_cache.add(name)
-        self._line(Fault.PAGE_CACHE_LOSS, [name], step, detail)
-
-    def log_dirs(self):  # noqa: ANN201
-        return ["/data/kafka/dir-0", "/data/kafka/dir-1"]
-
-    def disk_fault(self, name, directory, errno_name, operations, drop, step=None,  # noqa: ANN001
-                   detail=None):
-        self._line(Fault.DISK_FAULT, [name], step,
-                   {"dir": directory, "errno": errno_name, "operations": list(operations),
-                    "dropped": drop, **(detail or {})})
-
-    def end_disk_fault(self, name, step=None, detail=None):  # noqa: ANN001
-        self._line(Fault.START, [name], step, detail)
-
-    def slow_network(self, name, peers, rate_kbit, loss, step=None, detail=None):  # noqa: ANN001
-        self._line(Fault.SLOW_NETWORK, [name], step, {
-            "target": name, "peers": sorted(peers), "rate_kbit": rate_kbit, "loss": loss,
-            **(detail or {})})
-
-    def unthrottle(self, name, step=None, detail=None):  # noqa: ANN001
-        self._line(Fault.UNTHROTTLE, [name], step, detail)
-
-    def reassign(self, topic, partition, replicas, target, restore=False, step=None,  # noqa: ANN001
-                 detail=None):  # noqa: ANN001
-        nodes = sorted(TOPOLOGY.broker_name(b) for b in {*replicas, *target})
-        self.reassigning = (topic, partition, nodes)
-        self._line(Fault.REASSIGN, nodes, step, {"topic": topic, "partition": partition,
-                                                 "from": list(replicas), "to": list(target),
-                                                 "restore": restore, **(detail or {})})
-
-    def end_reassign(self, topic, partition, step=None, detail=None):  # noqa: ANN001
-        assert self.reassigning[:2] == (topic, partition)
-        self._line(Fault.REASSIGN_END, self.reassigning[2], step, detail)
+def rig(stop_after: int | None = None,
+        stop: threading.Event | None = None) -> tuple[FaultInjector, Lines]:
+    """A real injector over fake nodes at min ISR 2 (each topic's and the cluster
+    default), ELR on, a session timeout of 10 ms; its recorder."""
+    cluster = cluster_of(SPECS)
+    cluster.config.timings = replace(KafkaTimings(), broker_session_timeout_ms=10)
+    recorder = Lines(stop_after, stop)
+    admin = FakeAdmin(min_isrs={None: 2, "t": 2, "u": 2})
+    return FaultInjector(cluster, recorder, FakePageCache(), admin, Controller()), recorder  # type: ignore[arg-type]
 
 
 FULL = [state(0, 1, (1, 2, 3), elr=()), state(1, 2, (2, 3, 1), elr=())]
 SHRUNK = [state(0, 1, (1, 2), elr=(3,)), state(1, 2, (2, 3, 1), elr=())]
 
 
-#: disk-fault's draws with a hold short enough for a unit test
-QUICK_DISK = DiskFaultConfig(min_hold_s=0.01, max_hold_s=0.02)
+#: the kinds' settings with holds short enough for a unit test (a bounce holds the
+#: session timeout, 10 ms, plus its margin)
+QUICK = {"bounce-leader": BounceLeaderSettings(hold_margin_s=0.01),
+         "disk-fault": DiskFaultSettings(min_hold_s=0.01, max_hold_s=0.02),
+         "slow-network": SlowNetworkSettings(min_hold_s=0.01, max_hold_s=0.01)}
 
 
-def mix(injector: FakeInjector, states: list[PartitionState], kinds=FAULT_KINDS, seed: int = 3,
-        stop: threading.Event | None = None, active: int | None = 102) -> RandomMix:
+def mix(injector: FaultInjector, states: list[PartitionState], kinds=FAULT_KINDS,
+        seed: int = 3, stop: threading.Event | None = None,
+        active: int | None = 102) -> RandomMix:
     return RandomMix(injector, FakeObserver(states), kinds, seed, interval_s=0.0,
                      replication_factor=3, stop=stop, log=lambda _m: None,
-                     topology=TOPOLOGY, active_controller=lambda: active, bounce_hold_s=0.01,
-                     disk_fault=QUICK_DISK,
-                     slow_network=SlowNetworkConfig(min_hold_s=0.01, max_hold_s=0.01))
+                     topology=TOPOLOGY, active_controller=lambda: active, faults=QUICK)
 
 
 def test_every_kind_of_the_mix_is_recorded_as_a_fault_that_something_ends() -> None:
     assert FAULT_KINDS == tuple(PACKAGES) == (
         "partition", "kill", "stop", "pause", "page-cache-loss", "controller-kill",
         "controller-partition", "isolate-from-controllers", "bounce-leader", "disk-fault",
-        "min-isr-change", "feature-change", "slow-network", "reassign")
+        "min-isr-change", "feature-change", "slow-network", "reassign", "one-way-partition")
     lasting = {kind for ended in ENDED_BY.values() for kind in ended}
     for kind in FAULT_KINDS:
         assert isinstance(PACKAGES[kind].recorded, Fault)
@@ -296,31 +241,34 @@ def test_every_kind_of_the_mix_is_recorded_as_a_fault_that_something_ends() -> N
 
 @pytest.mark.parametrize("kind", FAULT_KINDS)
 def test_each_kind_records_its_own_fault_with_mix_and_role_and_is_ended(kind: str) -> None:
-    injector = FakeInjector()
+    injector, recorder = rig()
     undo = mix(injector, FULL).inject(kind)
     assert undo is not None
     undo()
-    begin, end = injector.lines
+    assert [x["type"] for x in recorder.lines] == ["invoke", "ok", "invoke", "ok"]
+    begin, end = recorder.done
     assert begin["fault"] == PACKAGES[kind].recorded
     assert begin["detail"]["mix"] == kind and end["detail"]["mix"] == kind
     assert "role" in begin["detail"]
     assert begin["fault"] in ENDED_BY[end["fault"]]
     assert begins(begin) and not begins(end)
-    # The report pairs the two into one band of the fault's own kind, ended.
+    # The report pairs the two into one band of the fault's own kind, ended, drawn in
+    # the colour the run writes into test.json.
     events = [FaultEvent(i, float(i), str(x["fault"]), tuple(x["nodes"]), "ok", x["detail"])
-              for i, x in enumerate(injector.lines)]
-    (band,) = pair_faults(events)
+              for i, x in enumerate(recorder.done)]
+    (band,) = coloured(pair_faults(events), fault_colours({"fault_colours": dict(COLOURS)}))
     assert (band.kind, band.end_s) == (str(PACKAGES[kind].recorded), 1.0)
+    assert fault_colour(band) == PACKAGES[kind].colour
 
 
 @pytest.mark.parametrize("seed", range(20))
 def test_roles_recorded_are_the_ones_the_target_was_chosen_by(seed: int) -> None:
     for kind in FAULT_KINDS:
-        injector = FakeInjector()
+        injector, recorder = rig()
         mix(injector, SHRUNK + [state(2, 3, (3, 1, 2))], seed=seed).inject(kind)
-        if not injector.lines:
-            continue  # page-cache-loss skipped (SHRUNK)
-        line = injector.lines[0]
+        if not recorder.lines:
+            continue  # page-cache-loss, or a disk fault that may drop data, skipped (SHRUNK)
+        line = recorder.done[0]
         role = line["detail"]["role"]
         if kind in ("controller-kill", "controller-partition"):
             assert role == "active-controller"
@@ -341,16 +289,16 @@ def test_roles_recorded_are_the_ones_the_target_was_chosen_by(seed: int) -> None
 
 
 def test_a_controller_kill_is_not_recorded_as_a_kill_and_its_restart_is_a_start() -> None:
-    injector = FakeInjector()
+    injector, recorder = rig()
     mix(injector, FULL, active=103).inject("controller-kill")()
-    assert [(x["fault"], x["nodes"]) for x in injector.lines] == [
+    assert [(x["fault"], x["nodes"]) for x in recorder.done] == [
         (Fault.CONTROLLER_KILL, ["controller-3"]), (Fault.START, ["controller-3"])]
 
 
 def test_isolate_from_controllers_cuts_one_broker_from_every_controller_only() -> None:
-    injector = FakeInjector()
+    injector, recorder = rig()
     mix(injector, FULL).inject("isolate-from-controllers")
-    (line,) = injector.lines
+    (line,) = recorder.done
     grudge = line["detail"]["grudge"]
     (broker,) = [n for n in grudge if n in BROKERS]
     assert grudge[broker] == sorted(CONTROLLERS)
@@ -359,21 +307,21 @@ def test_isolate_from_controllers_cuts_one_broker_from_every_controller_only() -
 
 def test_page_cache_loss_is_skipped_unless_every_isr_is_full() -> None:
     for states in (SHRUNK, []):
-        injector = FakeInjector()
+        injector, recorder = rig()
         assert mix(injector, states, kinds=["page-cache-loss"]).inject("page-cache-loss") is None
-        assert injector.lines == []
-    injector = FakeInjector()
+        assert recorder.lines == []
+    injector, recorder = rig()
     assert mix(injector, FULL, kinds=["page-cache-loss"]).inject("page-cache-loss") is not None
-    assert injector.lines[0]["fault"] == Fault.PAGE_CACHE_LOSS
-    assert injector.lines[0]["detail"]["role"] in ("leader", "isr")
+    assert recorder.done[0]["fault"] == Fault.PAGE_CACHE_LOSS
+    assert recorder.done[0]["detail"]["role"] in ("leader", "isr")
 
 
 def _run(seed: int, faults: int = 25) -> list[tuple[str, list[str], Any]]:
     stop = threading.Event()
-    injector = FakeInjector(stop_after=faults, stop=stop)
+    injector, recorder = rig(stop_after=faults, stop=stop)
     injected = mix(injector, SHRUNK, seed=seed, stop=stop).run(time.monotonic() + 60)
     assert len(injected) == faults
-    return [(str(x["fault"]), x["nodes"], x["detail"].get("role")) for x in injector.lines]
+    return [(str(x["fault"]), x["nodes"], x["detail"].get("role")) for x in recorder.done]
 
 
 def test_the_same_seed_reproduces_kinds_and_targets_not_only_kinds() -> None:
@@ -381,14 +329,16 @@ def test_the_same_seed_reproduces_kinds_and_targets_not_only_kinds() -> None:
     assert first == _run(11)
     assert first != _run(12)
     # Every fault the run began, it ended before returning.
-    injector = FakeInjector(stop_after=25, stop=threading.Event())
-    mix(injector, SHRUNK, seed=11, stop=injector.stop_event).run(time.monotonic() + 60)
-    assert len(injector.lines) == 2 * len([x for x in injector.lines if begins(x)])
+    stop = threading.Event()
+    injector, recorder = rig(stop_after=25, stop=stop)
+    mix(injector, SHRUNK, seed=11, stop=stop).run(time.monotonic() + 60)
+    assert len(recorder.done) == 2 * len([x for x in recorder.done if begins(x)])
+    assert not (injector.down or injector.paused or injector.grudge)
 
 
 def test_an_unknown_kind_is_refused_before_the_mix_starts() -> None:
     with pytest.raises(ValueError, match="unknown fault kinds"):
-        mix(FakeInjector(), FULL, kinds=["kill", "nap"])
+        mix(rig()[0], FULL, kinds=["kill", "nap"])
 
 
 def test_every_kind_runs_once_per_round_in_a_seeded_order():
@@ -410,7 +360,6 @@ def test_each_package_is_one_complete_fault_kind():
     """nemesis/faults/<kind>.py: every kind has its recorded name, roles, an
     injector, a colour the report draws it in, and the contract's budget rule."""
     from elr_harness.core.history import BUDGET_FAULTS
-    from elr_harness.report.plots import fault_colour
 
     lasting = {k for ended in ENDED_BY.values() for k in ended}
     # name -> (recorded as, colour, counts against the fault budget), written out
@@ -431,17 +380,20 @@ def test_each_package_is_one_complete_fault_kind():
         "feature-change": ("feature-change", "#3182bd", False),
         "slow-network": ("slow-network", "#31a354", False),
         "reassign": ("reassign", "#e7298a", False),
+        "one-way-partition": ("one-way-partition", "#fdd0a2", False),
     }
     assert {name: (str(p.recorded), p.colour, p.counts_against_budget)
             for name, p in PACKAGES.items()} == expected
     # a disk fault counts only when its detail says it dropped data (the contract's)
     assert {str(f) for f in BUDGET_FAULTS} == {"page-cache-loss", "disk-fault"}
+    # the colours the run writes into test.json, as the report reads them back
+    colours = fault_colours({"fault_colours": dict(COLOURS)})
     for name, package in PACKAGES.items():
         assert package.name == name and package.recorded in lasting
         # no role: a config or feature change acts on a topic or the cluster
         assert bool(package.roles) != (package.resource == CONFIG)
         assert callable(package.inject)
-        assert fault_colour(str(package.recorded)) == expected[name][1]
+        assert colours[str(package.recorded)] == expected[name][1]
     recorded = {p.recorded for p in PACKAGES.values()}
     assert len(recorded) == len(PACKAGES), "each kind recorded under its own name"
     assert len({p.colour for p in PACKAGES.values()}) == len(recorded) - 1, \
@@ -455,21 +407,21 @@ def test_a_leader_bounce_is_recorded_as_its_own_kind_and_counted_and_drawn_as_a_
     counts tell it from a plain pause); resume ends it as it ends a pause, it is
     drawn in a pause's colour, and the fault budget ignores it as it does a pause."""
     from elr_harness.checker.budget_faults import page_cache_loss_nodes
-    from elr_harness.report.plots import fault_colour
 
-    injector = FakeInjector()
+    injector, recorder = rig()
     mix(injector, FULL).inject("bounce-leader")()
-    begin, end = injector.lines
+    begin, end = recorder.done
     assert (begin["fault"], end["fault"]) == (Fault.BOUNCE_LEADER, Fault.RESUME)
     assert begin["nodes"] == end["nodes"] and begin["detail"]["role"] == "leader"
-    assert begin["detail"]["hold_s"] == 0.01 and "hold_s" not in end["detail"]
+    # held the session timeout (10 ms) plus the settings' margin (10 ms)
+    assert begin["detail"]["hold_s"] == 0.02 and "hold_s" not in end["detail"]
     assert Fault.BOUNCE_LEADER in ENDED_BY[Fault.RESUME] and Fault.PAUSE in ENDED_BY[Fault.RESUME]
     events = [FaultEvent(i, float(i), str(x["fault"]), tuple(x["nodes"]), "ok", x["detail"])
-              for i, x in enumerate(injector.lines)]
-    (band,) = pair_faults(events)
+              for i, x in enumerate(recorder.done)]
+    colours = fault_colours({"fault_colours": dict(COLOURS)})
+    (band,) = coloured(pair_faults(events), colours)
     assert (band.kind, band.lasting, band.end_s) == ("bounce-leader", True, 1.0)
-    assert fault_colour("bounce-leader") == fault_colour("pause") != fault_colour("kill")
-    lines = [{"index": i, "process": -1, "type": t, "fault": str(x["fault"]),
-              "nodes": x["nodes"]} for i, x in enumerate(injector.lines) for t in ("invoke", "ok")]
+    assert fault_colour(band) == colours["pause"] != colours["kill"]
+    lines = [{"index": i, **x} for i, x in enumerate(recorder.lines)]
     assert page_cache_loss_nodes(lines) == []
     assert not PACKAGES["bounce-leader"].counts_against_budget

@@ -6,6 +6,7 @@ production code tests a kind's name."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from elr_harness.nemesis.registry import ALL, parse_nemesis, valid_names
 from elr_harness.nemesis.scenarios import SCENARIOS
 
 ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "src" / "elr_harness"
 
 
 @pytest.mark.parametrize("kind", FAULT_KINDS)
@@ -40,9 +42,9 @@ def test_every_scenario_is_one_module_with_its_class_and_a_help_line(name):
 
 def test_the_registry_holds_every_module_of_the_package():
     """A kind's module that the registry forgot would be a kind no run can ask for."""
-    modules = {p.stem for p in (ROOT / "nemesis" / "faults").glob("*.py")} - {"__init__", "base"}
+    modules = {p.stem for p in (SRC / "nemesis" / "faults").glob("*.py")} - {"__init__", "base"}
     assert modules == {k.replace("-", "_") for k in FAULT_KINDS}
-    scenarios = {p.stem for p in (ROOT / "nemesis" / "scenarios").glob("*.py")}
+    scenarios = {p.stem for p in (SRC / "nemesis" / "scenarios").glob("*.py")}
     assert scenarios - {"__init__", "base"} == {n.replace("-", "_") for n in SCENARIOS}
 
 
@@ -133,7 +135,7 @@ def test_a_config_file_with_cluster_timings_keeps_its_own_preferred_leader_check
 
 #: `partition` is also a history field (a topic's partition): compared as such.
 FIELD_NAMES = {"partition"}
-PRODUCTION = ("harness", "cluster", "nemesis", "workloads", "checkers", "reports", "benchmarks")
+PRODUCTION = (*sorted(SRC.rglob("*.py")), *sorted((ROOT / "benchmarks").rglob("*.py")))
 
 
 def _names_in(node: ast.AST) -> list[str]:
@@ -168,7 +170,7 @@ def _own_module(path: Path, name: str) -> bool:
 
 def test_no_production_code_tests_a_kind_or_scenario_name_outside_its_module():
     wrong = [f"{path.relative_to(ROOT)}:{line} tests {name!r}"
-             for package in PRODUCTION for path in sorted((ROOT / package).rglob("*.py"))
+             for path in PRODUCTION
              for line, name in _tested_names(path.read_text())
              if not _own_module(path, name)]
     assert wrong == []
@@ -213,3 +215,108 @@ def test_the_last_replica_scenarios_shorten_the_timeouts_they_wait_out(tmp_path)
         timings = run_configs(args)[0].timings
         assert (timings.replica_lag_time_max_ms, timings.broker_session_timeout_ms,
                 timings.broker_heartbeat_interval_ms) == expected, nemesis
+
+
+# -- no module but a kind's own, the registry and the contract names a kind -------------
+#
+# A kind is its module (nemesis/faults/<kind>.py) and one line of the registry
+# (nemesis/faults/__init__.py); the history contract (core/history.py) lists the
+# kinds the history may hold, and the checker, which judges the history by that
+# contract, reads the kinds its rules name there. Anything else (the injector,
+# the mix, the guided rounds, the run, the config, the report) reaches a kind
+# through the registry: by its capabilities, its settings, its heal, its colour.
+# A scenario composes named kinds by calling their modules (an import, not a
+# name). So a kind that is renamed or added touches its module, the registry and
+# the contract, nothing else.
+
+#: Files that may name a kind (relative to src/elr_harness), and the checker's package.
+NAMING_ALLOWED = {"nemesis/faults/__init__.py", "core/history.py"}
+CONTRACT_CODE = "checker/"
+
+
+def _kind_members() -> dict[str, str]:
+    """Fault enum member name -> the kind's name, for every kind of the registry."""
+    from elr_harness.core.history import Fault
+
+    return {Fault(p.recorded).name: p.name for p in PACKAGES.values()}
+
+
+def _named_kinds(source: str, own: str | None) -> list[tuple[int, str]]:
+    """Where a module names a kind of the registry: `Fault.MEMBER`, or a string that is
+    a kind's name with a hyphen (the others are also plain words: partition, kill,
+    stop, pause); `own` is the module's own kind, which it may name."""
+    members = _kind_members()
+    hyphenated = {k for k in FAULT_KINDS if "-" in k}
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id == "Fault" and node.attr in members):
+            kind = members[node.attr]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and node.value in hyphenated:
+            kind = node.value
+        else:
+            continue
+        if kind != own:
+            found.append((node.lineno, kind))
+    return found
+
+
+def test_no_module_outside_a_kinds_own_the_registry_and_the_contract_names_it():
+    wrong = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC).as_posix()
+        if rel in NAMING_ALLOWED or rel.startswith(CONTRACT_CODE):
+            continue
+        own = (path.stem.replace("_", "-") if path.parent == SRC / "nemesis" / "faults"
+               else None)
+        wrong += [f"{rel}:{line} names {kind}" for line, kind in
+                  _named_kinds(path.read_text(), own)]
+    assert wrong == []
+
+
+def test_the_kind_walk_sees_an_enum_member_and_a_string():
+    """It bites: guided.py's old `if way is Fault.KILL` and a kind spelt as a string
+    are caught; a kind's module naming itself is not."""
+    source = ('if way is Fault.KILL: pass\nx = "page-cache-loss"\n'
+              'y = Fault.ONE_WAY_PARTITION\nz = r["partition"]\n')
+    assert sorted(_named_kinds(source, None)) == [(1, "kill"), (2, "page-cache-loss"),
+                                                  (3, "one-way-partition")]
+    assert sorted(_named_kinds(source, "one-way-partition")) == [(1, "kill"),
+                                                                 (2, "page-cache-loss")]
+
+
+def test_a_new_kind_is_its_module_one_registry_line_and_its_contract_entry():
+    """one-way-partition, added after the kinds became units: its module, its line in
+    the registry, its Fault member and documented detail in the contract, and
+    nothing else: it is in `all`, and the guided rounds take brokers out of the ISR
+    with it."""
+    from elr_harness.core.history import FAULT_DETAILS, Fault
+    from elr_harness.nemesis.guided import AWAY
+
+    package = PACKAGES["one-way-partition"]
+    assert package.recorded is Fault.ONE_WAY_PARTITION
+    assert Fault.ONE_WAY_PARTITION in FAULT_DETAILS
+    assert "one-way-partition" in in_all() and package in AWAY
+
+
+@pytest.mark.parametrize("kind", FAULT_KINDS)
+def test_every_kind_says_how_heal_all_ends_it_and_what_a_schedule_may_use_it_for(kind):
+    package = PACKAGES[kind]
+    assert package.heals, f"{kind}: heal_all would leave it in force"
+    assert package.capabilities and callable(package.act)
+    if package.settings is not None:
+        defaults = package.default_settings()
+        for field in dataclasses.fields(defaults):
+            assert field.name in package.rules or field.name.endswith(("_s", "_ms")), (
+                f"{kind}: {field.name} has no rule")
+
+
+def test_the_store_folder_of_a_long_mix_stays_short():
+    """Listing all kinds by hand named the store folder with 180 characters."""
+    assert parse_nemesis(",".join(in_all())).test_name == "all"
+    assert parse_nemesis(",".join(FAULT_KINDS)).test_name == "all-bounce-leader"
+    many = "kill,pause,stop,partition,slow-network,disk-fault,reassign,one-way-partition"
+    name = parse_nemesis(many).test_name
+    assert name == "kill-pause-stop-partition-slow-network-8-kinds" and len(name) <= 60
+    assert parse_nemesis("partition+kill,pause").test_name == "partition+kill-pause"

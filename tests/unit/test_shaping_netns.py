@@ -25,6 +25,7 @@ from elr_harness.core.config import NodeTimeouts
 from elr_harness.core.errors import HarnessError
 from elr_harness.core.history import Fault
 from elr_harness.nemesis import grudges
+from elr_harness.nemesis.faults import partition, slow_network
 from elr_harness.nemesis.injector import FaultInjector
 
 PORT = 7071
@@ -146,7 +147,7 @@ def test_it_shapes_and_drops_then_ends_with_only_its_own_marks_gone(pair) -> Non
     injector, one, two, lines = pair
     size = 24_000
     fast = transfer_s(two, one, size)
-    injector.slow_network("broker-1", ["broker-2"], 128, 0.0)
+    slow_network.throttle(injector, "broker-1", ["broker-2"], 128, 0.0)
     # the root qdisc of broker-1's link, unclassified traffic unshaped (default 0)
     (qdisc,) = ours(one)[0]
     assert qdisc.startswith("qdisc htb e1a: dev s1 root refcnt 3 r2q 10 default 0 "), qdisc
@@ -157,7 +158,7 @@ def test_it_shapes_and_drops_then_ends_with_only_its_own_marks_gone(pair) -> Non
     print(f"24 kB: {fast:.3f} s unshaped, {slow:.3f} s and {back:.3f} s at 128 kbit/s")
     assert slow >= 1.2 and back >= 1.2, (fast, slow, back)
     assert lines.lines[-1]["detail"]["interfaces"] == {"broker-1": "s1", "broker-2": "s2"}
-    injector.unthrottle("broker-1")
+    slow_network.unthrottle(injector, "broker-1")
     assert ours(one) == ours(two) == ([], [])
     assert transfer_s(two, one, size) < 0.5, "the link is fast again"
     for node in (one, two):
@@ -168,7 +169,7 @@ def test_it_shapes_and_drops_then_ends_with_only_its_own_marks_gone(pair) -> Non
 
 def test_loss_rules_drop_traffic_both_ways_on_the_target_only(pair) -> None:
     injector, one, two, _ = pair
-    injector.slow_network("broker-1", ["broker-2"], 100_000, 0.5)
+    slow_network.throttle(injector, "broker-1", ["broker-2"], 100_000, 0.5)
     match = ("-m statistic --mode random --probability 0.50000000000 -m comment "
              "--comment elr-harness-slow -j DROP")
     assert ours(one)[1] == [f"-A INPUT -s 10.77.0.2/32 {match}",
@@ -181,22 +182,22 @@ def test_loss_rules_drop_traffic_both_ways_on_the_target_only(pair) -> None:
         (dropped,) = [int(r.split()[0]) for r in one.sh(
             f"iptables -L {chain} -v -n -x").splitlines() if "statistic" in r]
         assert 20 <= dropped <= 80, f"{dropped} of 100 datagrams dropped in {chain}"
-    injector.unthrottle("broker-1")
+    slow_network.unthrottle(injector, "broker-1")
     assert ours(one) == ([], [])
 
 
 def test_a_partitions_heal_and_a_slow_networks_end_leave_each_other(pair) -> None:
     injector, one, two, lines = pair
-    injector.partition(grudges.isolate("broker-2", ["broker-1", "broker-2"]))
-    injector.slow_network("broker-2", ["broker-1"], 64, 0.3)
+    partition.cut(injector, grudges.isolate("broker-2", ["broker-1", "broker-2"]))
+    slow_network.throttle(injector, "broker-2", ["broker-1"], 64, 0.3)
     partition_rules = theirs(two)[1][1:]
     assert len(partition_rules) == 2 and all("--comment elr-harness -j DROP" in r
                                              for r in partition_rules)
     injector.heal()
     assert theirs(two)[1] == ["-A INPUT -s 10.77.0.99/32 -j DROP"]
     assert len(ours(two)[1]) == 2 and ours(two)[0] and ours(one)[0], "still slow"
-    injector.partition(grudges.isolate("broker-2", ["broker-1", "broker-2"]))
-    injector.unthrottle("broker-2")
+    partition.cut(injector, grudges.isolate("broker-2", ["broker-1", "broker-2"]))
+    slow_network.unthrottle(injector, "broker-2")
     assert ours(one) == ours(two) == ([], [])
     assert theirs(two)[1][1:] == partition_rules, "the partition is still in force"
     injector.heal()
@@ -209,7 +210,7 @@ def test_a_hosts_own_root_qdisc_is_never_replaced(pair) -> None:
     injector, one, two, lines = pair
     two.sh("tc qdisc add dev s2 root handle 7: htb")
     with pytest.raises(HarnessError, match="slow network on broker-2 failed"):
-        injector.slow_network("broker-1", ["broker-2"], 64, 0.1)
+        slow_network.throttle(injector, "broker-1", ["broker-2"], 64, 0.1)
     assert lines.lines[-1]["type"] == "info"
     injector.heal_all()  # ends the half-applied one
     assert ours(one) == ours(two) == ([], [])

@@ -3,22 +3,32 @@ with unclean-last-replica, L restarted while B is still cut off, the watch that
 L is never elected (ELR on) or is elected at once (ELR off), the controller's
 view, then the heal that brings B back.
 
-The injector is a fake that moves one partition the way KRaft would (ELR on,
-ELR off, or a Kafka that elects the uncleanly restarted L); the scenario on real
-Kafka is tests/integration/test_scenario_alone.py's.
+The injector is the real one over fake nodes (tests/fakes.py), its lines kept in
+a list; each fault in force (its `ok` line) moves one partition the way KRaft
+would (ELR on, ELR off, or a Kafka that elects the uncleanly restarted L). The
+scenario on real Kafka is tests/integration/test_scenario_alone.py's.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
+from fakes import (
+    AnsweringRecorder,
+    FakeCluster,
+    FakeObserver,
+    FakePageCache,
+    cluster_of,
+    specs,
+)
 
 from elr_harness.cluster.observe import PartitionState
 from elr_harness.core.config import ScenarioTimings
 from elr_harness.nemesis import grudges
+from elr_harness.nemesis.injector import FaultInjector
 from elr_harness.nemesis.needs import Layer
 from elr_harness.nemesis.scenarios import SCENARIOS
 from elr_harness.nemesis.scenarios.unclean_last_replica_alone import UncleanLastReplicaAlone
@@ -26,11 +36,6 @@ from elr_harness.nemesis.scenarios.unclean_last_replica_alone import UncleanLast
 NODES = ["broker-1", "broker-2", "broker-3", "controller-1"]
 FAST = ScenarioTimings(step_timeout_s=0.2, warmup_high_watermark=0, hold_t1_s=0.0, hold_alone_s=0.2)
 L, A, B = 2, 3, 1  # the leader and its followers in ISR order
-
-
-class Broker:
-    def __init__(self, name: str) -> None:
-        self.spec = type("Spec", (), {"name": name})()
 
 
 class World:
@@ -45,78 +50,66 @@ class World:
         """A new sample (a new object), as the observer's next tick would be."""
         self.state = replace(self.state, **changes)
 
+    def answer(self, line: dict[str, Any]) -> None:
+        """KRaft's answer to a fault now in force (its `ok` line)."""
+        {"partition": self.partition, "page-cache-loss": self.page_cache_loss,
+         "start": self.start, "heal": self.heal}[line["fault"]](line["detail"]["step"])
 
-class FakeCluster:
-    def __init__(self, world: World) -> None:
-        self.world = world
-        self.nodes = dict.fromkeys(NODES)
+    def partition(self, step: str) -> None:
+        if step == "T0":
+            self.move(isr=(L, B), fenced=(A,))
+        else:  # T1: below min ISR 2, B joins the ELR (ELR on)
+            self.move(isr=(L,), elr=() if self.kafka == "legacy" else (B,), fenced=(A, B))
 
-    def broker_by_id(self, broker_id: int) -> Broker:
-        return Broker(f"broker-{broker_id}")
+    def page_cache_loss(self, step: str) -> None:
+        if self.kafka == "legacy":
+            self.move(leader=-1)  # ISR stays {L}
+        else:
+            self.move(leader=-1, isr=(), elr=(B, L))
+
+    def start(self, step: str) -> None:
+        if self.kafka == "elr":  # unclean shutdown: L out of ISR and ELR, B fenced
+            self.move(leader=-1, isr=(), elr=(B,), last_known_elr=(L,), fenced=(A, B))
+        else:  # legacy, or a Kafka that kept L eligible: L leads at once
+            self.move(leader=L, isr=(L,), elr=(), fenced=(A, B))
+
+    def heal(self, step: str) -> None:
+        leader = B if self.kafka == "elr" else L
+        self.move(leader=leader, isr=(leader,), elr=(), last_known_elr=(), fenced=())
+
+
+@dataclass
+class WorldCluster(FakeCluster):
+    """The fake cluster, whose active controller reads the world (and says nothing of
+    fenced brokers)."""
+
+    world: World | None = None
 
     def controller_view(self, topic: str) -> list[PartitionState]:
+        assert self.world is not None
         return [replace(self.world.state, fenced=None)]
 
 
-class FakeInjector:
-    def __init__(self, world: World) -> None:
-        self.world = world
-        self.cluster = FakeCluster(world)
-        self.recorder = type("R", (), {"lines": [],
-                                       "record": lambda self, **f: self.lines.append(f)})()
-        self.calls: list[tuple[Any, ...]] = []
-
-    def partition(self, grudge: grudges.Grudge, step: str | None = None) -> None:
-        self.calls.append(("partition", step, grudge))
-        w = self.world
-        if step == "T0":
-            w.move(isr=(L, B), fenced=(A,))
-        else:  # T1: below min ISR 2, B joins the ELR (ELR on)
-            w.move(isr=(L,), elr=() if w.kafka == "legacy" else (B,), fenced=(A, B))
-
-    def page_cache_loss(self, name: str, step: str | None = None) -> None:
-        self.calls.append(("page-cache-loss", step, name))
-        w = self.world
-        if w.kafka == "legacy":
-            w.move(leader=-1)  # ISR stays {L}
-        else:
-            w.move(leader=-1, isr=(), elr=(B, L))
-
-    def start(self, name: str, step: str | None = None) -> None:
-        self.calls.append(("start", step, name))
-        w = self.world
-        if w.kafka == "elr":  # unclean shutdown: L out of ISR and ELR, B fenced
-            w.move(leader=-1, isr=(), elr=(B,), last_known_elr=(L,), fenced=(A, B))
-        else:  # legacy, or a Kafka that kept L eligible: L leads at once
-            w.move(leader=L, isr=(L,), elr=(), fenced=(A, B))
-
-    def heal(self, step: str | None = None) -> None:
-        self.calls.append(("heal", step))
-        w = self.world
-        leader = B if w.kafka == "elr" else L
-        w.move(leader=leader, isr=(leader,), elr=(), last_known_elr=(), fenced=())
-
-
-class FakeObserver:
-    """The latest sample; waits return at once (the world does not move by itself)."""
-
-    def __init__(self, world: World) -> None:
-        self.world = world
-
-    def latest(self) -> list[PartitionState]:
-        return [self.world.state]
-
-    def wait_for(self, predicate, timeout_s: float):  # noqa: ANN001 - Observer protocol
-        states = self.latest()
-        return states if predicate(states) else None
-
-
-def scenario(kafka: str, elr: bool) -> tuple[UncleanLastReplicaAlone, FakeInjector]:
+def scenario(kafka: str, elr: bool) -> tuple[UncleanLastReplicaAlone, FaultInjector, World]:
     world = World(kafka)
-    injector = FakeInjector(world)
-    run = UncleanLastReplicaAlone(injector, FakeObserver(world), "t", 0, elr=elr,  # type: ignore[arg-type]
-                                  timings=FAST, stop=threading.Event(), log=lambda _m: None)
-    return run, injector
+    cluster = WorldCluster(cluster_of(specs(controllers=1, brokers=3)).nodes, world=world)
+    recorder = AnsweringRecorder(lambda line: world.answer(line))
+    injector = FaultInjector(cluster, recorder,  # type: ignore[arg-type]
+                             page_cache=FakePageCache({"t-0/00000000000000000000.log": 512}))  # type: ignore[arg-type]
+    run = UncleanLastReplicaAlone(injector, FakeObserver(lambda: [world.state]), "t", 0,
+                                  elr=elr, timings=FAST, stop=threading.Event(),
+                                  log=lambda _m: None)
+    return run, injector, world
+
+
+def lines(injector: FaultInjector) -> list[dict[str, Any]]:
+    return injector.recorder.lines  # type: ignore[attr-defined]
+
+
+def faults(injector: FaultInjector) -> list[tuple[str, str, Any]]:
+    """Each fault in force, as (kind, step, its grudge or nodes)."""
+    return [(x["fault"], x["detail"]["step"], x["detail"].get("grudge", x["nodes"]))
+            for x in lines(injector) if x["f"] == "fault" and x["type"] == "ok"]
 
 
 def outcome(outcomes, step: str):  # noqa: ANN001, ANN201
@@ -131,14 +124,14 @@ def test_it_is_registered_and_needs_the_page_cache_layer() -> None:
 
 
 def test_l_restarts_before_the_heal_with_t1s_partition_still_in_force() -> None:
-    run, injector = scenario("elr", elr=True)
+    run, injector, _ = scenario("elr", elr=True)
     outcomes = run.run()
-    assert injector.calls == [
+    assert faults(injector) == [
         ("partition", "T0", grudges.isolate("broker-3", NODES)),
         ("partition", "T1", grudges.isolate_all(["broker-3", "broker-1"], NODES)),
-        ("page-cache-loss", "T2", "broker-2"),
-        ("start", "T3", "broker-2"),
-        ("heal", "T4"),
+        ("page-cache-loss", "T2", ["broker-2"]),
+        ("start", "T3", ["broker-2"]),
+        ("heal", "T4", NODES),
     ]
     assert [(o.step, o.reached) for o in outcomes] == [
         ("setup", True), ("T0", True), ("T1", True), ("T2", True), ("T3", True),
@@ -149,12 +142,12 @@ def test_l_restarts_before_the_heal_with_t1s_partition_still_in_force() -> None:
     assert L not in t3["fenced"] and B in t3["fenced"] and L not in t3["elr"]
     assert outcome(outcomes, "T4").observed["leader"] == B
     # T2 and T3-controller read the controller's own view, each an observe line
-    assert [(x["source"], x["leader"], x["elr"]) for x in injector.recorder.lines] == [
-        ("controller", -1, [B, L]), ("controller", -1, [B])]
+    assert [(x["source"], x["leader"], x["elr"]) for x in lines(injector)
+            if x["f"] == "observe"] == [("controller", -1, [B, L]), ("controller", -1, [B])]
 
 
 def test_elr_off_expects_l_elected_at_once() -> None:
-    run, _ = scenario("legacy", elr=False)
+    run, _, _ = scenario("legacy", elr=False)
     outcomes = run.run()
     assert all(o.reached for o in outcomes), outcomes
     hold = outcome(outcomes, "T3-hold").observed
@@ -163,32 +156,33 @@ def test_elr_off_expects_l_elected_at_once() -> None:
 
 
 def test_a_kafka_that_elects_the_unclean_l_fails_the_elr_on_steps_and_goes_on() -> None:
-    run, injector = scenario("keeps-l", elr=True)
+    run, injector, _ = scenario("keeps-l", elr=True)
     outcomes = run.run()
     reached = {o.step: o.reached for o in outcomes}
     assert reached == {"setup": True, "T0": True, "T1": True, "T2": True, "T3": False,
                        "T3-hold": False, "T3-controller": False, "T4": False}
     assert outcome(outcomes, "T3-hold").observed["l_elected"] is True
-    assert injector.calls[-1] == ("heal", "T4")
+    assert faults(injector)[-1] == ("heal", "T4", NODES)
 
 
 @pytest.mark.parametrize("elr", [True, False])
 def test_the_stale_sample_from_before_l_restarted_counts_for_nothing(elr: bool) -> None:
     """Until L answers, the observer's latest sample is T1's (L leading): it must
     neither read as L elected nor as the partition leaderless."""
-    run, injector = scenario("elr" if elr else "legacy", elr=elr)
-    injector.start = lambda name, step=None: injector.calls.append(  # type: ignore[method-assign]
-        ("start", step, name))  # L never answers: no sample after the restart
+    run, injector, world = scenario("elr" if elr else "legacy", elr=elr)
+    # L never answers: no sample after the restart
+    world.start = lambda step: None  # type: ignore[method-assign]
     # T2 left a sample of its own here; make the stale one T1's view, L leading
-    original = injector.page_cache_loss
+    original = world.page_cache_loss
 
-    def lose_and_keep_t1(name: str, step: str | None = None) -> None:
-        t1 = injector.world.state
-        original(name, step)
-        injector.world.state = t1
+    def lose_and_keep_t1(step: str) -> None:
+        t1 = world.state
+        original(step)
+        world.state = t1
 
-    injector.page_cache_loss = lose_and_keep_t1  # type: ignore[method-assign]
+    world.page_cache_loss = lose_and_keep_t1  # type: ignore[method-assign]
     outcomes = run.run()
+    assert ("start", "T3", ["broker-2"]) in faults(injector)
     for step in ("T3", "T3-hold"):
         found = outcome(outcomes, step)
         assert not found.reached and found.observed.get("fresh") is False, found
@@ -196,13 +190,13 @@ def test_the_stale_sample_from_before_l_restarted_counts_for_nothing(elr: bool) 
 
 
 def test_a_stop_during_the_hold_ends_the_scenario_before_the_heal() -> None:
-    run, injector = scenario("elr", elr=True)
-    original = injector.start
+    run, injector, world = scenario("elr", elr=True)
+    original = world.start
 
-    def start_then_stop(name: str, step: str | None = None) -> None:
-        original(name, step)
+    def start_then_stop(step: str) -> None:
+        original(step)
         run.stop_event.set()
 
-    injector.start = start_then_stop  # type: ignore[method-assign]
+    world.start = start_then_stop  # type: ignore[method-assign]
     run.run()
-    assert [c[0] for c in injector.calls][-1] == "start"
+    assert [kind for kind, _, _ in faults(injector)][-1] == "start"

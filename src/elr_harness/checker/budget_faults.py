@@ -46,9 +46,8 @@ class FaultOp:
     detail: dict = field(default_factory=dict)
     #: the time of the line it sits at (index)
     time: int | None = None
-    #: where it began: its invoke's index and time (a completion without one: its own)
+    #: where it began: its invoke's index (a completion without one: its own)
     place: int = -1
-    place_time: int | None = None
     #: invoked and never completed (it may still be under way at the history's end)
     open: bool = False
 
@@ -85,11 +84,10 @@ def paired_faults(lines: Iterable[dict]) -> list[FaultOp]:
             began = invoke or line
             done.append(FaultOp(line["index"], line["fault"], line["type"], key[2],
                                 {**_detail(invoke), **_detail(line)}, line.get("time"),
-                                began["index"], began.get("time")))
+                                began["index"]))
     for waiting in pending.values():
         done += [FaultOp(line["index"], line["fault"], "info", tuple(line["nodes"] or ()),
-                         _detail(line), line.get("time"), line["index"], line.get("time"),
-                         open=True)
+                         _detail(line), line.get("time"), line["index"], open=True)
                  for line in waiting]
     return sorted(done, key=lambda op: op.index)
 

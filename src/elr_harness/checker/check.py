@@ -327,6 +327,7 @@ def _summary(anomalies, losses, churn, reached, judged, config: CheckerConfig):
     from pyspark.sql import functions as F
 
     from elr_harness.checker.examples import EXAMPLE_ORDER
+    from elr_harness.core.anomalies import LOST_WRITE
 
     counts = anomalies.groupBy("name", "acks", "topic", "partition") \
         .agg(F.count(F.lit(1)).alias("n")).withColumn("kind", F.lit("count"))
@@ -337,7 +338,7 @@ def _summary(anomalies, losses, churn, reached, judged, config: CheckerConfig):
     budget = losses.selectExpr("'budget' AS kind", "topic", "partition", "losses AS n", "low")
     # lost writes per second of the run by acks level: the report's plot draws these
     # (it never recomputes a loss)
-    timeline = anomalies.filter("name = 'lost-write' AND time IS NOT NULL") \
+    timeline = anomalies.filter(f"name = '{LOST_WRITE}' AND time IS NOT NULL") \
         .selectExpr("acks", f"CAST(floor(time / {10 ** 9}) AS BIGINT) AS second") \
         .groupBy("acks", "second").agg(F.count(F.lit(1)).alias("n")) \
         .withColumn("kind", F.lit("timeline"))

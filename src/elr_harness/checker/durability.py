@@ -33,6 +33,15 @@ from elr_harness.checker.frames import (
     text,
     tp_name,
 )
+from elr_harness.core.anomalies import (
+    ABORTED_READ,
+    DUPLICATE,
+    INCONSISTENT_OFFSET,
+    LOST_COMMITTED_READ,
+    LOST_WRITE,
+    REALTIME_ORDER,
+    UNSEEN,
+)
 
 #: The values table keeps a send's status and acks level as codes (SEND_KINDS,
 #: ACKS_CODES); only anomaly rows spell the acks level out.
@@ -110,25 +119,25 @@ def value_anomalies(values: DataFrame, keys: TopicKeys) -> DataFrame:
     read_at = "coalesce(f_off_min, r_off_min)"
     missing = f"array_min({_MOVED})"
     checks = [
-        ("lost-write", f"{acked} AND {absent} AND {_REACHED}", "send_offset",
+        (LOST_WRITE, f"{acked} AND {absent} AND {_REACHED}", "send_offset",
          op_list(*send_ops),
          f"concat({sent}, ' was acknowledged but is not in the final log of ', {where})",
          "true", "array(send_offset)", None),
-        ("unseen", f"{acked} AND {absent} AND NOT {_REACHED}", "send_offset",
+        (UNSEEN, f"{acked} AND {absent} AND NOT {_REACHED}", "send_offset",
          op_list(*send_ops), f"concat({sent}, ' is not in what the incomplete final read "
                              f"of ', {where}, ' returned')", "true", "array(send_offset)",
          None),
-        ("duplicate", "size(f_offsets) > 1", "f_off_min",
+        (DUPLICATE, "size(f_offsets) > 1", "f_off_min",
          op_list("inv_index", "comp_index", "f_poll_min", "f_poll_max"),
          sentence("value %s is in the final log of %s at offsets %s and %s", text("value"),
                   where, text("f_off_min"), text("f_off_max")),
          None, None, json_of(other_offset="f_off_max")),
-        ("aborted-read", f"status = {_FAIL} AND (f_off_min IS NOT NULL "
+        (ABORTED_READ, f"status = {_FAIL} AND (f_off_min IS NOT NULL "
          "OR r_poll_min IS NOT NULL)", read_at,
          op_list("inv_index", "comp_index", "r_poll_min", "r_poll_max", "f_poll_min"),
          sentence("value %s of a failed send was read from %s at offset %s", text("value"),
                   where, text(read_at)), None, None, None),
-        ("lost-committed-read", f"r_poll_min IS NOT NULL AND {_COMPLETE} "
+        (LOST_COMMITTED_READ, f"r_poll_min IS NOT NULL AND {_COMPLETE} "
          f"AND size({_MOVED}) > 0", missing,
          op_list("inv_index", "comp_index", "r_poll_min", "r_poll_max", "f_poll_min"),
          f"CASE WHEN {absent} THEN "
@@ -159,7 +168,7 @@ def realtime_orders(values: DataFrame, keys: TopicKeys) -> DataFrame:
         "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS a")
     return anomaly(
         keys.decoded(walked.filter("inv_time IS NOT NULL AND a.comp_time < inv_time")),
-        "realtime-order",
+        REALTIME_ORDER,
         value="value", acks=_ACKS, offset="f_off_min", hold="true",
         hold_offsets="array(f_off_min, a.f_off_min)",
         ops=op_list("a.inv_index", "a.comp_index", "inv_index", "comp_index"),
@@ -212,7 +221,7 @@ def inconsistent_offsets(values: DataFrame, events: DataFrame,
         "min(value) AS lo", "max(value) AS hi",
         "min_by(first_index, value) AS op_lo", "max_by(first_index, value) AS op_hi"))
     return anomaly(
-        keys.decoded(by_offset.filter("lo != hi")), "inconsistent-offset", offset="offset",
+        keys.decoded(by_offset.filter("lo != hi")), INCONSISTENT_OFFSET, offset="offset",
         ops=op_list("op_lo", "op_hi"), extra=json_of(values="array(lo, hi)"),
         description=sentence("offset %s of %s holds values %s and %s", text("offset"),
                              tp_name(), text("lo"), text("hi")))

@@ -18,6 +18,7 @@ from pathlib import Path
 from elr_harness.checker.events import spark_string
 from elr_harness.core.files import MAX_JSON_DEPTH, json_depth
 from elr_harness.core.history import (
+    ACKS_LEVELS,
     BROKER_ID_FIELDS,
     DETAIL_LOWEST,
     FAULT_DETAILS,
@@ -25,6 +26,8 @@ from elr_harness.core.history import (
     MAY_HOLD_MINUS_ONE,
     MIN_ISR_LOWEST,
     DetailType,
+    Kind,
+    OpType,
 )
 
 #: The contract's fields as the converters read them. high_watermark is an int
@@ -44,7 +47,7 @@ SCHEMA = (
 SCHEMA_DDL = ", ".join(f"{name} {kind}" for name, kind in SCHEMA)
 FIELDS = tuple(name for name, _ in SCHEMA)
 
-TYPES = ("invoke", "ok", "fail", "info")
+TYPES = tuple(str(t) for t in OpType)
 #: A blank line holds only JSON's whitespace (RFC 8259: space, tab, CR, LF); one
 #: with any other character, a vertical tab or a no-break space, is malformed.
 JSON_WHITESPACE = " \t\r\n"
@@ -57,8 +60,8 @@ INT_LIST_FIELDS = ("isr", "elr", "last_known_elr", "fenced", "replicas")
 TEXT_FIELDS = ("type", "f", "topic", "acks", "error", "fault", "node")
 #: The kinds of line the contract defines. A line of another kind (a newer
 #: recorder's) is ignored once its common fields are valid.
-KINDS = ("send", "poll", "fault", "observe", "replica")
-ACKS_VALUES = ("all", "1", "0")
+KINDS = tuple(str(k) for k in Kind)
+ACKS_VALUES = ACKS_LEVELS
 #: Spark's reader takes any JSON token as a STRING column's text (5 becomes "5"),
 #: so its converter also reads these fields as variants, whose schema tells a
 #: string from a number; the common ints are typed there too, so a line whose

@@ -32,6 +32,14 @@ from elr_harness.checker.frames import (
     tp_name,
 )
 from elr_harness.checker.testinfo import RunInfo
+from elr_harness.core.anomalies import (
+    ELR_INVARIANT,
+    ELR_OUTSIDE_REPLICAS,
+    ELR_WHILE_DISABLED,
+    FENCED_LEADER,
+    HWM_REGRESSION,
+    LAST_KNOWN_ELR_INVALID,
+)
 
 
 def observations(side: DataFrame) -> DataFrame:
@@ -61,7 +69,7 @@ def hwm_regressions(obs: DataFrame) -> DataFrame:
         "topic", "partition", "index", "hwm",
         F.lag("hwm").over(seq).alias("prev_hwm"), F.lag("index").over(seq).alias("prev_index"))
     return anomaly(
-        with_prev.filter("hwm < prev_hwm"), "hwm-regression", offset="hwm",
+        with_prev.filter("hwm < prev_hwm"), HWM_REGRESSION, offset="hwm",
         ops=op_list("prev_index", "index"), extra=json_of(prev_hwm="prev_hwm"),
         description=sentence("the high watermark of %s went down from %s to %s",
                              tp_name(), text("prev_hwm"), text("hwm")))
@@ -106,7 +114,7 @@ def elr_invariant(obs: DataFrame, info: RunInfo) -> DataFrame:
     bad = obs.filter(f"{overlap} OR {elr_kept} OR {last_known_kept}")
     kept = "not empty while ISR %s of %s has at least min ISR %s members"
     return anomaly(
-        bad, "elr-invariant", ops=op_list("index"),
+        bad, ELR_INVARIANT, ops=op_list("index"),
         extra=json_of(isr="isr", elr="elr", last_known_elr="last_known_elr"),
         description=f"CASE WHEN {overlap} THEN "
         + sentence("observed ELR %s overlaps ISR %s of %s", "to_json(elr)", f"to_json({isr})",
@@ -129,7 +137,7 @@ def elr_outside_replicas(obs: DataFrame) -> DataFrame:
     outside = f"filter({_ELR_MEMBERS}, b -> NOT array_contains(replicas, b))"
     bad = obs.filter(f"replicas IS NOT NULL AND size({outside}) > 0")
     return anomaly(
-        bad, "elr-outside-replicas", ops=op_list("index"),
+        bad, ELR_OUTSIDE_REPLICAS, ops=op_list("index"),
         extra=json_of(replicas="replicas", elr="elr", last_known_elr="last_known_elr"),
         description=sentence("observed ELR %s / last known ELR %s of %s name %s, which "
                              "are not among its replicas %s", "to_json(elr)",
@@ -172,7 +180,7 @@ def elr_while_disabled(obs: DataFrame) -> DataFrame:
                           .over(inner)))
     bad = judged.filter(f"_changed = 1 AND size({_ELR_MEMBERS}) > 0")
     return anomaly(
-        bad, "elr-while-disabled", ops=op_list("index"),
+        bad, ELR_WHILE_DISABLED, ops=op_list("index"),
         extra=json_of(elr="elr", last_known_elr="last_known_elr"),
         description=sentence("observed ELR %s / last known ELR %s of %s while the ELR "
                              "feature is at level 0, after the partition changed",
@@ -184,7 +192,7 @@ def fenced_leaders(obs: DataFrame) -> DataFrame:
     known leader may be elected only once unfenced)."""
     bad = obs.filter("leader >= 0 AND fenced IS NOT NULL AND array_contains(fenced, leader)")
     return anomaly(
-        bad, "fenced-leader", ops=op_list("index"),
+        bad, FENCED_LEADER, ops=op_list("index"),
         extra=json_of(leader="leader", fenced="fenced"),
         description=sentence("observed leader %s of %s is fenced (fenced brokers %s)",
                              text("leader"), tp_name(), "to_json(fenced)"))
@@ -201,7 +209,7 @@ def last_known_elr_invalid(obs: DataFrame, info: RunInfo) -> DataFrame:
                      f"AND size(elr) = 0 AND last_known_elr IS NOT NULL "
                      f"AND exists(last_known_elr, b -> b = -1 OR {known})")
     return anomaly(
-        bad, "last-known-elr-invalid", ops=op_list("index"),
+        bad, LAST_KNOWN_ELR_INVALID, ops=op_list("index"),
         extra=json_of(last_known_elr="last_known_elr"),
         description=sentence("%s has no leader, ISR or ELR, and its last known ELR %s "
                              "names no broker of the cluster", tp_name(),

@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 
 from elr_harness.checker.events import FINAL_RECORD, READ_RECORD, SEEK, TopicKeys
 from elr_harness.checker.frames import anomaly, json_of, op_list, sentence, text, tp_name
+from elr_harness.core.anomalies import GARBAGE_READ, NONMONOTONIC_POLL, POLL_SKIP
 
 #: one consumer's sequence on one topic-partition (checker/events.TopicKeys)
 _SEQ = ["process", "tp"]
@@ -59,7 +60,7 @@ def nonmonotonic_polls(violations: DataFrame, keys: TopicKeys) -> DataFrame:
         F.max("prev_offset").alias("prev_offset"))
     per_poll = _first_per_poll(per_partition, "prev_index", "offset", "prev_offset")
     return anomaly(
-        keys.decoded(per_poll), "nonmonotonic-poll", offset="offset",
+        keys.decoded(per_poll), NONMONOTONIC_POLL, offset="offset",
         ops=op_list("prev_index", "index"),
         extra=json_of(process="process", prev_offset="prev_offset"),
         description=sentence("process %s read offset %s of %s after offset %s, without a seek",
@@ -99,7 +100,7 @@ def poll_skips(violations: DataFrame, events: DataFrame, keys: TopicKeys) -> Dat
     skipped = keys.decoded(_first_per_poll(skips, "expected", "offset", "prev_index",
                                            "next_fl"))
     return anomaly(
-        skipped, "poll-skip", offset="offset", ops=op_list("prev_index", "index"),
+        skipped, POLL_SKIP, offset="offset", ops=op_list("prev_index", "index"),
         hold="true", hold_offsets="array(next_fl)",
         extra=json_of(process="process", expected="expected", skipped="next_fl"),
         description=sentence(
@@ -110,7 +111,7 @@ def poll_skips(violations: DataFrame, events: DataFrame, keys: TopicKeys) -> Dat
 def garbage_reads(violations: DataFrame, keys: TopicKeys) -> DataFrame:
     """Polled records whose value is not an int this run wrote."""
     return anomaly(
-        keys.decoded(violations.filter("garbage")), "garbage-read", offset="offset",
+        keys.decoded(violations.filter("garbage")), GARBAGE_READ, offset="offset",
         ops=op_list("index"),
         extra=json_of(process="process"),
         description=sentence("process %s read a record at offset %s of %s whose value was "

@@ -24,6 +24,7 @@ from elr_harness.checker.frames import (
     text,
     tp_name,
 )
+from elr_harness.core.anomalies import REPLICA_DIVERGENCE
 
 TP = tuple[str, int]
 
@@ -70,7 +71,7 @@ def replica_divergence(spark, events: DataFrame, lines: dict[TP, dict[int, dict]
         .selectExpr("tp", "offset", "p.*")
     held = "CASE WHEN has_{0} THEN CAST(value_{0} AS STRING) ELSE 'nothing' END"
     return anomaly(
-        keys.decoded(per_offset), "replica-divergence", offset="offset",
+        keys.decoded(per_offset), REPLICA_DIVERGENCE, offset="offset",
         ops=op_list("a_index", "b_index"),
         extra=json_of(brokers="array(a, b)", high_watermark="w"),
         description=sentence("below the high watermark %s of %s, broker %s holds %s at "

@@ -11,19 +11,22 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from elr_harness.checker.testinfo import RunInfo
-from elr_harness.core.history import COVERAGE_STATES
+from elr_harness.core.anomalies import (
+    ALWAYS_BAD,
+    BY_ACKS,
+    DUPLICATE,
+    ELECTION_OUTSIDE_ELR,
+    ELR_MEMBER_DROPPED,
+    LOST_WRITE,
+    UNSEEN,
+)
+from elr_harness.core.history import ACKS_LEVELS, COVERAGE_STATES
 
-ACKS = ("all", "1", "0")
-#: Anomalies that are bad whenever found (lost-write and duplicate have conditions).
-ALWAYS_BAD = ("lost-committed-read", "inconsistent-offset", "aborted-read", "realtime-order",
-              "nonmonotonic-poll", "poll-skip", "garbage-read", "hwm-regression",
-              "elr-invariant", "elr-outside-replicas", "elr-member-dropped",
-              "election-outside-elr", "elr-while-disabled", "fenced-leader",
-              "last-known-elr-invalid", "replica-divergence")
+#: acks levels as the history spells them (the contract's)
+ACKS = ACKS_LEVELS
 #: The rules judged over pairs of observations, whose judged pairs results.json
 #: counts (`judged`): a rule with nothing to judge found nothing for that reason.
-PAIR_RULES = ("elr-member-dropped", "election-outside-elr")
-BY_ACKS = ("lost-write", "unseen")
+PAIR_RULES = (ELR_MEMBER_DROPPED, ELECTION_OUTSIDE_ELR)
 
 
 @dataclass
@@ -77,7 +80,7 @@ def guarantee(findings: Findings, info: RunInfo) -> dict[str, dict]:
     """Per partition: did it stay within KIP-966's fault budget, and what was lost."""
     lost_all = Counter()
     for (name, acks, topic, part), n in findings.counts.items():
-        if name == "lost-write" and acks == "all":
+        if name == LOST_WRITE and acks == "all":
             lost_all[(topic, part)] += n
     out = {}
     for (topic, part), facts in sorted(findings.partitions.items()):
@@ -160,22 +163,22 @@ def assemble(findings: Findings, info: RunInfo, checker_seconds: float) -> dict:
     bad: list[str] = []
     lost_in_budget = sum(g["acks_all_lost"] for g in guar.values() if g["within_budget"])
     if lost_in_budget:
-        bad.append("lost-write")
-    if totals["duplicate"] and info.idempotent:
-        bad.append("duplicate")
+        bad.append(LOST_WRITE)
+    if totals[DUPLICATE] and info.idempotent:
+        bad.append(DUPLICATE)
     bad += [n for n in ALWAYS_BAD if totals[n]]
     bad.sort()
 
     bad_counts = Counter({name: totals[name] for name in ALWAYS_BAD})
-    bad_counts["lost-write"] = lost_in_budget
-    bad_counts["duplicate"] = totals["duplicate"] if info.idempotent else 0
+    bad_counts[LOST_WRITE] = lost_in_budget
+    bad_counts[DUPLICATE] = totals[DUPLICATE] if info.idempotent else 0
     anomalies = {}
     for name in sorted(n for n in totals if totals[n]):
         entry: dict = {"count": totals[name], "bad": bad_counts[name]}
         if name in by_acks:
             entry["by_acks"] = {a: by_acks[name][a] for a in ACKS}
             entry["by_partition"] = _by_partition(findings.counts, name)
-        if name == "lost-write":
+        if name == LOST_WRITE:
             # the report's timeline: [second of the run, lost writes], by acks level
             entry["over_time"] = {a: sorted([s, n] for (acks, s), n in
                                             findings.lost_over_time.items() if acks == a)
@@ -187,7 +190,7 @@ def assemble(findings: Findings, info: RunInfo, checker_seconds: float) -> dict:
                         if not f.complete)
     complete = bool(findings.partitions) and not incomplete and findings.any_final_reads
     sends_ok = {a: findings.ops.get("send", {}).get("ok", {}).get(a, 0) for a in ACKS}
-    loss_rates = {a: (by_acks["lost-write"][a] / sends_ok[a] if sends_ok[a] else 0.0)
+    loss_rates = {a: (by_acks[LOST_WRITE][a] / sends_ok[a] if sends_ok[a] else 0.0)
                   for a in ACKS}
     valid, reason = _verdict(findings, totals, by_acks, bad, guar, incomplete, lost_in_budget)
     return {
@@ -226,7 +229,7 @@ def _verdict(findings: Findings, totals: Counter, by_acks: dict[str, Counter], b
     if bad:
         parts = []
         for name in bad:
-            if name == "lost-write":
+            if name == LOST_WRITE:
                 parts.append(f"{lost_in_budget} acks=all lost-write within the fault budget")
             else:
                 parts.append(f"{totals[name]} {name}")
@@ -239,7 +242,7 @@ def _verdict(findings: Findings, totals: Counter, by_acks: dict[str, Counter], b
     elif incomplete:
         shown = ", ".join(incomplete[:5]) + (" ..." if len(incomplete) > 5 else "")
         unknown.append(f"final reads incomplete for {shown}")
-    if by_acks["unseen"]["all"]:
+    if by_acks[UNSEEN]["all"]:
         unknown.append(f"{_plural(by_acks['unseen']['all'], 'acks=all write')} unseen")
     if findings.truncated_lines:
         unknown.append("the history was cut short (last line truncated)")
@@ -252,9 +255,9 @@ def _verdict(findings: Findings, totals: Counter, by_acks: dict[str, Counter], b
     if expected_loss:
         notes.append(f"{expected_loss} acks=all lost-write beyond the fault budget")
     for acks in ("1", "0"):
-        if by_acks["lost-write"][acks]:
+        if by_acks[LOST_WRITE][acks]:
             notes.append(f"{by_acks['lost-write'][acks]} acks={acks} lost-write")
-    if totals["duplicate"]:
+    if totals[DUPLICATE]:
         notes.append(f"{_plural(totals['duplicate'], 'duplicate')} (producers not idempotent)")
     reason = (f"valid: no bad anomaly, final reads complete for "
               f"{_plural(len(findings.partitions), 'partition')}")

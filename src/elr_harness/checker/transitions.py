@@ -38,6 +38,7 @@ from elr_harness.checker.frames import (
 )
 from elr_harness.checker.observations import min_isr_in_effect, per_topic
 from elr_harness.checker.testinfo import RunInfo
+from elr_harness.core.anomalies import ELECTION_OUTSIDE_ELR, ELR_MEMBER_DROPPED
 from elr_harness.core.history import Fault
 
 #: Shutdowns without Kafka's clean-shutdown marker (the controller removes such a
@@ -51,7 +52,6 @@ ADMIN = (Fault.MIN_ISR_CHANGE, Fault.FEATURE_CHANGE, Fault.REASSIGN, Fault.REASS
 #: A history's end, as an index no line reaches.
 END = (1 << 63) - 1
 
-MEMBER_DROPPED, ELECTION_OUTSIDE_ELR = "elr-member-dropped", "election-outside-elr"
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,7 @@ def transition_checks(spark, obs: DataFrame, faults: list[FaultOp],
     left = (members.filter("size(array_union(isr, elr)) < low")
             .select("*", F.explode(F.expr(f"array_except({before}, {after})")).alias("b")))
     dropped = anomaly(
-        _clean_at(left, unclean, "b"), MEMBER_DROPPED, ops=op_list("p.index", "index"),
+        _clean_at(left, unclean, "b"), ELR_MEMBER_DROPPED, ops=op_list("p.index", "index"),
         extra=json_of(broker="b", isr="isr", elr="elr", min_isr="low"),
         description=sentence(
             "broker %s left ISR %s / ELR %s of %s for ISR %s / ELR %s, below min ISR %s, "
@@ -176,7 +176,7 @@ def transition_checks(spark, obs: DataFrame, faults: list[FaultOp],
             "member %s had no unclean shutdown", tp_name(), "to_json(p.elr)", text("leader"),
             text("m")))
 
-    counted = (members.select(F.lit(MEMBER_DROPPED).alias("name"))
+    counted = (members.select(F.lit(ELR_MEMBER_DROPPED).alias("name"))
                .unionByName(elections.select(F.lit(ELECTION_OUTSIDE_ELR).alias("name")))
                .groupBy("name").agg(F.count(F.lit(1)).alias("n")))
     return dropped.unionByName(elected), counted

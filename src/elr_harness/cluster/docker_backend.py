@@ -196,7 +196,8 @@ class DockerProvider:
             except docker.errors.NotFound:
                 pass
         for network in self.client.networks.list(filters=self._ours()):
-            _remove_network(network, self.config.timeouts.network_remove_retry_s)
+            _remove_network(network, self.config.timeouts.network_remove_retry_s,
+                            self.config.timeouts.network_attempts)
         return removed
 
     def clear_leftovers(self, log: Callable[[str], None]) -> None:
@@ -207,7 +208,8 @@ class DockerProvider:
             log("removed leftovers of an earlier run")
         for network in self._networks_on_subnet({"label": [LABEL]}):
             if not network.attrs.get("Containers"):
-                _remove_network(network, self.config.timeouts.network_remove_retry_s)
+                _remove_network(network, self.config.timeouts.network_remove_retry_s,
+                            self.config.timeouts.network_attempts)
                 log(f"removed leftover network {network.name}")
 
     def create(self, specs: Sequence[NodeSpec], kafka_home: str, facts: dict[str, str],
@@ -230,11 +232,12 @@ class DockerProvider:
         made = at_once(create_one, list(specs))
         return {spec.name: node for spec, node in zip(specs, made, strict=True)}
 
-    def create_network(self, log: Callable[[str], None], attempts: int = 10) -> None:
+    def create_network(self, log: Callable[[str], None]) -> None:
         """Create the cluster's network. The engine may still hold the pool of a
         network removed a moment ago ("Pool overlaps"): sweep and retry, bounded."""
         ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(
             subnet=self.config.subnet, gateway=kraft.gateway(self.config))])
+        attempts = self.config.timeouts.network_attempts
         for attempt in range(attempts):
             try:
                 self.client.networks.create(network_name(self.config), driver="bridge",
@@ -276,7 +279,7 @@ def _specs_from_labels(containers: list) -> list[NodeSpec]:
     return sorted(specs, key=lambda s: (s.role is Role.BROKER, s.node_id))
 
 
-def _remove_network(network, retry_s: float, attempts: int = 10) -> None:
+def _remove_network(network, retry_s: float, attempts: int) -> None:
     """Remove a network; its endpoints can take a moment to go after a forced
     container removal, so it is retried (bounded) rather than left behind."""
     for attempt in range(attempts):

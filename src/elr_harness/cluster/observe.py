@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from elr_harness.cluster.kafka_wire import WireConnection, WireError
+from elr_harness.core.config import NodeTimeouts
 from elr_harness.core.history import ELR_FEATURE, OBSERVER_PROCESS
 
 #: The topic config the observe line's `min_isr` reports.
@@ -131,7 +132,7 @@ class ObservationError(Exception):
 class PartitionObserver:
     """Describes partitions through whichever broker answers first."""
 
-    def __init__(self, bootstrap: list[str], timeout_s: float = 2.0,
+    def __init__(self, bootstrap: list[str], timeout_s: float = NodeTimeouts.describe_s,
                  with_high_watermark: bool = True,
                  avoid: Callable[[], set[str]] | None = None,
                  addresses: dict[int, str] | None = None) -> None:

@@ -97,11 +97,6 @@ class Reader:
         n = self.uvarint()
         return None if n == 0 else self.text(n - 1)
 
-    def nullable_string(self) -> str | None:
-        """An int16-length string (non-flexible versions), -1 for null."""
-        n = self.int16()
-        return None if n == -1 else self.text(n)
-
     def compact_int32_array(self) -> tuple[int, ...] | None:
         n = self.uvarint()
         if n == 0:
@@ -120,6 +115,3 @@ class Reader:
             tag = self.uvarint()
             fields[tag] = self.take(self.uvarint())
         return fields
-
-    def at_end(self) -> bool:
-        return self.pos == len(self.data)

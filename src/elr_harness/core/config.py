@@ -172,10 +172,11 @@ class NodeTimeouts:
     create_topic_attempts: int = 3
     create_topic_retry_s: float = 2.0
     #: Pause before creating the cluster's Docker network again while its subnet
-    #: is still taken (a leftover network going away).
+    #: is still taken (a leftover network going away), and how many tries.
     network_retry_s: float = 1.0
+    network_attempts: int = 10
     #: Pause before removing a Docker network again (its endpoints take a moment
-    #: to go after a forced container removal).
+    #: to go after a forced container removal); as many tries as for creating it.
     network_remove_retry_s: float = 0.5
     #: One AlterPartitionReassignments request (starting or cancelling a partition
     #: reassignment): the controller's own bound on it (its TimeoutMs), and how
@@ -275,6 +276,11 @@ class TopicConfig:
 # workloads/
 # --------------------------------------------------------------------------
 
+
+
+#: How a producer picks a partition, and where a consumer starts (WorkloadConfig).
+PARTITION_CHOICES = ("round-robin", "random")
+CONSUMER_STARTS = ("earliest", "latest")
 
 
 @dataclass(frozen=True)

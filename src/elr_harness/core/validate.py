@@ -19,8 +19,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from elr_harness.core.config import CONSUMER_STARTS, PARTITION_CHOICES
 from elr_harness.core.errors import BadInput
-from elr_harness.core.history import COVERAGE_STATES
+from elr_harness.core.history import ACKS_LEVELS, COVERAGE_STATES
 
 #: The longest time any setting may name (a run, an interval, a timeout):
 #: a typo such as 1e308 is refused, not waited for.
@@ -272,6 +273,32 @@ def one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
 
 
 
+# -- the workload's choices --------------------------------------------------------
+
+#: librdkafka's debug contexts (CONFIGURATION.md, `debug`).
+DEBUG_CONTEXTS = ("generic", "broker", "topic", "metadata", "feature", "queue", "msg",
+                  "protocol", "cgrp", "security", "fetch", "interceptor", "plugin",
+                  "consumer", "admin", "eos", "mock", "assignor", "conf", "telemetry", "all")
+
+
+def acks_levels(values: tuple) -> tuple:
+    """At least one acks level of the contract's, each once."""
+    each(one_of(ACKS_LEVELS), 1)(values)
+    if len(set(values)) != len(values):
+        raise Invalid(f"acks levels repeat in {list(values)}: name each level once")
+    return values
+
+
+def debug_contexts(value: str) -> str:
+    """librdkafka's debug contexts, comma-separated (none: no debug log)."""
+    text(value, 500)
+    for context in (c.strip() for c in value.split(",") if c.strip()):
+        if context not in DEBUG_CONTEXTS:
+            raise Invalid(f"{_shown(context)} is no librdkafka debug context; use some of "
+                          f"{', '.join(DEBUG_CONTEXTS)}")
+    return value
+
+
 # -- the rules of every field ---------------------------------------------------
 
 _TINY = integer(1, 1_000_000)
@@ -313,6 +340,7 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "cluster.image.repository": _matching(_REPOSITORY, "a Docker repository name"),
     "cluster.ssh.kafka_dir": safe_path,
     "cluster.timeouts.create_topic_attempts": integer(1, 100),
+    "cluster.timeouts.network_attempts": integer(1, 100),
     "cluster.timeouts.route_lookup_attempts": integer(1, 100),
     "cluster.timeouts.read_file_attempts": integer(1, 100),
     "cluster.timeouts.lost_output_retries": integer(0, 100),
@@ -322,23 +350,26 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "topic.replication_factor": integer(-1000, 1000),
     "topic.min_insync_replicas": integer(-1000, 1000),
     "topic.unclean_leader_election": boolean,
-    # workload (acks, debug contexts and the clients' limits: workloads/validation.py)
-    "workload.producers": integer(-(10**9), 10**9),
-    "workload.consumers": integer(-(10**9), 10**9),
-    "workload.acks": each(text),
-    "workload.processes_per_client": integer(-(10**6), 10_000),
+    # workload: each field's own rule (the rules across fields, acks against producers,
+    # timeouts against each other: workloads/validation.py)
+    "workload.producers": integer(1, 10**9),
+    "workload.consumers": integer(0, 10**9),
+    "workload.acks": acks_levels,
+    "workload.processes_per_client": integer(1, 10_000),
     "workload.max_clients": integer(1, 1024),
     "workload.rate": number(0, 10_000_000),
-    "workload.time_limit_s": seconds,
+    "workload.time_limit_s": positive_seconds,
     "workload.idempotent": boolean,
-    "workload.client_debug": lambda v: text(v, 500),
-    "workload.partition_choice": lambda v: text(v, 40),
+    "workload.client_debug": debug_contexts,
+    "workload.partition_choice": one_of(PARTITION_CHOICES),
     "workload.seed": seed,
     "workload.poll_batch": _TINY,
-    "workload.consumer_start": lambda v: text(v, 40),
+    "workload.consumer_start": one_of(CONSUMER_STARTS),
     "workload.observe": boolean,
     "workload.final_read_parallelism": integer(1, 256),
     "workload.last_errors_kept": integer(1, 10_000),
+    # a crash loses at most one second of what was recorded
+    "workload.recorder_flush_interval_s": number(0, 1, above_low=True),
     # run
     "run.nemesis": lambda v: text(v, 1000),
     "run.seed": seed,

@@ -77,7 +77,30 @@ class NemesisPlan:
             return GUIDED
         if not self.groups:
             return NONE
-        return "+".join("-".join(dict.fromkeys(_names(part))) for part in self.text.split("+"))
+        return "+".join(_group_name(_names(part)) for part in self.text.split("+"))
+
+
+#: The longest a mix's part of the store folder's name may be: every kind typed out
+#: made one of 180 characters.
+MAX_GROUP_NAME = 60
+
+
+def _group_name(names: list[str]) -> str:
+    """One mix's part of the store folder's name: its names as typed, `-` between;
+    the kinds of `all` typed out are `all` (the others after it); a name still
+    longer than MAX_GROUP_NAME is its first kinds and how many there are."""
+    names = list(dict.fromkeys(names))
+    if ALL not in names and set(in_all()) <= set(names):
+        names = [ALL, *(n for n in names if n not in in_all())]
+    name = "-".join(names)
+    if len(name) <= MAX_GROUP_NAME:
+        return name
+    kept: list[str] = []
+    for kind in names:
+        if len("-".join([*kept, kind])) > MAX_GROUP_NAME - 12:
+            break
+        kept.append(kind)
+    return "-".join([*kept, f"{len(names)}-kinds"])
 
 
 def valid_names() -> list[str]:

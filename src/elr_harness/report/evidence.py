@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from elr_harness.core.anomalies import BY_NAME
 from elr_harness.report.checked_tables import Interest, example_interest, matching_records
 from elr_harness.report.html import Safe, h, join, not_available, table, tag
 from elr_harness.report.report_inputs import ReportInputs, ids, json_text, seconds
@@ -149,6 +150,10 @@ def anomalies_section(inputs: ReportInputs) -> Safe:
         heading = join([name, f" — {count}",
                         tag("span", verdict, class_=f"badge {'bad' if name in bad else 'benign'}")])
         body = [tag("h3", heading)]
+        known = BY_NAME.get(name)
+        if known is not None:  # what it means (the contract's table, core.anomalies)
+            body.append(tag("div", f"{known.meaning} (docs/CHECKING.md#{known.anchor})",
+                            class_="muted"))
         if by_acks_text:
             body.append(tag("div", f"by acks: {by_acks_text}", class_="muted"))
         if examples:

@@ -4,7 +4,7 @@ The report never decides what was lost. It once recomputed lost writes from
 the raw history beside the checker's, and in a real ELR-off run its plot
 showed 248 acks=all losses while its banner, from the checker, showed none.
 Now the plot, the tables and the banner read the same entry of results.json
-(anomalies["lost-write"]: by_acks, by_partition, over_time).
+(anomalies[LOST_WRITE]: by_acks, by_partition, over_time).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from elr_harness.core.anomalies import LOST_WRITE
 from elr_harness.core.history import ACKS_LEVELS
 
 #: Acks levels in the order the report lists them.
@@ -44,7 +45,7 @@ def lost_writes_of(results: dict[str, Any] | None) -> LostWrites:
     if not isinstance(results, dict):
         return LostWrites({}, {}, {}, {}, [], checked=False)
     anomalies = results.get("anomalies") if isinstance(results.get("anomalies"), dict) else {}
-    entry = anomalies.get("lost-write") if isinstance(anomalies.get("lost-write"), dict) else {}
+    entry = anomalies.get(LOST_WRITE) if isinstance(anomalies.get(LOST_WRITE), dict) else {}
     stats = results.get("stats") if isinstance(results.get("stats"), dict) else {}
     raw_time = entry.get("over_time") if isinstance(entry.get("over_time"), dict) else {}
     over_time = {acks: sorted((int(s), int(n)) for s, n in raw_time.get(acks) or []

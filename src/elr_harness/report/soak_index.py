@@ -17,13 +17,15 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from elr_harness.core.anomalies import NAMES
 from elr_harness.core.config import ReportConfig
+from elr_harness.core.history import ACKS_LEVELS
 from elr_harness.report.atomic import write_atomically
 from elr_harness.report.coverage import STATE_TEXT
 from elr_harness.report.html import NO_FAVICON, Safe, join, stylesheet, table, tag
 from elr_harness.report.plots import ACKS_COLOURS, to_data_uri
 
-ACKS = ("all", "1", "0")
+ACKS = ACKS_LEVELS
 STATUS_CSS = {"valid": "valid", "invalid": "invalid", "unknown": "unknown",
               "error": "unchecked", "interrupted": "unchecked"}
 STATUS_COLOURS = {"valid": "#2ca02c", "invalid": "#d62728", "unknown": "#7f7f7f",
@@ -50,7 +52,10 @@ def runs_frame(runs: list[dict[str, Any]]) -> pd.DataFrame:
             # a checked run with no lost write at all lost 0; a run never checked, None
             **{f"lost_{acks}": lost.get(acks, 0 if "anomalies" in run else None)
                for acks in ACKS},
-            "detail": ", ".join(f"{name} ×{n}" for name, n in bad.items())
+            # in the contract's order (core.anomalies), unknown names last
+            "detail": ", ".join(f"{name} ×{n}" for name, n in sorted(
+                bad.items(), key=lambda item: (NAMES.index(item[0]) if item[0] in NAMES
+                                               else len(NAMES), item[0])))
             or run.get("error") or run.get("reason") or "",
             "duration_s": run["duration_s"], "disk_bytes": run.get("disk_bytes"),
             "report": run.get("report"), "log": run.get("log"),

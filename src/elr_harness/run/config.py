@@ -98,6 +98,11 @@ def _shown_setting(path: str) -> str:
     return f"[{table}] {key}"
 
 
+def default_faults() -> dict[str, Any]:
+    """Every fault kind's default settings (kinds without any: none)."""
+    return {name: p.default_settings() for name, p in PACKAGES.items() if p.settings is not None}
+
+
 def fault_settings(settings: Any, where: str) -> dict[str, Any]:
     """Every fault kind's settings (kinds without any: none), the defaults with the
     file's [run.faults.<kind>] tables applied."""

@@ -25,7 +25,7 @@ from elr_harness.core.errors import BadInput, HarnessError
 from elr_harness.core.validate import validate_config
 from elr_harness.nemesis.faults import COLOURS
 from elr_harness.nemesis.registry import NemesisPlan, parse_nemesis
-from elr_harness.run.config import TEST_JSON_FORMAT
+from elr_harness.run.config import FAULT_RULES, TEST_JSON_FORMAT
 from elr_harness.run.store import check_store
 from elr_harness.workloads.validation import validate as validate_workload
 
@@ -52,7 +52,8 @@ def validate(spec: RunSpec) -> NemesisPlan:
     # built any other way meets the same rules before a value reaches a host
     for topic in spec.topics or [None]:
         validate_config({"cluster": spec.cluster, "topic": topic, "run": spec.run,
-                         "workload": spec.workload, "checker": spec.checker})
+                         "workload": spec.workload, "checker": spec.checker},
+                        rules=FAULT_RULES)
     plan = parse_nemesis(spec.run.nemesis)
     validate_topology(spec.cluster)
     for topic in spec.topics:

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from elr_harness.core.anomalies import LOST_WRITE
 from elr_harness.core.config import SoakConfig
 from elr_harness.core.errors import BadInput
 from elr_harness.core.files import read_json, read_text
@@ -79,7 +80,7 @@ def _outcome(exit_code: int, test: dict | None, results: dict | None,
         "bad_anomalies": {name: _count(a.get("bad")) for name, a in anomalies.items()
                           if _count(a.get("bad"))},
         "lost_write_by_acks": {str(acks): _count(n) for acks, n in _dict(
-            _dict(anomalies.get("lost-write")).get("by_acks")).items()},
+            _dict(anomalies.get(LOST_WRITE)).get("by_acks")).items()},
         # the KIP-966 states it reached, as its checker counted them
         "coverage": {str(state): _count(_dict(entry).get("count"))
                      for state, entry in _dict(results.get("coverage")).items()},

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from elr_harness.cluster.observe import PartitionState
+from elr_harness.core.config import WorkloadConfig
 from elr_harness.core.errors import HistoryError
 from elr_harness.workloads.recorder import HistoryRecorder
 
@@ -38,7 +39,8 @@ class ObserverLoop:
     """A thread that samples partition state on a fixed cadence and records it."""
 
     def __init__(self, source: PartitionStateSource, topics: Sequence[str],
-                 recorder: HistoryRecorder, interval_s: float = 0.25,
+                 recorder: HistoryRecorder,
+                 interval_s: float = WorkloadConfig.observe_interval_s,
                  clock: Callable[[], float] = time.monotonic) -> None:
         if interval_s <= 0:
             raise ValueError("observer interval must be positive")
@@ -58,7 +60,7 @@ class ObserverLoop:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self, timeout_s: float = 10.0) -> None:
+    def stop(self, timeout_s: float = WorkloadConfig.stop_timeout_s) -> None:
         """Stop after the current sample (bounded by the source's own timeout)."""
         self._stop.set()
         if self._thread.is_alive():

@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from elr_harness.core.config import WorkloadConfig
 from elr_harness.core.errors import HarnessError, HistoryError
 
 #: `type` values of the contract.
@@ -39,7 +40,8 @@ _ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS
 class HistoryRecorder:
     """Thread-safe, append-only writer of one run's history.jsonl."""
 
-    def __init__(self, path: Path, *, flush_interval_s: float = 0.2,
+    def __init__(self, path: Path, *,
+                 flush_interval_s: float = WorkloadConfig.recorder_flush_interval_s,
                  clock: Callable[[], int] = time.monotonic_ns) -> None:
         if not 0 < flush_interval_s <= 1.0:
             raise HarnessError(

@@ -13,6 +13,8 @@ from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from elr_harness.core.config import WorkloadConfig
+
 
 @dataclass(frozen=True)
 class ClientError:
@@ -28,11 +30,8 @@ class ClientError:
 class WorkloadStats:
     """A consistent snapshot of the counters."""
 
-    elapsed_s: float
     #: Completed operations per second since the previous snapshot (or since start).
     ops_per_s: float
-    #: Completed operations per second over the whole run so far.
-    mean_ops_per_s: float
     #: (f, type) -> count, e.g. ("send", "ok") -> 120.
     completions: dict[tuple[str, str], int]
     #: acks -> type -> count of sends.
@@ -48,7 +47,7 @@ class WorkloadStats:
 class StatsCollector:
     """Thread-safe completion counters with a short memory of errors."""
 
-    def __init__(self, last_errors_kept: int = 10,
+    def __init__(self, last_errors_kept: int = WorkloadConfig.last_errors_kept,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._started = clock()
@@ -88,11 +87,8 @@ class StatsCollector:
             sends: dict[str, dict[str, int]] = {}
             for (acks, op_type), n in self._sends.items():
                 sends.setdefault(acks, {})[op_type] = n
-            elapsed = now - self._started
             return WorkloadStats(
-                elapsed_s=elapsed,
                 ops_per_s=recent,
-                mean_ops_per_s=self._total / max(elapsed, 1e-9),
                 completions=dict(self._completions),
                 sends_by_acks=sends,
                 last_errors=tuple(self._errors),

@@ -169,12 +169,16 @@ def inject(mix: Mix, package: FaultPackage) -> Undo:
     loss = mix.rng.choice(settings.loss_probabilities)
     hold_s = round(mix.rng.uniform(settings.min_hold_s, settings.max_hold_s), 1)
     detail = why(package, role)
+    in_force = _throttled(mix.injector)
+    if in_force:  # refused before anything is recorded: nothing of it to end
+        raise HarnessError(f"a slow network is in force on {', '.join(in_force)}; "
+                           "end it first")
     started = time.monotonic()
     try:
         throttle(mix.injector, target, peers_of(target, mix.topology), rate_kbit, loss,
                  detail={**detail, "hold_s": hold_s})
     except Exception:
-        unthrottle(mix.injector, target, detail=detail)
+        unthrottle(mix.injector, target, detail=detail)  # what a half-applied one left
         raise
 
     def undo() -> None:
