@@ -2,7 +2,11 @@
 KIP-966 state: the faults each round makes, the state it aims at in every fault
 line's detail, the order of its aims (states reached before come last), the fault
 budget (at most one broker's unflushed data a round, only from a full ISR, min
-ISR >= 2 and ELR on), its deadline, and that one seed gives one schedule."""
+ISR >= 2 and ELR on), its deadline, and that one seed gives one schedule.
+
+The faults go through the real FaultInjector and the kinds' own modules, over
+fake nodes (tests/fakes.py); the model moves on each fault's `ok` line, as the
+observer would see a cluster move."""
 
 from __future__ import annotations
 
@@ -12,25 +16,36 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
+from fakes import AnsweringRecorder, FakeAdmin, FakePageCache, cluster_of
 
+from elr_harness.cluster import reassignments
 from elr_harness.cluster.observe import PartitionState
 from elr_harness.core.config import GuidedConfig
 from elr_harness.core.history import COVERAGE_STATES
 from elr_harness.nemesis.guided import Guided
+from elr_harness.nemesis.injector import FaultInjector
 from elr_harness.nemesis.registry import parse_nemesis
 from elr_harness.nemesis.targets import Topology
 
 BROKERS = {f"broker-{i}": i for i in (1, 2, 3)}
+CONTROLLERS = {f"controller-{i}" for i in (1, 2, 3)}
 TOPOLOGY = Topology(BROKERS, {f"controller-{i}": 1000 + i for i in (1, 2, 3)})
 FAST = GuidedConfig(min_round_s=1.0, min_hold_s=0.0, max_hold_s=0.0, recovery_s=0.0,
                     warmup_s=0.0, wait_s=0.0)
+#: Kinds whose `ok` takes their broker away (out of the ISR); the unclean ones also
+#: leave it out of the ELR when it comes back.
+AWAY = {"kill", "stop", "pause", "bounce-leader", "page-cache-loss", "slow-network"}
+UNCLEAN = {"kill", "page-cache-loss"}
+#: Kinds whose `ok` brings their broker back.
+BACK = {"start", "resume", "unthrottle"}
 
 
 @dataclass
 class World:
     """One partition as KIP-966 moves it: a broker leaving the ISR joins the ELR
     when the ISR is then below min ISR; a leader leaving leaves no leader; an ELR
-    member coming back unfenced is elected; an unclean restart leaves the ELR."""
+    member coming back unfenced is elected; an unclean restart leaves the ELR; with
+    every broker back, the ISR is full again (unless `stuck`)."""
 
     min_isr: int = 2
     leader: int = 1
@@ -39,6 +54,10 @@ class World:
     fenced: set[int] = field(default_factory=set)
     away: set[int] = field(default_factory=set)
     unclean: set[int] = field(default_factory=set)
+    #: brokers a cut keeps away (from the injector's grudge)
+    cut: set[int] = field(default_factory=set)
+    stuck: bool = False
+    injector: Any = None
 
     def state(self) -> PartitionState:
         return PartitionState("t", 0, self.leader, 1, tuple(self.isr), tuple(self.elr),
@@ -58,6 +77,8 @@ class World:
             self.leader = -1
 
     def back(self, broker: int) -> None:
+        if broker not in self.away:
+            return
         self.away.discard(broker)
         self.fenced.discard(broker)
         if broker in self.unclean:
@@ -67,106 +88,31 @@ class World:
         if self.leader == -1 and broker in self.elr:
             self.leader, self.isr = broker, [broker]
             self.elr.remove(broker)
+        if not self.away and not self.stuck:
+            self.leader = self.leader if self.leader != -1 else 1
+            self.isr, self.elr = [1, 2, 3], []
 
-    def heal_all(self) -> None:
-        for broker in sorted(self.away):
+    def answer(self, line: dict[str, Any]) -> None:
+        """Move as the cluster would once the fault of this `ok` line is in force."""
+        kind = str(line["fault"])
+        brokers = [BROKERS[n] for n in line["nodes"] if n in BROKERS]
+        if kind in AWAY:
+            for broker in brokers:
+                self.leave(broker, fenced=kind != "slow-network")
+                if kind in UNCLEAN:
+                    self.unclean.add(broker)
+        elif kind in BACK:
+            for broker in brokers:
+                self.back(broker)
+        # a broker that hears no controller is out of the ISR; fenced unless only
+        # its own receiving is cut (its heartbeats still reach the controllers)
+        deaf = {BROKERS[n] for n, peers in self.injector.grudge.items()
+                if n in BROKERS and CONTROLLERS <= set(peers)}
+        for broker in sorted(deaf - self.cut):
+            self.leave(broker, fenced=kind != "one-way-partition")
+        for broker in sorted(self.cut - deaf):
             self.back(broker)
-        self.leader = self.leader if self.leader != -1 else 1
-        self.isr, self.elr = [1, 2, 3], []
-
-
-class FakeInjector:
-    """Writes down every fault with its detail; moves the world."""
-
-    def __init__(self, world: World) -> None:
-        self.world = world
-        self.calls: list[tuple[str, Any, dict]] = []
-        #: brokers a cut keeps away (a heal brings back these only)
-        self.cut: set[int] = set()
-        self.elr_feature_off = False
-        self.lost_page_cache: set[str] = set()
-
-    def _log(self, kind: str, target: Any, detail: dict | None) -> None:
-        self.calls.append((kind, target, dict(detail or {})))
-
-    def partition(self, grudge, step=None, kind="partition", detail=None) -> None:
-        self._log(str(kind), sorted(grudge), detail)
-        for name in grudge:
-            if name in BROKERS and len(grudge[name]) >= 3:  # cut from the controllers
-                self.cut.add(BROKERS[name])
-                self.world.leave(BROKERS[name])
-
-    def heal(self, step=None, detail=None) -> None:
-        self._log("heal", None, detail)
-        for broker in sorted(self.cut):
-            self.world.back(broker)
-        self.cut.clear()
-
-    def _down(self, kind: str, name: str, detail, unclean=False) -> None:
-        self._log(kind, name, detail)
-        self.world.leave(BROKERS[name])
-        if unclean:
-            self.world.unclean.add(BROKERS[name])
-
-    def kill(self, name, step=None, kind="kill", detail=None) -> None:
-        if name in BROKERS:
-            self._down(str(kind), name, detail, unclean=True)
-        else:
-            self._log(str(kind), name, detail)
-
-    def stop(self, name, step=None, detail=None) -> None:
-        self._down("stop", name, detail)
-
-    def pause(self, name, step=None, kind="pause", detail=None) -> None:
-        self._down(str(kind), name, detail)
-
-    def page_cache_loss(self, name, step=None, detail=None) -> None:
-        self._down("page-cache-loss", name, detail, unclean=True)
-
-    def slow_network(self, name, peers, rate_kbit, loss, step=None, detail=None) -> None:
-        self._log("slow-network", name, detail)
-        self.world.leave(BROKERS[name], fenced=False)
-
-    def _back(self, kind: str, name: str, detail) -> None:
-        self._log(kind, name, detail)
-        self.world.back(BROKERS[name])
-
-    def start(self, name, step=None, detail=None) -> None:
-        self._back("start", name, detail)
-
-    def resume(self, name, step=None, detail=None) -> None:
-        self._back("resume", name, detail)
-
-    def unthrottle(self, name, step=None, detail=None) -> None:
-        self._back("unthrottle", name, detail)
-
-    def min_isr(self, topic):
-        return self.world.min_isr
-
-    def min_isr_change(self, topic, to, current, step=None, detail=None) -> None:
-        self._log("min-isr-change", (topic, current, to), detail)
-
-    def feature_level(self, feature):
-        return 1
-
-    def feature_change(self, feature, to, current, step=None, detail=None) -> None:
-        self._log("feature-change", (feature, current, to), detail)
-
-    def reassign(self, topic, partition, replicas, target, restore=False, step=None,
-                 detail=None) -> None:
-        self._log("reassign", (topic, partition, tuple(target)), detail)
-
-    def log_dirs(self) -> list[str]:
-        return ["/data/kafka-0", "/data/kafka-1"]
-
-    def disk_fault(self, name, directory, errno_name, operations, drop, step=None,
-                   detail=None) -> None:
-        self._log("disk-fault", (name, drop), detail)
-
-    def heal_all(self, step="final-heal", detail=None) -> None:
-        self._log("heal-all", step, detail)
-        self.cut.clear()
-        self.world.heal_all()
+        self.cut = deaf
 
 
 class FakeObserver:
@@ -181,10 +127,24 @@ class FakeObserver:
         return states if predicate(states) else None
 
 
+@pytest.fixture(autouse=True)
+def _reassignments_answer(monkeypatch) -> None:
+    """Kafka's answer to a reassignment (the wire requests are test_fault_reassign's):
+    accepted, and cancelled at its end."""
+    monkeypatch.setattr(reassignments, "execute", lambda *args, **kwargs: None)
+    monkeypatch.setattr(reassignments, "cancel",
+                        lambda *args, **kwargs: reassignments.Outcome.CANCELLED)
+
+
 def _guided(seed: int = 7, reached=(), world: World | None = None, min_isr: int = 2,
-            config: GuidedConfig = FAST) -> tuple[Guided, FakeInjector, World]:
+            config: GuidedConfig = FAST) -> tuple[Guided, FaultInjector, World]:
     world = world or World(min_isr=min_isr)
-    injector = FakeInjector(world)
+    cluster = cluster_of()
+    cluster.leader = 1002
+    recorder = AnsweringRecorder(world.answer)
+    injector = FaultInjector(cluster, recorder, page_cache=FakePageCache(),  # type: ignore[arg-type]
+                             admin=FakeAdmin(min_isrs={None: min_isr}))  # type: ignore[arg-type]
+    world.injector = injector
     guided = Guided(injector, FakeObserver(world), [("t", 1)], seed, 3, min_isr, config,
                     reached=reached, log=lambda _m: None, topology=TOPOLOGY,
                     active_controller=lambda: 1002)
@@ -196,18 +156,29 @@ def _rounds(guided: Guided, n: int) -> None:
         guided.play(guided.next_aim())
 
 
+def faults(injector: FaultInjector, type_: str = "ok") -> list[tuple[str, list[str], dict]]:
+    """The injector's fault lines of one type, as (kind, nodes, detail)."""
+    return [(str(line["fault"]), line["nodes"], line["detail"])
+            for line in injector.recorder.lines  # type: ignore[attr-defined]
+            if line.get("f") == "fault" and line["type"] == type_]
+
+
 def test_the_first_rounds_aim_at_every_state_once_and_reach_each_in_the_model():
     guided, injector, _ = _guided()
     _rounds(guided, len(COVERAGE_STATES))
     assert sorted(r.aim for r in guided.rounds) == sorted(COVERAGE_STATES)
     assert [r.aim for r in guided.rounds if not r.reached] == []
+    assert [r.error for r in guided.rounds if r.error] == []
     # every fault line names the round's aim, its end included
-    for kind, _target, detail in injector.calls:
+    lines = faults(injector, "invoke") + faults(injector, "ok")
+    for kind, _nodes, detail in lines:
         assert detail.get("aim") in COVERAGE_STATES, (kind, detail)
     by_round: dict[int, set[str]] = {}
-    for _kind, _target, detail in injector.calls:
+    for _kind, _nodes, detail in lines:
         by_round.setdefault(detail["guided"], set()).add(detail["aim"])
     assert all(len(aims) == 1 for aims in by_round.values())
+    # and every round's faults are ended by its own heal
+    assert injector.grudge == {} and injector.down == set() and injector.paused == set()
 
 
 def test_states_reached_before_are_aimed_at_last():
@@ -222,16 +193,16 @@ def test_one_seed_gives_one_schedule_and_another_seed_another():
     def calls(seed: int) -> list:
         guided, injector, _ = _guided(seed)
         _rounds(guided, 8)
-        return [(kind, target) for kind, target, _ in injector.calls]
+        return [(kind, nodes) for kind, nodes, _ in faults(injector)]
 
     assert calls(3) == calls(3)
     assert calls(3) != calls(4)
 
 
-def _drops(injector: FakeInjector) -> list[int]:
+def _drops(injector: FaultInjector) -> list[int]:
     """The rounds that dropped unflushed data (a page-cache loss, a dropping disk fault)."""
-    return [d["guided"] for kind, target, d in injector.calls
-            if kind == "page-cache-loss" or (kind == "disk-fault" and target[1])]
+    return [d["guided"] for kind, _nodes, d in faults(injector)
+            if kind == "page-cache-loss" or (kind == "disk-fault" and d["dropped"])]
 
 
 def test_a_round_drops_at_most_one_brokers_data_and_only_within_the_budget():
@@ -253,10 +224,10 @@ def test_a_round_that_drops_data_shuts_no_other_broker_down_uncleanly():
         guided, injector, _ = _guided(seed)
         _rounds(guided, 12)
         for number in set(_drops(injector)):
-            unclean = [kind for kind, target, d in injector.calls if d["guided"] == number
-                       and ((kind in ("kill", "page-cache-loss") and target in BROKERS)
-                            or (kind == "disk-fault" and target[1]))]
-            assert len(unclean) <= 1, (number, injector.calls)
+            unclean = [kind for kind, nodes, d in faults(injector) if d["guided"] == number
+                       and ((kind in UNCLEAN and nodes[0] in BROKERS)
+                            or (kind == "disk-fault" and d["dropped"]))]
+            assert len(unclean) <= 1, (number, faults(injector))
             checked += 1
     assert checked
 
@@ -267,30 +238,31 @@ def test_no_data_is_dropped_with_min_isr_1_elr_off_or_no_full_isr_to_start_from(
         _rounds(guided, 12)
         assert _drops(injector) == []
         guided, injector, _ = _guided(seed)
-        injector.elr_feature_off = True
-        _rounds(guided, 12)
+        for _ in range(12):  # ELR off (a feature-change round's end turns it back on)
+            injector.protection_off = True
+            _rounds(guided, 1)
         assert _drops(injector) == []
 
 
 def test_a_round_without_a_full_isr_to_start_from_does_nothing_but_heal():
-    world = World(isr=[1, 2])
-    world.heal_all = lambda: None  # the partition never recovers
-    guided, injector, _ = _guided(world=world)
+    guided, injector, _ = _guided(world=World(isr=[1, 2], stuck=True))
     done = guided.play("elr-not-empty")
     assert done.skipped and not done.reached
-    assert [kind for kind, _, _ in injector.calls] == ["heal-all"]
+    # the round's end: the network's heal, nothing taken away, nothing started
+    assert [kind for kind, _, _ in faults(injector)] == ["heal"]
+    assert done.waits == [("every ISR full again", False)]
 
 
 def test_the_schedule_stops_when_a_round_would_not_fit_before_the_deadline():
     guided, injector, _ = _guided(config=replace(FAST, min_round_s=30.0))
     result: dict[str, Any] = {}
     guided.run(time.monotonic() + 20.0, threading.Event(), result)
-    assert injector.calls == [] and result["guided"]["rounds"] == []
+    assert faults(injector) == [] and result["guided"]["rounds"] == []
     guided, injector, _ = _guided()
     stop = threading.Event()
     stop.set()
     guided.run(time.monotonic() + 600.0, stop, result)
-    assert injector.calls == []
+    assert faults(injector) == []
 
 
 def test_guided_is_a_nemesis_of_its_own_with_every_kinds_needs():
@@ -309,16 +281,39 @@ def test_guided_is_not_mixed_with_other_nemeses(text):
 
 def test_a_fault_that_fails_ends_its_round_not_the_schedule():
     guided, injector, _ = _guided()
+    record = injector.record
 
-    def broken(*_args, **_kwargs):
+    def broken(*_args: Any) -> None:
         raise RuntimeError("the node did not answer")
 
-    injector.kill = injector.stop = injector.pause = broken
-    injector.partition = injector.slow_network = broken
+    def failing(kind, nodes, detail, action, refuse=None):  # noqa: ANN001 - record's own
+        """Every fault that takes a broker away fails in its action."""
+        return record(kind, nodes, detail,
+                      broken if str(kind) in AWAY | {"partition", "isolate-from-controllers",
+                                                     "one-way-partition"} else action,
+                      refuse)
+
+    injector.record = failing  # type: ignore[method-assign]
     done = guided.play("elr-not-empty")
     assert done.error == "RuntimeError: the node did not answer" and not done.reached
-    assert injector.calls[-1][0] == "heal-all"  # the round still healed everything
+    # the failed fault is an info line; the round still healed everything after it
+    info = faults(injector, "info")
+    assert len(info) == 1 and info[0][2]["error"] == "the node did not answer"
+    lines = injector.recorder.lines  # type: ignore[attr-defined]
+    after = lines[lines.index(next(line for line in lines if line["type"] == "info")) + 1:]
+    assert after and all(line["detail"]["step"] == "guided-1:end" for line in after)
     assert "elr-not-empty" in guided.pending  # and its aim is tried again later
-    del injector.kill, injector.stop, injector.pause, injector.partition
-    del injector.slow_network
+    injector.record = record  # type: ignore[method-assign]
     assert guided.play(guided.next_aim()).error is None
+
+
+def test_the_elr_member_to_be_elected_is_never_shut_down_uncleanly():
+    """An ELR member that registers after an unclean shutdown leaves the ELR (KIP-966),
+    so a round at elected-from-elr that killed F2 could never get there."""
+    ways = set()
+    for seed in range(24):
+        guided, _, _ = _guided(seed)
+        done = guided.play("elected-from-elr")
+        assert done.reached, done
+        ways.add(done.ways["F2"])
+    assert ways and not ways & UNCLEAN, ways

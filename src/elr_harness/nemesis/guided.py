@@ -76,6 +76,10 @@ FENCED_AWAY = with_capabilities(C.TAKES_OUT_OF_ISR, C.KEEPS_FENCED,
                                 without=(C.DROPS_UNFLUSHED_DATA,))
 RUNNING_AWAY = with_capabilities(C.TAKES_OUT_OF_ISR, C.KEEPS_FENCED, C.KEEPS_RUNNING,
                                  without=(C.DROPS_UNFLUSHED_DATA,))
+#: Fenced away and back without an unclean shutdown: an ELR member that registers
+#: after one is taken out of the ELR, so it could not be elected from it.
+CLEANLY_FENCED_AWAY = with_capabilities(C.TAKES_OUT_OF_ISR, C.KEEPS_FENCED,
+                                        without=(C.DROPS_UNFLUSHED_DATA, C.UNCLEAN_SHUTDOWN))
 #: How the leader stops leading; the unclean ones leave no clean-shutdown marker.
 DOWN = with_capabilities(C.STOPS_LEADING)
 UNCLEAN_DOWN = with_capabilities(C.STOPS_LEADING, C.UNCLEAN_SHUTDOWN)
@@ -276,7 +280,7 @@ class _Recipe:
         self._reach("LastKnownELR not empty", lambda s: bool(s.last_known_elr))
 
     def _elected_from_elr(self) -> None:
-        self._below(fenced=True)
+        self._below(f2_ways=CLEANLY_FENCED_AWAY)
         self._leader_down(DOWN)
         self._wait("no leader, F2 in the ELR", lambda s: s.leader == -1 and
                    self.f2 in (s.elr or ()))
