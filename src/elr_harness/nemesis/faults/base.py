@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any, Protocol
@@ -71,14 +71,17 @@ class Capability(StrEnum):
     DROPS_UNFLUSHED_DATA = "drops unflushed data"
     #: Makes the active controller give up leadership (act's target: it).
     FAILS_OVER_CONTROLLER = "fails the active controller over"
-    #: Changes a topic's min.insync.replicas (act options: topic, to, current).
+    #: Changes a topic's min.insync.replicas (act options: topic, choose, fallback).
     CHANGES_MIN_ISR = "changes min ISR"
-    #: Turns the ELR feature to a level (act options: to, current).
+    #: Turns the ELR feature to a level (act options: to, states).
     CHANGES_ELR_FEATURE = "changes the ELR feature"
-    #: Reassigns a partition's replicas (act options: state, role).
+    #: Reassigns a partition's replicas (act options: states, role).
     REASSIGNS = "reassigns replicas"
-    #: Fails a log directory of a running broker (act options: drop).
+    #: Fails a log directory of a running broker (act options: may_drop).
     FAILS_A_LOG_DIR = "fails a log dir"
+    #: Only one of it may be in force at a time (a second is refused until the
+    #: first ends): a schedule that overlaps two uses draws another kind.
+    ONE_IN_FORCE = "one in force at a time"
 
 
 class HealPhase(IntEnum):
@@ -342,6 +345,48 @@ def start_what_is_down(injector: Injector, said: dict[str, Any]) -> None:
 NETWORK_HEAL = HealStep(HealPhase.NETWORK, heal_network)
 RESUME = HealStep(HealPhase.RESUME, resume_paused)
 RESTART = HealStep(HealPhase.PROCESSES, start_what_is_down)
+
+
+def end_each(keys: Iterable[Any], end: Callable[[Any], object]) -> None:
+    """end(key) for every key, each even when an earlier one failed (a heal ends
+    all it can); then the failures, joined, as one HarnessError."""
+    from elr_harness.core.errors import HarnessError
+
+    errors = []
+    for key in keys:
+        try:
+            end(key)
+        except HarnessError as err:
+            errors.append(err.message)
+    if errors:
+        raise HarnessError("; ".join(errors))
+
+
+class NodeFault(Protocol):
+    """A kind's fault on one node: `fault(injector, name, step, detail, kind=...)`."""
+
+    def __call__(self, injector: Injector, name: str, step: str | None = None,
+                 detail: dict[str, Any] | None = None, *, kind: Fault | str) -> Any: ...
+
+
+def on_one_node(fault: NodeFault, recorded: Fault,
+                end: Callable[[Injector], Callable[..., Any]]
+                ) -> tuple[Callable[[Mix, FaultPackage], Undo], Callable[[Use, str], Undo]]:
+    """The `inject` and `act` of a kind that is one fault on one node, recorded as
+    `recorded`, and is ended by one injector primitive (`end(injector)`: a kill
+    and a stop by `start`, a pause by `resume`); a mix draws the target by one of
+    the package's roles."""
+    def inject(mix: Mix, package: FaultPackage) -> Undo:
+        role = role_of(mix, package)
+        target, detail = mix.target(role), why(package, role)
+        fault(mix.injector, target, detail=detail, kind=recorded)
+        return lambda: end(mix.injector)(target, detail=detail)
+
+    def act(use: Use, target: str) -> Undo:
+        fault(use.injector, target, use.step, use.detail, kind=recorded)
+        return lambda: end(use.injector)(target, **use.said())
+
+    return inject, act
 
 
 # -- config and feature changes: a change is ended by a line of its own kind -----------

@@ -9,17 +9,12 @@ from elr_harness.nemesis.faults.base import (
     RESTART,
     Capability,
     FaultPackage,
-    Undo,
-    Use,
+    on_one_node,
 )
-from elr_harness.nemesis.faults.kill import inject, kill
+from elr_harness.nemesis.faults.kill import kill
 from elr_harness.nemesis.targets import Role
 
-
-def act(use: Use, target: str) -> Undo:
-    """`target`, the active controller, killed."""
-    kill(use.injector, target, use.step, use.detail, kind=PACKAGE.recorded)
-    return lambda: use.injector.start(target, **use.said())
+inject, act = on_one_node(kill, Fault.CONTROLLER_KILL, lambda injector: injector.start)
 
 
 PACKAGE = FaultPackage(

@@ -13,12 +13,8 @@ from elr_harness.nemesis.faults.base import (
     Capability,
     FaultPackage,
     Injector,
-    Mix,
-    Undo,
-    Use,
     detail_of,
-    role_of,
-    why,
+    on_one_node,
 )
 from elr_harness.nemesis.targets import Role
 
@@ -30,18 +26,9 @@ def kill(injector: Injector, name: str, step: str | None = None,
                            lambda: {"pid": injector.take_down(name, "KILL")})
 
 
-def inject(mix: Mix, package: FaultPackage) -> Undo:
-    """Kill the target of one of the package's roles; its undo starts it again.
-    Recorded as the package's kind (controller-kill reuses this)."""
-    role = role_of(mix, package)
-    target, detail = mix.target(role), why(package, role)
-    kill(mix.injector, target, detail=detail, kind=package.recorded)
-    return lambda: mix.injector.start(target, detail=detail)
-
-
-def act(use: Use, target: str) -> Undo:
-    kill(use.injector, target, use.step, use.detail)
-    return lambda: use.injector.start(target, **use.said())
+#: A mix's kill of the target of one of its roles, a round's of its target; each
+#: ended by starting it again.
+inject, act = on_one_node(kill, Fault.KILL, lambda injector: injector.start)
 
 
 PACKAGE = FaultPackage(

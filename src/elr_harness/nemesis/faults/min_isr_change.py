@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from elr_harness.core.errors import HarnessError
 from elr_harness.core.history import RESTORE, Fault
 from elr_harness.nemesis.faults.base import (
     CONFIG,
@@ -30,6 +29,7 @@ from elr_harness.nemesis.faults.base import (
     NotNow,
     Undo,
     Use,
+    end_each,
     read_with_tools,
     record_change,
     why,
@@ -69,14 +69,9 @@ def restore(injector: Injector, topic: str | None, step: str | None = None,
 
 
 def _restore_all(injector: Injector, said: dict[str, Any]) -> None:
-    errors = []  # each change is put back even when another one could not be
-    for topic in sorted(_changes(injector), key=lambda t: (t is not None, t or "")):
-        try:
-            restore(injector, topic, **said)
-        except HarnessError as err:
-            errors.append(err.message)
-    if errors:
-        raise HarnessError("; ".join(errors))
+    """The cluster default first, then each topic's own."""
+    topics = sorted(_changes(injector), key=lambda t: (t is not None, t or ""))
+    end_each(topics, lambda topic: restore(injector, topic, **said))
 
 
 def draw(mix: Mix, current_value: int) -> int | None:

@@ -12,12 +12,8 @@ from elr_harness.nemesis.faults.base import (
     Capability,
     FaultPackage,
     Injector,
-    Mix,
-    Undo,
-    Use,
     detail_of,
-    role_of,
-    why,
+    on_one_node,
 )
 from elr_harness.nemesis.targets import Role
 
@@ -31,16 +27,7 @@ def pause(injector: Injector, name: str, step: str | None = None,
                            lambda: injector.freeze(name))
 
 
-def inject(mix: Mix, package: FaultPackage) -> Undo:
-    role = role_of(mix, package)
-    target, detail = mix.target(role), why(package, role)
-    pause(mix.injector, target, detail=detail, kind=package.recorded)
-    return lambda: mix.injector.resume(target, detail=detail)
-
-
-def act(use: Use, target: str) -> Undo:
-    pause(use.injector, target, use.step, use.detail)
-    return lambda: use.injector.resume(target, **use.said())
+inject, act = on_one_node(pause, Fault.PAUSE, lambda injector: injector.resume)
 
 
 #: How a report draws a freeze (bounce-leader's too).

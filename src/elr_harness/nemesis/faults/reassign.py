@@ -33,6 +33,7 @@ from elr_harness.nemesis.faults.base import (
     Undo,
     Use,
     detail_of,
+    end_each,
     role_of,
     why,
 )
@@ -193,14 +194,7 @@ def end(injector: Injector, topic: str, partition: int, step: str | None = None,
 
 
 def _end_all(injector: Injector, said: dict[str, Any]) -> None:
-    errors = []
-    for topic, partition in sorted(in_force(injector)):
-        try:
-            end(injector, topic, partition, **said)
-        except HarnessError as err:
-            errors.append(err.message)
-    if errors:
-        raise HarnessError("; ".join(errors))
+    end_each(sorted(in_force(injector)), lambda key: end(injector, *key, **said))
 
 
 def inject(mix: Mix, package: FaultPackage) -> Undo | None:

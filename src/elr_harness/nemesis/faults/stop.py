@@ -13,33 +13,21 @@ from elr_harness.nemesis.faults.base import (
     Capability,
     FaultPackage,
     Injector,
-    Mix,
-    Undo,
-    Use,
     detail_of,
-    role_of,
-    why,
+    on_one_node,
 )
 from elr_harness.nemesis.targets import Role
 
 
 def stop(injector: Injector, name: str, step: str | None = None,
-         detail: dict[str, Any] | None = None) -> dict[str, Any]:
+         detail: dict[str, Any] | None = None, kind: Fault | str = Fault.STOP
+         ) -> dict[str, Any]:
     """SIGTERM `name`'s Kafka and wait until it is gone."""
-    return injector.record(Fault.STOP, [name], detail_of(step, detail),
+    return injector.record(kind, [name], detail_of(step, detail),
                            lambda: {"pid": injector.take_down(name, "TERM")})
 
 
-def inject(mix: Mix, package: FaultPackage) -> Undo:
-    role = role_of(mix, package)
-    target, detail = mix.target(role), why(package, role)
-    stop(mix.injector, target, detail=detail)
-    return lambda: mix.injector.start(target, detail=detail)
-
-
-def act(use: Use, target: str) -> Undo:
-    stop(use.injector, target, use.step, use.detail)
-    return lambda: use.injector.start(target, **use.said())
+inject, act = on_one_node(stop, Fault.STOP, lambda injector: injector.start)
 
 
 PACKAGE = FaultPackage(
