@@ -5,29 +5,35 @@ budget (at most one broker's unflushed data a round, only from a full ISR, min
 ISR >= 2 and ELR on), its deadline, and that one seed gives one schedule.
 
 The faults go through the real FaultInjector and the kinds' own modules, over
-fake nodes (tests/fakes.py); the model moves on each fault's `ok` line, as the
-observer would see a cluster move."""
+fake nodes (tests/fakes.py) and a fake wire for reassignments; the model moves on
+each fault's `ok` line, as the observer would see a cluster move."""
 
 from __future__ import annotations
 
+import struct
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
-from fakes import AnsweringRecorder, FakeAdmin, FakePageCache, cluster_of
+from fakes import AnsweringRecorder, FakeAdmin, FakeObserver, FakePageCache, cluster_of, specs
 
-from elr_harness.cluster import reassignments
 from elr_harness.cluster.observe import PartitionState
+from elr_harness.cluster.wire_codec import compact_string
 from elr_harness.core.config import GuidedConfig
 from elr_harness.core.history import COVERAGE_STATES
+from elr_harness.nemesis.faults.disk_fault import DiskFaultSettings
+from elr_harness.nemesis.faults.slow_network import SlowNetworkSettings
 from elr_harness.nemesis.guided import Guided
 from elr_harness.nemesis.injector import FaultInjector
 from elr_harness.nemesis.registry import parse_nemesis
 from elr_harness.nemesis.targets import Topology
 
 BROKERS = {f"broker-{i}": i for i in (1, 2, 3)}
+#: Each broker's address as a reassignment reaches it (the fake cluster's bootstrap).
+ADDRESSES = {f"{s.address}:9092": s.node_id for s in specs() if s.name in BROKERS}
 CONTROLLERS = {f"controller-{i}" for i in (1, 2, 3)}
 TOPOLOGY = Topology(BROKERS, {f"controller-{i}": 1000 + i for i in (1, 2, 3)})
 FAST = GuidedConfig(min_round_s=1.0, min_hold_s=0.0, max_hold_s=0.0, recovery_s=0.0,
@@ -115,38 +121,60 @@ class World:
         self.cut = deaf
 
 
-class FakeObserver:
-    def __init__(self, world: World) -> None:
-        self.world = world
-
-    def latest(self) -> list[PartitionState]:
-        return [self.world.state()]
-
-    def wait_for(self, predicate, timeout_s: float):  # noqa: ANN001 - the Observer protocol
-        states = self.latest()
-        return states if predicate(states) else None
+#: The controller's answer to an AlterPartitionReassignments request for t-0: no
+#: error (a start is accepted, an end finds it under way and cancels it).
+ACCEPTED = (struct.pack(">i", 1) + b"\x00" + struct.pack(">ih", 0, 0) + b"\x00"
+            + b"\x02" + compact_string("t") + b"\x02" + struct.pack(">ih", 0, 0)
+            + b"\x00\x00\x00\x00")
 
 
-@pytest.fixture(autouse=True)
-def _reassignments_answer(monkeypatch) -> None:
-    """Kafka's answer to a reassignment (the wire requests are test_fault_reassign's):
-    accepted, and cancelled at its end."""
-    monkeypatch.setattr(reassignments, "execute", lambda *args, **kwargs: None)
-    monkeypatch.setattr(reassignments, "cancel",
-                        lambda *args, **kwargs: reassignments.Outcome.CANCELLED)
+@dataclass
+class Wire:
+    """The connections a reassignment opens from the host (cluster.reassignments; its
+    requests byte for byte are test_fault_reassign's): every one answered ACCEPTED.
+    Keeps, for each request, the broker it went to and whether the model had that
+    broker fenced then (a fenced broker cannot forward it to the controller)."""
+
+    world: World
+    sent: list[tuple[int, bool]] = field(default_factory=list)
+
+    def __call__(self, address: str, timeout_s: float) -> WireConnection:
+        return WireConnection(self, ADDRESSES[address])
+
+
+@dataclass
+class WireConnection:
+    wire: Wire
+    broker: int
+
+    def connect(self) -> None:
+        pass
+
+    def request(self, build: Callable[[int], bytes]) -> bytes:
+        build(1)
+        self.wire.sent.append((self.broker, self.broker in self.wire.world.fenced))
+        return ACCEPTED
+
+    def close(self) -> None:
+        pass
 
 
 def _guided(seed: int = 7, reached=(), world: World | None = None, min_isr: int = 2,
-            config: GuidedConfig = FAST) -> tuple[Guided, FaultInjector, World]:
+            config: GuidedConfig = FAST, others: Sequence[PartitionState] = (),
+            faults: dict[str, Any] | None = None) -> tuple[Guided, FaultInjector, World]:
+    """A guided schedule over the model's partition t-0 (and `others`, observed as they
+    are), its faults through a real FaultInjector over fake nodes."""
     world = world or World(min_isr=min_isr)
     cluster = cluster_of()
     cluster.leader = 1002
     recorder = AnsweringRecorder(world.answer)
     injector = FaultInjector(cluster, recorder, page_cache=FakePageCache(),  # type: ignore[arg-type]
-                             admin=FakeAdmin(min_isrs={None: min_isr}))  # type: ignore[arg-type]
+                             admin=FakeAdmin(min_isrs={None: min_isr}),  # type: ignore[arg-type]
+                             connect=Wire(world))
     world.injector = injector
-    guided = Guided(injector, FakeObserver(world), [("t", 1)], seed, 3, min_isr, config,
-                    reached=reached, log=lambda _m: None, topology=TOPOLOGY,
+    observer = FakeObserver(lambda: [world.state(), *others])
+    guided = Guided(injector, observer, [("t", 1)], seed, 3, min_isr, config,
+                    reached=reached, faults=faults, log=lambda _m: None, topology=TOPOLOGY,
                     active_controller=lambda: 1002)
     return guided, injector, world
 
@@ -181,6 +209,18 @@ def test_the_first_rounds_aim_at_every_state_once_and_reach_each_in_the_model():
     assert injector.grudge == {} and injector.down == set() and injector.paused == set()
 
 
+@pytest.mark.parametrize("aim", COVERAGE_STATES)
+def test_each_states_recipe_reaches_it_in_the_model_whatever_the_seed_draws(aim):
+    """Every way a round may draw (the kinds by capability, the roles, the fallbacks
+    within the budget) gets to its state: F2 is never cut when F1's end heals every
+    cut, never shut down uncleanly when it is to be elected, ..."""
+    for seed in range(24):
+        guided, injector, _ = _guided(seed)
+        done = guided.play(aim)
+        assert done.reached and done.error is None and done.skipped is None, (seed, done)
+        assert injector.grudge == {} and injector.down == set() and injector.paused == set()
+
+
 def test_states_reached_before_are_aimed_at_last():
     left = ("elected-from-elr", "reassign-while-below-min-isr")
     guided, _, _ = _guided(reached=[s for s in COVERAGE_STATES if s not in left])
@@ -212,6 +252,8 @@ def test_a_round_drops_at_most_one_brokers_data_and_only_within_the_budget():
         _rounds(guided, 12)
         drops = _drops(injector)
         assert len(drops) == len(set(drops)), drops
+        # the round's own record of its budget says the same as its lines
+        assert sorted(drops) == [r.number for r in guided.rounds if r.dropped_data]
         dropped += drops
     assert dropped, "no seed ever dropped data: the budget rule was never exercised"
 
@@ -232,7 +274,16 @@ def test_a_round_that_drops_data_shuts_no_other_broker_down_uncleanly():
     assert checked
 
 
+def _short(isr: tuple[int, ...]) -> PartitionState:
+    """Another observed partition (no round aims at it), with this ISR."""
+    return PartitionState("u", 0, isr[0], 1, isr, (), (), 10, replicas=(1, 2, 3),
+                          fenced=(), min_isr=2, elr_feature=1)
+
+
 def test_no_data_is_dropped_with_min_isr_1_elr_off_or_no_full_isr_to_start_from():
+    """Not even tried: the kinds that drop data refuse while ELR is off, and a
+    round that tried one anyway would fail (an error) instead of falling back."""
+    controls = []
     for seed in range(8):
         guided, injector, _ = _guided(seed, min_isr=1)
         _rounds(guided, 12)
@@ -242,6 +293,16 @@ def test_no_data_is_dropped_with_min_isr_1_elr_off_or_no_full_isr_to_start_from(
             injector.protection_off = True
             _rounds(guided, 1)
         assert _drops(injector) == []
+        assert [r.error for r in guided.rounds if r.error] == []
+        # another observed partition short of a full ISR: not a full ISR everywhere
+        guided, injector, _ = _guided(seed, others=[_short((1, 2))])
+        _rounds(guided, 12)
+        assert _drops(injector) == [] and not any(r.dropped_data for r in guided.rounds)
+        # the control: the same seed, that partition's ISR full
+        guided, injector, _ = _guided(seed, others=[_short((1, 2, 3))])
+        _rounds(guided, 12)
+        controls += _drops(injector)
+    assert controls, "no seed dropped data even from a full ISR: the cases above say nothing"
 
 
 def test_a_round_without_a_full_isr_to_start_from_does_nothing_but_heal():
@@ -317,3 +378,71 @@ def test_the_elr_member_to_be_elected_is_never_shut_down_uncleanly():
         assert done.reached, done
         ways.add(done.ways["F2"])
     assert ways and not ways & UNCLEAN, ways
+
+
+def test_each_follower_meets_the_kind_its_round_names_on_its_own_broker():
+    """The faults a round makes: F1 then F2 taken away, each by the kind the round
+    names for it (Round.ways, drawn by capability), on that role's broker."""
+    kinds = set()
+    for seed in range(12):
+        guided, injector, _ = _guided(seed)
+        done = guided.play("elr-not-empty")
+        assert done.reached and done.error is None, done
+        assert set(done.ways) == {"F1", "F2"}
+        away = [(kind, nodes, d["step"]) for kind, nodes, d in faults(injector, "invoke")
+                if d["step"].endswith(" away")]
+        assert [(kind, step) for kind, _, step in away] == [
+            (done.ways["F1"], "guided-1:F1 away"), (done.ways["F2"], "guided-1:F2 away")]
+        assert done.roles["F1"] in away[0][1] and done.roles["F2"] in away[1][1], away
+        kinds |= set(done.ways.values())
+    assert len(kinds) >= 4, kinds  # the draws are not stuck on one kind
+
+
+def test_a_reassignment_is_asked_of_a_broker_that_hears_the_controllers():
+    """A round below min ISR reassigns while F1 and F2 are away: its requests (the
+    start, and the cancel at the round's end) go to a broker the model has
+    unfenced, passing over broker-1 (the first asked, a follower here) when it is
+    away."""
+    passed_over = 0
+    for seed in range(12):
+        guided, injector, _ = _guided(seed, world=World(leader=3))
+        done = guided.play("reassign-while-below-min-isr")
+        assert done.reached and done.error is None, done
+        assert [kind for kind, _, _ in faults(injector) if kind.startswith("reassign")] \
+            == ["reassign", "reassign-end"]
+        sent = injector.connect.sent  # type: ignore[attr-defined]
+        assert len(sent) == 2 and not any(fenced for _, fenced in sent), sent
+        passed_over += any(broker != 1 for broker, _ in sent)
+    assert passed_over
+
+
+def test_each_kinds_settings_reach_its_use():
+    """Guided(faults=...): a kind's settings are the ones it acts with; a kind not
+    named acts with its defaults."""
+    slow = SlowNetworkSettings(away_rate_kbit=8, away_loss=0.5)
+    disk = DiskFaultSettings(drop_on_failed_fsync=False)
+    default = SlowNetworkSettings()
+    for chosen, rate, loss, may_drop in ((None, default.away_rate_kbit, default.away_loss, True),
+                                         ({"slow-network": slow, "disk-fault": disk}, 8, 0.5,
+                                          False)):
+        slowed, disk_faults = [], []
+        for seed in range(12):
+            guided, injector, _ = _guided(seed, faults=chosen)
+            _rounds(guided, 12)
+            slowed += [(d["rate_kbit"], d["loss"]) for kind, _, d in faults(injector)
+                       if kind == "slow-network"]
+            disk_faults += [d["dropped"] for kind, _, d in faults(injector)
+                            if kind == "disk-fault"]
+        assert slowed and set(slowed) == {(rate, loss)}
+        assert disk_faults and any(disk_faults) is may_drop, disk_faults
+
+
+def test_no_round_fails_on_the_injectors_own_rules():
+    """A round draws only what the kinds let it do together (F1 and F2 overlap: two
+    slow networks at once are refused, so F2 never draws F1's)."""
+    failed = []
+    for seed in range(40):
+        guided, _, _ = _guided(seed)
+        _rounds(guided, 12)
+        failed += [(seed, r.number, r.ways, r.error) for r in guided.rounds if r.error]
+    assert failed == []

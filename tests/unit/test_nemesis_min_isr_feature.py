@@ -418,3 +418,30 @@ def test_the_final_heal_puts_back_every_change_even_when_one_cannot_be(tools):
     assert changes(injector, "feature-change") == {ELR_FEATURE: (1, 0)}
     assert changes(injector, "min-isr-change") == {}
     assert injector.protection_off, "ELR may still be off: no data-dropping fault meanwhile"
+
+
+def test_a_schedules_feature_change_waits_as_a_mixs_does_until_a_loss_is_over(tools):
+    """A guided round's ELR downgrade (act) keeps the mix's rule: not while a broker
+    that lost unflushed data is down, nor after a loss until every ISR is full."""
+    import random
+
+    from elr_harness.nemesis.faults.base import NotNow, Use
+    from elr_harness.nemesis.targets import Topology
+
+    injector, recorder, nodes = tools
+    use = Use(injector, Topology.of(n for n in nodes.values()), random.Random(1), None,
+              threading.Event(), "round")
+    act = PACKAGES["feature-change"].act
+    injector.lost_page_cache.add("broker-2")
+    with pytest.raises(NotNow, match="broker-2 lost its page cache"):
+        act(use, None, states=FULL)
+    injector.lost_page_cache.clear()
+    injector.page_cache_losses = 1
+    with pytest.raises(NotNow, match="not every ISR is full again"):
+        act(use, None, states=SHRUNK)
+    assert recorder.lines == []  # nothing recorded, nothing changed
+    undo = act(use, None, states=FULL)
+    assert injector.protection_off and changes(injector, "feature-change") == {
+        ELR_FEATURE: (1, 0)}
+    undo()
+    assert not injector.protection_off and changes(injector, "feature-change") == {}

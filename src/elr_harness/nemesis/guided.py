@@ -363,7 +363,7 @@ class _Recipe:
         if not self._elr_held():
             return
         package = one_with(C.CHANGES_ELR_FEATURE)
-        self._act(package, "feature", None, to=0)
+        self._act(package, "feature", None, states=self.g.observer.latest(), to=0)
         self.done.ways["cluster"] = package.name
         self._hold()
 
@@ -376,9 +376,12 @@ class _Recipe:
         self.undo_f1 = self._away("F1", self.f1, AWAY)
         self._wait("F1 out of the ISR", lambda s: self.f1 not in s.isr)
         ways = f2_ways or (FENCED_AWAY if fenced else AWAY)
-        if PACKAGES[self.done.ways["F1"]].can(C.ENDS_WITH_EVERY_CUT):
+        first = PACKAGES[self.done.ways["F1"]]
+        if first.can(C.ENDS_WITH_EVERY_CUT):
             # F1 comes back alone (a heal ends every cut): F2 is kept away otherwise
             ways = tuple(w for w in ways if not w.can(C.ENDS_WITH_EVERY_CUT))
+        if first.can(C.ONE_IN_FORCE):  # F1's is in force until its end: another for F2
+            ways = tuple(w for w in ways if w is not first)
         self.undo_f2 = self._away("F2", self.f2, ways)
         seen = self._wait("ISR below min ISR",
                           lambda s: len(s.isr) < self.g.min_insync_replicas)

@@ -11,9 +11,10 @@ data is down, or before every ISR is full again after such a loss
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from elr_harness.core.errors import HarnessError
+from elr_harness.cluster.observe import PartitionState
 from elr_harness.core.history import ELR_FEATURE, RESTORE, Fault
 from elr_harness.nemesis.faults.base import (
     CONFIG,
@@ -26,6 +27,7 @@ from elr_harness.nemesis.faults.base import (
     NotNow,
     Undo,
     Use,
+    end_each,
     loss_outstanding,
     read_with_tools,
     record_change,
@@ -81,14 +83,7 @@ def restore(injector: Injector, feature: str, step: str | None = None,
 
 
 def _restore_all(injector: Injector, said: dict[str, Any]) -> None:
-    errors = []
-    for feature in sorted(_changes(injector)):
-        try:
-            restore(injector, feature, **said)
-        except HarnessError as err:
-            errors.append(err.message)
-    if errors:
-        raise HarnessError("; ".join(errors))
+    end_each(sorted(_changes(injector)), lambda feature: restore(injector, feature, **said))
 
 
 def inject(mix: Mix, package: FaultPackage) -> Undo | None:
@@ -106,11 +101,15 @@ def inject(mix: Mix, package: FaultPackage) -> Undo | None:
     return lambda: restore(mix.injector, ELR_FEATURE, detail=detail)
 
 
-def act(use: Use, target: None, to: int = 0) -> Undo:
-    """The ELR feature turned to `to` from the level it has now."""
+def act(use: Use, target: None, states: Sequence[PartitionState], to: int = 0) -> Undo:
+    """The ELR feature turned to `to` from the level it has now; not while a loss of
+    unflushed data is not over in `states` (the observed partitions), as a mix."""
+    reason = loss_outstanding(use.injector, states, use.replication_factor)
+    if reason:
+        raise NotNow(f"{PACKAGE.name}: {reason} (fault budget)")
     was = level(use.injector, ELR_FEATURE)
-    if not was or use.injector.lost_page_cache:
-        raise NotNow(f"{ELR_FEATURE} is at {was}, or a loss is not over")
+    if not was:
+        raise NotNow(f"{ELR_FEATURE} is at {was} (ELR is off)")
     use.notes["feature"] = f"{ELR_FEATURE}: {was} -> {to}"
     change(use.injector, ELR_FEATURE, to, was, use.step, use.detail)
     return lambda: restore(use.injector, ELR_FEATURE, **use.said())
