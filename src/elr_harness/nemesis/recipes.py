@@ -1,0 +1,423 @@
+"""The recipe of each KIP-966 state a guided round (nemesis.guided) aims at, and
+the fault budget every round keeps.
+
+A recipe plays on one partition, its leader L and its followers F1, F2:
+
+- F1 and F2 are taken away one after the other, each in a way drawn from the
+  kinds that take a broker out of the ISR (by capability: partition, isolate
+  from the controllers, pause, stop, kill, slow network, ...), so the ISR
+  shrinks below min ISR and, ELR on, F2 joins the ELR;
+- then, while F2 stays away (the faults overlap), the state's own step: the
+  leader L shut down (kill, a page-cache loss, stop, or a bounce past its
+  session timeout; then F1 comes back, so that a broker hearing the controllers
+  answers the observer), an ELR member brought back, L restarted uncleanly while
+  F2 is still fenced, a min ISR or ELR feature change, a controller failover, a
+  reassignment, a disk fault;
+- each step waits (bounded) for the observed state it leads to, as the scripted
+  scenarios do, and the round holds the state reached for a drawn while.
+
+The fault budget: a round drops unflushed data (a page-cache loss, or a disk
+fault that drops) on one broker at most, and only when it started from a full
+ISR of every observed partition, the topics' min ISR is at least 2 and the ELR
+feature is on; and a round that drops data makes at most min ISR - 1 unclean
+shutdowns in all, kills included. KIP-966 promises "no data loss ... when we
+only have min ISR - 1 unclean shutdowns": a killed broker keeps its page cache,
+but the controller cannot tell, takes it out of the ELR when it registers, and
+with the ELR empty elects the last known leader, which may be the one that lost
+its data (a soak's guided run, F2 killed then L's power lost, lost 66 acks=all
+writes that way, as designed). A round never lowers min ISR and drops data. So
+a run stays within KIP-966's promise, and any acks=all loss it causes is a
+Kafka bug.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from elr_harness.cluster.observe import PartitionState
+from elr_harness.core.config import GuidedConfig
+from elr_harness.core.history import COVERAGE_STATES
+from elr_harness.nemesis.faults import PACKAGES, FaultPackage, with_capabilities
+from elr_harness.nemesis.faults.base import Capability as C
+from elr_harness.nemesis.faults.base import Undo, Use, settings_of
+from elr_harness.nemesis.scenarios.base import Observer
+from elr_harness.nemesis.targets import Role, Topology, choose_target
+
+
+class Schedule(Protocol):
+    """What a recipe reads of the schedule that plays it (nemesis.guided.Guided)."""
+
+    injector: Any
+    observer: Observer
+    rng: random.Random
+    config: GuidedConfig
+    partitions: list[tuple[str, int]]
+    topology: Topology
+    replication_factor: int
+    min_insync_replicas: int
+    #: each kind's settings (RunConfig.faults)
+    faults: dict[str, Any]
+    stop_event: threading.Event
+
+    def active_controller(self) -> int | None: ...
+
+    def hold_s(self) -> float: ...
+
+    def may_drop_data(self) -> bool: ...
+
+#: The kinds a round draws from, by what they can do (nemesis.faults.base.Capability),
+#: never by name: how a follower is taken out of the ISR (its end brings it back;
+#: none that drops data: a round keeps its own budget for that), and which of
+#: those keep it fenced (a slowed broker still heartbeats: it stays registered and
+#: unfenced) and its process running (a later shutdown reaches it).
+AWAY = with_capabilities(C.TAKES_OUT_OF_ISR, without=(C.DROPS_UNFLUSHED_DATA,))
+FENCED_AWAY = with_capabilities(C.TAKES_OUT_OF_ISR, C.KEEPS_FENCED,
+                                without=(C.DROPS_UNFLUSHED_DATA,))
+RUNNING_AWAY = with_capabilities(C.TAKES_OUT_OF_ISR, C.KEEPS_FENCED, C.KEEPS_RUNNING,
+                                 without=(C.DROPS_UNFLUSHED_DATA,))
+#: Fenced away and back without an unclean shutdown: an ELR member that registers
+#: after one is taken out of the ELR, so it could not be elected from it.
+CLEANLY_FENCED_AWAY = with_capabilities(C.TAKES_OUT_OF_ISR, C.KEEPS_FENCED,
+                                        without=(C.DROPS_UNFLUSHED_DATA, C.UNCLEAN_SHUTDOWN))
+#: How the leader stops leading; the unclean ones leave no clean-shutdown marker.
+DOWN = with_capabilities(C.STOPS_LEADING)
+UNCLEAN_DOWN = with_capabilities(C.STOPS_LEADING, C.UNCLEAN_SHUTDOWN)
+#: What a round falls back to when the budget forbids the drawn kind: an unclean
+#: shutdown that keeps the data, then a clean one.
+UNCLEAN_KEEPING_DATA = with_capabilities(C.SHUTS_DOWN, C.UNCLEAN_SHUTDOWN,
+                                         without=(C.DROPS_UNFLUSHED_DATA,))
+CLEAN_SHUTDOWN = with_capabilities(C.SHUTS_DOWN, without=(C.UNCLEAN_SHUTDOWN,))
+#: How the active controller is made to give up leadership.
+FAILOVER = with_capabilities(C.FAILS_OVER_CONTROLLER)
+
+
+def one_with(capability: C) -> FaultPackage:
+    """The first kind of the registry that can do `capability` (a step that needs
+    exactly one thing done, e.g. a min ISR change)."""
+    return with_capabilities(capability)[0]
+
+
+@dataclass
+class Round:
+    """What one round aimed at and did, for test.json's nemesis_result."""
+
+    aim: str
+    #: 1, 2, ... in the run
+    number: int
+    partition: str = ""
+    roles: dict[str, str] = field(default_factory=dict)
+    #: the fault kind each role (F1, F2, L, the active controller, ...) met
+    ways: dict[str, str] = field(default_factory=dict)
+    #: what else the round drew (the min ISR or feature change, the reassignment)
+    notes: dict[str, str] = field(default_factory=dict)
+    #: the waits of the round, in order: (what, seen in time)
+    waits: list[tuple[str, bool]] = field(default_factory=list)
+    #: whether the wait for the aimed state itself saw it
+    reached: bool = False
+    #: why the round did not play (no full ISR to start from, ...)
+    skipped: str | None = None
+    #: a fault that failed (the injector recorded it as info), which ended the round
+    error: str | None = None
+    dropped_data: bool = False
+
+    @property
+    def detail(self) -> dict[str, Any]:
+        """What every fault line of the round carries: its aim and number."""
+        return {"aim": self.aim, "guided": self.number}
+
+    def step(self, what: str) -> str:
+        return f"guided-{self.number}:{what}"
+
+
+class Recipe:
+    """One round's faults and waits, on one partition and its roles."""
+
+    def __init__(self, guided: Schedule, done: Round) -> None:
+        self.g = guided
+        self.done = done
+        self.injector = guided.injector
+        self.rng = guided.rng
+        self.topic, self.partition = self.rng.choice(guided.partitions)
+        self.detail = done.detail
+
+    # -- the recipe of each state ------------------------------------------------
+
+    def play(self) -> None:
+        start = self._state_when(lambda s: s.leader >= 0 and
+                                 len(s.isr) >= self.g.replication_factor,
+                                 self.g.config.recovery_s)
+        if start is None or len(start.isr) < 3:
+            self.done.skipped = "no full ISR of three replicas to start from"
+            return
+        self.may_drop = self.g.may_drop_data()
+        #: the round's unclean shutdowns of brokers so far (kills, page-cache losses)
+        self.unclean = 0
+        followers = [b for b in start.isr if b != start.leader]
+        self.rng.shuffle(followers)
+        self.leader, self.f1, self.f2 = start.leader, followers[0], followers[1]
+        self.done.partition = f"{self.topic}-{self.partition}"
+        self.done.roles = {"L": self._name(self.leader), "F1": self._name(self.f1),
+                           "F2": self._name(self.f2)}
+        RECIPES[self.done.aim](self)
+
+    def _isr_below_min_isr(self) -> None:
+        self._below(aim_seen=True)
+
+    def _elr_not_empty(self) -> None:
+        self._elr_held()
+
+    def _elr_held(self) -> bool:
+        """The ISR below min ISR and, ELR on, the ELR not empty (held when seen)."""
+        self._below()
+        return self._reach("ELR not empty", lambda s: bool(s.elr))
+
+    def _leaderless_with_elr(self) -> None:
+        self._below()
+        self._leader_down(DOWN)
+        self._reach("no leader, ELR not empty", lambda s: s.leader == -1 and bool(s.elr))
+
+    def _last_known_elr_not_empty(self) -> None:
+        self._below()
+        self._leader_down(DOWN)
+        self._reach("LastKnownELR not empty", lambda s: bool(s.last_known_elr))
+
+    def _elected_from_elr(self) -> None:
+        self._below(f2_ways=CLEANLY_FENCED_AWAY)
+        self._leader_down(DOWN)
+        self._wait("no leader, F2 in the ELR", lambda s: s.leader == -1 and
+                   self.f2 in (s.elr or ()))
+        self.undo_f2()
+        self._reach("F2 elected from the ELR", lambda s: s.leader == self.f2)
+
+    def _unclean_shutdown_of_elr_member(self) -> None:
+        if self.rng.random() < 0.5:
+            # the ELR member F2 itself, while it is away (and still running)
+            self._below(f2_ways=RUNNING_AWAY)
+            if self._reach("F2 in the ELR", lambda s: self.f2 in (s.elr or ()), hold=False):
+                self._down("F2", self.f2, UNCLEAN_DOWN)
+                self._hold()
+        else:
+            self._below(fenced=True)
+            self._leader_down(UNCLEAN_DOWN)
+            self._reach("L in the ELR", lambda s: self.leader in (s.elr or ()))
+
+    def _leaderless_with_unclean_replica_unfenced(self) -> None:
+        self._below(fenced=True)
+        self._leader_down(UNCLEAN_DOWN)
+        self._wait("no leader", lambda s: s.leader == -1)
+        before = self._mine(self.g.observer.latest())
+        self.injector.start(self._name(self.leader), step=self._step("L restarts"),
+                            detail=self.detail)
+        self._reach("L unfenced, no leader, F2 fenced", lambda s: (
+            s.leader == -1 and s.fenced is not None and self.leader not in s.fenced
+            and self.f2 in s.fenced), fresh_after=before)
+
+    def _min_isr_change_with_elr(self) -> None:
+        if not self._elr_held():
+            return
+        rf = self.g.replication_factor
+
+        def choose(current: int) -> int:
+            choices = [m for m in (1, current + 1) if m != current and 1 <= m <= rf]
+            return self.rng.choice(choices or [current])
+
+        package = one_with(C.CHANGES_MIN_ISR)
+        self.done.ways["topic"] = package.name
+        self._act(package, "min ISR", None, topic=self.topic, choose=choose,
+                  fallback=self.g.min_insync_replicas)
+        self._hold()
+
+    def _controller_failover_with_elr(self) -> None:
+        if not self._elr_held():
+            return
+        controller = choose_target(Role.ACTIVE_CONTROLLER, [], self.g.topology, self.rng,
+                                   self.g.active_controller())
+        package = self.rng.choice(FAILOVER)
+        self.done.ways["controller"] = package.name
+        self._act(package, "failover", controller)
+        self._hold()
+
+    def _reassign_while_below_min_isr(self) -> None:
+        self._below()
+        state = self._state_when(lambda s: len(s.isr) < self.g.min_insync_replicas
+                                 and s.replicas is not None, self.g.config.wait_s)
+        if state is None:
+            return
+        package = one_with(C.REASSIGNS)
+        self.done.ways["replicas"] = package.name
+        self._act(package, "replicas", None, states=[state], role=Role.ELR)
+        self.done.reached = True  # judged at the fault: the ISR was below min ISR
+        self._hold()
+
+    def _disk_fault_of_isr_or_elr_member(self) -> None:
+        self._below()
+        if not self._reach("ISR below min ISR, L in it",
+                           lambda s: self.leader in s.isr and
+                           len(s.isr) < self.g.min_insync_replicas):
+            return
+        package = one_with(C.FAILS_A_LOG_DIR)
+        may_drop = self.rng.random() < 0.5 and self._unclean_allowed(drops=True)
+        self.done.ways["L"] = package.name
+        self._act(package, "disk", self._name(self.leader), may_drop=may_drop)
+        self._hold()
+
+    def _elr_feature_change_with_elr(self) -> None:
+        if not self._elr_held():
+            return
+        package = one_with(C.CHANGES_ELR_FEATURE)
+        self._act(package, "feature", None, states=self.g.observer.latest(), to=0)
+        self.done.ways["cluster"] = package.name
+        self._hold()
+
+    # -- steps -------------------------------------------------------------------
+
+    def _below(self, fenced: bool = False, aim_seen: bool = False,
+               f2_ways: Sequence[FaultPackage] | None = None) -> None:
+        """F1 then F2 away, in drawn ways (F2 in one that keeps it fenced when the
+        recipe needs it away from the controllers); wait for the ISR below min ISR."""
+        self.undo_f1 = self._away("F1", self.f1, AWAY)
+        self._wait("F1 out of the ISR", lambda s: self.f1 not in s.isr)
+        ways = f2_ways or (FENCED_AWAY if fenced else AWAY)
+        first = PACKAGES[self.done.ways["F1"]]
+        if first.can(C.ENDS_WITH_EVERY_CUT):
+            # F1 comes back alone (a heal ends every cut): F2 is kept away otherwise
+            ways = tuple(w for w in ways if not w.can(C.ENDS_WITH_EVERY_CUT))
+        if first.can(C.ONE_IN_FORCE):  # F1's is in force until its end: another for F2
+            ways = tuple(w for w in ways if w is not first)
+        self.undo_f2 = self._away("F2", self.f2, ways)
+        seen = self._wait("ISR below min ISR",
+                          lambda s: len(s.isr) < self.g.min_insync_replicas)
+        if aim_seen:
+            self.done.reached = seen
+            self._hold()
+
+    def _away(self, role: str, broker: int, ways: Sequence[FaultPackage]) -> Undo:
+        """Take `broker` out of the ISR in a drawn way; returns what brings it back.
+        An unclean shutdown beyond the round's budget becomes a clean one."""
+        package = self.rng.choice(ways)
+        if package.can(C.UNCLEAN_SHUTDOWN):
+            if self._unclean_allowed(drops=False):
+                self.unclean += 1
+            else:
+                package = CLEAN_SHUTDOWN[0]
+        self.done.ways[role] = package.name
+        return self._act(package, f"{role} away", self._name(broker),
+                         end_step=self._step(f"{role} back"))
+
+    def _leader_down(self, ways: Sequence[FaultPackage]) -> None:
+        """L shut down; then F1 (never in the ELR: it left while the ISR still held
+        min ISR members) comes back, so that a broker that hears the controllers
+        answers the observer while the partition has no leader."""
+        self._down("L", self.leader, ways)
+        self.undo_f1()
+
+    def _unclean_allowed(self, drops: bool) -> bool:
+        """Whether one more unclean shutdown (that `drops` unflushed data, or not)
+        keeps the round within KIP-966's promise: min ISR - 1 unclean shutdowns,
+        whatever kind (Kafka cannot tell a kill from a power loss: it takes both
+        out of the ELR at their registration), once the round drops data at all;
+        and one broker's data dropped at most, from a full ISR."""
+        if drops and (not self.may_drop or self.done.dropped_data):
+            return False
+        if not (drops or self.done.dropped_data):
+            return True  # no data dropped: a kill loses nothing
+        return self.unclean + 1 <= self.g.min_insync_replicas - 1
+
+    def _down(self, role: str, broker: int, ways: Sequence[FaultPackage]) -> None:
+        """Shut `broker` down in a drawn way: one that drops data only within the
+        budget (else an unclean shutdown that keeps it), an unclean one only within
+        it (else a clean one). The round's end (heal_all) brings it back."""
+        package = self.rng.choice(ways)
+        if package.can(C.DROPS_UNFLUSHED_DATA) and not self._unclean_allowed(drops=True):
+            package = UNCLEAN_KEEPING_DATA[0]
+        if package.can(C.UNCLEAN_SHUTDOWN) and not self._unclean_allowed(drops=False):
+            package = CLEAN_SHUTDOWN[0]
+        if package.can(C.UNCLEAN_SHUTDOWN):
+            self.unclean += 1
+        self.done.ways[role] = package.name
+        self._act(package, f"{role} down", self._name(broker))
+
+    def _act(self, package: FaultPackage, what: str, target: str | None,
+             end_step: str | None = None, **options: Any) -> Undo:
+        """`package` used on `target` as a step of the round: its lines carry the
+        step and the round's aim; what it noted goes to the round's notes (and
+        whether it dropped data to the round's budget). A use that cannot act now
+        skips the rest of the round (NotNow: nothing was recorded)."""
+        notes: dict[str, Any] = {}
+        use = Use(self.injector, self.g.topology, self.rng,
+                  settings_of(self.g.faults, package), self.g.stop_event, self._step(what),
+                  self.detail, self.g.replication_factor, notes, end_step)
+        try:
+            undo = package.act(use, target, **options)
+        finally:
+            self.done.dropped_data |= bool(notes.pop("dropped", False))
+            self.done.notes.update({k: str(v) for k, v in notes.items()})
+        return undo
+
+    def _hold(self) -> None:
+        self.g.stop_event.wait(self.g.hold_s())
+
+    def _mine(self, states: Sequence[PartitionState]) -> PartitionState | None:
+        return next((s for s in states
+                     if (s.topic, s.partition) == (self.topic, self.partition)), None)
+
+    def _state_when(self, predicate: Callable[[PartitionState], bool],
+                    timeout_s: float, fresh_after: PartitionState | None = None
+                    ) -> PartitionState | None:
+        """The round's partition in the first sample where `predicate` holds (a sample
+        other than `fresh_after`, when given: while every other broker is away the
+        latest sample may stay the one from before), within timeout_s; else None."""
+        def check(states: list[Any]) -> bool:
+            s = self._mine(states)
+            return s is not None and s is not fresh_after and predicate(s)
+
+        sample = self.g.observer.wait_for(check, timeout_s)
+        return None if sample is None else self._mine(sample)
+
+    def _wait(self, what: str, predicate: Callable[[PartitionState], bool],
+              fresh_after: PartitionState | None = None) -> bool:
+        seen = self._state_when(predicate, self.g.config.wait_s, fresh_after) is not None
+        self.done.waits.append((what, seen))
+        return seen
+
+    def _reach(self, what: str, predicate: Callable[[PartitionState], bool],
+               fresh_after: PartitionState | None = None, hold: bool = True) -> bool:
+        """The wait for the aimed state; held for a drawn while when seen."""
+        self.done.reached = self._wait(what, predicate, fresh_after)
+        if self.done.reached and hold:
+            self._hold()
+        return self.done.reached
+
+    def _name(self, broker: int) -> str:
+        name = self.g.topology.broker_name(broker)
+        if name is None:
+            raise RuntimeError(f"broker {broker} is no node of the cluster")
+        return name
+
+    def _step(self, what: str) -> str:
+        return self.done.step(what)
+
+
+#: The recipe of each KIP-966 state (harness.core.history.COVERAGE_STATES), by name:
+#: a state without one, or one renamed, fails at import, not silently in a run.
+RECIPES: dict[str, Callable[[Recipe], None]] = {
+    "isr-below-min-isr": Recipe._isr_below_min_isr,
+    "elr-not-empty": Recipe._elr_not_empty,
+    "leaderless-with-elr": Recipe._leaderless_with_elr,
+    "elected-from-elr": Recipe._elected_from_elr,
+    "last-known-elr-not-empty": Recipe._last_known_elr_not_empty,
+    "unclean-shutdown-of-elr-member": Recipe._unclean_shutdown_of_elr_member,
+    "leaderless-with-unclean-replica-unfenced":
+        Recipe._leaderless_with_unclean_replica_unfenced,
+    "min-isr-change-with-elr": Recipe._min_isr_change_with_elr,
+    "controller-failover-with-elr": Recipe._controller_failover_with_elr,
+    "reassign-while-below-min-isr": Recipe._reassign_while_below_min_isr,
+    "disk-fault-of-isr-or-elr-member": Recipe._disk_fault_of_isr_or_elr_member,
+    "elr-feature-change-with-elr": Recipe._elr_feature_change_with_elr,
+}
+if set(RECIPES) != set(COVERAGE_STATES):
+    raise ImportError(f"guided recipes {sorted(RECIPES)} != the states {COVERAGE_STATES}")
