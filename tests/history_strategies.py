@@ -272,8 +272,8 @@ class _Model:
             line["elr"] = [self.brokers[-1]]
         elif kind == "fenced":
             line["fenced"] = sorted(set(self.brokers) - self.alive)
-        elif kind == "fenced-leader":
-            line["fenced"] = [leader]
+        elif kind == "fenced-leader" and line["leader"] >= 0:  # [-1] would be malformed
+            line["fenced"] = [line["leader"]]
         elif kind == "lkelr-full" and isr:
             line["last_known_elr"] = [self.brokers[-1]]
         elif kind == "lkelr-bad":
