@@ -12,11 +12,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
+from fakes import FakeAdmin, FakePageCache, ListRecorder, cluster_of, specs
 
+from elr_harness.cluster import reassignments
 from elr_harness.cluster.observe import PartitionState
 from elr_harness.core.config import GuidedConfig
 from elr_harness.core.history import COVERAGE_STATES
+from elr_harness.nemesis.faults import slow_network
 from elr_harness.nemesis.guided import Guided
+from elr_harness.nemesis.injector import FaultInjector
 from elr_harness.nemesis.registry import parse_nemesis
 from elr_harness.nemesis.targets import Topology
 
@@ -75,98 +79,101 @@ class World:
         self.isr, self.elr = [1, 2, 3], []
 
 
-class FakeInjector:
-    """Writes down every fault with its detail; moves the world."""
+class Lines(ListRecorder):
+    """The injector's lines, kept; each fault once (its invoke) in `calls` as
+    (kind, target, detail); each fault in force (its `ok`) moves the world as
+    KRaft would."""
 
     def __init__(self, world: World) -> None:
+        super().__init__()
         self.world = world
         self.calls: list[tuple[str, Any, dict]] = []
         #: brokers a cut keeps away (a heal brings back these only)
         self.cut: set[int] = set()
-        self.elr_feature_off = False
-        self.lost_page_cache: set[str] = set()
 
-    def _log(self, kind: str, target: Any, detail: dict | None) -> None:
-        self.calls.append((kind, target, dict(detail or {})))
+    def record(self, **fields: Any) -> dict[str, Any]:
+        super().record(**fields)
+        if fields.get("f") != "fault":
+            return fields
+        kind, nodes, detail = str(fields["fault"]), fields["nodes"], fields.get("detail") or {}
+        if fields["type"] == "invoke":
+            self.calls.append((kind, _target(kind, nodes, detail), dict(detail)))
+        elif fields["type"] == "ok":
+            self._move(kind, nodes, detail)
+        return fields
 
-    def partition(self, grudge, step=None, kind="partition", detail=None) -> None:
-        self._log(str(kind), sorted(grudge), detail)
-        for name in grudge:
-            if name in BROKERS and len(grudge[name]) >= 3:  # cut from the controllers
-                self.cut.add(BROKERS[name])
-                self.world.leave(BROKERS[name])
+    def _move(self, kind: str, nodes: list[str], detail: dict) -> None:
+        brokers = [BROKERS[n] for n in nodes if n in BROKERS]
+        if kind in ("partition", "isolate-from-controllers", "one-way-partition"):
+            for name, peers in (detail.get("grudge") or {n: CONTROLLERS for n in nodes}).items():
+                # cut from the controllers (or no longer hearing them): fenced
+                if name in BROKERS and set(CONTROLLERS) <= set(peers) | set(
+                        detail.get("from") or ()):
+                    self.cut.add(BROKERS[name])
+                    self.world.leave(BROKERS[name])
+        elif kind == "heal":
+            for broker in sorted(self.cut):
+                self.world.back(broker)
+            self.cut.clear()
+        elif kind in ("kill", "page-cache-loss", "stop", "pause", "bounce-leader"):
+            for broker in brokers:
+                self.world.leave(broker)
+                if kind in ("kill", "page-cache-loss"):
+                    self.world.unclean.add(broker)
+        elif kind == "slow-network":
+            for broker in brokers:
+                self.world.leave(broker, fenced=False)
+        elif kind in ("start", "resume", "unthrottle"):
+            for broker in brokers:
+                self.world.back(broker)
 
-    def heal(self, step=None, detail=None) -> None:
-        self._log("heal", None, detail)
-        for broker in sorted(self.cut):
-            self.world.back(broker)
-        self.cut.clear()
 
-    def _down(self, kind: str, name: str, detail, unclean=False) -> None:
-        self._log(kind, name, detail)
-        self.world.leave(BROKERS[name])
-        if unclean:
-            self.world.unclean.add(BROKERS[name])
+CONTROLLERS = [f"controller-{i}" for i in (1, 2, 3)]
 
-    def kill(self, name, step=None, kind="kill", detail=None) -> None:
-        if name in BROKERS:
-            self._down(str(kind), name, detail, unclean=True)
-        else:
-            self._log(str(kind), name, detail)
 
-    def stop(self, name, step=None, detail=None) -> None:
-        self._down("stop", name, detail)
+def _target(kind: str, nodes: list[str], detail: dict) -> Any:
+    """What the fault acted on, as the tests below compare it."""
+    if kind == "disk-fault":
+        return (nodes[0], detail.get("dropped"))
+    if kind == "feature-change":
+        return (detail["feature"], detail["from"], detail["to"])
+    if kind == "min-isr-change":
+        return (detail["topic"], detail["from"], detail["to"])
+    if kind in ("reassign", "reassign-end"):
+        return (detail["topic"], detail["partition"], tuple(detail["to"]))
+    return nodes[0] if len(nodes) == 1 else sorted(nodes)
 
-    def pause(self, name, step=None, kind="pause", detail=None) -> None:
-        self._down(str(kind), name, detail)
 
-    def page_cache_loss(self, name, step=None, detail=None) -> None:
-        self._down("page-cache-loss", name, detail, unclean=True)
+class Rig(FaultInjector):
+    """The real injector over fake nodes (tests/fakes.py); `calls` lists its faults
+    and, at each heal_all, ("heal-all", step, detail) first."""
 
-    def slow_network(self, name, peers, rate_kbit, loss, step=None, detail=None) -> None:
-        self._log("slow-network", name, detail)
-        self.world.leave(BROKERS[name], fenced=False)
+    def __init__(self, world: World) -> None:
+        self.lines_kept = Lines(world)
+        super().__init__(cluster_of(specs(controllers=3, brokers=3)),  # type: ignore[arg-type]
+                         self.lines_kept, page_cache=FakePageCache({"t-0/0.log": 64}),  # type: ignore[arg-type]
+                         admin=FakeAdmin(min_isrs={None: None, "t": world.min_isr}))  # type: ignore[arg-type]
+        self.world = world
 
-    def _back(self, kind: str, name: str, detail) -> None:
-        self._log(kind, name, detail)
-        self.world.back(BROKERS[name])
+    @property
+    def calls(self) -> list[tuple[str, Any, dict]]:
+        return self.lines_kept.calls
 
-    def start(self, name, step=None, detail=None) -> None:
-        self._back("start", name, detail)
+    def heal_all(self, step: str = "final-heal", detail: dict[str, Any] | None = None) -> None:
+        self.calls.append(("heal-all", step, dict(detail or {})))
+        try:
+            super().heal_all(step, detail)
+        finally:
+            self.lines_kept.cut.clear()
+            self.world.heal_all()
 
-    def resume(self, name, step=None, detail=None) -> None:
-        self._back("resume", name, detail)
 
-    def unthrottle(self, name, step=None, detail=None) -> None:
-        self._back("unthrottle", name, detail)
-
-    def min_isr(self, topic):
-        return self.world.min_isr
-
-    def min_isr_change(self, topic, to, current, step=None, detail=None) -> None:
-        self._log("min-isr-change", (topic, current, to), detail)
-
-    def feature_level(self, feature):
-        return 1
-
-    def feature_change(self, feature, to, current, step=None, detail=None) -> None:
-        self._log("feature-change", (feature, current, to), detail)
-
-    def reassign(self, topic, partition, replicas, target, restore=False, step=None,
-                 detail=None) -> None:
-        self._log("reassign", (topic, partition, tuple(target)), detail)
-
-    def log_dirs(self) -> list[str]:
-        return ["/data/kafka-0", "/data/kafka-1"]
-
-    def disk_fault(self, name, directory, errno_name, operations, drop, step=None,
-                   detail=None) -> None:
-        self._log("disk-fault", (name, drop), detail)
-
-    def heal_all(self, step="final-heal", detail=None) -> None:
-        self._log("heal-all", step, detail)
-        self.cut.clear()
-        self.world.heal_all()
+@pytest.fixture(autouse=True)
+def _reassignments(monkeypatch) -> None:
+    """AlterPartitionReassignments answered as a controller would (no wire)."""
+    monkeypatch.setattr(reassignments, "execute", lambda *a, **k: None)
+    monkeypatch.setattr(reassignments, "cancel",
+                        lambda *a, **k: reassignments.Outcome.CANCELLED)
 
 
 class FakeObserver:
@@ -182,9 +189,9 @@ class FakeObserver:
 
 
 def _guided(seed: int = 7, reached=(), world: World | None = None, min_isr: int = 2,
-            config: GuidedConfig = FAST) -> tuple[Guided, FakeInjector, World]:
+            config: GuidedConfig = FAST) -> tuple[Guided, Rig, World]:
     world = world or World(min_isr=min_isr)
-    injector = FakeInjector(world)
+    injector = Rig(world)
     guided = Guided(injector, FakeObserver(world), [("t", 1)], seed, 3, min_isr, config,
                     reached=reached, log=lambda _m: None, topology=TOPOLOGY,
                     active_controller=lambda: 1002)
@@ -228,7 +235,7 @@ def test_one_seed_gives_one_schedule_and_another_seed_another():
     assert calls(3) != calls(4)
 
 
-def _drops(injector: FakeInjector) -> list[int]:
+def _drops(injector: Rig) -> list[int]:
     """The rounds that dropped unflushed data (a page-cache loss, a dropping disk fault)."""
     return [d["guided"] for kind, target, d in injector.calls
             if kind == "page-cache-loss" or (kind == "disk-fault" and target[1])]
@@ -267,7 +274,9 @@ def test_no_data_is_dropped_with_min_isr_1_elr_off_or_no_full_isr_to_start_from(
         _rounds(guided, 12)
         assert _drops(injector) == []
         guided, injector, _ = _guided(seed)
-        injector.elr_feature_off = True
+        # the ELR feature off for the whole run (no round turns it on and off)
+        injector.admin.levels["eligible.leader.replicas.version"] = 0  # type: ignore[attr-defined]
+        injector.protection_off = True
         _rounds(guided, 12)
         assert _drops(injector) == []
 
@@ -278,7 +287,8 @@ def test_a_round_without_a_full_isr_to_start_from_does_nothing_but_heal():
     guided, injector, _ = _guided(world=world)
     done = guided.play("elr-not-empty")
     assert done.skipped and not done.reached
-    assert [kind for kind, _, _ in injector.calls] == ["heal-all"]
+    # heal_all ends the network's cuts whatever is in force: its heal is the one line
+    assert [kind for kind, _, _ in injector.calls] == ["heal-all", "heal"]
 
 
 def test_the_schedule_stops_when_a_round_would_not_fit_before_the_deadline():
@@ -307,18 +317,21 @@ def test_guided_is_not_mixed_with_other_nemeses(text):
         parse_nemesis(text)
 
 
-def test_a_fault_that_fails_ends_its_round_not_the_schedule():
+def test_a_fault_that_fails_ends_its_round_not_the_schedule(monkeypatch):
     guided, injector, _ = _guided()
 
     def broken(*_args, **_kwargs):
         raise RuntimeError("the node did not answer")
 
-    injector.kill = injector.stop = injector.pause = broken
-    injector.partition = injector.slow_network = broken
+    # every way a follower is taken away fails once in force (its line says info)
+    for primitive in ("take_down", "freeze", "block"):
+        monkeypatch.setattr(injector, primitive, broken)
+    monkeypatch.setattr(slow_network, "_routes", broken)
     done = guided.play("elr-not-empty")
     assert done.error == "RuntimeError: the node did not answer" and not done.reached
-    assert injector.calls[-1][0] == "heal-all"  # the round still healed everything
+    heal_all = [i for i, call in enumerate(injector.calls) if call[0] == "heal-all"]
+    assert heal_all and heal_all[-1] > 0  # the round still healed everything
     assert "elr-not-empty" in guided.pending  # and its aim is tried again later
-    del injector.kill, injector.stop, injector.pause, injector.partition
-    del injector.slow_network
+    monkeypatch.undo()
+    monkeypatch.setattr(reassignments, "execute", lambda *a, **k: None)
     assert guided.play(guided.next_aim()).error is None

@@ -76,6 +76,10 @@ FENCED_AWAY = with_capabilities(C.TAKES_OUT_OF_ISR, C.KEEPS_FENCED,
                                 without=(C.DROPS_UNFLUSHED_DATA,))
 RUNNING_AWAY = with_capabilities(C.TAKES_OUT_OF_ISR, C.KEEPS_FENCED, C.KEEPS_RUNNING,
                                  without=(C.DROPS_UNFLUSHED_DATA,))
+#: ...and of those, the ones that leave Kafka's clean-shutdown marker (a broker
+#: that shut down uncleanly leaves the ELR when it registers: never elected from it).
+CLEAN_FENCED_AWAY = with_capabilities(C.TAKES_OUT_OF_ISR, C.KEEPS_FENCED,
+                                      without=(C.DROPS_UNFLUSHED_DATA, C.UNCLEAN_SHUTDOWN))
 #: How the leader stops leading; the unclean ones leave no clean-shutdown marker.
 DOWN = with_capabilities(C.STOPS_LEADING)
 UNCLEAN_DOWN = with_capabilities(C.STOPS_LEADING, C.UNCLEAN_SHUTDOWN)
@@ -276,7 +280,7 @@ class _Recipe:
         self._reach("LastKnownELR not empty", lambda s: bool(s.last_known_elr))
 
     def _elected_from_elr(self) -> None:
-        self._below(fenced=True)
+        self._below(fenced=True, f2_ways=CLEAN_FENCED_AWAY)
         self._leader_down(DOWN)
         self._wait("no leader, F2 in the ELR", lambda s: s.leader == -1 and
                    self.f2 in (s.elr or ()))
@@ -372,9 +376,13 @@ class _Recipe:
         self.undo_f1 = self._away("F1", self.f1, AWAY)
         self._wait("F1 out of the ISR", lambda s: self.f1 not in s.isr)
         ways = f2_ways or (FENCED_AWAY if fenced else AWAY)
-        if PACKAGES[self.done.ways["F1"]].can(C.ENDS_WITH_EVERY_CUT):
+        first = PACKAGES[self.done.ways["F1"]]
+        if first.can(C.ENDS_WITH_EVERY_CUT):
             # F1 comes back alone (a heal ends every cut): F2 is kept away otherwise
             ways = tuple(w for w in ways if not w.can(C.ENDS_WITH_EVERY_CUT))
+        if first.can(C.ONE_AT_A_TIME):
+            # a second one would be refused while F1's is in force
+            ways = tuple(w for w in ways if w is not first)
         self.undo_f2 = self._away("F2", self.f2, ways)
         seen = self._wait("ISR below min ISR",
                           lambda s: len(s.isr) < self.g.min_insync_replicas)

@@ -79,6 +79,9 @@ class Capability(StrEnum):
     REASSIGNS = "reassigns replicas"
     #: Fails a log directory of a running broker (act options: drop).
     FAILS_A_LOG_DIR = "fails a log dir"
+    #: Only one of the kind may be in force at a time (a second is refused until the
+    #: first ends): a schedule never uses it on two brokers at once.
+    ONE_AT_A_TIME = "one in force at a time"
 
 
 class HealPhase(IntEnum):
