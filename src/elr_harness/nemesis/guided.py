@@ -80,9 +80,11 @@ RUNNING_AWAY = with_capabilities(C.TAKES_OUT_OF_ISR, C.KEEPS_FENCED, C.KEEPS_RUN
 #: that shut down uncleanly leaves the ELR when it registers: never elected from it).
 CLEAN_FENCED_AWAY = with_capabilities(C.TAKES_OUT_OF_ISR, C.KEEPS_FENCED,
                                       without=(C.DROPS_UNFLUSHED_DATA, C.UNCLEAN_SHUTDOWN))
-#: How the leader stops leading; the unclean ones leave no clean-shutdown marker.
+#: How the leader stops leading; the unclean ones leave no clean-shutdown marker;
+#: those that keep its unflushed data (the ELR feature is turned off only then).
 DOWN = with_capabilities(C.STOPS_LEADING)
 UNCLEAN_DOWN = with_capabilities(C.STOPS_LEADING, C.UNCLEAN_SHUTDOWN)
+DOWN_KEEPING_DATA = with_capabilities(C.STOPS_LEADING, without=(C.DROPS_UNFLUSHED_DATA,))
 #: What a round falls back to when the budget forbids the drawn kind: an unclean
 #: shutdown that keeps the data, then a clean one.
 UNCLEAN_KEEPING_DATA = with_capabilities(C.SHUTS_DOWN, C.UNCLEAN_SHUTDOWN,
@@ -367,6 +369,19 @@ class _Recipe:
         self.done.ways["cluster"] = package.name
         self._hold()
 
+    def _elr_feature_change_while_leaderless(self) -> None:
+        """KIP-966's downgrade path (#53): the ELR feature turned off while the
+        partition has no leader (its LastKnownELR set); L goes down in a way that
+        keeps its data, as the feature is never turned off after a loss."""
+        self._below()
+        self._leader_down(DOWN_KEEPING_DATA)
+        if not self._reach("no leader", lambda s: s.leader == -1, hold=False):
+            return
+        package = one_with(C.CHANGES_ELR_FEATURE)
+        self._act(package, "feature", None, to=0)
+        self.done.ways["cluster"] = package.name
+        self._hold()
+
     # -- steps -------------------------------------------------------------------
 
     def _below(self, fenced: bool = False, aim_seen: bool = False,
@@ -513,6 +528,7 @@ RECIPES: dict[str, Callable[[_Recipe], None]] = {
     "reassign-while-below-min-isr": _Recipe._reassign_while_below_min_isr,
     "disk-fault-of-isr-or-elr-member": _Recipe._disk_fault_of_isr_or_elr_member,
     "elr-feature-change-with-elr": _Recipe._elr_feature_change_with_elr,
+    "elr-feature-change-while-leaderless": _Recipe._elr_feature_change_while_leaderless,
 }
 if set(RECIPES) != set(COVERAGE_STATES):
     raise ImportError(f"guided recipes {sorted(RECIPES)} != the states {COVERAGE_STATES}")
