@@ -107,18 +107,18 @@ def leaderless_spells(observations: list[dict], heal_time: int | None) -> list[d
             current["to"] = obs["time"]
             spells.append(current)
             current = None
-    if current is not None:
-        current["to"] = None
+    if current is not None:  # never led again: measured to the last observation
+        current["to"], current["ended"] = observations[-1]["time"], False
         spells.append(current)
     out = []
     for spell in spells:
         end = spell["to"]
         up = spell["all_up_from"]
         out.append({
-            "s": None if end is None else round((end - spell["from"]) / 1e9, 1),
-            "all_up_s": None if up is None or end is None else round((end - up) / 1e9, 1),
-            "at_s": round(spell["from"] / 1e9, 1),
-            "before_heal": end is not None and (heal_time is None or end < heal_time)})
+            "s": round((end - spell["from"]) / 1e9, 1),
+            "all_up_s": None if up is None else round((end - up) / 1e9, 1),
+            "at_s": round(spell["from"] / 1e9, 1), "ended": spell.get("ended", True),
+            "before_heal": heal_time is None or end < heal_time})
     return out
 
 
@@ -210,9 +210,11 @@ def main() -> int:
         stale = "-" if r["stale"] is None else (f"yes: {r['stale']} (last leader "
                                                 f"{r['last_leader']})" if r["stale"] else "no")
         spells = "; ".join(
-            f"{s['s'] if s['s'] is not None else 'to the end'} s from {s['at_s']} s"
+            f"{s['s']} s from {s['at_s']} s"
             + (f" ({s['all_up_s']} s with every replica up)" if s["all_up_s"] else "")
-            + ("" if s["before_heal"] else " [ended by the heal]") for s in r["spells"])
+            + ("" if s["ended"] else " [never led again to the run's last observation]")
+            + ("" if s["before_heal"] or not s["ended"] else " [ended after the heal]")
+            for s in r["spells"])
         print(f"{r['kafka']} seed {r['seed']} {r['variant']}: {r['verdict']}"
               f" [{', '.join(r['bad'])}] LKE@0 {lke}; stale leader: {stale}; "
               f"acks=all lost {r['lost_all']}; leaderless: {spells or 'never'}"
