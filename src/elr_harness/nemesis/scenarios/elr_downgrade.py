@@ -177,8 +177,7 @@ class ElrDowngrade(ScriptedScenario):
         return self._state(self.observer.latest())
 
     def _wait_for(self, step: str, predicate: Callable[[PartitionState], bool],
-                  timeout_s: float | None = None, note: dict[str, Any] | None = None
-                  ) -> StepOutcome:
+                  timeout_s: float | None = None) -> StepOutcome:
         """As _wait, recording every ELR field of the state it saw."""
         def check(states: list[Any]) -> bool:
             s = self._state(states)
@@ -186,7 +185,7 @@ class ElrDowngrade(ScriptedScenario):
 
         sample = self.observer.wait_for(check, timeout_s or self.timings.step_timeout_s)
         state = self._state(sample) if sample is not None else self._latest()
-        return self._finish(step, sample is not None, {**observed(state), **(note or {})})
+        return self._finish(step, sample is not None, observed(state))
 
     @staticmethod
     def _fenced(broker: int) -> Callable[[PartitionState], bool]:
