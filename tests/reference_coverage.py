@@ -16,7 +16,8 @@ STATES = ("isr-below-min-isr", "elr-not-empty", "leaderless-with-elr", "elected-
           "last-known-elr-not-empty", "unclean-shutdown-of-elr-member",
           "leaderless-with-unclean-replica-unfenced", "min-isr-change-with-elr",
           "controller-failover-with-elr", "reassign-while-below-min-isr",
-          "disk-fault-of-isr-or-elr-member", "elr-feature-change-with-elr")
+          "disk-fault-of-isr-or-elr-member", "elr-feature-change-with-elr",
+          "elr-feature-change-while-leaderless")
 UNCLEAN = ("kill", "page-cache-loss")
 
 
@@ -151,6 +152,8 @@ def reference_coverage(faults: list, observes: list[tuple[int, dict]],
         elif f.fault == "feature-change" and f.detail.get("feature") == ELR_FEATURE:
             state = "elr-feature-change-with-elr"
             reached = any(s.get("elr") for s in states.values())
+            if any(s["leader"] == -1 for s in states.values()):
+                hits["elr-feature-change-while-leaderless"][f.position] = (f.index, f.time)
         else:
             reached = False
         if state is not None and reached:

@@ -37,12 +37,12 @@ class ScenarioRun:
                 and e["partition"] == 0 and not (brokers_only and "source" in e)]
 
 
-def run_scenario(name: str, *flags: str) -> ScenarioRun:
-    """Run scenario `name` (seed 1, flags added) and read the run folder it added."""
+def run_scenario(name: str, *flags: str, seed: int = 1) -> ScenarioRun:
+    """Run scenario `name` (its seed, flags added) and read the run folder it added."""
     runs = STORE / name
     before = set(runs.iterdir()) if runs.exists() else set()
     proc = subprocess.run(
-        [sys.executable, "-m", "elr_harness.cli", "run", "--nemesis", name, "--seed", "1",
+        [sys.executable, "-m", "elr_harness.cli", "run", "--nemesis", name, "--seed", str(seed),
          *flags, "--store", str(STORE)], cwd=ROOT, capture_output=True, text=True, timeout=1200)
     added = sorted(set(runs.iterdir()) - before) if runs.exists() else []
     assert len(added) == 1, proc.stdout[-3000:] + proc.stderr[-3000:]

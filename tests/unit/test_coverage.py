@@ -172,6 +172,23 @@ def elr_feature_change_with_elr(h: History) -> list[int]:
     return [first]
 
 
+def elr_feature_change_while_leaderless(h: History) -> list[int]:
+    _fault(h, "feature-change", ["controller-1"], feature=ELR, **{"from": 1, "to": 0})
+    h.observe(isr=[1, 2, 3])  # a leader
+    _fault(h, "feature-change", ["controller-1"], feature=ELR, **{"from": 1, "to": 0})
+    h.observe(leader=-1, isr=[], elr=[2], lkelr=[1])
+    first = _fault(h, "feature-change", ["controller-1"], feature=ELR, **{"from": 1, "to": 0})
+    _fault(h, "feature-change", ["controller-1"], feature="metadata.version",
+           **{"from": 20, "to": 21})
+    _fault(h, "feature-change", ["controller-1"], outcome="fail", feature=ELR,
+           **{"from": 0, "to": 1})
+    h.observe(leader=2, isr=[2])
+    h.observe(partition=1, leader=-1, isr=[3], elr=[])  # another partition, no ELR
+    second = _fault(h, "feature-change", ["controller-1"], outcome="info", feature=ELR,
+                    restore=True, **{"from": 0, "to": 1})
+    return [first, second]
+
+
 CASES = {
     "isr-below-min-isr": below_min_isr,
     "elr-not-empty": elr_not_empty,
@@ -185,6 +202,7 @@ CASES = {
     "reassign-while-below-min-isr": reassign_while_below_min_isr,
     "disk-fault-of-isr-or-elr-member": disk_fault_of_isr_or_elr_member,
     "elr-feature-change-with-elr": elr_feature_change_with_elr,
+    "elr-feature-change-while-leaderless": elr_feature_change_while_leaderless,
 }
 
 

@@ -71,7 +71,8 @@ def _brokers(op: FaultOp, broker_id: Callable[[str], int | None]) -> tuple[int, 
 
 
 def probes(faults: list[FaultOp], broker_id: Callable[[str], int | None]) -> list[Probe]:
-    """The faults that may reach a fault state, each with its rule's scope."""
+    """The faults that may reach a fault state, each with its rule's scope (an ELR
+    feature change two: with an ELR member, and while leaderless)."""
     out = []
     for op in faults:
         brokers = _brokers(op, broker_id)
@@ -93,6 +94,7 @@ def probes(faults: list[FaultOp], broker_id: Callable[[str], int | None]) -> lis
             out.append(Probe("disk-fault-of-isr-or-elr-member", **at))
         elif op.fault == Fault.FEATURE_CHANGE and op.detail.get(CHANGED_FEATURE) == ELR_FEATURE:
             out.append(Probe("elr-feature-change-with-elr", **at))
+            out.append(Probe("elr-feature-change-while-leaderless", **at))
     return out
 
 
@@ -173,7 +175,8 @@ def coverage_summary(hits: DataFrame) -> DataFrame:
 
 
 #: Each fault state's rule over a partition's state at the fault (s: its last
-#: observation's isr, elr and min ISR in effect) and the probe's brokers and scope.
+#: observation's isr, elr, leader and min ISR in effect) and the probe's brokers and
+#: scope.
 _FAULT_RULES = {
     "unclean-shutdown-of-elr-member": "exists(brokers, b -> array_contains(s.elr, b))",
     "min-isr-change-with-elr": "(s_topic IS NULL OR s_topic = topic) AND size(s.elr) > 0",
@@ -185,6 +188,7 @@ _FAULT_RULES = {
                                        f"{EMPTY_IDS}), b) OR array_contains(coalesce(s.elr, "
                                        f"{EMPTY_IDS}), b))",
     "elr-feature-change-with-elr": "size(s.elr) > 0",
+    "elr-feature-change-while-leaderless": "s.leader = -1",
 }
 
 
@@ -198,7 +202,7 @@ def _at_faults(spark, o: DataFrame, found: list[Probe]) -> DataFrame:
     probe_rows = table.crossJoin(F.broadcast(o.select("topic", "partition").distinct())) \
         .withColumn("index", F.col("place"))
     states = o.select("topic", "partition", "index",
-                      F.struct("isr", "elr", "low").alias("st"))
+                      F.struct("isr", "elr", "low", "leader").alias("st"))
     seq = (Window.partitionBy("topic", "partition").orderBy("index")
            .rowsBetween(Window.unboundedPreceding, -1))
     judged = (states.unionByName(probe_rows, allowMissingColumns=True)

@@ -421,6 +421,13 @@ class ScenarioTimings:
     disk_failure_hold_s: float = 20.0
     #: How often a step that watches the observations for a whole hold reads them.
     watch_poll_s: float = 0.5
+    #: elr-downgrade (elect): time at ELR feature level 0 with B leading and A back in
+    #: the ISR, for acks=all writes that L, the stale last known leader, never sees.
+    hold_level0_s: float = 5.0
+    #: elr-downgrade (reassign, downgrade-first): how long the leaderless partition
+    #: is watched for a leader with its replicas back, at level 0 and after the
+    #: feature is restored.
+    hold_offline_s: float = 15.0
 
 
 @dataclass(frozen=True)
@@ -494,6 +501,9 @@ class RunConfig:
     fenced_last_leader_min_insync_replicas: int = 1
     #: min-isr-drop unless min ISR is given: 3 on three replicas, lowered to 2 at T1.
     min_isr_drop_min_insync_replicas: int = 3
+    #: elr-downgrade unless brokers are given: a fourth broker, no replica of the
+    #: partition, answers the observer while L, A and B are all down.
+    elr_downgrade_brokers: int = 4
 
 
 @dataclass(frozen=True)

@@ -191,6 +191,7 @@ COVERAGE_STATES = (
     "reassign-while-below-min-isr",
     "disk-fault-of-isr-or-elr-member",
     "elr-feature-change-with-elr",
+    "elr-feature-change-while-leaderless",
 )
 
 # -- observe lines ------------------------------------------------------------------

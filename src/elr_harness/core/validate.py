@@ -384,6 +384,7 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "run.fenced_last_leader_brokers": integer(1, 1000),
     "run.fenced_last_leader_min_insync_replicas": integer(1, 1000),
     "run.min_isr_drop_min_insync_replicas": integer(1, 1000),
+    "run.elr_downgrade_brokers": integer(1, 1000),
     "run.reached": each(one_of(COVERAGE_STATES)),
     "run.scenario.warmup_high_watermark": integer(0, 1_000_000_000),
     "run.scenario.slow_follower_rate_kbit": integer(1, 100_000_000),

@@ -86,6 +86,8 @@ CLEANLY_FENCED_AWAY = with_capabilities(C.TAKES_OUT_OF_ISR, C.KEEPS_FENCED,
 #: How the leader stops leading; the unclean ones leave no clean-shutdown marker.
 DOWN = with_capabilities(C.STOPS_LEADING)
 UNCLEAN_DOWN = with_capabilities(C.STOPS_LEADING, C.UNCLEAN_SHUTDOWN)
+#: ...those that keep its unflushed data (the ELR feature is turned off only then).
+DOWN_KEEPING_DATA = with_capabilities(C.STOPS_LEADING, without=(C.DROPS_UNFLUSHED_DATA,))
 #: What a round falls back to when the budget forbids the drawn kind: an unclean
 #: shutdown that keeps the data, then a clean one.
 UNCLEAN_KEEPING_DATA = with_capabilities(C.SHUTS_DOWN, C.UNCLEAN_SHUTDOWN,
@@ -273,6 +275,19 @@ class Recipe:
         self.done.ways["cluster"] = package.name
         self._hold()
 
+    def _elr_feature_change_while_leaderless(self) -> None:
+        """KIP-966's downgrade path (#53): the ELR feature turned off while the
+        partition has no leader (its LastKnownELR set); L goes down in a way that
+        keeps its data, as the feature is never turned off after a loss."""
+        self._below()
+        self._leader_down(DOWN_KEEPING_DATA)
+        if not self._reach("no leader", lambda s: s.leader == -1, hold=False):
+            return
+        package = one_with(C.CHANGES_ELR_FEATURE)
+        self._act(package, "feature", None, states=self.g.observer.latest(), to=0)
+        self.done.ways["cluster"] = package.name
+        self._hold()
+
     # -- steps -------------------------------------------------------------------
 
     def _below(self, fenced: bool = False, aim_seen: bool = False,
@@ -418,6 +433,7 @@ RECIPES: dict[str, Callable[[Recipe], None]] = {
     "reassign-while-below-min-isr": Recipe._reassign_while_below_min_isr,
     "disk-fault-of-isr-or-elr-member": Recipe._disk_fault_of_isr_or_elr_member,
     "elr-feature-change-with-elr": Recipe._elr_feature_change_with_elr,
+    "elr-feature-change-while-leaderless": Recipe._elr_feature_change_while_leaderless,
 }
 if set(RECIPES) != set(COVERAGE_STATES):
     raise ImportError(f"guided recipes {sorted(RECIPES)} != the states {COVERAGE_STATES}")

@@ -30,6 +30,8 @@ STATE_TEXT = {
     "reassign-while-below-min-isr": "a reassignment while the ISR is below min ISR",
     "disk-fault-of-isr-or-elr-member": "a disk fault of an ISR or ELR member",
     "elr-feature-change-with-elr": "the ELR feature changed while ELR is not empty",
+    "elr-feature-change-while-leaderless": "the ELR feature changed while a partition had "
+                                           "no leader",
 }
 
 

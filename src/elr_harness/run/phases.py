@@ -302,7 +302,7 @@ def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):
         return Phases([
             Scenario(lambda stop: scripted(
                 injector, observer, spec.topics[0].name, 0, elr=spec.cluster.elr,
-                timings=spec.run.scenario, stop=stop, log=log)),
+                timings=spec.run.scenario, stop=stop, log=log, seed=spec.run.seed)),
             Recovery(lambda: recovered(observer.latest(), expected),
                      spec.run.scenario.step_timeout_s, spec.run.scenario.watch_poll_s,
                      spec.run.quiet_after_faults_s)])

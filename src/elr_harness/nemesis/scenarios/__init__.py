@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from elr_harness.nemesis.scenarios import (
     disk_failure,
+    elr_downgrade,
     fenced_last_leader,
     min_isr_drop,
     slow_follower,
@@ -22,4 +23,4 @@ __all__ = ["SCENARIOS", "ScenarioPackage"]
 #: Every scenario by its `--nemesis` name, in the order help and plans list them.
 SCENARIOS: dict[str, ScenarioPackage] = {m.PACKAGE.name: m.PACKAGE for m in (
     unclean_last_replica, unclean_last_replica_alone, min_isr_drop, slow_follower,
-    disk_failure, fenced_last_leader)}
+    disk_failure, fenced_last_leader, elr_downgrade)}

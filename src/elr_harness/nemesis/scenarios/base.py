@@ -53,7 +53,7 @@ class ScriptedScenario:
                  partition: int = 0, elr: bool = True,
                  timings: ScenarioTimings | None = None,
                  stop: threading.Event | None = None,
-                 log: Callable[[str], None] = print) -> None:
+                 log: Callable[[str], None] = print, seed: int = 0) -> None:
         self.injector = injector
         self.observer = observer
         self.topic = topic
@@ -62,6 +62,8 @@ class ScriptedScenario:
         self.timings = timings or ScenarioTimings()
         self.stop_event = stop or threading.Event()
         self.log = log
+        #: The run's --seed: a scenario whose path forks may pick its order by it.
+        self.seed = seed
         self.outcomes: list[StepOutcome] = []
 
     # -- observed state ----------------------------------------------------------
