@@ -35,16 +35,10 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+from scenario_verdicts import seeds_of  # the same --seeds words (0-4,7)
+
 ELR_FEATURE = "eligible.leader.replicas.version"
 HARNESS = [sys.executable, "-m", "elr_harness.cli"]
-
-
-def _seeds(text: str) -> list[int]:
-    seeds: list[int] = []
-    for part in text.split(","):
-        low, _, high = part.partition("-")
-        seeds.extend(range(int(low), int(high or low) + 1))
-    return seeds
 
 
 def run_one(seed: int, version: str, workdir: Path, extra: list[str]) -> Path:
@@ -203,7 +197,7 @@ def main() -> int:
         extra = [*(["--name", args.name] if args.name else []),
                  *(["--subnet", args.subnet] if args.subnet else [])]
         dirs = [run_one(seed, version, args.workdir, extra)
-                for version in args.kafka_versions.split(",") for seed in _seeds(args.seeds)]
+                for version in args.kafka_versions.split(",") for seed in seeds_of(args.seeds)]
     for run_dir in dirs:
         r = summarize(run_dir)
         lke = ",".join(str(x) for x in r["lke_at_0"]) or "-"

@@ -32,7 +32,8 @@ from elr_harness.core.history import Fault  # noqa: E402
 LOSS = f'"{Fault.PAGE_CACHE_LOSS}"'.encode()
 
 
-def _seeds(text: str) -> list[int]:
+def seeds_of(text: str) -> list[int]:
+    """--seeds words ("0-4,7") as the seeds they name."""
     seeds: list[int] = []
     for part in text.split(","):
         low, _, high = part.partition("-")
@@ -122,7 +123,7 @@ def main() -> int:
         args.workdir.mkdir(parents=True, exist_ok=True)
         versions = [v for v in args.kafka_versions.split(",") if v] or [None]
         dirs = [run_one(elr, seed, args.workdir, version) for version in versions
-                for elr in args.elr.split(",") for seed in _seeds(args.seeds)]
+                for elr in args.elr.split(",") for seed in seeds_of(args.seeds)]
     rows = [summarize(d) for d in dirs]
     print(f"{'kafka':<7}{'wall s':>7} {'mlog':<5}{'elr':<4}{'seed':>5}  {'verdict':<10}"
           f"{'sends':>7}{'lost all/1/0':>16}"

@@ -75,14 +75,17 @@ class ScriptedScenario:
         return None
 
     def _wait(self, step: str, predicate: Callable[[PartitionState], bool],
-              timeout_s: float | None = None) -> StepOutcome:
+              timeout_s: float | None = None,
+              describe: Callable[[PartitionState | None], Any] | None = None) -> StepOutcome:
+        """Wait for the partition's state to satisfy predicate; the step's outcome
+        records it as `describe` words it (summary's few fields by default)."""
         def check(states: list[Any]) -> bool:
             s = self._state(states)
             return s is not None and predicate(s)
 
         sample = self.observer.wait_for(check, timeout_s or self.timings.step_timeout_s)
         state = self._state(sample if sample is not None else self.observer.latest())
-        return self._finish(step, sample is not None, summary(state))
+        return self._finish(step, sample is not None, (describe or summary)(state))
 
     def _finish(self, step: str, reached: bool, observed: dict[str, Any],
                 note: str = "") -> StepOutcome:

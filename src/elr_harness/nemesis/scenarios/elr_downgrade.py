@@ -179,13 +179,7 @@ class ElrDowngrade(ScriptedScenario):
     def _wait_for(self, step: str, predicate: Callable[[PartitionState], bool],
                   timeout_s: float | None = None) -> StepOutcome:
         """As _wait, recording every ELR field of the state it saw."""
-        def check(states: list[Any]) -> bool:
-            s = self._state(states)
-            return s is not None and predicate(s)
-
-        sample = self.observer.wait_for(check, timeout_s or self.timings.step_timeout_s)
-        state = self._state(sample) if sample is not None else self._latest()
-        return self._finish(step, sample is not None, observed(state))
+        return self._wait(step, predicate, timeout_s, describe=observed)
 
     @staticmethod
     def _fenced(broker: int) -> Callable[[PartitionState], bool]:
