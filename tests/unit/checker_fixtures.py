@@ -1,5 +1,6 @@
-"""Shared pieces of the checker tests: one SparkSession per test session, and a
-helper that writes a synthetic run and checks it."""
+"""Shared pieces of the checker tests: the checker config of the test session's one
+SparkSession (the `spark` fixture, tests/unit/conftest.py), and a helper that writes
+a synthetic run and checks it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
 from synthetic import Generated, SyntheticSpec, write_run_dir
 
 from elr_harness.checker.check import check_history
@@ -23,15 +23,6 @@ from elr_harness.core.config import CheckerConfig
 #: 360 s instead of 216 s. The first check of the test process starts the session, so
 #: the other shared config (report_fixtures.CHECKER_CONFIG) says the same
 TEST_CONFIG = CheckerConfig(shuffle_partitions=2, quick_jit_below_bytes=0)
-
-
-@pytest.fixture(scope="session")
-def spark():
-    from elr_harness.checker.spark import get_spark
-
-    session = get_spark(TEST_CONFIG, TEST_CONFIG.quick_jit_below_bytes)  # the full JIT
-    yield session
-    session.stop()
 
 
 def check_synthetic(run_dir: Path, spec: SyntheticSpec,

@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from checker_fixtures import run_python, spark  # noqa: F401
+from checker_fixtures import run_python
 from synthetic import Injection, SyntheticSpec, synthetic_test_json, write_run_dir
 
 from elr_harness.cli.main import main

@@ -13,7 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
+from checker_fixtures import TEST_CONFIG
 from synthetic import Injection, SyntheticSpec, synthetic_test_json, write_run_dir
 
 from elr_harness.checker.check import check_history

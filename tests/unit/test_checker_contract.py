@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
+from checker_fixtures import TEST_CONFIG
 
 from elr_harness.checker.check import check_history
 from elr_harness.cli.main import main

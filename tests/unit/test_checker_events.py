@@ -7,7 +7,6 @@ from __future__ import annotations
 import random
 
 import pytest
-from checker_fixtures import spark  # noqa: F401
 
 from elr_harness.checker.events import TopicKeys, bucket_of, choose_buckets, spark_hash
 

@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 
 import pytest
-from checker_fixtures import spark  # noqa: F401
 from reference_checker import MalformedLine, reference_check
 from synthetic import Injection, SyntheticSpec, write_run_dir
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
+from checker_fixtures import TEST_CONFIG
 
 from elr_harness.checker.check import check_history
 

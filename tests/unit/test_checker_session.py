@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 import pytest
-from checker_fixtures import spark  # noqa: F401
 
 from elr_harness.checker.spark import computed_meanwhile
 

@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from checker_fixtures import assert_found_exactly, check_synthetic, spark  # noqa: F401
+from checker_fixtures import assert_found_exactly, check_synthetic
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from synthetic import Injection, SyntheticSpec

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from checker_agreement import differences, reference_view, spark_view
-from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
+from checker_fixtures import TEST_CONFIG
 from history_strategies import GeneratedHistory, histories, malformed_histories
 from hypothesis import HealthCheck, event, given, settings
 from reference_checker import MalformedLine, reference_check

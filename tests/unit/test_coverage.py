@@ -6,7 +6,7 @@ the Spark checker's whole `coverage` equal to the reference's)."""
 from __future__ import annotations
 
 import pytest
-from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
+from checker_fixtures import TEST_CONFIG
 from reference_checker import reference_check
 from test_reference_checker import TEST, History, _test
 

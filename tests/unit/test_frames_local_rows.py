@@ -4,7 +4,6 @@ schema, whatever the text they hold (quotes, backslashes, escapes, nulls)."""
 from __future__ import annotations
 
 import pytest
-from checker_fixtures import spark  # noqa: F401
 
 from elr_harness.checker.frames import local_rows, sql_literal
 

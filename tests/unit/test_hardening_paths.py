@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
+from checker_fixtures import TEST_CONFIG
 from cli_rows import digests, run_row
 from synthetic import Injection, SyntheticSpec, synthetic_test_json, write_history
 

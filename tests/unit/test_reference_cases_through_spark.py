@@ -24,7 +24,7 @@ import test_reference_checker as cases
 import test_reference_checker_v3 as cases_v3
 from _pytest.mark.structures import ParameterSet
 from checker_agreement import differences, reference_view, spark_view
-from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
+from checker_fixtures import TEST_CONFIG
 from reference_checker import MalformedLine, reference_check
 
 from elr_harness.checker.check import check_history

@@ -10,7 +10,6 @@ import re
 from pathlib import Path
 
 import pytest
-from checker_fixtures import spark  # noqa: F401
 from report_fixtures import (
     HOSTILE_ERROR,
     HOSTILE_TOPIC,

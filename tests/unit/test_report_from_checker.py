@@ -11,7 +11,7 @@ import json
 import re
 
 import pytest
-from checker_fixtures import TEST_CONFIG, spark  # noqa: F401
+from checker_fixtures import TEST_CONFIG
 from synthetic import Injection, SyntheticSpec, write_run_dir
 
 from elr_harness.checker.check import check_history, write_results
