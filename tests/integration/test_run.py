@@ -102,7 +102,7 @@ def test_random_mix_of_all_faults_heals_everything(tmp_path):
     # kind, a slow network held 6-15 s, a disk fault 6-12 s and its broker's restart,
     # a min ISR or feature change and its restore; with ten kinds 120 s ended before
     # the tenth (seed 3: kill) and 180 s held the round; twelve kinds got 240 s,
-    # thirteen (reassign) get 270 s
+    # thirteen (reassign) get 270 s, which held fourteen (one-way-partition) too
     proc = _harness("run", "--nemesis", "all", "--time-limit", "270", "--interval", "4",
                     "--seed", "3", "--name", "it-mix", store=tmp_path)
     run_dir = (tmp_path / "latest").resolve()
@@ -113,7 +113,7 @@ def test_random_mix_of_all_faults_heals_everything(tmp_path):
     # every kind but the one asked for by name (bounce-leader), written out
     every = {"partition", "kill", "stop", "pause", "page-cache-loss", "controller-kill",
              "controller-partition", "isolate-from-controllers", "disk-fault", "slow-network",
-             "min-isr-change", "feature-change", "reassign"}
+             "min-isr-change", "feature-change", "reassign", "one-way-partition"}
     assert set(injected) == set(every), f"kinds never injected: " \
         f"{sorted(set(every) - set(injected))}"
     recorded = {e["fault"] for e in _history(run_dir) if e["f"] == "fault" and e["type"] == "ok"}
