@@ -86,8 +86,10 @@ CLEANLY_FENCED_AWAY = with_capabilities(C.TAKES_OUT_OF_ISR, C.KEEPS_FENCED,
 #: How the leader stops leading; the unclean ones leave no clean-shutdown marker.
 DOWN = with_capabilities(C.STOPS_LEADING)
 UNCLEAN_DOWN = with_capabilities(C.STOPS_LEADING, C.UNCLEAN_SHUTDOWN)
-#: ...those that keep its unflushed data (the ELR feature is turned off only then).
-DOWN_KEEPING_DATA = with_capabilities(C.STOPS_LEADING, without=(C.DROPS_UNFLUSHED_DATA,))
+#: ...shut down, keeping its unflushed data (the ELR feature is turned off only then),
+#: until the round ends: not bounce-leader, whose leaderless spell ends by itself.
+DOWN_KEEPING_DATA = with_capabilities(C.STOPS_LEADING, C.SHUTS_DOWN,
+                                      without=(C.DROPS_UNFLUSHED_DATA,))
 #: What a round falls back to when the budget forbids the drawn kind: an unclean
 #: shutdown that keeps the data, then a clean one.
 UNCLEAN_KEEPING_DATA = with_capabilities(C.SHUTS_DOWN, C.UNCLEAN_SHUTDOWN,
