@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any, Protocol
 
+from elr_harness.core.errors import HarnessError
 from elr_harness.core.history import BUDGET_FAULTS, Fault
 from elr_harness.nemesis.needs import Layer, Setting
 from elr_harness.nemesis.targets import Role, Topology
@@ -350,8 +351,6 @@ RESTART = HealStep(HealPhase.PROCESSES, start_what_is_down)
 def end_each(keys: Iterable[Any], end: Callable[[Any], object]) -> None:
     """end(key) for every key, each even when an earlier one failed (a heal ends
     all it can); then the failures, joined, as one HarnessError."""
-    from elr_harness.core.errors import HarnessError
-
     errors = []
     for key in keys:
         try:
