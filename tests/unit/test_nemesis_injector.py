@@ -13,9 +13,17 @@ import pytest
 from fakes import FakeCluster, FakeNode, ListRecorder, injector_rig, specs
 
 from elr_harness.cluster.node import ExecResult, NodeSpec
+from elr_harness.core.errors import HarnessError
 from elr_harness.core.history import NEMESIS_PROCESS, Fault
 from elr_harness.nemesis import grudges
-from elr_harness.nemesis.faults import bounce_leader, controller_kill, kill, partition, pause
+from elr_harness.nemesis.faults import (
+    bounce_leader,
+    controller_kill,
+    kill,
+    partition,
+    pause,
+    stop,
+)
 from elr_harness.nemesis.injector import FaultInjector, heal_plan
 
 
@@ -107,6 +115,29 @@ def test_a_leader_bounce_is_a_pause_recorded_as_its_own_kind_and_ended_by_resume
         ("invoke", "bounce-leader"), ("ok", "bounce-leader"),
         ("invoke", "resume"), ("ok", "resume")]
     assert recorder.lines[1]["detail"] == {**why, "hold_s": 8.0}
+
+
+@pytest.mark.parametrize("shutdown", [kill.kill, stop.stop])
+def test_a_paused_broker_shut_down_is_resumed_on_the_record_first(rig, shutdown) -> None:
+    """A kill or stop ends no pause in the history's reading (HISTORY.md's ENDED_BY:
+    only a resume does), so a shutdown of a paused broker records the resume that
+    thaws it before its own lines; else the pause reads as in force to the end (CI's
+    guided run: 'pause:broker-1' unhealed after a round paused, then shut down F1)."""
+    injector, recorder = rig
+    pause.pause(injector, "broker-1", step="guided-1:F1", detail={"aim": "x"})
+    shutdown(injector, "broker-1", step="guided-1:L")
+    assert not injector.paused and injector.down == {"broker-1"}
+    assert [(x["type"], x["fault"]) for x in recorder.lines] == [
+        ("invoke", "pause"), ("ok", "pause"), ("invoke", "resume"), ("ok", "resume"),
+        ("invoke", shutdown.__name__), ("ok", shutdown.__name__)]
+    assert recorder.lines[2]["detail"]["step"] == "guided-1:L"
+
+
+def test_taking_down_a_paused_broker_without_its_resume_is_refused(rig) -> None:
+    injector, _ = rig
+    pause.pause(injector, "broker-1")
+    with pytest.raises(HarnessError, match="paused"):
+        injector.take_down("broker-1", "KILL")
 
 
 def test_heal_all_starts_a_killed_controller_again(rig) -> None:

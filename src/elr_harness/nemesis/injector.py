@@ -163,12 +163,12 @@ class FaultInjector:
     # -- processes -------------------------------------------------------------------
 
     def take_down(self, name: str, signal_name: str) -> int | None:
-        """Signal Kafka (a paused one is thawed first, or it could not act on TERM)
-        and wait until it is gone; returns the pid it had."""
+        """Signal Kafka and wait until it is gone; returns the pid it had. A paused
+        Kafka could not act on TERM: the caller resumes it first (thaw), so the
+        history says the pause ended."""
         node = self.node(name)
         if name in self.paused:
-            node.signal_kafka("CONT")
-            self.paused.discard(name)
+            raise HarnessError(f"{name} is paused: resume it before taking it down")
         pid = node.kafka_pid()
         node.signal_kafka(signal_name)
         timeouts = self.cluster.config.timeouts
@@ -223,6 +223,13 @@ class FaultInjector:
             self.paused.discard(name)
 
         return self.record(Fault.RESUME, [name], detail_of(step, detail), apply)
+
+    def thaw(self, name: str, step: str | None = None,
+             detail: dict[str, Any] | None = None) -> None:
+        """Resume `name` if it is paused, recorded as `resume` (before a shutdown:
+        a kill ends no pause in the history's reading, HISTORY.md's ENDED_BY)."""
+        if name in self.paused:
+            self.resume(name, step, detail)
 
     # -- Kafka's admin tools -----------------------------------------------------------
 

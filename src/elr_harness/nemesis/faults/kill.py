@@ -22,6 +22,7 @@ from elr_harness.nemesis.targets import Role
 def kill(injector: Injector, name: str, step: str | None = None,
          detail: dict[str, Any] | None = None, kind: Fault | str = Fault.KILL) -> dict[str, Any]:
     """SIGKILL `name`'s Kafka and wait until it is gone, recorded as `kind`."""
+    injector.thaw(name, step, detail)
     return injector.record(kind, [name], detail_of(step, detail),
                            lambda: {"pid": injector.take_down(name, "KILL")})
 

@@ -41,6 +41,7 @@ def power_loss(injector: Injector, name: str, step: str | None = None,
     if layer is None:
         raise HarnessError("page-cache-loss needs the page-cache layer under the brokers")
     node = injector.node(name)
+    injector.thaw(name, step, detail)
 
     def apply() -> dict[str, Any]:
         injector.page_cache_losses += 1

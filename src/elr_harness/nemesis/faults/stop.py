@@ -23,6 +23,7 @@ def stop(injector: Injector, name: str, step: str | None = None,
          detail: dict[str, Any] | None = None, kind: Fault | str = Fault.STOP
          ) -> dict[str, Any]:
     """SIGTERM `name`'s Kafka and wait until it is gone."""
+    injector.thaw(name, step, detail)
     return injector.record(kind, [name], detail_of(step, detail),
                            lambda: {"pid": injector.take_down(name, "TERM")})
 
