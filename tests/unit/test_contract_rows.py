@@ -25,10 +25,13 @@ def check(tmp_path):
     """The reference's word on a history (one file per call)."""
     calls = iter(range(1000))
 
-    def run(h: History | str, test: dict | None = TEST) -> Reference:
+    def run(h: History | str | bytes, test: dict | None = TEST) -> Reference:
         path = tmp_path / f"h{next(calls)}" / "history.jsonl"
         path.parent.mkdir()
-        path.write_text(h if isinstance(h, str) else h.text())
+        if isinstance(h, bytes):  # a file that need not be UTF-8
+            path.write_bytes(h)
+        else:
+            path.write_text(h if isinstance(h, str) else h.text())
         return reference_check(path, test)
     return run
 
@@ -759,3 +762,55 @@ def test_a_value_no_cluster_can_report_is_malformed(check, line):
                                          for name, (line, valid) in WELL_FORMED.items()])
 def test_the_values_beside_them_are_well_formed(check, line, valid):
     assert check(_one_line(**line)()).valid is valid
+
+
+# -- HISTORY.md: "history.jsonl is UTF-8" --------------------------------------------
+
+
+def _bytes_of_line(line: int, change) -> bytes:
+    """A clean valid history (an acked send, a failed send whose error is "E", the
+    final read) as bytes, with `change` applied to line `line`'s (1-based)."""
+    h = History()
+    h.send(0, 0, 0)
+    h.send(1, 1, None, outcome="fail")
+    h.ops[-1]["error"] = "E"
+    h.final([[0, 0, 0]], seek={0: 0}, hwm={0: 1})
+    lines = h.text().encode().split(b"\n")
+    lines[line - 1] = change(lines[line - 1])
+    return b"\n".join(lines)
+
+
+def _in_error(raw: bytes):
+    return lambda line: line.replace(b'"E"', b'"E' + raw + b'"')
+
+
+NOT_UTF8 = {
+    # a byte no UTF-8 text holds, inside a string and after the object
+    "byte-ff-in-a-string": (4, _in_error(b"\xff"), 4),
+    "byte-ff-after-the-object": (4, lambda line: line + b"\xff", 4),
+    # an overlong '/', an encoded surrogate, a code point above U+10FFFF
+    "overlong-form": (4, _in_error(b"\xc0\xaf"), 4),
+    "encoded-surrogate": (4, _in_error(b"\xed\xa0\x80"), 4),
+    "above-u10ffff": (4, _in_error(b"\xf4\x90\x80\x80"), 4),
+    "a-character-cut-short-inside": (4, _in_error(b"\xe2\x82"), 4),
+    # the last line: not JSON text at all, so cut short (a crash can cut a character)
+    "last-line-cut-inside-a-character": (6, lambda line: line[:-30] + b"\xe2\x82", "cut"),
+    "last-line-with-a-bad-byte": (6, lambda line: line.replace(b'"f"', b'"\xff"'), "cut"),
+    # beside them: UTF-8 beyond ASCII, of two, three and four bytes
+    "non-ascii-utf8": (4, _in_error("\u00e9\u20ac\U0001f600".encode()), True),
+}
+
+
+@pytest.mark.parametrize("line, change, said", [pytest.param(*case, id=name)
+                                                for name, case in NOT_UTF8.items()])
+def test_a_line_that_is_not_utf8_is_malformed_or_cut_short(check, line, change, said):
+    raw = _bytes_of_line(line, change)
+    if said is True:
+        r = check(raw)
+        assert r.valid is True and r.truncated_lines == 0
+    elif said == "cut":
+        assert check(raw).truncated_lines == 1
+    else:
+        with pytest.raises(MalformedLine) as err:
+            check(raw)
+        assert err.value.line == said

@@ -53,6 +53,12 @@ TYPES = tuple(str(t) for t in OpType)
 JSON_WHITESPACE = " \t\r\n"
 #: The same test as Spark SQL, on the text reader's `value` column.
 SPARK_BLANK = "trim(BOTH ' \\t\\r\\n' FROM value) = ''"
+#: The contract's file is UTF-8: a line whose bytes are not (an invalid byte, an
+#: overlong form, an encoded surrogate, a character cut short) is no JSON text,
+#: as the reference's strict decoder says. Spark's text reader keeps a line's
+#: bytes as they are and its JSON reader takes a bad one for U+FFFD, so the
+#: converter tests the bytes themselves (Spark SQL, on the text reader's `value`).
+SPARK_UTF8 = "is_valid_utf8(value)"
 REQUIRED = ("index", "time", "process", "type", "f")
 INT_FIELDS = ("index", "time", "process", "partition", "value", "offset", "leader",
               "leader_epoch", "broker", "log_end_offset", "min_isr", "elr_feature")
@@ -231,11 +237,13 @@ def spark_bad_detail(shape: str = "shape", exact: str = "_exact") -> str:
     return f"coalesce(f = 'fault' AND CASE fault {' '.join(cases)} ELSE false END, false)"
 
 
-def spark_bad(corrupt: str = "_corrupt", shape: str = "shape", exact: str = "_exact") -> str:
+def spark_bad(corrupt: str = "_corrupt", shape: str = "shape", exact: str = "_exact",
+              utf8: str = "_utf8") -> str:
     """Spark SQL over the parsed row (its typed fields, the corrupt-record column,
-    the variant read `shape`, SPARK_SHAPE, and `exact`, whether it was made:
-    spark_needs_shape): true when the line breaks the contract. Every clause is
-    false, never null, on a valid line (the caller treats null as bad)."""
+    the variant read `shape`, SPARK_SHAPE, `exact`, whether it was made:
+    spark_needs_shape, and `utf8`, SPARK_UTF8 of its text): true when the line
+    breaks the contract. Every clause is false, never null, on a valid line (the
+    caller treats null as bad)."""
     def is_text(c: str) -> str:
         return (f"(NOT {exact} OR coalesce(schema_of_variant({shape}.{c}) IN "
                 f"('STRING', 'VOID'), true))")
@@ -274,6 +282,7 @@ def spark_bad(corrupt: str = "_corrupt", shape: str = "shape", exact: str = "_ex
     the_type = (f"CASE WHEN {exact} THEN try_variant_get({shape}.type, '$', 'string') "
                 "ELSE type END")
     return " OR ".join([
+        f"NOT {utf8}",
         *(f"({spark_common(c, shape, exact)}) IS NULL" for c in ("index", "time", "process")),
         *(f"NOT ({is_string(c)})" for c in ("type", "f")),
         f"({the_type}) NOT IN ({types})",
@@ -324,6 +333,11 @@ def describe(text: str) -> tuple[str | None, bool]:
     is not). A reason of None: no rule found to name (the message says so)."""
     if not text.strip(JSON_WHITESPACE):
         return None, True
+    # read_line keeps a byte that is not UTF-8 as a lone surrogate (surrogateescape)
+    bad_byte = next((i for i, c in enumerate(text) if "\udc80" <= c <= "\udcff"), None)
+    if bad_byte is not None:
+        return (f"not UTF-8 text (byte 0x{ord(text[bad_byte]) - 0xdc00:02x} at character "
+                f"{bad_byte + 1})"), False
     # Python's parser recurses: a line nested deeper than any recorder writes is
     # malformed (never taken for a cut-short one), and is not handed to it
     if json_depth(text, MAX_LINE_DEPTH) > MAX_LINE_DEPTH:
@@ -470,7 +484,8 @@ def read_line(path: Path, number: int) -> tuple[str, bool]:
     """Line `number` (1-based, blank lines counted) of a file, and whether every
     line after it is blank."""
     text, rest_blank = "", True
-    with open(path, encoding="utf-8", errors="replace", newline="") as lines:
+    # a byte that is not UTF-8 stays visible (a lone surrogate) for describe to name
+    with open(path, encoding="utf-8", errors="surrogateescape", newline="") as lines:
         for i, line in enumerate(_physical_lines(lines), start=1):
             if i == number:
                 text = line

@@ -46,6 +46,7 @@ from elr_harness.checker.lines import (
     SPARK_BLANK,
     SPARK_JSON_OPTIONS,
     SPARK_SHAPE_DDL,
+    SPARK_UTF8,
     describe,
     read_line,
     spark_bad,
@@ -144,6 +145,7 @@ def _convert(spark, history: Path, tmp: Path, history_bytes: int = 0,
                      **SPARK_JSON_OPTIONS})
         .alias("j"),
         F.expr(SPARK_BLANK).alias("_blank"),
+        F.expr(SPARK_UTF8).alias("_utf8"),
         F.input_file_block_start().alias("_blk"),
         F.monotonically_increasing_id().alias("_row"))
     # the variant read, only on the lines the typed one cannot judge alone
@@ -151,7 +153,7 @@ def _convert(spark, history: Path, tmp: Path, history_bytes: int = 0,
     parsed = exact.withColumn("shape", F.when(F.col("_exact"),
                                                F.from_json("value", SPARK_SHAPE_DDL,
                                                            SPARK_JSON_OPTIONS)))
-    fields = parsed.select("j.*", "shape", "_exact", "_blank", "_blk", "_row")
+    fields = parsed.select("j.*", "shape", "_exact", "_blank", "_utf8", "_blk", "_row")
     bad = F.expr(f"NOT _blank AND coalesce({spark_bad()}, true)")
     # a line of an unknown kind may be valid while its other fields do not parse:
     # its kind and common fields come from the variant read

@@ -30,8 +30,9 @@ from elr_harness.core.config import cache_dir
 from elr_harness.core.errors import BadInput, HarnessError
 from elr_harness.core.files import read_json
 
-#: Bumped whenever the Parquet layout changes, so old caches are rebuilt.
-CACHE_VERSION = 16
+#: Bumped whenever the Parquet layout or a rule for a line changes, so old caches
+#: are rebuilt (17: a line that is not UTF-8 is malformed).
+CACHE_VERSION = 17
 MARKER = "_elr_source.json"
 #: The topics the events table's keys were made from, and its bucket count.
 LAYOUT = "_elr_layout.json"
