@@ -110,7 +110,7 @@ def test_a_users_results_or_report_is_never_replaced(tmp_path, args, message):
 
 
 def test_a_report_the_harness_wrote_is_replaced_also_one_from_before_its_marker(tmp_path):
-    from elr_harness.report.build import is_our_report
+    from elr_harness.report.atomic import is_our_report
 
     page = tmp_path / "report.html"
     assert is_our_report(page)  # absent

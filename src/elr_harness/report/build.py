@@ -12,7 +12,7 @@ from typing import Any
 
 from elr_harness.core.config import ReportConfig
 from elr_harness.core.errors import BadInput, HarnessError
-from elr_harness.report.atomic import may_replace, write_atomically
+from elr_harness.report.atomic import is_our_report, write_atomically
 from elr_harness.report.checked_tables import (
     CheckedTables,
     Interest,
@@ -22,7 +22,7 @@ from elr_harness.report.checked_tables import (
 from elr_harness.report.faults import coloured, fault_colours, pair_faults
 from elr_harness.report.index import write_index
 from elr_harness.report.lost_writes import lost_writes_of
-from elr_harness.report.render import GENERATED_BY, GENERATOR, render_report
+from elr_harness.report.render import render_report
 from elr_harness.report.report_inputs import ReportInputs
 from elr_harness.report.rundir import RunFiles, load_run, store_of
 
@@ -68,13 +68,6 @@ def checked_tables_of(run: RunFiles) -> CheckedTables:
         return CheckedTables(problem=f"the history was not checked ({run.results_problem}).")
     return read_checked_tables(run.history_path, wanted_ops(run.results),
                                marked=coverage_examples(run.results))
-
-
-def is_our_report(path: Path) -> bool:
-    """report.html may be (re)written: absent, or the harness's page (its generator
-    marker near the top, or, written before the marker, the report's last line)."""
-    return may_replace(path, lambda head, tail: GENERATOR.encode() in head or (
-        head.startswith(b"<!DOCTYPE html>") and GENERATED_BY.encode() in tail))
 
 
 def build_report(run_dir: Path, config: ReportConfig) -> Path:
