@@ -33,7 +33,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 #: {store} an empty store; {deep_line} a history whose line 6 nests 100000 deep;
 #: {deep_test} a run folder whose test.json nests 100000 deep; {fifo_test} a run
-#: folder whose test.json is a FIFO.
+#: folder whose test.json is a FIFO; {big_test} a run folder whose test.json holds
+#: 10**400.
 ROWS = [
     (["serve", "--store", "{store}", "--host", ""], "--host '' is not an IP address"),
     (["serve", "--store", "{store}", "--host", "0"], "--host '0' is not an IP address"),
@@ -45,6 +46,11 @@ ROWS = [
     (["check", "{deep_test}"], "test.json is not readable JSON: JSON nested deeper than 64"),
     (["check", "{fifo_test}"], "test.json is not readable JSON: not a regular file"),
     (["report", "{deep_test}"], "test.json cannot be read as JSON: JSON nested deeper than 64"),
+    # #52: an integer beyond 64 bits (a float of it overflows in the report)
+    (["report", "{big_test}"], "{big_test}/test.json cannot be read as JSON: the integer "
+                               "100000000000...(401 digits) is wider than 64 bits"),
+    (["check", "{big_test}"], "{big_test}/test.json is not readable JSON: the integer "
+                              "100000000000...(401 digits) is wider than 64 bits"),
 ]
 
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -67,8 +73,14 @@ def materialize(tmp_path: Path) -> dict[str, str]:
     (fifo_test / "history.jsonl").write_text("".join(lines))
     if not (fifo_test / "test.json").exists():
         os.mkfifo(fifo_test / "test.json")
+    big_test = tmp_path / "big-test"
+    big_test.mkdir(exist_ok=True)
+    (big_test / "history.jsonl").write_text("".join(lines))
+    (big_test / "test.json").write_text('{"phases": [{"name": "setup", "start_s": '
+                                        + str(10**400) + ', "duration_s": 1}]}')
     return {"{store}": str(tmp_path / "store"), "{deep_line}": str(deep_line),
-            "{deep_test}": str(deep_test), "{fifo_test}": str(fifo_test)}
+            "{deep_test}": str(deep_test), "{fifo_test}": str(fifo_test),
+            "{big_test}": str(big_test)}
 
 
 @pytest.mark.parametrize(("args", "message"), ROWS, ids=[" ".join(a) for a, _ in ROWS])
@@ -213,6 +225,24 @@ def test_a_history_at_a_path_of_glob_characters_is_checked_alone(plain, tmp_path
     assert results == cut_reference
     for decoy in DECOYS:
         assert not os.path.exists(os.path.join(root, b"cut" + decoy, b"results.json"))
+
+
+def test_results_json_with_an_integer_beyond_64_bits_is_named_in_the_report(tmp_path) -> None:
+    """#52: 10**400 as a coverage state's first_time (a float of it overflows) makes
+    results.json unreadable, said on the page; the report is still written."""
+    from report_fixtures import RunSpec, make_run
+
+    from elr_harness.core.config import ReportConfig
+    from elr_harness.report.build import build_report
+
+    run = make_run(tmp_path / "store", RunSpec(ops=120, run_name="20261121T170000"))
+    results = json.loads((run / "results.json").read_text())
+    results["coverage"] = {"elr-not-empty": {"count": 1, "first_time": 10**400,
+                                             "example": 5}}
+    (run / "results.json").write_text(json.dumps(results))
+    page = build_report(run, ReportConfig()).read_text(encoding="utf-8")
+    assert ("results.json cannot be read: the integer 100000000000...(401 digits) is wider "
+            "than 64 bits") in page
 
 
 # -- serve --

@@ -23,6 +23,10 @@ from elr_harness.core.errors import BadInput
 MAX_SETTINGS_BYTES = 16 * 1024 * 1024
 #: Deepest nesting of JSON accepted in such a file, or in one history line.
 MAX_JSON_DEPTH = 64
+#: The widest integer such a file holds: the harness writes none beyond 64 bits
+#: (Kafka's offsets, ids and times are int64), and a wider one (10**400) breaks
+#: every reader that makes it a float.
+MAX_JSON_INT = 2**64
 
 
 def read_bytes(path: Path, what: str, max_bytes: int = MAX_SETTINGS_BYTES) -> bytes:
@@ -90,12 +94,28 @@ def json_depth(text: str, limit: int = MAX_JSON_DEPTH) -> int:
     return deepest
 
 
+class _WideInt(ValueError):
+    """An integer of the JSON text wider than MAX_JSON_INT."""
+
+
+def _bounded_int(digits: str) -> int:
+    """An integer of the JSON text, refused beyond MAX_JSON_INT (looked at as
+    digits first: Python's int() refuses more than 4300 of them)."""
+    if len(digits.lstrip("-")) > 20 or abs(number := int(digits)) > MAX_JSON_INT:
+        shown = digits if len(digits) <= 24 else f"{digits[:12]}...({len(digits)} digits)"
+        raise _WideInt(f"the integer {shown} is wider than 64 bits")
+    return number
+
+
 def loads_json(text: str, what: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """json.loads with a nesting bound; BadInput naming `what` on any failure."""
+    """json.loads with a nesting bound and integers of at most 64 bits; BadInput
+    naming `what` on any failure."""
     if json_depth(text, max_depth) > max_depth:
         raise BadInput(f"{what}: JSON nested deeper than {max_depth} levels")
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=_bounded_int)
+    except _WideInt as err:
+        raise BadInput(f"{what}: {err}") from None
     except (ValueError, RecursionError) as err:
         raise BadInput(f"{what}: not JSON ({str(err)[:120]})") from None
 
