@@ -34,7 +34,8 @@ REPO = Path(__file__).resolve().parents[2]
 #: {store} an empty store; {deep_line} a history whose line 6 nests 100000 deep;
 #: {deep_test} a run folder whose test.json nests 100000 deep; {fifo_test} a run
 #: folder whose test.json is a FIFO; {big_test} a run folder whose test.json holds
-#: 10**400.
+#: 10**400; {loop} a symlink in a loop; {dangling} a symlink to nothing; {not_utf8} a
+#: history whose line 4 holds a byte that is not UTF-8.
 ROWS = [
     (["serve", "--store", "{store}", "--host", ""], "--host '' is not an IP address"),
     (["serve", "--store", "{store}", "--host", "0"], "--host '0' is not an IP address"),
@@ -51,6 +52,23 @@ ROWS = [
                                "100000000000...(401 digits) is wider than 64 bits"),
     (["check", "{big_test}"], "{big_test}/test.json is not readable JSON: the integer "
                               "100000000000...(401 digits) is wider than 64 bits"),
+    # a link that loops or leads nowhere, a line that is not UTF-8
+    (["check", "{loop}"], "cannot read {loop}: a symlink loop: too many levels of symbolic"),
+    (["check", "{loop}/history.jsonl"], "cannot read {loop}/history.jsonl: a symlink loop"),
+    (["report", "{loop}"], "{loop}: a symlink loop: too many levels of symbolic links"),
+    (["serve", "--store", "{loop}"], "store {loop}: a symlink loop"),
+    (["run", "--store", "{loop}"], "--store {loop}: a symlink loop"),
+    (["soak", "--store", "{loop}"], "--store {loop}: a symlink loop"),
+    (["soak", "--resume", "{loop}"], "--resume {loop}: a symlink loop"),
+    (["run", "--kafka-dist", "{loop}"], "--kafka-dist {loop}: a symlink loop"),
+    (["run", "--nodes-file", "{loop}"],
+     "--nodes-file {loop}: cannot read it (a symlink loop: too many levels of symbolic links)"),
+    (["check", "{dangling}"], "cannot read {dangling}: a symlink to '/nonexistent/elr-52', "
+                              "which does not exist"),
+    (["report", "{dangling}"], "{dangling}: a symlink to '/nonexistent/elr-52', which does"),
+    (["run", "--store", "{dangling}"], "--store {dangling}: a symlink to '/nonexistent/elr-52'"),
+    (["check", "{not_utf8}"], "line 4 is not a valid history line: not UTF-8 text (byte 0xff "
+                              "at character"),
 ]
 
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -78,9 +96,22 @@ def materialize(tmp_path: Path) -> dict[str, str]:
     (big_test / "history.jsonl").write_text("".join(lines))
     (big_test / "test.json").write_text('{"phases": [{"name": "setup", "start_s": '
                                         + str(10**400) + ', "duration_s": 1}]}')
+    loop = tmp_path / "loop-a"
+    if not os.path.lexists(loop):
+        loop.symlink_to(tmp_path / "loop-b")
+        (tmp_path / "loop-b").symlink_to(loop)
+    dangling = tmp_path / "dangling"
+    if not os.path.lexists(dangling):
+        dangling.symlink_to("/nonexistent/elr-52")
+    not_utf8 = tmp_path / "not-utf8"
+    not_utf8.mkdir(exist_ok=True)
+    lines_b = [line.encode() for line in lines]
+    lines_b[3] = lines_b[3].replace(b'"type"', b'"ty\xffpe"')
+    (not_utf8 / "history.jsonl").write_bytes(b"".join(lines_b))
     return {"{store}": str(tmp_path / "store"), "{deep_line}": str(deep_line),
             "{deep_test}": str(deep_test), "{fifo_test}": str(fifo_test),
-            "{big_test}": str(big_test)}
+            "{big_test}": str(big_test), "{loop}": str(loop), "{dangling}": str(dangling),
+            "{not_utf8}": str(not_utf8)}
 
 
 @pytest.mark.parametrize(("args", "message"), ROWS, ids=[" ".join(a) for a, _ in ROWS])
@@ -225,6 +256,43 @@ def test_a_history_at_a_path_of_glob_characters_is_checked_alone(plain, tmp_path
     assert results == cut_reference
     for decoy in DECOYS:
         assert not os.path.exists(os.path.join(root, b"cut" + decoy, b"results.json"))
+
+
+def test_a_history_that_links_elsewhere_is_cached_in_the_run_dir_given(plain, tmp_path):
+    """#52: results.json and the Parquet cache go in the run directory named (the
+    folder of the link), never beside the link's target, which stays as it was."""
+    base, reference, _ = plain
+    elsewhere, run = tmp_path / "elsewhere", tmp_path / "run"
+    _history(elsewhere, "h.jsonl", 1)
+    run.mkdir()
+    (elsewhere / "test.json").rename(run / "test.json")
+    (run / "history.jsonl").symlink_to(elsewhere / "h.jsonl")
+    before = digests(elsewhere)
+    results, _ = _check(os.fsencode(run), tmp_path)
+    assert results == reference
+    assert digests(elsewhere) == before, "nothing made or changed beside the target"
+    assert (run / "results.json").is_file() and (run / "history.parquet" / "events").is_dir()
+    assert parquet_location(run / "history.jsonl") == run / "history.parquet"
+    # named as a file, the link gives the same
+    (run / "results.json").unlink()
+    results, _ = _check(os.fsencode(run / "history.jsonl"), tmp_path)
+    assert results == reference and digests(elsewhere) == before
+
+
+def test_a_run_dir_whose_name_is_not_utf8_gets_its_plots(tmp_path) -> None:
+    """#52: the report reads the checker's tables through a plain link (pyarrow
+    encodes a path as UTF-8 and failed on the name): the page is drawn whole."""
+    from report_fixtures import RunSpec, make_run
+
+    from elr_harness.core.config import ReportConfig
+    from elr_harness.report.build import build_report
+
+    run = make_run(tmp_path / "store", RunSpec(ops=120, test_name=os.fsdecode(b"kill\xff"),
+                                               run_name="20261121T160000"))
+    page = build_report(run, ReportConfig()).read_text(encoding="utf-8")
+    assert page.count("<img") >= 2, "the plots are drawn"
+    assert "kill\N{REPLACEMENT CHARACTER}" in page
+    assert "missing or older than the history" not in page
 
 
 def test_results_json_with_an_integer_beyond_64_bits_is_named_in_the_report(tmp_path) -> None:

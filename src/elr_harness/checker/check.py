@@ -18,8 +18,9 @@ from pathlib import Path
 
 from elr_harness.core.config import CheckerConfig
 from elr_harness.core.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput, HarnessError
-from elr_harness.core.files import read_json
+from elr_harness.core.files import path_problem, read_json
 from elr_harness.core.history import HISTORY_NAME
+from elr_harness.core.validate import printable
 
 _log = logging.getLogger(__name__)
 
@@ -64,22 +65,30 @@ def resolve_history(path: Path) -> Path:
     The one place a user's path becomes the checker's: Spark resolves a relative
     table location under its warehouse folder, not the working directory, and
     read an empty events table from it (a blind check), so every path handed to
-    Spark or the catalog is this absolute one. Symlinks (store/latest)
-    are resolved too: results.json goes beside the history it judged.
+    Spark or the catalog is this absolute one. The folder is resolved (store/latest
+    is a link to a run directory), the history's own name is not: a history.jsonl
+    that is a symlink to a file elsewhere is read through it, and results.json and
+    the Parquet cache go in the folder given, never beside the link's target.
     """
     path = Path(path)
-    try:
-        resolved = path.resolve(strict=False)
-        if resolved.is_dir():
-            resolved = resolved / HISTORY_NAME
-        found = resolved.is_file()
-    except OSError as err:
-        raise BadInput(f"cannot read {path}: {err.strerror or err}") from err
-    if not found:
-        raise BadInput(f"no history at {path} (give a run directory or a history.jsonl)")
+    shown = printable(path)
+    problem = path_problem(path)
+    if problem == "does not exist":
+        raise BadInput(f"no history at {shown} (give a run directory or a history.jsonl)")
+    if problem is not None:
+        raise BadInput(f"cannot read {shown}: {problem}")
+    if path.is_dir():
+        resolved = Path(os.path.realpath(path)) / HISTORY_NAME
+        problem = path_problem(resolved)
+        if problem is not None and problem != "does not exist":
+            raise BadInput(f"cannot read {printable(resolved)}: {problem}")
+    else:
+        resolved = Path(os.path.realpath(path.parent)) / path.name
+    if not resolved.is_file():
+        raise BadInput(f"no history at {shown} (give a run directory or a history.jsonl)")
     if resolved.suffix != ".jsonl":
         # results.json is written beside the history: never beside any file at all
-        raise BadInput(f"{path} is not a history (give a run directory or a .jsonl file)")
+        raise BadInput(f"{shown} is not a history (give a run directory or a .jsonl file)")
     return resolved
 
 

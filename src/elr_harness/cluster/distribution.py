@@ -23,6 +23,7 @@ from pathlib import Path
 from elr_harness.cluster.releases import LATEST, resolve_version
 from elr_harness.core.config import SCALA_BINARY_VERSION, ReleasesConfig, cache_dir
 from elr_harness.core.errors import DistributionError
+from elr_harness.core.files import path_problem
 
 #: log4j2 runtime Kafka 4.x logs through (Maven brings no binding along); Kafka
 #: uses slf4j 1.7, hence the log4j-slf4j-impl binding, as its own tarball does.
@@ -69,13 +70,11 @@ def check_request(version: str, dist: Path | None) -> None:
 
 
 def _check_exists(dist: Path) -> None:
-    try:
-        found = Path(dist).expanduser().exists()
-    except (OSError, ValueError) as err:
-        raise DistributionError(f"--kafka-dist {str(dist)[:120]}: "
-                                f"{getattr(err, 'strerror', None) or err}") from err
-    if not found:
-        raise DistributionError(f"--kafka-dist {str(dist)[:120]}: no such file or directory")
+    problem = path_problem(Path(dist).expanduser())
+    if problem == "does not exist":
+        problem = "no such file or directory"
+    if problem is not None:
+        raise DistributionError(f"--kafka-dist {str(dist)[:120]}: {problem}")
 
 
 def _check_version_name(version: str) -> None:

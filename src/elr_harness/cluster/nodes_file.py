@@ -80,7 +80,8 @@ def read_nodes_file(path: Path, ssh: SshConfig | None = None) -> NodesFile:
     try:
         text = read_text(Path(path), where, MAX_NODES_FILE_BYTES)
     except BadInput as err:
-        if err.message.endswith(": no such file"):
+        if err.message.endswith(": no such file") or err.message.startswith(
+                f"{where}: cannot read it"):
             raise
         why = err.message.removeprefix(f"{where}: ")
         raise BadInput(f"{where}: cannot read it ({why})") from None

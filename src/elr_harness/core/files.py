@@ -9,6 +9,7 @@ RecursionError). Each failure is one BadInput line naming the file.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -29,6 +30,29 @@ MAX_JSON_DEPTH = 64
 MAX_JSON_INT = 2**64
 
 
+def os_reason(err: OSError) -> str:
+    """An OSError's reason in a person's words: the system's text, but a symlink
+    loop said as one (the system calls it "too many levels of symbolic links")."""
+    if err.errno == errno.ELOOP:
+        return "a symlink loop: too many levels of symbolic links"
+    return err.strerror or str(err)
+
+
+def path_problem(path: Path) -> str | None:
+    """Why a path a user named cannot be followed, in words (it does not exist, a
+    symlink that loops or leads nowhere, no permission), or None when it can.
+    Path.exists() says False for all of these alike."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            return f"a symlink to {os.readlink(path)[:120]!r}, which does not exist"
+        return "does not exist"
+    except (OSError, ValueError) as err:
+        return os_reason(err) if isinstance(err, OSError) else str(err)
+    return None
+
+
 def read_bytes(path: Path, what: str, max_bytes: int = MAX_SETTINGS_BYTES) -> bytes:
     """A regular file's bytes, at most max_bytes; BadInput(`what: why`) otherwise.
 
@@ -41,7 +65,7 @@ def read_bytes(path: Path, what: str, max_bytes: int = MAX_SETTINGS_BYTES) -> by
     except FileNotFoundError:
         raise BadInput(f"{what}: no such file") from None
     except OSError as err:
-        raise BadInput(f"{what}: cannot read it ({err.strerror or err})") from None
+        raise BadInput(f"{what}: cannot read it ({os_reason(err)})") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -61,7 +85,7 @@ def read_bytes(path: Path, what: str, max_bytes: int = MAX_SETTINGS_BYTES) -> by
                 raise BadInput(f"{what}: more than the {max_bytes} bytes accepted")
         return b"".join(chunks)
     except OSError as err:
-        raise BadInput(f"{what}: cannot read it ({err.strerror or err})") from None
+        raise BadInput(f"{what}: cannot read it ({os_reason(err)})") from None
     finally:
         os.close(fd)
 

@@ -89,6 +89,26 @@ def shown_path(path: Path | str) -> str:
     return repr(shown) if any(ord(c) < 32 or ord(c) == 127 for c in shown) else shown
 
 
+#: What printable() escapes: C0 controls, DEL, C1 controls, lone surrogates (a
+#: file name's bytes that are not UTF-8, as Python's surrogateescape gives them).
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _escaped(match: re.Match) -> str:
+    code = ord(match[0])
+    if 0xDC80 <= code <= 0xDCFF:
+        return f"\\x{code - 0xDC00:02x}"  # the byte the file name holds
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def printable(text: object) -> str:
+    """Text for one line on a terminal, whole (a path on a success line is copied
+    from there): a control character or a byte that is not UTF-8 as \\xNN, so a
+    name holding an escape sequence or a newline neither drives the terminal nor
+    ends the line; everything else as it is."""
+    return _UNPRINTABLE.sub(_escaped, str(text))
+
+
 def _matching(pattern: re.Pattern, what: str) -> Callable[[str], str]:
     def check(value: str) -> str:
         text(value)

@@ -20,7 +20,7 @@ from elr_harness.report.checked_tables import (
     read_checked_tables,
 )
 from elr_harness.report.faults import coloured, fault_colours, pair_faults
-from elr_harness.report.index import write_index
+from elr_harness.report.index import shown, write_index
 from elr_harness.report.lost_writes import lost_writes_of
 from elr_harness.report.render import render_report
 from elr_harness.report.report_inputs import ReportInputs
@@ -85,7 +85,8 @@ def build_report(run_dir: Path, config: ReportConfig) -> Path:
         lost=lost_writes_of(run.results),
         config=config,
     )
-    page = render_report(inputs)
+    # a run directory's name, or a text of test.json, may hold what UTF-8 cannot
+    page = shown(render_report(inputs))
     try:
         write_atomically(target, page)
     except OSError as err:

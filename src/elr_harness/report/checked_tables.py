@@ -38,6 +38,7 @@ from elr_harness.checker.parquet_cache import (
     source_marker,
 )
 from elr_harness.checker.report_tables import DONE, REPORT
+from elr_harness.checker.staging import Staging, is_plain
 from elr_harness.core.errors import BadInput
 from elr_harness.core.files import read_json
 from elr_harness.report.faults import FaultEvent
@@ -196,6 +197,18 @@ def read_checked_tables(history: Path, wanted: dict[int, Interest],
         keys = TopicKeys(tuple(str(t) for t in layout["topics"]))
     except (BadInput, KeyError, TypeError) as err:
         return CheckedTables(problem=f"the checker's Parquet cache cannot be read: {err}")
+    if is_plain(parquet):
+        return _read_tables(parquet, keys, wanted, max_relevant_records, marked)
+    # pyarrow takes a path for a URI (a ':' names a file system) and encodes it as
+    # UTF-8 (a run directory's name that is not fails): it reads a plain link to it
+    with Staging() as stage:
+        return _read_tables(stage.link(parquet, "parquet"), keys, wanted,
+                            max_relevant_records, marked)
+
+
+def _read_tables(parquet: Path, keys: TopicKeys, wanted: dict[int, Interest],
+                 max_relevant_records: int, marked: frozenset[int]) -> CheckedTables:
+    """read_checked_tables' reading, from the cache at a plain path."""
     events, side, report = parquet / EVENTS, parquet / SIDE, parquet / REPORT
     out = CheckedTables()
     sends = _read(events, EVENTS_SCHEMA, ["kind", "process", "index", "time", "acks"],

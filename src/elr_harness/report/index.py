@@ -52,9 +52,10 @@ class RunSummary:
 
 
 def shown(text: str) -> str:
-    """A file name as a page can hold it: bytes that are not UTF-8 (kept by Python
-    as surrogates, which no encoder takes) become U+FFFD."""
-    return os.fsencode(text).decode("utf-8", "replace")
+    """Text as a page can hold it: a file name's bytes that are not UTF-8 (kept by
+    Python as surrogates, which no encoder takes) and a lone surrogate a JSON
+    file spelt (\\ud800) become U+FFFD."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def _display_time(name: str) -> str:

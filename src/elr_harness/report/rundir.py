@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from elr_harness.core.errors import BadInput
-from elr_harness.core.files import MAX_SETTINGS_BYTES, read_json
+from elr_harness.core.files import MAX_SETTINGS_BYTES, path_problem, read_json
+from elr_harness.core.validate import printable
 
 #: Run directories are named by their start time: store/<test>/<YYYYmmddTHHMMSS>/.
 RUN_DIR_NAME = re.compile(r"^\d{8}T\d{6}$")
@@ -54,8 +55,10 @@ def _read_json(path: Path, what: str, max_bytes: int = MAX_SETTINGS_BYTES) -> An
 
 def load_test_json(run_dir: Path) -> dict[str, Any]:
     """test.json is what makes a directory a run; without it there is nothing to report."""
-    if not run_dir.exists():
-        raise BadInput(f"{run_dir} does not exist")
+    problem = path_problem(run_dir)
+    if problem is not None:
+        raise BadInput(f"{printable(run_dir)}{' ' if problem == 'does not exist' else ': '}"
+                       f"{problem}")
     if not run_dir.is_dir():
         raise BadInput(f"{run_dir} is not a directory (expected a run directory)")
     path = run_dir / "test.json"

@@ -23,6 +23,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from elr_harness.core.errors import BadInput, HarnessError
+from elr_harness.core.files import path_problem
+from elr_harness.core.validate import printable
 from elr_harness.report.index import INDEX_NAME, is_ours, render_index
 
 INDEX_PATHS = ("/", "/" + INDEX_NAME)
@@ -152,10 +154,14 @@ class StoreServer(ThreadingHTTPServer):
 def make_server(store: Path, host: str, port: int) -> StoreServer:
     """A bound server for the store (port 0 picks a free one); errors are for a person."""
     ip = bind_address(host)
-    if store.exists() and not store.is_dir():
-        raise BadInput(f"store {store} is a file, not a folder of runs (pass --store)")
+    problem = path_problem(store)
+    if problem == "does not exist":
+        raise BadInput(f"store {printable(store)} does not exist (run `harness run` first, "
+                       "or pass --store)")
+    if problem is not None:
+        raise BadInput(f"store {printable(store)}: {problem}")
     if not store.is_dir():
-        raise BadInput(f"store {store} does not exist (run `harness run` first, or pass --store)")
+        raise BadInput(f"store {printable(store)} is a file, not a folder of runs (pass --store)")
     handler = partial(StoreHandler, directory=str(store.resolve()))
     try:
         return StoreServer(ip, port, handler)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from elr_harness.core.errors import BadInput
+from elr_harness.core.files import os_reason, path_problem
 
 
 def check_store(store: Path) -> None:
@@ -22,6 +23,10 @@ def check_store(store: Path) -> None:
     try:
         existing = Path(store).absolute()
         while not existing.exists() and existing.parent != existing:
+            if os.path.lexists(existing):
+                # a symlink that loops or leads nowhere: mkdir would fail on it later
+                where = "" if existing == Path(store).absolute() else f"{existing}: "
+                raise BadInput(f"--store {shown}: {where}{path_problem(existing)}")
             existing = existing.parent
         if not existing.is_dir():
             where = "" if existing == Path(store).absolute() else f" ({existing} is a file)"
@@ -34,7 +39,7 @@ def check_store(store: Path) -> None:
                            "the harness's link to the newest run; move it away or pick "
                            "another --store")
     except OSError as err:
-        raise BadInput(f"--store {shown}: {err.strerror or err}") from err
+        raise BadInput(f"--store {shown}: {os_reason(err)}") from err
 
 
 def new_run_dir(store: Path, test_name: str) -> Path:

@@ -38,7 +38,7 @@ from rich.console import Console
 
 from elr_harness.core.config import ClusterConfig, SoakConfig
 from elr_harness.core.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
-from elr_harness.core.files import read_json
+from elr_harness.core.files import path_problem, read_json
 from elr_harness.run.store import check_store, fresh_dir, write_json
 from elr_harness.soak.check import SoakChecker
 from elr_harness.soak.plan import PlanEntry, PlannedRun, planned_run, workload_seconds
@@ -90,6 +90,9 @@ def resume(soak_dir: Path, run_parser: argparse.ArgumentParser) -> int:
 
     soak_dir = soak_dir.absolute()
     shown = str(soak_dir)[:200]
+    problem = path_problem(soak_dir)
+    if problem is not None and problem != "does not exist":
+        raise BadInput(f"--resume {shown}: {problem}")
     if not (soak_dir / SOAK_FILE).is_file():
         raise BadInput(f"--resume {shown}: not a soak directory (no {SOAK_FILE})")
     state = read_json(soak_dir / SOAK_FILE, f"--resume {shown}: {SOAK_FILE}")
