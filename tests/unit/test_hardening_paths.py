@@ -28,6 +28,7 @@ from synthetic import Injection, SyntheticSpec, synthetic_test_json, write_histo
 from elr_harness.checker.lines import describe
 from elr_harness.checker.parquet_cache import parquet_location
 from elr_harness.core.errors import HarnessError
+from elr_harness.core.validate import printable
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -35,7 +36,8 @@ REPO = Path(__file__).resolve().parents[2]
 #: {deep_test} a run folder whose test.json nests 100000 deep; {fifo_test} a run
 #: folder whose test.json is a FIFO; {big_test} a run folder whose test.json holds
 #: 10**400; {loop} a symlink in a loop; {dangling} a symlink to nothing; {not_utf8} a
-#: history whose line 4 holds a byte that is not UTF-8.
+#: history whose line 4 holds a byte that is not UTF-8; {ctl} a folder whose name
+#: holds an escape sequence and a newline ({ctl_shown}: as a message shows it).
 ROWS = [
     (["serve", "--store", "{store}", "--host", ""], "--host '' is not an IP address"),
     (["serve", "--store", "{store}", "--host", "0"], "--host '0' is not an IP address"),
@@ -69,6 +71,9 @@ ROWS = [
     (["run", "--store", "{dangling}"], "--store {dangling}: a symlink to '/nonexistent/elr-52'"),
     (["check", "{not_utf8}"], "line 4 is not a valid history line: not UTF-8 text (byte 0xff "
                               "at character"),
+    # a name that would drive the terminal
+    (["check", "{ctl}"], "no history at {ctl_shown} (give a run directory"),
+    (["report", "{ctl}"], "harness: {ctl_shown} is not a run directory: it has no test.json"),
 ]
 
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -108,10 +113,12 @@ def materialize(tmp_path: Path) -> dict[str, str]:
     lines_b = [line.encode() for line in lines]
     lines_b[3] = lines_b[3].replace(b'"type"', b'"ty\xffpe"')
     (not_utf8 / "history.jsonl").write_bytes(b"".join(lines_b))
+    ctl = tmp_path / "run\x1b[31m\nX"
+    ctl.mkdir(exist_ok=True)
     return {"{store}": str(tmp_path / "store"), "{deep_line}": str(deep_line),
             "{deep_test}": str(deep_test), "{fifo_test}": str(fifo_test),
             "{big_test}": str(big_test), "{loop}": str(loop), "{dangling}": str(dangling),
-            "{not_utf8}": str(not_utf8)}
+            "{not_utf8}": str(not_utf8), "{ctl_shown}": printable(ctl), "{ctl}": str(ctl)}
 
 
 @pytest.mark.parametrize(("args", "message"), ROWS, ids=[" ".join(a) for a, _ in ROWS])
@@ -277,6 +284,25 @@ def test_a_history_that_links_elsewhere_is_cached_in_the_run_dir_given(plain, tm
     (run / "results.json").unlink()
     results, _ = _check(os.fsencode(run / "history.jsonl"), tmp_path)
     assert results == reference and digests(elsewhere) == before
+
+
+def test_success_lines_escape_control_characters_in_a_run_dirs_name(tmp_path) -> None:
+    """#52: `harness check` and `harness report` print where they wrote on one line
+    each, an escape sequence or a newline in the name shown as \\xNN."""
+    run = tmp_path / "run\x1b[31mred\x07\nX"
+    _history(run, "history.jsonl", 1)
+    lines = []
+    for command in ("check", "report"):
+        proc = subprocess.run([sys.executable, "-m", "elr_harness.cli", command, str(run)],
+                              capture_output=True, timeout=300, cwd=tmp_path)
+        assert proc.returncode == (1 if command == "check" else 0), proc.stderr
+        out = proc.stdout.decode()
+        assert "\x1b" not in out and "\x07" not in out, out
+        lines.append(out.splitlines()[-1])
+    shown = printable(run)
+    assert shown.endswith("run\\x1b[31mred\\x07\\x0aX")
+    assert lines == [f"results: {shown}/results.json", f"report: {shown}/report.html"]
+    assert (run / "report.html").is_file()
 
 
 def test_a_run_dir_whose_name_is_not_utf8_gets_its_plots(tmp_path) -> None:

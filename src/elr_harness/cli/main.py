@@ -8,6 +8,7 @@ HarnessError: printed as one clear message, never a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -18,6 +19,8 @@ from pathlib import Path
 from elr_harness.cli.stdout import tolerate_closed_stdout
 from elr_harness.core.config import CheckerConfig, ReportConfig, cache_dir, default_store_dir
 from elr_harness.core.errors import EXIT_UNKNOWN, HarnessError
+from elr_harness.core.files import os_reason
+from elr_harness.core.validate import printable
 from elr_harness.run.flags import (
     ascii_int,
     coverage_states,
@@ -107,7 +110,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     results, target = check_path(args.path, config)
     report = target.parent / "report.html"
     print_summary(results, report if report.exists() else None)
-    print(f"results: {target}")
+    print(f"results: {printable(target)}")
     return exit_code(results)
 
 
@@ -122,7 +125,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from elr_harness.report.build import build_report
 
     path = build_report(args.run_dir, ReportConfig())
-    print(f"report: {path}")
+    print(f"report: {printable(path)}")
     return 0
 
 
@@ -238,17 +241,18 @@ def _noting_interrupts(interrupted: threading.Event) -> Iterator[None]:
 
 def _report_failure(err: Exception) -> int:
     """One line for any failure that is not a verdict; exit 2, never 1."""
+    # every message is one line, whatever a path in it holds
     if isinstance(err, HarnessError):
-        print(f"harness: {err.message}", file=sys.stderr)
+        print(f"harness: {printable(err.message)}", file=sys.stderr)
         return err.exit_code
     if isinstance(err, OSError):
         # a path of the user's that cannot be made or read: a harness error, never 1
-        where = f"{str(err.filename)[:120]}: " if err.filename else ""
-        print(f"harness: {where}{err.strerror or err}", file=sys.stderr)
+        where = f"{printable(os.fsdecode(err.filename))[:200]}: " if err.filename else ""
+        print(f"harness: {where}{printable(os_reason(err))}", file=sys.stderr)
         return EXIT_UNKNOWN
     # a bug of ours: one line, the traceback kept
     log = _keep_traceback()
-    print(f"harness: internal error ({type(err).__name__}: {str(err)[:200]}); "
+    print(f"harness: internal error ({type(err).__name__}: {printable(str(err)[:200])}); "
           f"traceback in {log}", file=sys.stderr)
     return EXIT_UNKNOWN
 

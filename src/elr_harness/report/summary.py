@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from elr_harness.core.validate import printable
 from elr_harness.report.verdict import anomaly_counts, checked_line, count_label, verdict_of
 
 VERDICT_STYLES = {
@@ -30,7 +31,8 @@ def summary_table(results: dict[str, Any], report_path: Path | None) -> Table:
     table.add_column("what", style="bold")
     table.add_column("value", overflow="fold")
     table.add_row("verdict", Text(f" {word} ", style=VERDICT_STYLES[css]))
-    table.add_row("reason", Text(str(results.get("reason") or "no reason given")))
+    # results.json and the path are the user's: no control character reaches the terminal
+    table.add_row("reason", Text(printable(results.get("reason") or "no reason given")))
     checked = checked_line(results)
     if checked:
         table.add_row("checked", Text(checked))
@@ -39,11 +41,12 @@ def summary_table(results: dict[str, Any], report_path: Path | None) -> Table:
     if counts:
         for name in counts:
             style = "red" if name in bad else "yellow"
-            table.add_row(Text(name, style=style), Text(count_label(results, name)))
+            table.add_row(Text(printable(name), style=style),
+                          Text(printable(count_label(results, name))))
     else:
         table.add_row("anomalies", "none")
     if report_path is not None:
-        table.add_row("report", Text(str(report_path)))
+        table.add_row("report", Text(printable(report_path)))
     else:
         table.add_row("report", Text("not written (`harness report RUN_DIR` makes it)"))
     return table
