@@ -49,12 +49,12 @@ ROWS = [
     (["check", "{deep_test}"], "test.json is not readable JSON: JSON nested deeper than 64"),
     (["check", "{fifo_test}"], "test.json is not readable JSON: not a regular file"),
     (["report", "{deep_test}"], "test.json cannot be read as JSON: JSON nested deeper than 64"),
-    # #52: an integer beyond 64 bits (a float of it overflows in the report)
+    # #52: an integer beyond 64 bits (a float of it overflows), a link that loops or
+    # leads nowhere, a line that is not UTF-8, a name that would drive the terminal
     (["report", "{big_test}"], "{big_test}/test.json cannot be read as JSON: the integer "
                                "100000000000...(401 digits) is wider than 64 bits"),
     (["check", "{big_test}"], "{big_test}/test.json is not readable JSON: the integer "
                               "100000000000...(401 digits) is wider than 64 bits"),
-    # a link that loops or leads nowhere, a line that is not UTF-8
     (["check", "{loop}"], "cannot read {loop}: a symlink loop: too many levels of symbolic"),
     (["check", "{loop}/history.jsonl"], "cannot read {loop}/history.jsonl: a symlink loop"),
     (["report", "{loop}"], "{loop}: a symlink loop: too many levels of symbolic links"),
@@ -71,7 +71,6 @@ ROWS = [
     (["run", "--store", "{dangling}"], "--store {dangling}: a symlink to '/nonexistent/elr-52'"),
     (["check", "{not_utf8}"], "line 4 is not a valid history line: not UTF-8 text (byte 0xff "
                               "at character"),
-    # a name that would drive the terminal
     (["check", "{ctl}"], "no history at {ctl_shown} (give a run directory"),
     (["report", "{ctl}"], "harness: {ctl_shown} is not a run directory: it has no test.json"),
 ]
@@ -409,8 +408,9 @@ def test_serve_never_overwrites_a_users_index_html(tmp_path: Path) -> None:
     try:
         status, page = _request(port, "/")
         assert status == 200 and b"elr-harness runs (0)" in page  # from memory
-        status, page = _request(port, "/index.html")
-        assert status == 200 and b"my own page" in page  # the user's file, as it is
+        status, page = _request(port, "/index.html")  # the harness's, not the user's
+        assert status == 200 and b"elr-harness runs (0)" in page
+        assert b"my own page" not in page
     finally:
         err = _stop(proc)
     assert digests(store) == before and "Traceback" not in err
@@ -423,9 +423,18 @@ def _run(store: Path, test: str, when: str | bytes) -> Path:
     return run
 
 
+def _harness_report(run: Path) -> Path:
+    """A report.html as the harness marks its own (build_report's marker)."""
+    from elr_harness.report.atomic import REPORT_GENERATOR
+
+    (run / "report.html").write_text(f"<!DOCTYPE html>\n<html><head>{REPORT_GENERATOR}"
+                                     "</head><body>the harness's report</body></html>\n")
+    return run / "report.html"
+
+
 def test_serve_answers_only_to_its_name_and_never_prints_a_traceback(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    _run(store, "kill", "20261120T090000")
+    _harness_report(_run(store, "kill", "20261120T090000"))
     _run(store, "kill", "20261399T999999")  # digits, but no time
     (_run(store, "kill", "20261121T090000") / "results.json").write_text(DEEP)
     (_run(store, os.fsdecode(b"kill\xff"), "20261122T090000") / "report.html").write_text("r")
@@ -441,12 +450,62 @@ def test_serve_answers_only_to_its_name_and_never_prints_a_traceback(tmp_path: P
         assert _request(port, "/kill/%00/test.json")[0] == 404
         for host in ("evil.example", f"evil.example:{port}", f"localhost:{port + 1}"):
             assert _request(port, "/", host)[0] == 421, host
-            assert _request(port, "/kill/20261120T090000/test.json", host)[0] == 421, host
-        assert _request(port, "/kill/20261120T090000/test.json", f"localhost:{port}")[0] == 200
+            assert _request(port, "/kill/20261120T090000/report.html", host)[0] == 421, host
+        assert _request(port, "/kill/20261120T090000/report.html",
+                        f"localhost:{port}")[0] == 200
     finally:
         err = _stop(proc)
     assert "Traceback" not in err, err
     assert not (store / "index.html").exists(), "serve writes nothing"
+
+
+def test_serve_answers_only_what_the_harness_wrote(tmp_path: Path) -> None:
+    """#52: the reports, the index, a soak's index and the run logs it links to;
+    no dotfile, no listing, no file of anyone else's, whatever its name."""
+    store = tmp_path / "store"
+    run = _run(store, "kill", "20261120T090000")
+    _harness_report(run)
+    (run / "history.jsonl").write_text("{}\n")
+    users = _run(store, "kill", "20261121T090000")
+    (users / "report.html").write_text("<html>a user's page named report.html</html>")
+    hidden = _run(store, ".hidden", "20261122T090000")
+    _harness_report(hidden)
+    (store / ".secret").write_text("a secret")
+    (run / ".secret").write_text("a secret")
+    (store / "latest").symlink_to("kill/20261120T090000")
+    soak = store / "soak" / "20261125T100000"
+    (soak / "runs").mkdir(parents=True)
+    (soak / "soak.json").write_text("{}")
+    (soak / "index.html").write_text("<!DOCTYPE html><html>the soak's index</html>")
+    (soak / "junit.xml").write_text("<testsuites/>")
+    (soak / "runs" / "0000.log").write_text("the run's log")
+    (soak / "runs" / "notes.txt").write_text("a note")
+    not_a_soak = store / "elsewhere"
+    (not_a_soak / "runs").mkdir(parents=True)
+    (not_a_soak / "index.html").write_text("<html>someone's</html>")
+    (not_a_soak / "runs" / "0000.log").write_text("someone's log")
+    served = {
+        "/": 200, "/index.html": 200,
+        "/kill/20261120T090000/report.html": 200, "/latest/report.html": 200,
+        "/soak/20261125T100000/index.html": 200, "/soak/20261125T100000/runs/0000.log": 200,
+        # the user's, a dotfile, a listing, what the harness keeps but does not link
+        "/kill/20261121T090000/report.html": 404, "/.hidden/20261122T090000/report.html": 404,
+        "/.secret": 404, "/kill/20261120T090000/.secret": 404, "/%2Esecret": 404,
+        "/kill/": 404, "/kill/20261120T090000/": 404, "/soak/": 404,
+        "/kill/20261120T090000/test.json": 404, "/kill/20261120T090000/history.jsonl": 404,
+        "/soak/20261125T100000/soak.json": 404, "/soak/20261125T100000/junit.xml": 404,
+        "/soak/20261125T100000/runs/notes.txt": 404,
+        "/elsewhere/index.html": 404, "/elsewhere/runs/0000.log": 404,
+    }
+    proc, port = _serving(store)
+    try:
+        got = {path: _request(port, path)[0] for path in served}
+        status, page = _request(port, "/kill/20261120T090000/report.html")
+        assert b"the harness's report" in page
+    finally:
+        err = _stop(proc)
+    assert got == served
+    assert "Traceback" not in err, err
 
 
 def test_serve_on_every_interface_says_so_in_one_line(tmp_path: Path) -> None:

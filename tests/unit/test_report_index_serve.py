@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from elr_harness.core.errors import BadInput, HarnessError
+from elr_harness.report.atomic import REPORT_GENERATOR
 from elr_harness.report.index import write_index
 from elr_harness.report.serve import make_server
 from elr_harness.report.summary import print_summary
@@ -37,7 +38,8 @@ def _run(store: Path, test: str, when: str, valid: object | None, elr: bool = Tr
             {"valid": valid, "reason": "r", "bad_anomaly_types": ["lost-write"],
              "anomalies": anomalies or {}}))
     if report:
-        (run_dir / "report.html").write_text("<html>report of " + when + "</html>")
+        (run_dir / "report.html").write_text(
+            f"<!DOCTYPE html>\n<html><head>{REPORT_GENERATOR}</head>report of {when}</html>")
     return run_dir
 
 
@@ -96,8 +98,9 @@ def test_serve_regenerates_the_index_and_serves_reports(store: Path) -> None:
         assert "elr-harness runs (5)" in page and "2026-11-23 00:00:00" in page
         status, report = _get(base + "/kill/20261120T090000/report.html")
         assert status == 200 and "report of 20261120T090000" in report
-        status, _ = _get(base + "/latest/test.json")
-        assert status == 200
+        # what the harness did not write there is not served (test.json, a listing)
+        assert _get(base + "/latest/test.json")[0] == 404
+        assert _get(base + "/kill/")[0] == 404
         status, _ = _get(base + "/../../etc/passwd")
         assert status == 404
         # a symlink out of the store is not followed; one inside it (latest) is

@@ -5,15 +5,21 @@ an explicit address (--host 0.0.0.0, --host 192.168.1.5: then one warning line
 says the reports are open to the network); '' or '0', which the socket layer
 takes for "every interface", are refused. A request whose Host header names
 anything but the bound address or loopback is answered 421, so a web page that
-re-binds its own DNS name to 127.0.0.1 cannot read the reports. It serves files
-under the store and nothing else, and writes nothing: / is the index rendered
-from memory (a user's own store/index.html is never overwritten). A request
-that fails is one line on stderr, never a traceback. Ctrl-C stops it cleanly.
+re-binds its own DNS name to 127.0.0.1 cannot read the reports. It serves only
+what the harness wrote in the store, and writes nothing: / (and /index.html) is
+the index rendered from memory (a user's own store/index.html is neither
+overwritten nor served); a run's report.html when it is the harness's (its
+marker); a soak's index.html and the run logs it links to (runs/NNNN.log), in a
+folder holding soak.json. Anything else is a 404, as if it were not there: a
+dotfile, a folder's listing, a user's file, test.json, a symlink out of the
+store. A request that fails is one line on stderr, never a traceback. Ctrl-C
+stops it cleanly.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 import sys
 from functools import partial
@@ -25,7 +31,13 @@ from urllib.parse import urlsplit
 from elr_harness.core.errors import BadInput, HarnessError
 from elr_harness.core.files import path_problem
 from elr_harness.core.validate import printable
-from elr_harness.report.index import INDEX_NAME, is_ours, render_index
+from elr_harness.report.atomic import is_our_report
+from elr_harness.report.index import INDEX_NAME, render_index
+
+#: A run's report (report/build.py writes it) and a soak's record (soak/runner.py):
+#: the names serve looks for, spelt here so that serve loads neither.
+REPORT_NAME = "report.html"
+SOAK_FILE = "soak.json"
 
 INDEX_PATHS = ("/", "/" + INDEX_NAME)
 #: Names every browser on this machine may use for a loopback-bound server.
@@ -90,11 +102,11 @@ class StoreHandler(SimpleHTTPRequestHandler):
         return True
 
     def _index(self) -> bool:
-        """Send the index from memory for / (and /index.html unless that file is
-        the user's own); True when it did."""
+        """Send the index from memory for / and /index.html (never a user's own
+        index.html); True when it did."""
         path = urlsplit(self.path).path
         store = Path(self.directory)
-        if path not in INDEX_PATHS or (path != "/" and not is_ours(store / INDEX_NAME)):
+        if path not in INDEX_PATHS:
             return False
         body = render_index(store).encode("utf-8", "replace")
         self.send_response(HTTPStatus.OK)
@@ -114,23 +126,50 @@ class StoreHandler(SimpleHTTPRequestHandler):
             super().do_HEAD()
 
     def translate_path(self, path: str) -> str:
-        """Only what resolves inside the store: a symlink out of it (to /etc, say)
-        is answered 404, as if it were not there; store/latest resolves inside. A
-        path the file system cannot hold (a NUL byte) is a 404 too."""
+        """Only what the harness wrote (served_by_us), resolving inside the store:
+        a symlink out of it (to /etc, say) is answered 404, as if it were not there;
+        store/latest resolves inside. A path the file system cannot hold (a NUL
+        byte) is a 404 too."""
         local = super().translate_path(path)
         root = Path(self.directory).resolve()
         try:
-            inside = Path(local).resolve().is_relative_to(root)
+            inside = Path(local).resolve().is_relative_to(root) and served_by_us(
+                Path(self.directory), Path(local))
         except (OSError, ValueError):
             inside = False
         if not inside:
-            return str(root / ".outside-the-store")  # never exists: a 404
+            return str(root / ".not-served")  # never exists: a 404
         return local
 
     def end_headers(self) -> None:
         # Reports change when a run is re-checked; never show a stale one.
         self.send_header("Cache-Control", "no-store")
         super().end_headers()
+
+
+#: A soak's run log, as its index links to it (soak/<time>/runs/NNNN.log).
+_RUN_LOG = re.compile(r"[0-9]{4,}\.log")
+
+
+def served_by_us(store: Path, local: Path) -> bool:
+    """Whether a file under the store is one the harness wrote there and serves:
+    a run's report.html that carries the report's marker; a soak's index.html or
+    runs/NNNN.log, in a folder holding soak.json. Never a dotfile or a file in a
+    dot-folder, never a folder (its listing)."""
+    try:
+        parts = local.relative_to(store).parts
+    except ValueError:
+        return False
+    if not parts or any(part.startswith(".") for part in parts) or not local.is_file():
+        return False
+    name = parts[-1]
+    if name == REPORT_NAME:
+        return is_our_report(local)
+    if name == INDEX_NAME and len(parts) > 1:
+        return (local.parent / SOAK_FILE).is_file()
+    if _RUN_LOG.fullmatch(name) and len(parts) > 2 and parts[-2] == "runs":
+        return (local.parent.parent / SOAK_FILE).is_file()
+    return False
 
 
 class StoreServer(ThreadingHTTPServer):
