@@ -36,6 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests" / "unit"), str(ROOT / "tests")]
 
+from cli_rows import command_line  # noqa: E402
 from test_cli_bad_input import BAD_INPUTS, _filled, _materialize  # noqa: E402
 
 Row = tuple[list[str], str, Callable[[Path], dict[str, str]]]
@@ -87,8 +88,8 @@ def classify(checkout: Path, args: list[str], expected: str,
         if args[:2] not in READ_ONLY:
             env["DOCKER_HOST"] = f"unix://{tmp_path}/no-engine.sock"
         try:
-            proc = subprocess.run([sys.executable, "-m", "elr_harness.cli", *argv],
-                                  capture_output=True, timeout=ROW_TIMEOUT_S, cwd=work, env=env)
+            proc = subprocess.run(command_line(argv, work), capture_output=True,
+                                  timeout=ROW_TIMEOUT_S, cwd=work, env=env)
         except subprocess.TimeoutExpired:
             return "wrong-exit", f"still running after {ROW_TIMEOUT_S} s"
         out = proc.stdout.decode(errors="replace")

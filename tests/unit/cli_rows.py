@@ -4,6 +4,8 @@ read by benchmarks/bad_input_sweep.py.
 
 A sibling module holds `ROWS`, a list of (argv, words) like BAD_INPUTS, and
 `materialize(tmp_path) -> {placeholder: text}` making the files its rows name.
+An argv that starts with IN_A_DELETED_FOLDER runs the rest in a working folder
+deleted just before the harness starts (command_line says how).
 """
 
 from __future__ import annotations
@@ -21,6 +23,22 @@ def filled(text: str, places: dict[str, str]) -> str:
     return text
 
 
+#: A row's first word: the harness runs in a working folder that no longer exists.
+IN_A_DELETED_FOLDER = "{in-a-deleted-folder}"
+
+
+def command_line(argv: list, work: Path) -> list:
+    """The command that runs `harness ARGV` from the working folder `work`: with
+    IN_A_DELETED_FOLDER first, from a folder made in it and deleted by the shell
+    that then starts the harness (its cwd is gone, as after `rm -r` elsewhere)."""
+    if argv[:1] != [IN_A_DELETED_FOLDER]:
+        return [sys.executable, "-m", "elr_harness.cli", *argv]
+    gone = work / "deleted-before-the-harness-started"
+    gone.mkdir()
+    return ["sh", "-c", 'cd "$1" && rmdir "$1" && shift && exec "$@"', "sh", str(gone),
+            sys.executable, "-m", "elr_harness.cli", *argv[1:]]
+
+
 def run_row(tmp_path: Path, args: list[str], message: str, places: dict[str, str],
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run `harness ARGS` in an empty folder and assert: exit 2, one line naming
@@ -28,7 +46,7 @@ def run_row(tmp_path: Path, args: list[str], message: str, places: dict[str, str
     argv = [filled(a, places) for a in args]
     work = tmp_path / "cwd"
     work.mkdir(exist_ok=True)
-    proc = subprocess.run([sys.executable, "-m", "elr_harness.cli", *argv], capture_output=True,
+    proc = subprocess.run(command_line(argv, work), capture_output=True,
                           timeout=300, cwd=work, env={**os.environ, **(env or {})})
     out, err = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
     assert proc.returncode == 2, out + err

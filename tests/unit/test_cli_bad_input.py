@@ -162,7 +162,7 @@ BAD_INPUTS = [
     (["run", "--nodes-file", "/nonexistent/hosts.yaml"],
      "--nodes-file /nonexistent/hosts.yaml: no such file"),
     (["run", "--nodes-file", "{dir}"], "--nodes-file {dir}: cannot read it"),
-    (["run", "--nodes-file", "{bin}"], "--nodes-file {bin}: cannot read it"),
+    (["run", "--nodes-file", "{bin}"], "--nodes-file {bin}: not UTF-8 text (byte 128)"),
     (["run", "--nodes-file", "{nodes_not_yaml}"], "--nodes-file {nodes_not_yaml}: not YAML at "
                                                   "line 2 (mapping values are not allowed"),
     (["run", "--nodes-file", "{file}"], "--nodes-file {file}: expected a mapping with a list "

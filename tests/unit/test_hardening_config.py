@@ -159,7 +159,39 @@ ROWS = [
     (["run", "--sto", "/etc"], "unrecognized arguments: --sto /etc"),
     (["serve", "--po", "1"], "unrecognized arguments: --po 1"),
     (["cluster", "up", "--bro", "4"], "unrecognized arguments: --bro 4"),
+    # #52: a byte order mark (TOML's parser said "Invalid statement at line 1")
+    *[([*command, "{bom_" + kind + "}"], f"{flag} {{bom_{kind}}}: starts with a UTF-8 byte "
+       "order mark (BOM), which a settings file may not hold; save it as UTF-8 without one")
+      for command, flag, kind in ((["run", "--config"], "--config", "toml"),
+                                  (["run", "--config"], "--config", "json"),
+                                  (["cluster", "status", "--nodes-file"], "--nodes-file",
+                                   "yaml"),
+                                  (["soak", "--plan"], "--plan", "plan"))],
+    # #52: the nodes file's key_file or known_hosts a folder (said: "does not exist",
+    # or a host key "not in" the folder), two names for one host
+    (["cluster", "status", "--nodes-file", "{nodes_key_folder}"],
+     "--nodes-file {nodes_key_folder}: node 'c1': key_file {dir} is a folder, not a file"),
+    (["cluster", "status", "--nodes-file", "{nodes_known_hosts_folder}"],
+     "--nodes-file {nodes_known_hosts_folder}: known_hosts {dir} is a folder, not a file"),
+    (["cluster", "status", "--nodes-file", "{nodes_localhost}"],
+     "--nodes-file {nodes_localhost}: nodes 'c1' and 'b1' are on one host ('localhost' and "
+     "'127.0.0.1' are both 127.0.0.1); each node needs a host of its own"),
+    (["run", "--nodes-file", "{nodes_case}"],
+     "--nodes-file {nodes_case}: nodes 'c1' and 'b1' are on one host ('Host-1' and 'host-1' "
+     "name one host)"),
+    (["run", "--nodes-file", "{nodes_ipv6}"],
+     "--nodes-file {nodes_ipv6}: nodes 'b1' and 'b2' are on one host ('fd00::1' and "
+     "'FD00:0:0::1' are both fd00::1)"),
 ]
+
+#: Nodes files of #52's rows: {nodes_<key>} -> the addresses and settings of their nodes.
+NODES_FILES = {
+    "key_folder": ({"c1": "h1", "b1": "h2"}, {"key_file": "{dir}"}, ""),
+    "known_hosts_folder": ({"c1": "h1", "b1": "h2"}, {}, "known_hosts: {dir}\n"),
+    "localhost": ({"c1": "localhost", "b1": "127.0.0.1"}, {}, ""),
+    "case": ({"c1": "Host-1", "b1": "host-1"}, {}, ""),
+    "ipv6": ({"c1": "fd00::9", "b1": "fd00::1", "b2": "FD00:0:0::1"}, {}, ""),
+}
 
 
 def _test_json(section: str, key: str, value: str) -> dict:
@@ -219,6 +251,25 @@ def materialize(tmp_path: Path) -> dict[str, str]:
     folder = tmp_path / "an-empty-folder"
     folder.mkdir()
     places["{dir}"] = str(folder)
+    for kind, (prefix, text) in {"toml": (b"", b"[workload]\nproducers = 2\n"),
+                                  "json": (b"", json.dumps(_test_json(
+                                      "workload", "client_debug", "")).encode()),
+                                  "yaml": (b"", b"nodes: []\n"),
+                                  "plan": (b"", b"[[entry]]\nname = 'a'\nargs = []\n")}.items():
+        path = tmp_path / f"bom.{kind}"
+        path.write_bytes(b"\xef\xbb\xbf" + prefix + text)
+        places["{bom_" + kind + "}"] = str(path)
+    key = tmp_path / "a-key"
+    key.write_text("not a key: never read before the file is refused")
+    for kind, (addresses, settings, top) in NODES_FILES.items():
+        nodes = [{"name": name, "role": "controller" if name.startswith("c") else "broker",
+                  "address": address, "key_file": str(key), **settings}
+                 for name, address in addresses.items()]
+        path = tmp_path / f"nodes-{kind}.yaml"
+        path.write_text(top.replace("{dir}", str(folder)) + "nodes:\n" + "".join(
+            "  - " + json.dumps({k: str(v).replace("{dir}", str(folder))
+                                 for k, v in node.items()}) + "\n" for node in nodes))
+        places["{nodes_" + kind + "}"] = str(path)
     return places
 
 

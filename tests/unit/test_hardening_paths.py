@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from checker_fixtures import TEST_CONFIG
-from cli_rows import digests, run_row
+from cli_rows import IN_A_DELETED_FOLDER, digests, run_row
 from synthetic import Injection, SyntheticSpec, synthetic_test_json, write_history
 
 from elr_harness.checker.lines import describe
@@ -71,6 +71,12 @@ ROWS = [
     (["run", "--store", "{dangling}"], "--store {dangling}: a symlink to '/nonexistent/elr-52'"),
     (["check", "{not_utf8}"], "line 4 is not a valid history line: not UTF-8 text (byte 0xff "
                               "at character"),
+    # #52: a deleted working folder (the default store is a relative path)
+    *[([IN_A_DELETED_FOLDER, *args], "harness: the current working folder no longer exists "
+       "(deleted or moved away); cd to a folder that exists and try again")
+      for args in (["run", "--nemesis", "none"], ["check", "store/latest"],
+                   ["report", "store/latest"], ["serve"], ["soak", "--duration", "1h"],
+                   ["cluster", "status"])],
     (["check", "{ctl}"], "no history at {ctl_shown} (give a run directory"),
     (["report", "{ctl}"], "harness: {ctl_shown} is not a run directory: it has no test.json"),
 ]

@@ -48,6 +48,7 @@ ROWS = [
     _damaged("{soak_run_status}", "runs[0].status: not one of valid"),
     _damaged("{soak_marker}", "current.marker: not a text"),
     _damaged("{soak_token}", "current.token: not 32 hexadecimal digits"),
+    _damaged("{soak_cluster_token}", "cluster_token: not 32 hexadecimal digits"),
     _damaged("{soak_plan_sto}", "plan: plan entry 'a': --store is set by the soak for every "
                                 "run ('--sto' abbreviates it)"),
     _damaged("{soak_plan_record}", "plan: plan entry 'a': --record-run-dir is set by the soak"),
@@ -79,6 +80,20 @@ ROWS = [
     (["soak", "--store", "{store}", "--seed", "\u0663"],
      "argument --seed: '\u0663' is not a seed"),
     (["soak", "--store", "{store}", "--seed", "1_000"], "argument --seed: '1_000' is not a seed"),
+    # #52: help asked for in a plan (argparse printed `harness run`'s help, then the
+    # soak said "not `harness run` flags"), in a plan file and in soak.json
+    *[(["soak", "--store", "{store}", "--plan", "{plan_" + key + "}"],
+       "plan entry 'a': -h/--help asks for `harness run`'s help, which is no run; "
+       "`harness run --help` prints it") for key in ("help", "h", "help_later")],
+    _damaged("{soak_plan_help}", "plan: plan entry 'a': -h/--help asks for `harness run`'s "
+                                 "help"),
+    # #52: soak.json's store gone (it went on, then failed: "No such file or directory")
+    (["soak", "--resume", "{soak_store_gone}"], "--resume {soak_store_gone}: the store "
+     "soak.json names, {store_gone}, does not exist; was it moved or deleted?"),
+    # #52: a file where the soak's folder goes ("File exists")
+    (["soak", "--store", "{store_soak_file}", "--duration", "1h"],
+     "--store {store_soak_file}: soak in it is a file, not the folder the soak keeps its "
+     "directories in; move it away or pick another --store"),
 ]
 
 
@@ -130,9 +145,12 @@ def materialize(tmp_path: Path) -> dict[str, str]:
         "soak_run_status": lambda s: s.update(runs=[{"status": "fine"}]),
         "soak_marker": lambda s: s.update(current={**current, "marker": 5}),
         "soak_token": lambda s: s.update(current={**current, "token": "zz"}),
+        "soak_cluster_token": lambda s: s.update(cluster_token="elr-harness.soak=x"),
         "soak_plan_sto": lambda s: s.update(plan=[{"name": "a", "args": ["--sto", "/etc"]}]),
         "soak_plan_record": lambda s: s.update(
             plan=[{"name": "a", "args": ["--record-run-dir", "/etc/passwd"]}]),
+        "soak_plan_help": lambda s: s.update(plan=[{"name": "a", "args": ["--help"]}]),
+        "soak_store_gone": lambda s: s.update(store=str(tmp_path / "store-gone")),
     }
     places = {f"{{{name}}}": _soak_dir(tmp_path, name, edit) for name, edit in edits.items()}
     places["{soak_deep}"] = _soak_dir(tmp_path, "deep", lambda s: None,
@@ -142,7 +160,14 @@ def materialize(tmp_path: Path) -> dict[str, str]:
     huge = tmp_path / "huge.toml"
     with huge.open("wb") as f:
         f.truncate(16 * 1024 * 1024 + 1)
+    with_file = tmp_path / "store-with-a-file"
+    with_file.mkdir(exist_ok=True)
+    (with_file / "soak").write_text("a file where the soak's folder goes")
     places.update({
+        "{store_gone}": str(tmp_path / "store-gone"), "{store_soak_file}": str(with_file),
+        "{plan_help}": _plan(tmp_path, "help.toml", _args("--help")),
+        "{plan_h}": _plan(tmp_path, "h.toml", "[[entry]]\nname = 'a'\nargs = ['-h']\n"),
+        "{plan_help_later}": _plan(tmp_path, "later.toml", _args("--rate", "5", "--help")),
         "{store}": str(tmp_path / "store"), "{fifo}": str(fifo), "{plan_huge}": str(huge),
         "{plan_sto}": _plan(tmp_path, "sto.toml", _args("--sto", "/etc")),
         "{plan_conf}": _plan(tmp_path, "conf.toml", _args("--conf", "x.toml")),

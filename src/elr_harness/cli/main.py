@@ -188,6 +188,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.given = given_flags(parser, argv)
+    if not _working_folder_exists():
+        # every relative path (the default store among them) would be looked up in it
+        print("harness: the current working folder no longer exists (deleted or moved "
+              "away); cd to a folder that exists and try again", file=sys.stderr)
+        return EXIT_UNKNOWN
     interrupted = threading.Event()
     with _noting_interrupts(interrupted):
         try:
@@ -202,6 +207,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print("harness: interrupted", file=sys.stderr)
                 return EXIT_UNKNOWN
             return _report_failure(err)
+
+
+def _working_folder_exists() -> bool:
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def entry() -> None:

@@ -100,7 +100,7 @@ def _cmd_soak(args: argparse.Namespace) -> int:
     for version in versions:
         check_request(version, None)
     store = args.store.absolute()
-    check_store(store)
+    check_store(store, "soak")
     plan = read_plan(args.plan) if args.plan else DEFAULT_PLAN
     nodes_file = args.nodes_file.absolute() if args.nodes_file else None
     validate_plan(plan, args.parser_of_run, store, nodes_file)

@@ -25,7 +25,14 @@ from elr_harness.cluster.class_archive import ensure_archive
 from elr_harness.cluster.image import ensure_image
 from elr_harness.cluster.node import Attached, ExecResult, Node, NodeSpec, Role
 from elr_harness.cluster.node_commands import KafkaProcessCommands
-from elr_harness.core.config import LABEL, ClusterConfig, NodeTimeouts, owner_labels
+from elr_harness.core.config import (
+    LABEL,
+    SOAK_LABEL,
+    ClusterConfig,
+    NodeTimeouts,
+    owner_labels,
+    soak_token,
+)
 from elr_harness.core.errors import ClusterStartError, EngineUnavailable, HarnessError
 from elr_harness.core.parallel import at_once
 
@@ -159,13 +166,25 @@ def create_node(client: docker.DockerClient, config: ClusterConfig, spec: NodeSp
 
 
 
+class NotOurs(ClusterStartError):
+    """A cluster of this name is there, and not the soak's whose token this process
+    carries: it is left as it is."""
+
+
 class DockerProvider:
     """The nodes of one cluster as containers on a private bridge network, found
-    again by label (the NodeProvider of cluster/node.py)."""
+    again by label (the NodeProvider of cluster/node.py).
 
-    def __init__(self, config: ClusterConfig, client: docker.DockerClient | None = None) -> None:
+    With a soak's token (`token`, else SOAK_TOKEN_ENV's), it removes a cluster of
+    its name only when every container and network of it carries that token's
+    label: a copied or stale soak.json names `elr`, every `harness run`'s default,
+    and a resumed soak must not remove somebody's cluster of that name."""
+
+    def __init__(self, config: ClusterConfig, client: docker.DockerClient | None = None,
+                 token: str | None = None) -> None:
         self.config = config
         self.client = client or connect(config.timeouts.engine_s)
+        self.token = token if token is not None else soak_token()
 
     def node_specs(self) -> list[NodeSpec]:
         return kraft.node_specs(self.config)
@@ -188,17 +207,34 @@ class DockerProvider:
         return Attached(specs, nodes, facts)
 
     def remove(self) -> int:
+        """Remove the cluster's containers and network; NotOurs, removing nothing,
+        when a soak's token is set and one of them does not carry it."""
+        containers = self.client.containers.list(all=True, filters=self._ours())
+        networks = self.client.networks.list(filters=self._ours())
+        self._require_ours(containers, networks)
         removed = 0
-        for container in self.client.containers.list(all=True, filters=self._ours()):
+        for container in containers:
             try:
                 container.remove(force=True)
                 removed += 1
             except docker.errors.NotFound:
                 pass
-        for network in self.client.networks.list(filters=self._ours()):
+        for network in networks:
             _remove_network(network, self.config.timeouts.network_remove_retry_s,
                             self.config.timeouts.network_attempts)
         return removed
+
+    def _require_ours(self, containers: list, networks: list) -> None:
+        if self.token is None:
+            return
+        foreign = [c.name for c in containers if c.labels.get(SOAK_LABEL) != self.token] + [
+            n.name for n in networks
+            if (n.attrs.get("Labels") or {}).get(SOAK_LABEL) != self.token]
+        if foreign:
+            raise NotOurs(f"cluster '{self.config.name}' is up and is not this soak's "
+                          f"({foreign[0]} lacks its label {SOAK_LABEL}); it is left as it is: "
+                          f"stop it if it is yours, or give the soak another --name and "
+                          f"--subnet")
 
     def clear_leftovers(self, log: Callable[[str], None]) -> None:
         """A crashed run may have left containers behind: remove them first, and
@@ -206,7 +242,9 @@ class DockerProvider:
         by a cluster of another name would make this one's network overlap)."""
         if self.remove():
             log("removed leftovers of an earlier run")
-        for network in self._networks_on_subnet({"label": [LABEL]}):
+        # under a soak's token, only networks of that soak are its leftovers
+        mine = f"{SOAK_LABEL}={self.token}" if self.token is not None else LABEL
+        for network in self._networks_on_subnet({"label": [mine]}):
             if not network.attrs.get("Containers"):
                 _remove_network(network, self.config.timeouts.network_remove_retry_s,
                             self.config.timeouts.network_attempts)

@@ -17,7 +17,11 @@ mistake is one line naming the file and the node, before any host is touched.
 
 from __future__ import annotations
 
+import ipaddress
 import re
+import socket
+import threading
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -28,7 +32,7 @@ from elr_harness.cluster.kraft import CONTROLLER_ID_BASE
 from elr_harness.cluster.node import NodeSpec, Role
 from elr_harness.core.config import ClusterConfig, SshConfig
 from elr_harness.core.errors import BadInput
-from elr_harness.core.files import read_text
+from elr_harness.core.files import path_problem, read_bytes, text_of
 from elr_harness.core.validate import Invalid, safe_path, shown_path
 
 NODE_KEYS = {"name", "role", "address", "user", "port", "key_file", "agent", "kafka_dir"}
@@ -78,13 +82,14 @@ def read_nodes_file(path: Path, ssh: SshConfig | None = None) -> NodesFile:
     """The file parsed and checked; BadInput (one line) on any mistake."""
     where = f"--nodes-file {shown_path(path)}"
     try:
-        text = read_text(Path(path), where, MAX_NODES_FILE_BYTES)
+        data = read_bytes(Path(path), where, MAX_NODES_FILE_BYTES)
     except BadInput as err:
         if err.message.endswith(": no such file") or err.message.startswith(
                 f"{where}: cannot read it"):
             raise
         why = err.message.removeprefix(f"{where}: ")
         raise BadInput(f"{where}: cannot read it ({why})") from None
+    text = text_of(data, where)
     try:
         data = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as err:
@@ -125,9 +130,25 @@ def parse_nodes(data: Any, path: Path, ssh: SshConfig) -> NodesFile:
                  for node in data["nodes"]]
     entries = [_entry(node, i, where, ssh) for i, node in enumerate(raw_nodes, 1)]
     hosts = _numbered(entries, where)
-    return NodesFile(path, hosts,
-                     Path(str(data.get("known_hosts") or "~/.ssh/known_hosts")).expanduser(),
-                     accept_new)
+    known_hosts = Path(str(data.get("known_hosts") or "~/.ssh/known_hosts")).expanduser()
+    # absent is fine (new keys accepted, or every key refused, by name); anything
+    # else must be a file SSH can read keys from and append to
+    problem = _not_a_file(known_hosts)
+    if problem is not None and problem != "does not exist":
+        raise BadInput(f"{where}: known_hosts {shown_path(known_hosts)} {problem}")
+    return NodesFile(path, hosts, known_hosts, accept_new)
+
+
+def _not_a_file(path: Path) -> str | None:
+    """Why path is no file to read, in words for `<setting> <path> ...`, or None."""
+    problem = path_problem(path)
+    if problem is not None:
+        return problem if problem == "does not exist" else f"cannot be read: {problem}"
+    if path.is_dir():
+        return "is a folder, not a file"
+    if not path.is_file():
+        return "is not a regular file"
+    return None
 
 
 def with_nodes_file(config: ClusterConfig, path: Path) -> ClusterConfig:
@@ -167,8 +188,8 @@ def _entry(node: Any, index: int, where: str, ssh: SshConfig) -> dict[str, Any]:
     key_file = Path(str(node["key_file"])).expanduser() if node.get("key_file") else None
     if key_file is None and not agent:
         raise BadInput(f"{at}: give key_file or agent: true (how SSH logs in)")
-    if key_file is not None and not key_file.is_file():
-        raise BadInput(f"{at}: key_file {key_file} does not exist")
+    if key_file is not None and (problem := _not_a_file(key_file)):
+        raise BadInput(f"{at}: key_file {shown_path(key_file)} {problem}")
     kafka_dir = str(node.get("kafka_dir") or ssh.kafka_dir)
     try:
         safe_path(kafka_dir)
@@ -187,6 +208,7 @@ def _numbered(entries: list[dict[str, Any]], where: str) -> tuple[HostEntry, ...
             if entry[key] in seen:
                 raise BadInput(f"{where}: {key} '{entry[key]}' appears twice")
             seen.add(entry[key])
+    _one_host_each(entries, where)
     for role in Role:
         if not any(e["role"] is role for e in entries):
             raise BadInput(f"{where}: no {role.value} (a KRaft cluster needs at least one "
@@ -200,6 +222,62 @@ def _numbered(entries: list[dict[str, Any]], where: str) -> tuple[HostEntry, ...
                                entry["agent"], entry["kafka_dir"]))
     # controllers first, as kraft.node_specs orders them
     return tuple(sorted(hosts, key=lambda h: h.spec.role is Role.BROKER))
+
+
+#: How long the names of a nodes file may take to resolve, all at once; a name
+#: that has not by then is not compared (SSH says later if it never does).
+RESOLVE_WAIT_S = 3.0
+
+
+def _one_host_each(entries: list[dict[str, Any]], where: str) -> None:
+    """Two nodes on one host would share its ports, paths and firewall: refuse two
+    names for one address (a name's case, an IP written two ways, a name that
+    resolves to another node's address)."""
+    addresses = [e["address"] for e in entries]
+    ips = _resolved([a for a in addresses if _ip(a) is None])
+    owner: dict[str, tuple[str, str]] = {}
+    for entry in entries:
+        address = entry["address"]
+        keys = {address.lower().rstrip("."), *([_ip(address)] if _ip(address) else []),
+                *ips.get(address, ())}
+        for key in keys:
+            if key in owner:
+                name, other = owner[key]
+                same = (f"'{other}' and '{address}' name one host"
+                        if other.lower().rstrip(".") == address.lower().rstrip(".")
+                        else f"'{other}' and '{address}' are both {key}")
+                raise BadInput(f"{where}: nodes '{name}' and '{entry['name']}' are on one "
+                               f"host ({same}); each node needs a host of its own")
+        owner.update(dict.fromkeys(keys, (entry["name"], address)))
+
+
+def _ip(address: str) -> str | None:
+    """An IP literal in its one canonical spelling, or None for a name."""
+    try:
+        return str(ipaddress.ip_address(address.strip("[]")))
+    except ValueError:
+        return None
+
+
+def _resolved(names: list[str]) -> dict[str, set[str]]:
+    """The addresses each name resolves to, looked up at once and waited for at most
+    RESOLVE_WAIT_S (a lookup cannot be cancelled: daemon threads)."""
+    found: dict[str, set[str]] = {}
+
+    def look(name: str) -> None:
+        try:
+            found[name] = {str(ipaddress.ip_address(info[4][0].split("%")[0]))
+                           for info in socket.getaddrinfo(name, None)}
+        except (OSError, UnicodeError, ValueError):
+            pass
+
+    threads = [threading.Thread(target=look, args=(n,), daemon=True) for n in set(names)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + RESOLVE_WAIT_S
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return dict(found)
 
 
 def _no_unknown(mapping: dict, known: set[str], where: str) -> None:

@@ -51,10 +51,26 @@ LABEL = "elr-harness"
 OWNER_ENV = "ELR_HARNESS_OWNER"
 
 
+#: Set by `harness soak` for its runs, to the soak's own random token (soak.json
+#: records it): every container and network they create carries
+#: `elr-harness.soak=<token>`, and a process with it set removes a cluster of its
+#: name only when the cluster carries that label (never another's of that name).
+SOAK_TOKEN_ENV = "ELR_HARNESS_SOAK_CLUSTER"
+SOAK_LABEL = f"{LABEL}.soak"
+
+
+def soak_token() -> str | None:
+    """The soak token this process runs under (SOAK_TOKEN_ENV), or None."""
+    return os.environ.get(SOAK_TOKEN_ENV, "").strip() or None
+
+
 def owner_labels() -> dict[str, str]:
-    """`{elr-harness.owner: value}` when OWNER_ENV is set, else nothing."""
+    """`{elr-harness.owner: value}` when OWNER_ENV is set, and the soak's label when
+    SOAK_TOKEN_ENV is; else nothing."""
     owner = os.environ.get(OWNER_ENV, "").strip()
-    return {f"{LABEL}.owner": owner} if owner else {}
+    token = soak_token()
+    return {**({f"{LABEL}.owner": owner} if owner else {}),
+            **({SOAK_LABEL: token} if token else {})}
 
 
 @dataclass(frozen=True)

@@ -90,9 +90,23 @@ def read_bytes(path: Path, what: str, max_bytes: int = MAX_SETTINGS_BYTES) -> by
         os.close(fd)
 
 
+#: The byte order mark some editors put first in a UTF-8 file: TOML and JSON allow
+#: none, and the parsers' words for it ("Invalid statement at line 1, column 1")
+#: do not say what it is.
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
 def read_text(path: Path, what: str, max_bytes: int = MAX_SETTINGS_BYTES) -> str:
-    """read_bytes, decoded as UTF-8 (BadInput when it is not)."""
-    data = read_bytes(path, what, max_bytes)
+    """read_bytes, decoded as UTF-8 (BadInput when it is not, or starts with a BOM)."""
+    return text_of(read_bytes(path, what, max_bytes), what)
+
+
+def text_of(data: bytes, what: str) -> str:
+    """A settings file's bytes decoded as UTF-8; BadInput when they are not, or
+    start with a BOM."""
+    if data.startswith(UTF8_BOM):
+        raise BadInput(f"{what}: starts with a UTF-8 byte order mark (BOM), which a "
+                       "settings file may not hold; save it as UTF-8 without one")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:

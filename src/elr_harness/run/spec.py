@@ -60,7 +60,7 @@ def validate(spec: RunSpec) -> NemesisPlan:
         validate_topic(topic, spec.cluster)
     validate_workload(spec.workload)
     check_request(spec.cluster.kafka_version, spec.cluster.kafka_dist)
-    check_store(spec.run.store)
+    check_store(spec.run.store, plan.test_name)
     if spec.run.time_limit_s <= 0:
         raise HarnessError("--time-limit must be positive")
     if plan.faults and spec.run.interval_s < spec.run.min_interval_s:

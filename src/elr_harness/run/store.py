@@ -16,9 +16,11 @@ from elr_harness.core.errors import BadInput
 from elr_harness.core.files import os_reason, path_problem
 
 
-def check_store(store: Path) -> None:
+def check_store(store: Path, folder: str | None = None) -> None:
     """Refuse a store that cannot hold run directories, before anything starts
-    (without making it: a refused run leaves nothing behind)."""
+    (without making it: a refused run leaves nothing behind); with `folder`, the
+    folder of the store a run or soak directory goes in (store/<test>,
+    store/soak) must be one, if it is there."""
     shown = str(store)[:120]
     try:
         existing = Path(store).absolute()
@@ -33,6 +35,12 @@ def check_store(store: Path) -> None:
             raise BadInput(f"--store {shown}: not a folder{where}")
         if not os.access(existing, os.W_OK | os.X_OK):
             raise BadInput(f"--store {shown}: {existing} is not writable")
+        inside = Path(store) / folder if folder else None
+        if inside is not None and os.path.lexists(inside) and not inside.is_dir():
+            kind = path_problem(inside) or "a file"
+            raise BadInput(f"--store {shown}: {folder} in it is {kind}, not the folder "
+                           f"the {'soak' if folder == 'soak' else 'run'} keeps its "
+                           "directories in; move it away or pick another --store")
         latest = Path(store) / "latest"
         if latest.exists() and not latest.is_symlink():
             raise BadInput(f"--store {shown}: its 'latest' is a file or folder of yours, not "

@@ -164,10 +164,15 @@ def validate_plan(plan: Sequence[PlanEntry], run_parser: argparse.ArgumentParser
         argv = [*entry.args, "--store", str(store),
                 *(["--nodes-file", str(nodes_file)] if nodes_file else [])]
         try:
-            with contextlib.redirect_stderr(io.StringIO()) as said:
+            # argparse prints a refusal on stderr, and help (-h, --help) on stdout
+            with contextlib.redirect_stderr(io.StringIO()) as said, \
+                    contextlib.redirect_stdout(io.StringIO()):
                 args = run_parser.parse_args(argv)
                 args.given = given_flags(run_parser, argv)
-        except SystemExit:
+        except SystemExit as exited:
+            if exited.code in (0, None):
+                raise BadInput(f"plan entry {entry.name!r}: -h/--help asks for `harness run`'s "
+                               "help, which is no run; `harness run --help` prints it") from None
             why = said.getvalue().strip().splitlines()[-1:] or ["not `harness run` flags"]
             raise BadInput(f"plan entry {entry.name!r}: {why[0]}") from None
         try:

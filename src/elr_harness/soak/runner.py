@@ -35,10 +35,18 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
-from elr_harness.core.config import ClusterConfig, SoakConfig
-from elr_harness.core.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
+from elr_harness.core.config import SOAK_TOKEN_ENV, ClusterConfig, SoakConfig
+from elr_harness.core.errors import (
+    EXIT_INVALID,
+    EXIT_UNKNOWN,
+    EXIT_VALID,
+    BadInput,
+    HarnessError,
+)
 from elr_harness.core.files import path_problem, read_json
+from elr_harness.core.validate import printable
 from elr_harness.run.store import check_store, fresh_dir, write_json
 from elr_harness.soak.check import SoakChecker
 from elr_harness.soak.plan import PlanEntry, PlannedRun, planned_run, workload_seconds
@@ -76,7 +84,10 @@ def start(setup: SoakSetup) -> int:
              "subnet": setup.subnet,
              "plan": [{"name": e.name, "args": list(e.args)} for e in setup.plan],
              "used_s": 0.0, "runs": [], "abandoned": [], "current": None,
-             "unchecked": None}
+             "unchecked": None,
+             # the label every container and network of its runs carries: only a
+             # cluster with it is this soak's to remove (a resume's teardown too)
+             "cluster_token": secrets.token_hex(16)}
     console.print(f"soak directory: {soak_dir}")
     return Soak(soak_dir, state).go()
 
@@ -100,8 +111,15 @@ def resume(soak_dir: Path, run_parser: argparse.ArgumentParser) -> int:
         check_state(state, run_parser)
     except Damaged as err:
         raise BadInput(f"--resume {shown}: {SOAK_FILE} is damaged ({err})") from None
+    store = Path(state["store"])
+    problem = path_problem(store)
+    if problem is not None:
+        # the soak made its store; gone, there is nothing of its runs to go on with
+        said = problem if problem == "does not exist" else f"cannot be read: {problem}"
+        raise BadInput(f"--resume {shown}: the store soak.json names, {str(store)[:200]}, "
+                       f"{said}; was it moved or deleted?")
     try:
-        check_store(Path(state["store"]))
+        check_store(store, "soak")
     except BadInput as err:
         raise BadInput(f"--resume {shown}: the soak's store: {err.message}") from None
     soak = Soak(soak_dir, state)
@@ -198,7 +216,8 @@ class Soak:
             proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True,
                                     preexec_fn=_interrupt_me_when_parent_dies,
-                                    env={**os.environ, "COLUMNS": "120", TOKEN_ENV: token})
+                                    env={**os.environ, "COLUMNS": "120", TOKEN_ENV: token,
+                                         **self._cluster_env()})
         self.state["current"] = {"index": planned.index, "pid": proc.pid,
                                  "start_time": start_time(proc.pid), "token": token,
                                  "marker": str(marker), "started_at": _now()}
@@ -340,16 +359,38 @@ class Soak:
         self._tear_down_leftovers()
         self._save()
 
+    def _cluster_env(self) -> dict[str, str]:
+        """The child run's environment that stamps its cluster as this soak's (a
+        soak.json from before cluster tokens has none)."""
+        token = self.state.get("cluster_token")
+        return {SOAK_TOKEN_ENV: token} if token else {}
+
     def _tear_down_leftovers(self) -> None:
+        """Remove what a run that failed or was abandoned left of its cluster: on
+        containers, only a cluster that carries this soak's label (its token); one
+        of the same name that does not is somebody else's, and is left up, said."""
         from elr_harness.cluster.cluster import Cluster
         from elr_harness.run.flags import with_hosts
 
+        name = self.state["cluster_name"]
         try:
-            config = with_hosts(ClusterConfig(name=self.state["cluster_name"],
-                                              nodes_file=self.nodes_file))
-            Cluster(config, log=lambda _m: None).down(quiet=True)
+            config = with_hosts(ClusterConfig(name=name, nodes_file=self.nodes_file))
+            provider = None
+            if self.nodes_file is None:
+                from elr_harness.cluster.docker_backend import DockerProvider
+
+                # no token recorded: nothing can be shown to be this soak's
+                provider = DockerProvider(config, token=self.state.get("cluster_token")
+                                          or "none recorded")
+            Cluster(config, log=lambda _m: None, provider=provider).down(quiet=True)
+        except HarnessError as err:
+            from elr_harness.cluster.docker_backend import NotOurs
+
+            said = "" if isinstance(err, NotOurs) else "could not remove the cluster: "
+            console.print(f"[yellow]{said}{escape(printable(err.message))}[/yellow]")
         except Exception as err:  # noqa: BLE001 - the next run sweeps leftovers again
-            console.print(f"[yellow]could not remove the cluster: {err}[/yellow]")
+            console.print(f"[yellow]could not remove the cluster: "
+                          f"{escape(printable(err))}[/yellow]")
 
     # -- output ---------------------------------------------------------------
 

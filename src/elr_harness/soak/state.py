@@ -74,6 +74,9 @@ def check_state(state: Any, run_parser: argparse.ArgumentParser) -> None:
             raise Damaged(f"{key}: not a list of objects")
     for number, run in enumerate(state["runs"]):
         _run(run, f"runs[{number}]")
+    token = state.get("cluster_token")
+    if token is not None and not (isinstance(token, str) and _TOKEN.fullmatch(token)):
+        raise Damaged("cluster_token: not 32 hexadecimal digits")
     _current(state.get("current"))
     _unchecked(state.get("unchecked"), len(state["runs"]))
     if state.get("current") is not None and state.get("unchecked") is not None:
