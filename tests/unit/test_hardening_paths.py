@@ -27,6 +27,7 @@ from synthetic import Injection, SyntheticSpec, synthetic_test_json, write_histo
 
 from elr_harness.checker.lines import describe
 from elr_harness.checker.parquet_cache import parquet_location
+from elr_harness.core.config import CheckerConfig
 from elr_harness.core.errors import HarnessError
 from elr_harness.core.validate import printable
 
@@ -78,6 +79,8 @@ ROWS = [
                    ["report", "store/latest"], ["serve"], ["soak", "--duration", "1h"],
                    ["cluster", "status"])],
     (["check", "{ctl}"], "no history at {ctl_shown} (give a run directory"),
+    (["check", "{nul}"], "{nul}/history.jsonl: line 1 is longer than 67108864 bytes "
+                         "(checker.max_line_bytes)"),
     (["report", "{ctl}"], "harness: {ctl_shown} is not a run directory: it has no test.json"),
 ]
 
@@ -120,10 +123,15 @@ def materialize(tmp_path: Path) -> dict[str, str]:
     (not_utf8 / "history.jsonl").write_bytes(b"".join(lines_b))
     ctl = tmp_path / "run\x1b[31m\nX"
     ctl.mkdir(exist_ok=True)
+    nul = tmp_path / "nul"  # a history of NUL bytes, one line past the bound (sparse)
+    nul.mkdir(exist_ok=True)
+    with (nul / "history.jsonl").open("wb") as sparse:
+        sparse.truncate(CheckerConfig().max_line_bytes + 1)
     return {"{store}": str(tmp_path / "store"), "{deep_line}": str(deep_line),
             "{deep_test}": str(deep_test), "{fifo_test}": str(fifo_test),
             "{big_test}": str(big_test), "{loop}": str(loop), "{dangling}": str(dangling),
-            "{not_utf8}": str(not_utf8), "{ctl_shown}": printable(ctl), "{ctl}": str(ctl)}
+            "{not_utf8}": str(not_utf8), "{ctl_shown}": printable(ctl), "{ctl}": str(ctl),
+            "{nul}": str(nul)}
 
 
 @pytest.mark.parametrize(("args", "message"), ROWS, ids=[" ".join(a) for a, _ in ROWS])

@@ -16,6 +16,11 @@ from collections import Counter
 from functools import reduce
 from pathlib import Path
 
+from elr_harness.checker.failures import (
+    one_check_at_a_time,
+    refuse_overlong_line,
+    spark_failure,
+)
 from elr_harness.core.config import CheckerConfig
 from elr_harness.core.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput, HarnessError
 from elr_harness.core.files import path_problem, read_json
@@ -104,6 +109,7 @@ def check_history(history_path: Path, test: dict | None, config: CheckerConfig,
 
     started = time.monotonic() if started is None else started
     history_path = resolve_history(history_path)
+    refuse_overlong_line(history_path, config.max_line_bytes)
     info = parse_test_info(test, config)
     # the readers see the history and its cache only through this folder's plain
     # names (a path with `*` or `[` would be a pattern to them): removed at the end
@@ -123,7 +129,7 @@ def _checked(spark, history_path: Path, info, config: CheckerConfig, started: fl
         raise
     except Exception as err:
         if type(err).__module__.startswith(("pyspark", "py4j")):
-            raise HarnessError(f"the Spark job failed: {str(err).splitlines()[0]}") from err
+            raise HarnessError(spark_failure(err)) from err
         raise
 
 
@@ -419,11 +425,12 @@ def check_path(path: Path, config: CheckerConfig) -> tuple[dict, Path]:
     history = resolve_history(Path(path))
     check_results_are_ours(history.parent)
     test = read_test_json(history.parent / "test.json")
-    if _spark_running():  # a session someone else started stays theirs
-        results = check_history(history, test, config)
-    else:
-        results = check_in_own_session(history, test, config)
-    return results, write_results(results, history.parent)
+    with one_check_at_a_time(history):
+        if _spark_running():  # a session someone else started stays theirs
+            results = check_history(history, test, config)
+        else:
+            results = check_in_own_session(history, test, config)
+        return results, write_results(results, history.parent)
 
 
 def check_in_own_session(history: Path, test: dict | None, config: CheckerConfig,

@@ -576,6 +576,10 @@ class CheckerConfig:
     shuffle_partitions: int = 8
     #: Input split size when reading history.jsonl (more splits, more parallel tasks).
     max_partition_bytes: int = 64 * 1024 * 1024
+    #: The longest history line a check reads: the recorder's lines are kilobytes,
+    #: and one line must fit the driver's heap (a 1 GiB line of NUL bytes ended
+    #: the JVM after 26 s); a longer one is refused by its line number first.
+    max_line_bytes: int = 64 * 1024 * 1024
     #: Convert history.jsonl once to Parquet next to it (history.parquet) and reuse it.
     parquet_cache: bool = True
     #: Below this history size Spark runs each stage without whole-stage code

@@ -420,6 +420,7 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "checker.parquet_cache": boolean,
     "checker.interpreted_below_bytes": _BYTES,
     "checker.parsed_in_memory_below_bytes": _BYTES,
+    "checker.max_line_bytes": _BYTES,
     "checker.default_replication_factor": integer(1, 1000),
     "checker.default_min_insync_replicas": integer(1, 1000),
     "checker.jvm_options": jvm_options,
