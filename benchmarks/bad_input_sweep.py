@@ -74,6 +74,12 @@ def _absent(args: list[str], expected: str, err: str) -> bool:
     return any(words and words in err and words not in expected for words in said)
 
 
+def import_root(checkout: Path) -> Path:
+    """Where the checkout's harness imports from: src/ since the one-package layout
+    (#51), the checkout itself before; else the installed harness would answer."""
+    return checkout / "src" if (checkout / "src" / "elr_harness").is_dir() else checkout
+
+
 def classify(checkout: Path, args: list[str], expected: str,
              materialize: Callable[[Path], dict[str, str]] = _materialize) -> tuple[str, str]:
     """One row's class and the first line of what it printed."""
@@ -84,7 +90,7 @@ def classify(checkout: Path, args: list[str], expected: str,
         argv = [bad8 if a == "{bad8}" else _filled(a, places) for a in args]
         work = tmp_path / "cwd"
         work.mkdir()
-        env = {**os.environ, "PYTHONPATH": str(checkout)}
+        env = {**os.environ, "PYTHONPATH": str(import_root(checkout))}
         if args[:2] not in READ_ONLY:
             env["DOCKER_HOST"] = f"unix://{tmp_path}/no-engine.sock"
         try:
