@@ -23,7 +23,7 @@ from elr_harness.checker.failures import (
 )
 from elr_harness.core.config import CheckerConfig
 from elr_harness.core.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput, HarnessError
-from elr_harness.core.files import path_problem, read_json
+from elr_harness.core.files import MISSING, path_problem, read_json
 from elr_harness.core.history import HISTORY_NAME
 from elr_harness.core.validate import printable
 
@@ -78,14 +78,14 @@ def resolve_history(path: Path) -> Path:
     path = Path(path)
     shown = printable(path)
     problem = path_problem(path)
-    if problem == "does not exist":
+    if problem == MISSING:
         raise BadInput(f"no history at {shown} (give a run directory or a history.jsonl)")
     if problem is not None:
         raise BadInput(f"cannot read {shown}: {problem}")
     if path.is_dir():
         resolved = Path(os.path.realpath(path)) / HISTORY_NAME
         problem = path_problem(resolved)
-        if problem is not None and problem != "does not exist":
+        if problem is not None and problem != MISSING:
             raise BadInput(f"cannot read {printable(resolved)}: {problem}")
     else:
         resolved = Path(os.path.realpath(path.parent)) / path.name

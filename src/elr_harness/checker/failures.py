@@ -7,7 +7,7 @@ import contextlib
 import fcntl
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from elr_harness.core.errors import BadInput
@@ -53,7 +53,8 @@ def spark_failure(err: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def one_check_at_a_time(history: Path, say=None) -> Iterator[None]:
+def one_check_at_a_time(history: Path,
+                        say: Callable[[str], None] | None = None) -> Iterator[None]:
     """Hold an exclusive lock on the history file itself (nothing is written for
     it) while it is checked: a second check of the same history waits, saying so,
     instead of both writing one Parquet cache and one results.json."""

@@ -23,7 +23,7 @@ from pathlib import Path
 from elr_harness.cluster.releases import LATEST, resolve_version
 from elr_harness.core.config import SCALA_BINARY_VERSION, ReleasesConfig, cache_dir
 from elr_harness.core.errors import DistributionError
-from elr_harness.core.files import path_problem
+from elr_harness.core.files import MISSING, path_problem
 
 #: log4j2 runtime Kafka 4.x logs through (Maven brings no binding along); Kafka
 #: uses slf4j 1.7, hence the log4j-slf4j-impl binding, as its own tarball does.
@@ -71,7 +71,7 @@ def check_request(version: str, dist: Path | None) -> None:
 
 def _check_exists(dist: Path) -> None:
     problem = path_problem(Path(dist).expanduser())
-    if problem == "does not exist":
+    if problem == MISSING:
         problem = "no such file or directory"
     if problem is not None:
         raise DistributionError(f"--kafka-dist {str(dist)[:120]}: {problem}")

@@ -32,7 +32,7 @@ from elr_harness.cluster.kraft import CONTROLLER_ID_BASE
 from elr_harness.cluster.node import NodeSpec, Role
 from elr_harness.core.config import ClusterConfig, SshConfig
 from elr_harness.core.errors import BadInput
-from elr_harness.core.files import path_problem, read_bytes, text_of
+from elr_harness.core.files import MISSING, path_problem, read_bytes, text_of
 from elr_harness.core.validate import Invalid, safe_path, shown_path
 
 NODE_KEYS = {"name", "role", "address", "user", "port", "key_file", "agent", "kafka_dir"}
@@ -134,7 +134,7 @@ def parse_nodes(data: Any, path: Path, ssh: SshConfig) -> NodesFile:
     # absent is fine (new keys accepted, or every key refused, by name); anything
     # else must be a file SSH can read keys from and append to
     problem = _not_a_file(known_hosts)
-    if problem is not None and problem != "does not exist":
+    if problem is not None and problem != MISSING:
         raise BadInput(f"{where}: known_hosts {shown_path(known_hosts)} {problem}")
     return NodesFile(path, hosts, known_hosts, accept_new)
 
@@ -143,7 +143,7 @@ def _not_a_file(path: Path) -> str | None:
     """Why path is no file to read, in words for `<setting> <path> ...`, or None."""
     problem = path_problem(path)
     if problem is not None:
-        return problem if problem == "does not exist" else f"cannot be read: {problem}"
+        return problem if problem == MISSING else f"cannot be read: {problem}"
     if path.is_dir():
         return "is a folder, not a file"
     if not path.is_file():

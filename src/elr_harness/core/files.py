@@ -38,6 +38,11 @@ def os_reason(err: OSError) -> str:
     return err.strerror or str(err)
 
 
+#: path_problem's words for a path that is not there: the callers that accept an
+#: absent path (it is made later, or has its own message) compare with this.
+MISSING = "does not exist"
+
+
 def path_problem(path: Path) -> str | None:
     """Why a path a user named cannot be followed, in words (it does not exist, a
     symlink that loops or leads nowhere, no permission), or None when it can.
@@ -47,7 +52,7 @@ def path_problem(path: Path) -> str | None:
     except FileNotFoundError:
         if os.path.islink(path):
             return f"a symlink to {os.readlink(path)[:120]!r}, which does not exist"
-        return "does not exist"
+        return MISSING
     except (OSError, ValueError) as err:
         return os_reason(err) if isinstance(err, OSError) else str(err)
     return None

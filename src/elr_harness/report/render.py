@@ -222,11 +222,6 @@ SECTIONS = (
 )
 
 
-#: The report's marks (report/atomic.py tells the harness's pages by them).
-GENERATOR = REPORT_GENERATOR
-GENERATED_BY = REPORT_GENERATED_BY
-
-
 def render_report(inputs: ReportInputs) -> str:
     """The whole self-contained page: CSS and images inline, no script, no external URL."""
     test = inputs.run.test
@@ -238,11 +233,11 @@ def render_report(inputs: ReportInputs) -> str:
     for anchor, label, section in SECTIONS:
         body.append(tag("section", join([tag("h2", label), section(inputs)]), id=anchor))
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    body.append(tag("p", f"{GENERATED_BY} {generated}.",
+    body.append(tag("p", f"{REPORT_GENERATED_BY} {generated}.",
                      class_="muted"))
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"{NO_FAVICON}{GENERATOR}"
+        f"{NO_FAVICON}{REPORT_GENERATOR}"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         f"<title>{h(title)}</title><style>{stylesheet()}</style></head>"
         f"<body>{tag('nav', nav)}<main>{join(body)}</main></body></html>\n"

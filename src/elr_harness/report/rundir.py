@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from elr_harness.core.errors import BadInput
-from elr_harness.core.files import MAX_SETTINGS_BYTES, path_problem, read_json
+from elr_harness.core.files import MAX_SETTINGS_BYTES, MISSING, path_problem, read_json
 from elr_harness.core.validate import printable
 
 #: Run directories are named by their start time: store/<test>/<YYYYmmddTHHMMSS>/.
@@ -57,7 +57,7 @@ def load_test_json(run_dir: Path) -> dict[str, Any]:
     """test.json is what makes a directory a run; without it there is nothing to report."""
     problem = path_problem(run_dir)
     if problem is not None:
-        raise BadInput(f"{printable(run_dir)}{' ' if problem == 'does not exist' else ': '}"
+        raise BadInput(f"{printable(run_dir)}{' ' if problem == MISSING else ': '}"
                        f"{problem}")
     if not run_dir.is_dir():
         raise BadInput(f"{run_dir} is not a directory (expected a run directory)")

@@ -29,7 +29,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from elr_harness.core.errors import BadInput, HarnessError
-from elr_harness.core.files import path_problem
+from elr_harness.core.files import MISSING, path_problem
 from elr_harness.core.validate import printable
 from elr_harness.report.atomic import is_our_report
 from elr_harness.report.index import INDEX_NAME, render_index
@@ -194,7 +194,7 @@ def make_server(store: Path, host: str, port: int) -> StoreServer:
     """A bound server for the store (port 0 picks a free one); errors are for a person."""
     ip = bind_address(host)
     problem = path_problem(store)
-    if problem == "does not exist":
+    if problem == MISSING:
         raise BadInput(f"store {printable(store)} does not exist (run `harness run` first, "
                        "or pass --store)")
     if problem is not None:

@@ -45,7 +45,7 @@ from elr_harness.core.errors import (
     BadInput,
     HarnessError,
 )
-from elr_harness.core.files import path_problem, read_json
+from elr_harness.core.files import MISSING, path_problem, read_json
 from elr_harness.core.validate import printable
 from elr_harness.run.store import check_store, fresh_dir, write_json
 from elr_harness.soak.check import SoakChecker
@@ -102,7 +102,7 @@ def resume(soak_dir: Path, run_parser: argparse.ArgumentParser) -> int:
     soak_dir = soak_dir.absolute()
     shown = str(soak_dir)[:200]
     problem = path_problem(soak_dir)
-    if problem is not None and problem != "does not exist":
+    if problem is not None and problem != MISSING:
         raise BadInput(f"--resume {shown}: {problem}")
     if not (soak_dir / SOAK_FILE).is_file():
         raise BadInput(f"--resume {shown}: not a soak directory (no {SOAK_FILE})")
@@ -115,7 +115,7 @@ def resume(soak_dir: Path, run_parser: argparse.ArgumentParser) -> int:
     problem = path_problem(store)
     if problem is not None:
         # the soak made its store; gone, there is nothing of its runs to go on with
-        said = problem if problem == "does not exist" else f"cannot be read: {problem}"
+        said = problem if problem == MISSING else f"cannot be read: {problem}"
         raise BadInput(f"--resume {shown}: the store soak.json names, {str(store)[:200]}, "
                        f"{said}; was it moved or deleted?")
     try:
