@@ -89,6 +89,10 @@ command -v harness >/dev/null || {
   exit 2
 }
 
+# The mutator of `harness mutants build` (#54): a small javassist program, built
+# by Maven into the cache once (a second run only checks).
+"$venv/bin/python" -m elr_harness.cluster.mutants.build
+
 # Spark's classes, parsed and verified once into a JVM class archive: every check
 # starts 5-7 s sooner. Built once per Java runtime and Spark (a second run only
 # checks); an optimisation, so a failure only warns.

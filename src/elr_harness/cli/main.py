@@ -171,6 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     from elr_harness.cli.cluster import add_cluster_command
+    from elr_harness.cli.mutants import add_mutants_command
     from elr_harness.cli.soak import add_soak_command
 
     add_cluster_command(sub)
@@ -180,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_report(sub)
     _add_serve(sub)
     _add_versions(sub)
+    add_mutants_command(sub)
     return parser
 
 

@@ -85,6 +85,16 @@ class ReleasesConfig:
 
 
 @dataclass(frozen=True)
+class MutantsConfig:
+    """How `harness mutants build` makes mutant Kafkas (cluster/mutants)."""
+
+    #: Maven's build of the mutator (its first run downloads javassist and plugins)
+    mutator_build_timeout_s: float = 600.0
+    #: one mutant: javassist rewrites one class, the JVM loads it to verify it
+    rewrite_timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
 class ImageConfig:
     """The node image: a debootstrapped Debian, tagged by a hash of this recipe."""
 

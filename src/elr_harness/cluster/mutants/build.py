@@ -1,0 +1,170 @@
+"""Mutant Kafka distributions: a release's libs/ with one jar rewritten.
+
+The rewrite is the mutator's (java/, a small javassist program built by Maven into
+the cache, at set-up or on first use). Each mutant is kept in the cache as
+`mutants/<version>/<name>-<digest>/libs/`: the release's other jars hard-linked
+(copied across file systems), the rewritten jar beside them, and mutant.json
+saying what it is. `--kafka-dist` takes that folder like any unpacked Kafka."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+
+from elr_harness.cluster.distribution import KafkaDistribution
+from elr_harness.cluster.mutants.catalog import Mutant
+from elr_harness.core.config import MutantsConfig, cache_dir
+from elr_harness.core.errors import BadInput, HarnessError
+
+#: What a built mutant's folder holds besides libs/: written last, so a folder
+#: without it is a build that did not finish.
+MUTANT_FILE = "mutant.json"
+_JAVA_SOURCES = ("pom.xml", "src/main/java/elrharness/Mutate.java")
+
+
+def _java() -> resources.abc.Traversable:
+    return resources.files(__package__).joinpath("java")
+
+
+def mutator_home() -> Path:
+    """Where the mutator is built: by a hash of its sources, so an edit rebuilds it."""
+    digest = hashlib.sha256()
+    for name in _JAVA_SOURCES:
+        digest.update(_java().joinpath(name).read_bytes())
+    return cache_dir() / "mutator" / digest.hexdigest()[:12]
+
+
+def mutator_classpath(config: MutantsConfig | None = None,
+                      log: Callable[[str], None] = print) -> str:
+    """The built mutator's classpath, building it with Maven first if need be."""
+    config = config or MutantsConfig()
+    home = mutator_home()
+    jar, lib = home / "target" / "mutator.jar", home / "target" / "lib"
+    if not (jar.is_file() and lib.is_dir()):
+        _build_mutator(home, config, log)
+    return f"{jar}{os.pathsep}{lib}/*"
+
+
+def _build_mutator(home: Path, config: MutantsConfig, log: Callable[[str], None]) -> None:
+    if shutil.which("mvn") is None or shutil.which("java") is None:
+        raise HarnessError("Maven (mvn) and Java are needed to build the mutator; run "
+                           "scripts/setup.sh first")
+    log("building the mutator with Maven (once)")
+    home.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="build-", dir=home.parent))
+    try:
+        for name in _JAVA_SOURCES:
+            (work / name).parent.mkdir(parents=True, exist_ok=True)
+            (work / name).write_bytes(_java().joinpath(name).read_bytes())
+        try:
+            proc = subprocess.run(["mvn", "-q", "-B", "-Dstyle.color=never", "-f",
+                                   str(work / "pom.xml"), "package"], capture_output=True,
+                                  text=True, timeout=config.mutator_build_timeout_s)
+        except subprocess.TimeoutExpired:
+            raise HarnessError(f"Maven did not build the mutator within "
+                               f"{config.mutator_build_timeout_s:.0f} s") from None
+        if proc.returncode != 0:
+            said = [line for line in (proc.stdout + proc.stderr).splitlines() if "ERROR" in line]
+            raise HarnessError("Maven could not build the mutator: "
+                               + (said[0] if said else "no error line")[:300])
+        if home.exists():
+            shutil.rmtree(home)
+        work.rename(home)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def mutant_home(mutant: Mutant, version: str) -> Path:
+    return cache_dir() / "mutants" / version / f"{mutant.name}-{mutant.digest}"
+
+
+def is_built(home: Path) -> bool:
+    return (home / MUTANT_FILE).is_file() and (home / "libs").is_dir()
+
+
+def build_mutant(mutant: Mutant, release: KafkaDistribution,
+                 config: MutantsConfig | None = None,
+                 log: Callable[[str], None] = print) -> Path:
+    """The mutant of `release` (a Kafka from Maven, or a user's), built once: the
+    folder `--kafka-dist` takes."""
+    config = config or MutantsConfig()
+    if release.version not in mutant.versions:
+        raise BadInput(f"mutant {mutant.name!r} was written against Kafka "
+                       f"{', '.join(mutant.versions)}, not {release.version}: its body may not "
+                       f"fit that release's code (add the release to its `versions` once "
+                       f"checked against its bytecode)")
+    home = mutant_home(mutant, release.version)
+    if is_built(home):
+        return home
+    target = release.libs / mutant.jar_file(release.version)
+    if not target.is_file():
+        raise BadInput(f"mutant {mutant.name!r}: Kafka {release.version}'s libs/ has no "
+                       f"{target.name}")
+    classpath = mutator_classpath(config, log)
+    home.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{mutant.name}-", dir=home.parent))
+    try:
+        libs = work / "libs"
+        libs.mkdir()
+        for jar in sorted(release.libs.iterdir()):
+            if jar.name != target.name and jar.is_file():
+                _link_or_copy(jar, libs / jar.name)
+        body = work / "body.java"
+        body.write_text(mutant.body)
+        _rewrite(classpath, release, mutant, body, libs / target.name, config)
+        body.unlink()
+        (work / MUTANT_FILE).write_text(json.dumps({
+            "name": mutant.name, "release": release.version, "release_source": release.source,
+            "jar": target.name, "class": mutant.class_name, "method": mutant.method,
+            "descriptor": mutant.descriptor, "digest": mutant.digest, "rule": mutant.rule,
+            "breaks": mutant.breaks}, indent=2) + "\n")
+        if home.exists():
+            shutil.rmtree(home)
+        work.rename(home)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return home
+
+
+def _rewrite(classpath: str, release: KafkaDistribution, mutant: Mutant, body: Path,
+             out: Path, config: MutantsConfig) -> None:
+    argv = ["java", "-cp", classpath, "elrharness.Mutate", str(release.libs),
+            mutant.jar_file(release.version), mutant.class_name, mutant.method,
+            mutant.descriptor or "-", str(body), str(out)]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True,
+                              timeout=config.rewrite_timeout_s)
+    except subprocess.TimeoutExpired:
+        raise HarnessError(f"mutant {mutant.name!r}: the mutator took over "
+                           f"{config.rewrite_timeout_s:.0f} s") from None
+    if proc.returncode != 0 or not out.is_file():
+        said = [line for line in proc.stderr.splitlines() if line.startswith("mutator:")]
+        raise HarnessError(f"mutant {mutant.name!r}: "
+                           + (said[0].removeprefix("mutator: ") if said
+                              else f"the mutator exited {proc.returncode}")[:400])
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    """A hard link (the cache is one file system, usually); a copy otherwise. Never
+    a symlink: a node's container sees the folder, not the release beside it."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+if __name__ == "__main__":  # scripts/setup.sh: build the mutator now, not on first use
+    import sys
+
+    try:
+        print(f"setup: mutator {mutator_classpath().split(os.pathsep)[0]}")
+    except HarnessError as err:
+        print(f"setup: {err.message}", file=sys.stderr)
+        sys.exit(2)

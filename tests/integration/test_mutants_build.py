@@ -1,0 +1,80 @@
+"""`harness mutants build` on a real release (#54): each mutant of the catalog is
+Kafka 4.4.0 from Maven Central with exactly one class rewritten, which the JVM
+verified; a body that does not compile is one line naming the mutant."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from elr_harness.cluster.distribution import resolve_distribution
+from elr_harness.cluster.mutants.build import MUTANT_FILE, build_mutant
+from elr_harness.cluster.mutants.catalog import load_catalog
+from elr_harness.core.errors import HarnessError
+
+pytestmark = pytest.mark.integration
+
+VERSION = "4.4.0"
+
+
+@pytest.fixture(scope="module")
+def release():
+    return resolve_distribution(VERSION, None, log=lambda _m: None)
+
+
+def _entries(jar: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(jar) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+def test_every_mutant_is_the_release_with_one_class_rewritten(release) -> None:
+    built = subprocess.run([sys.executable, "-m", "elr_harness.cli", "mutants", "build",
+                            "--kafka-version", VERSION], capture_output=True, text=True,
+                           timeout=900, env=os.environ)
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
+    # one line per mutant, `name folder`, then one summary line
+    homes = dict(line.split() for line in built.stdout.splitlines()[:-1])
+    catalog = load_catalog()
+    assert sorted(homes) == sorted(m.name for m in catalog)
+    release_jars = sorted(p.name for p in release.libs.iterdir())
+    for mutant in catalog:
+        home = Path(homes[mutant.name])
+        said = json.loads((home / MUTANT_FILE).read_text())
+        assert (said["name"], said["class"], said["release"]) == (
+            mutant.name, mutant.class_name, VERSION)
+        assert sorted(p.name for p in (home / "libs").iterdir()) == release_jars
+        jar = mutant.jar_file(VERSION)
+        original, mutated = _entries(release.libs / jar), _entries(home / "libs" / jar)
+        assert sorted(original) == sorted(mutated)
+        changed = [name for name in original if original[name] != mutated[name]]
+        assert changed == [mutant.class_name.replace(".", "/") + ".class"], (mutant.name, changed)
+        for other in release_jars:  # the others are the release's own bytes
+            if other != jar:
+                assert (home / "libs" / other).stat().st_ino == \
+                    (release.libs / other).stat().st_ino or \
+                    (home / "libs" / other).read_bytes() == (release.libs / other).read_bytes()
+
+
+def test_a_body_that_does_not_compile_is_one_line_and_leaves_nothing(release) -> None:
+    [mutant] = [m for m in load_catalog() if m.name == "elr-on-whatever-the-feature"]
+    broken = replace(mutant, name="broken-body", body="{ return nosuchfield; }")
+    with pytest.raises(HarnessError, match="mutant 'broken-body': the new body of "
+                       "org.apache.kafka.controller.FeatureControlManager.isElrFeatureEnabled "
+                       "does not compile"):
+        build_mutant(broken, release)
+    leftovers = [p.name for p in (release.home.parent.parent / "mutants" / VERSION).iterdir()
+                 if "broken-body" in p.name]
+    assert leftovers == []
+
+
+def test_a_release_the_body_was_not_written_for_is_refused(release) -> None:
+    [mutant] = load_catalog()[:1]
+    with pytest.raises(Exception, match="was written against Kafka 4.4.0, not 4.1.1"):
+        build_mutant(mutant, replace(release, version="4.1.1"))
