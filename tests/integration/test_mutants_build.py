@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -78,3 +79,33 @@ def test_a_release_the_body_was_not_written_for_is_refused(release) -> None:
     [mutant] = load_catalog()[:1]
     with pytest.raises(Exception, match="was written against Kafka 4.4.0, not 4.1.1"):
         build_mutant(mutant, replace(release, version="4.1.1"))
+
+
+def test_each_mutant_with_a_probe_decides_otherwise_than_the_release(release) -> None:
+    """The second check of each mutant: on its probe's partition state the release's
+    controller code and the mutant's decide differently (what each decided is kept
+    in mutant.json)."""
+    for mutant in load_catalog():
+        said = json.loads((build_mutant(mutant, release) / MUTANT_FILE).read_text())["probe"]
+        if mutant.probe is None:
+            assert said is None
+            continue
+        assert said["input"] == mutant.probe
+        assert said["release"] != said["mutant"], mutant.name
+        assert "Exception" not in said["release"] + said["mutant"]
+
+
+def test_a_mutant_its_probe_cannot_tell_from_the_release_is_refused_as_equivalent(
+        release) -> None:
+    """A rewrite the probe's input never reaches (the feature's method, probed on a
+    partition change that does not ask it) decides as the release does: refused."""
+    [feature] = [m for m in load_catalog() if m.name == "elr-on-whatever-the-feature"]
+    blind = replace(feature, name="blind-probe", probe="elr-kept-at-min-isr")
+    with pytest.raises(HarnessError, match="mutant 'blind-probe' is equivalent on its probe"):
+        build_mutant(blind, release)
+    built = build_mutant(replace(blind, name="marked-equivalent", equivalent=True), release)
+    try:
+        said = json.loads((built / MUTANT_FILE).read_text())["probe"]
+        assert said["release"] == said["mutant"]
+    finally:
+        shutil.rmtree(built)  # no mutant of the catalog: not left in the cache

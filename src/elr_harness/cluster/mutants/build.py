@@ -4,7 +4,12 @@ The rewrite is the mutator's (java/, a small javassist program built by Maven in
 the cache, at set-up or on first use). Each mutant is kept in the cache as
 `mutants/<version>/<name>-<digest>/libs/`: the release's other jars hard-linked
 (copied across file systems), the rewritten jar beside them, and mutant.json
-saying what it is. `--kafka-dist` takes that folder like any unpacked Kafka."""
+saying what it is. `--kafka-dist` takes that folder like any unpacked Kafka.
+
+A mutant is kept only when it can change behaviour: its probe (java/probe, compiled
+against the release) runs the controller's own code on one partition state, on the
+release and on the mutant, and the two must decide otherwise. A mutant whose probe
+agrees is equivalent: refused, unless the catalog marks it so."""
 
 from __future__ import annotations
 
@@ -27,6 +32,8 @@ from elr_harness.core.errors import BadInput, HarnessError
 #: without it is a build that did not finish.
 MUTANT_FILE = "mutant.json"
 _JAVA_SOURCES = ("pom.xml", "src/main/java/elrharness/Mutate.java")
+_PROBE_SOURCE = "probe/ElrHarnessProbe.java"
+_PROBE_CLASS = "org.apache.kafka.controller.ElrHarnessProbe"
 
 
 def _java() -> resources.abc.Traversable:
@@ -36,7 +43,7 @@ def _java() -> resources.abc.Traversable:
 def mutator_home() -> Path:
     """Where the mutator is built: by a hash of its sources, so an edit rebuilds it."""
     digest = hashlib.sha256()
-    for name in _JAVA_SOURCES:
+    for name in (*_JAVA_SOURCES, _PROBE_SOURCE):
         digest.update(_java().joinpath(name).read_bytes())
     return cache_dir() / "mutator" / digest.hexdigest()[:12]
 
@@ -120,17 +127,86 @@ def build_mutant(mutant: Mutant, release: KafkaDistribution,
         body.write_text(mutant.body)
         _rewrite(classpath, release, mutant, body, libs / target.name, config)
         body.unlink()
+        probe = _probe_both(mutant, release, libs, config, log)
         (work / MUTANT_FILE).write_text(json.dumps({
             "name": mutant.name, "release": release.version, "release_source": release.source,
             "jar": target.name, "class": mutant.class_name, "method": mutant.method,
             "descriptor": mutant.descriptor, "digest": mutant.digest, "rule": mutant.rule,
-            "breaks": mutant.breaks}, indent=2) + "\n")
+            "breaks": mutant.breaks, "probe": probe}, indent=2) + "\n")
         if home.exists():
             shutil.rmtree(home)
         work.rename(home)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return home
+
+
+def _probe_both(mutant: Mutant, release: KafkaDistribution, libs: Path,
+                config: MutantsConfig, log: Callable[[str], None]) -> dict | None:
+    """The probe's line on the release and on the mutant (None without a probe);
+    HarnessError when they agree and the catalog does not call the mutant equivalent."""
+    if mutant.probe is None:
+        return None
+    classes = probe_classes(release, config, log)
+    said = {"input": mutant.probe,
+            "release": _probe(classes, release.libs, mutant.probe, config),
+            "mutant": _probe(classes, libs, mutant.probe, config)}
+    if said["release"] == said["mutant"] and not mutant.equivalent:
+        raise HarnessError(f"mutant {mutant.name!r} is equivalent on its probe: the release "
+                           f"and the mutant both decide {said['release'][:200]!r}; change its "
+                           f"body, or mark it `equivalent = true`")
+    return said
+
+
+def probe_classes(release: KafkaDistribution, config: MutantsConfig | None = None,
+                  log: Callable[[str], None] = print) -> Path:
+    """The probe, compiled against the release's jars once (javac)."""
+    config = config or MutantsConfig()
+    home = mutator_home() / f"probe-{release.version}"
+    compiled = home / (_PROBE_CLASS.replace(".", "/") + ".class")
+    if compiled.is_file():
+        return home
+    if shutil.which("javac") is None:
+        raise HarnessError("javac is needed to compile the mutants' probe; run "
+                           "scripts/setup.sh first")
+    log(f"compiling the mutants' probe against Kafka {release.version} (once)")
+    home.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="probe-", dir=home.parent))
+    try:
+        source = work / "ElrHarnessProbe.java"
+        source.write_bytes(_java().joinpath(_PROBE_SOURCE).read_bytes())
+        classes = work / "classes"
+        proc = _java_run(["javac", "-nowarn", "-d", str(classes), "-cp",
+                          f"{release.libs}/*", str(source)], config, "javac")
+        if proc.returncode != 0:
+            said = [line for line in proc.stderr.splitlines() if "error:" in line]
+            raise HarnessError(f"the mutants' probe does not compile against Kafka "
+                               f"{release.version}: {(said or ['no error line'])[0][:300]}")
+        if home.exists():
+            shutil.rmtree(home)
+        classes.rename(home)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return home
+
+
+def _probe(classes: Path, libs: Path, name: str, config: MutantsConfig) -> str:
+    proc = _java_run(["java", "-cp", f"{classes}{os.pathsep}{libs}/*", _PROBE_CLASS, name],
+                     config, "the probe")
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(f"{name}: ")]
+    if proc.returncode != 0 or len(lines) != 1 or lines[0].endswith(": no such probe"):
+        error = [line for line in proc.stderr.splitlines() if "Exception" in line]
+        raise HarnessError(f"the probe {name!r} failed on {libs}: "
+                           + (error[0] if error else (lines or ["no line"])[0])[:300])
+    return lines[0].removeprefix(f"{name}: ")
+
+
+def _java_run(argv: list[str], config: MutantsConfig, what: str) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True,
+                              timeout=config.rewrite_timeout_s)
+    except subprocess.TimeoutExpired:
+        raise HarnessError(f"{what} took over {config.rewrite_timeout_s:.0f} s") from None
 
 
 def _rewrite(classpath: str, release: KafkaDistribution, mutant: Mutant, body: Path,

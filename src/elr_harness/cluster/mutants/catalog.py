@@ -42,6 +42,8 @@ class Mutant:
     versions: tuple[str, ...]
     #: a rewrite that cannot change behaviour (kept to show it is known)
     equivalent: bool = False
+    #: the probe (java/probe) whose input the method must decide otherwise
+    probe: str | None = None
 
     def jar_file(self, version: str) -> str:
         return f"{self.jar}-{version}.jar"
@@ -79,7 +81,7 @@ def _mutant(entry: Any, number: int) -> Mutant:
     if not isinstance(entry, dict):
         raise BadInput(f"{where}: not a table")
     known = {"name", "jar", "class", "method", "descriptor", "body", "rule", "versions",
-             "equivalent", *_TEXT}
+             "equivalent", "probe", *_TEXT}
     if unknown := sorted(set(entry) - known):
         raise BadInput(f"{where}: no setting {unknown[0]!r}")
 
@@ -110,7 +112,8 @@ def _mutant(entry: Any, number: int) -> Mutant:
                   descriptor=text("descriptor", _DESCRIPTOR, optional=True),
                   body=text("body"), breaks=" ".join(text("breaks").split()),
                   exposed_by=" ".join(text("exposed_by").split()), rule=rule,
-                  versions=tuple(versions), equivalent=equivalent)
+                  versions=tuple(versions), equivalent=equivalent,
+                  probe=text("probe", _NAME, optional=True))
 
 
 def find(mutants: list[Mutant], name: str) -> Mutant:
