@@ -40,12 +40,16 @@ def _java() -> resources.abc.Traversable:
     return resources.files(__package__).joinpath("java")
 
 
+def _digest(names: tuple[str, ...]) -> str:
+    digest = hashlib.sha256()
+    for name in names:
+        digest.update(_java().joinpath(name).read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def mutator_home() -> Path:
     """Where the mutator is built: by a hash of its sources, so an edit rebuilds it."""
-    digest = hashlib.sha256()
-    for name in (*_JAVA_SOURCES, _PROBE_SOURCE):
-        digest.update(_java().joinpath(name).read_bytes())
-    return cache_dir() / "mutator" / digest.hexdigest()[:12]
+    return cache_dir() / "mutator" / _digest(_JAVA_SOURCES)
 
 
 def mutator_classpath(config: MutantsConfig | None = None,
@@ -86,6 +90,9 @@ def _build_mutator(home: Path, config: MutantsConfig, log: Callable[[str], None]
         work.rename(home)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    for older in home.parent.iterdir():  # builds of earlier sources: the cache's own
+        if older != home and not older.name.startswith("build-"):
+            shutil.rmtree(older, ignore_errors=True)
 
 
 def mutant_home(mutant: Mutant, version: str) -> Path:
@@ -162,7 +169,7 @@ def probe_classes(release: KafkaDistribution, config: MutantsConfig | None = Non
                   log: Callable[[str], None] = print) -> Path:
     """The probe, compiled against the release's jars once (javac)."""
     config = config or MutantsConfig()
-    home = mutator_home() / f"probe-{release.version}"
+    home = cache_dir() / "mutant-probe" / _digest((_PROBE_SOURCE,)) / release.version
     compiled = home / (_PROBE_CLASS.replace(".", "/") + ".class")
     if compiled.is_file():
         return home

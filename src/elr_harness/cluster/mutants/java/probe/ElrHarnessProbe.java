@@ -53,6 +53,10 @@ public final class ElrHarnessProbe {
                 // ISR [1], ELR [2]; 3 joins: the ISR is back at min ISR 2
                 return build(partition(new int[] {1}, new int[] {2}, new int[] {}, 1),
                              Set.of(1, 2, 3), 2, null, List.of(1, 3), false);
+            case "reassignment-completes-before-catch-up":
+                // [1, 2, 3] to [2, 3, 4]: 4 is still copying, not in the ISR [1, 2, 3]
+                return String.valueOf(new PartitionReassignmentReplicas(List.of(1), List.of(4),
+                    List.of(2, 3, 4, 1)).maybeCompleteReassignment(List.of(1, 2, 3)));
             case "elr-on-whatever-the-feature":
                 // a controller that never saw the ELR feature: its level is 0
                 return "isElrFeatureEnabled=" + new FeatureControlManager.Builder().build()
