@@ -53,6 +53,14 @@ public final class ElrHarnessProbe {
                 // ISR [1], ELR [2]; 3 joins: the ISR is back at min ISR 2
                 return build(partition(new int[] {1}, new int[] {2}, new int[] {}, 1),
                              Set.of(1, 2, 3), 2, null, List.of(1, 3), false);
+            case "last-known-leader-never-cleared":
+                // leaderless, ELR [2], last known leader 1: 2 is elected from the ELR
+                return build(partition(new int[] {}, new int[] {2}, new int[] {1}, -1),
+                             Set.of(1, 2), 2, null, null, true);
+            case "elr-forgets-its-members":
+                // ISR [1], ELR [2]; 1 fenced away too (clean): the ISR empties
+                return build(partition(new int[] {1}, new int[] {2}, new int[] {}, 1),
+                             Set.of(), 2, null, List.of(), false);
             case "reassignment-completes-before-catch-up":
                 // [1, 2, 3] to [2, 3, 4]: 4 is still copying, not in the ISR [1, 2, 3]
                 return String.valueOf(new PartitionReassignmentReplicas(List.of(1), List.of(4),
