@@ -1,14 +1,24 @@
-"""`harness mutants list|build`: mutant Kafkas (#54), each a release with one
-method rewritten into a plausible bug, to run the harness on (`--kafka-dist`)."""
+"""`harness mutants list|build|score`: mutant Kafkas (#54), each a release with one
+method rewritten into a plausible bug, to run the harness on (`--kafka-dist`), and
+the score: which of them the harness's runs catch."""
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
+from pathlib import Path
 
 from rich.console import Console
 
-from elr_harness.core.config import DEFAULT_KAFKA_VERSION, MutantsConfig
+from elr_harness.core.config import (
+    DEFAULT_KAFKA_VERSION,
+    ClusterConfig,
+    MutantsConfig,
+    default_store_dir,
+)
+from elr_harness.core.errors import BadInput
+from elr_harness.run.flags import cluster_name, subnet
 
 console = Console(highlight=False)
 
@@ -28,6 +38,24 @@ def add_mutants_command(sub: argparse._SubParsersAction) -> None:
                             "`latest` for the newest)")
     build.add_argument("--mutant", default=None, metavar="NAME", help="build this one only")
     build.set_defaults(func=_cmd_build)
+    score = actions.add_parser("score", help="run a plan on every mutant and on the release "
+                               "(the control): score.json, junit.xml, index.html",
+                               allow_abbrev=False)
+    score.add_argument("--plan", type=Path, default=None, metavar="FILE",
+                       help="TOML file of [[entry]] name/args (the soak's plan format)")
+    score.add_argument("--kafka-version", default=DEFAULT_KAFKA_VERSION,
+                       help="the release the mutants are made of, and the control")
+    score.add_argument("--mutant", default=None, metavar="NAME", help="score this one only")
+    score.add_argument("--seed", type=int, default=0,
+                       help="entry n runs with seed + n, on every mutant alike")
+    score.add_argument("--store", type=Path, default=default_store_dir())
+    score.add_argument("--name", type=cluster_name, default="elr-mutants",
+                       help="cluster name the runs use")
+    score.add_argument("--subnet", type=subnet, default=None,
+                       help=f"the runs' private network (default {ClusterConfig.subnet})")
+    score.add_argument("--resume", type=Path, default=None, metavar="SCORE_DIR",
+                       help="go on with the score of store/mutants/<time> whose process died")
+    score.set_defaults(func=_cmd_score, parser_of_run=sub.choices["run"])
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -57,3 +85,50 @@ def _cmd_build(args: argparse.Namespace) -> int:
     console.print(f"[green]{len(chosen)} mutant{'s' if len(chosen) != 1 else ''} of Kafka "
                   f"{release.version}[/green]: run one with `harness run --kafka-dist DIR`")
     return 0
+
+
+def _targets(version: str, names: list[str]):
+    """The control and the named mutants of `version`, each mutant built (cached)."""
+    from elr_harness.cluster.distribution import resolve_distribution
+    from elr_harness.cluster.mutants.build import build_mutant
+    from elr_harness.cluster.mutants.catalog import find, load_catalog
+    from elr_harness.soak.score import CONTROL, Target
+
+    catalog = load_catalog()
+    release = resolve_distribution(version, None, lambda m: print(m, file=sys.stderr))
+    return release, [Target(CONTROL, None), *(
+        Target(name, build_mutant(find(catalog, name), release, MutantsConfig(),
+                                  lambda m: print(m, file=sys.stderr))) for name in names)]
+
+
+def _cmd_score(args: argparse.Namespace) -> int:
+    from elr_harness.cluster.mutants.catalog import find, load_catalog
+    from elr_harness.run.store import check_store
+    from elr_harness.soak import score
+    from elr_harness.soak.plan import read_plan, validate_plan
+
+    if args.resume is not None:
+        score_dir = args.resume.absolute()
+        state = score.read_state(score_dir)
+        _, targets = _targets(state["kafka_version"], state["mutants"])
+        return score.Score(score_dir, state, targets).go()
+    if args.plan is None:
+        raise BadInput("--plan FILE is needed (or --resume SCORE_DIR)")
+    store = args.store.absolute()
+    check_store(store, "mutants")
+    plan = read_plan(args.plan)
+    for entry in plan:
+        for arg in entry.args:
+            if any(flag.startswith(arg.split("=", 1)[0]) and len(arg) > 2
+                   for flag in score.SCORE_OWNED):
+                raise BadInput(f"plan entry {entry.name!r}: --kafka-dist is set by the score "
+                               "for every run")
+    validate_plan(plan, args.parser_of_run, store)
+    catalog = load_catalog()
+    names = [find(catalog, args.mutant).name] if args.mutant else [m.name for m in catalog]
+    release, targets = _targets(args.kafka_version, names)
+    command = shlex.join(["harness", *sys.argv[1:]]) if sys.argv[1:2] == ["mutants"] else \
+        "harness mutants score"
+    state = score.new_state(release.version, names, list(plan), args.seed, args.name,
+                            args.subnet, command)
+    return score.start(store, state, targets)

@@ -1,0 +1,218 @@
+"""`harness mutants score`: what a VALID is worth, measured (#54).
+
+Every entry of a plan (the soak's format) runs on every mutant Kafka of the
+catalog and on the plain release, the control, each with the same seed. A mutant
+is killed when one of its runs is INVALID; one that no run catches survives. The
+control must stay valid: an INVALID there is the release's own bug (or the
+harness crying wolf), and makes no mutant's kill count.
+
+Everything lands in store/mutants/<time>/: score.json (rewritten whole after each
+run, so `--resume` goes on where a dead process stopped, never repeating a run
+that finished), junit.xml and index.html (soak.score_pages), and runs/ holding
+each run's own directory and log."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from elr_harness.core.errors import EXIT_UNKNOWN, EXIT_VALID, BadInput
+from elr_harness.core.files import read_json
+from elr_harness.core.validate import printable
+from elr_harness.run.store import fresh_dir, write_json
+from elr_harness.soak.plan import PlanEntry
+
+console = Console(highlight=False)
+
+SCORE_FILE = "score.json"
+SCORE_VERSION = 1
+#: The plain release: every entry runs on it too, and must stay valid.
+CONTROL = "control"
+#: A run's flags the score sets itself (besides the soak's own).
+SCORE_OWNED = ("--kafka-dist",)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What one column of runs tests: the release (CONTROL) or a mutant of it."""
+
+    name: str
+    #: the mutant's distribution folder; None for the control
+    dist: Path | None
+
+
+def score_key(target: str, entry: str) -> str:
+    return f"{target} / {entry}"
+
+
+def run_cell(score_dir: Path, state: dict[str, Any], target: Target, entry: PlanEntry,
+             seed: int) -> dict[str, Any]:
+    """Run `entry` on `target` as a child `harness run`, and read back its verdict."""
+    cell_dir = score_dir / "runs" / target.name
+    cell_dir.mkdir(parents=True, exist_ok=True)
+    marker = cell_dir / f"{_file_name(entry.name)}.run-dir"
+    log = cell_dir / f"{_file_name(entry.name)}.log"
+    marker.unlink(missing_ok=True)
+    kafka = ["--kafka-dist", str(target.dist)] if target.dist is not None else \
+        ["--kafka-version", state["kafka_version"]]
+    argv = [sys.executable, "-m", "elr_harness.cli", "run", *entry.args, "--seed", str(seed),
+            *kafka, "--store", str(score_dir / "runs" / target.name / "store"),
+            "--name", state["cluster_name"], "--record-run-dir", str(marker),
+            *(["--subnet", state["subnet"]] if state.get("subnet") else [])]
+    started = time.monotonic()
+    with log.open("w") as out:
+        code = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL,
+                              env={**os.environ, "COLUMNS": "120"}).returncode
+    cell: dict[str, Any] = {"target": target.name, "entry": entry.name, "seed": seed,
+                            "exit": code, "log": str(log), "seconds": round(
+                                time.monotonic() - started, 1)}
+    run_dir = Path(marker.read_text().strip()) if marker.is_file() else None
+    results = run_dir / "results.json" if run_dir else None
+    if run_dir is None or results is None or not results.is_file():
+        return {**cell, "verdict": "error", "run_dir": str(run_dir) if run_dir else None,
+                "bad": [], "states": [], "first_invalid_s": None}
+    read = read_json(results, str(results), max_bytes=1 << 30)
+    verdict = {True: "valid", False: "invalid"}.get(read.get("valid"), "unknown")
+    coverage = read.get("coverage") or {}
+    return {**cell, "verdict": verdict, "run_dir": str(run_dir),
+            "report": str(run_dir / "report.html"),
+            "bad": sorted(read.get("bad_anomaly_types") or []),
+            "states": sorted(s for s, seen in coverage.items()
+                             if isinstance(seen, dict) and (seen.get("count") or 0) > 0),
+            "first_invalid_s": first_invalid_s(run_dir, read) if verdict == "invalid" else None}
+
+
+def first_invalid_s(run_dir: Path, results: dict[str, Any]) -> float | None:
+    """Seconds from the history's first line to the first operation any bad
+    anomaly's examples name (None when no example names one)."""
+    ops = [op for name in results.get("bad_anomaly_types") or []
+           for example in (results.get("anomalies", {}).get(name, {}).get("examples") or [])
+           for op in (example.get("ops") or []) if isinstance(op, int)]
+    if not ops:
+        return None
+    first, wanted, start = min(ops), None, None
+    with (run_dir / "history.jsonl").open("rb") as history:
+        for number, line in enumerate(history):
+            if number == 0 or number == first:
+                try:
+                    stamp = json.loads(line).get("time")
+                except ValueError:
+                    return None
+                if number == 0:
+                    start = stamp
+                if number == first:
+                    wanted = stamp
+                    break
+    if not isinstance(start, int) or not isinstance(wanted, int):
+        return None
+    return round((wanted - start) / 1e9, 1)
+
+
+def _file_name(entry: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in entry)[:80]
+
+
+class Score:
+    """One score: its folder, its state (score.json), its targets and plan."""
+
+    def __init__(self, score_dir: Path, state: dict[str, Any], targets: list[Target]) -> None:
+        self.dir, self.state, self.targets = score_dir, state, targets
+        self.plan = [PlanEntry(e["name"], tuple(e["args"])) for e in state["plan"]]
+
+    def go(self) -> int:
+        from elr_harness.soak.score_pages import write_pages
+
+        cells = self.state["cells"]
+        total = len(self.targets) * len(self.plan)
+        try:
+            for target in self.targets:
+                for number, entry in enumerate(self.plan):
+                    key = score_key(target.name, entry.name)
+                    if key in cells:
+                        continue
+                    console.print(f"[{len(cells) + 1}/{total}] {escape(key)}: running")
+                    cells[key] = run_cell(self.dir, self.state, target, entry,
+                                          self.state["seed"] + number)
+                    self._save()
+                    console.print(f"  {escape(key)}: {self._said(cells[key])}")
+        except KeyboardInterrupt:
+            console.print("[yellow]interrupted: `harness mutants score --resume "
+                          f"{escape(printable(self.dir))}` goes on[/yellow]")
+            self._save()
+            write_pages(self.dir, self.state)
+            return EXIT_UNKNOWN
+        self.state["ended_at"] = _now()
+        self._save()
+        write_pages(self.dir, self.state)
+        return self._summary()
+
+    @staticmethod
+    def _said(cell: dict[str, Any]) -> str:
+        bad = f" ({', '.join(cell['bad'])})" if cell["bad"] else ""
+        return f"{cell['verdict']}{bad}, {cell['seconds']:.0f} s"
+
+    def _save(self) -> None:
+        write_json(self.dir / SCORE_FILE, self.state)
+
+    def _summary(self) -> int:
+        from elr_harness.soak.score_pages import tally
+
+        tallied = tally(self.state)
+        console.print(f"mutation score: {tallied['killed']} of {tallied['mutants']} mutants "
+                      f"killed; survived: {', '.join(tallied['survived']) or 'none'}")
+        if tallied["control_bad"]:
+            console.print(f"[red]the control (Kafka {self.state['kafka_version']}) was not "
+                          f"valid in: {', '.join(tallied['control_bad'])}: no kill counts "
+                          f"there[/red]")
+        console.print(f"score: {escape(printable(self.dir))}")
+        errors = [k for k, c in self.state["cells"].items() if c["verdict"] in ("error", "unknown")]
+        return EXIT_UNKNOWN if errors or tallied["control_bad"] else EXIT_VALID
+
+
+def new_state(kafka_version: str, mutants: list[str], plan: list[PlanEntry], seed: int,
+              cluster_name: str, subnet: str | None, command: str) -> dict[str, Any]:
+    return {"score_version": SCORE_VERSION, "command": command, "started_at": _now(),
+            "kafka_version": kafka_version, "mutants": mutants, "seed": seed,
+            "cluster_name": cluster_name, "subnet": subnet,
+            "plan": [{"name": e.name, "args": list(e.args)} for e in plan], "cells": {}}
+
+
+def start(store: Path, state: dict[str, Any], targets: list[Target]) -> int:
+    score_dir = fresh_dir(store / "mutants")
+    console.print(f"score directory: {escape(printable(score_dir))}")
+    score = Score(score_dir, state, targets)
+    score._save()
+    return score.go()
+
+
+def read_state(score_dir: Path) -> dict[str, Any]:
+    """score.json of a score folder, checked enough to act on."""
+    shown = printable(str(score_dir)[:200])
+    path = score_dir / SCORE_FILE
+    if not path.is_file():
+        raise BadInput(f"--resume {shown}: not a score folder (no {SCORE_FILE})")
+    state = read_json(path, f"--resume {shown}: {SCORE_FILE}")
+    ok = isinstance(state, dict) and state.get("score_version") == SCORE_VERSION and all(
+        isinstance(state.get(k), t) for k, t in (("kafka_version", str), ("mutants", list),
+                                                  ("plan", list), ("cells", dict),
+                                                  ("seed", int), ("cluster_name", str)))
+    if not ok:
+        raise BadInput(f"--resume {shown}: {SCORE_FILE} is damaged (not a score of this "
+                       f"harness, version {SCORE_VERSION})")
+    return state
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")

@@ -1,0 +1,92 @@
+"""The mutation score's bookkeeping (#54), from score.json alone: a mutant is
+killed by an INVALID run (not where the control was not valid), survives when all
+its runs are done and none is, and junit.xml and index.html say so."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+from elr_harness.soak.score import CONTROL, first_invalid_s, read_state, score_key
+from elr_harness.soak.score_pages import tally, write_pages
+
+
+def _cell(verdict: str, bad=(), report=None) -> dict:
+    return {"verdict": verdict, "bad": list(bad), "states": [], "seconds": 60.0,
+            "first_invalid_s": 12.5 if verdict == "invalid" else None, "report": report}
+
+
+def _state(cells: dict) -> dict:
+    return {"score_version": 1, "kafka_version": "4.4.0", "mutants": ["m1", "m2", "m3", "m4"],
+            "seed": 0, "cluster_name": "elr-mutants", "plan": [
+                {"name": "a", "args": ["--nemesis", "none"]},
+                {"name": "b", "args": ["--nemesis", "kill"]}], "cells": cells}
+
+
+CELLS = {
+    score_key(CONTROL, "a"): _cell("valid"), score_key(CONTROL, "b"): _cell("invalid", ["x"]),
+    score_key("m1", "a"): _cell("invalid", ["elr-invariant"]), score_key("m1", "b"): _cell("valid"),
+    # m2's only INVALID is where the control was INVALID too: no kill
+    score_key("m2", "a"): _cell("valid"), score_key("m2", "b"): _cell("invalid", ["lost-write"]),
+    score_key("m3", "a"): _cell("valid"),  # b not run yet
+    score_key("m4", "a"): _cell("valid"), score_key("m4", "b"): _cell("error"),
+}
+
+
+def test_a_kill_counts_only_where_the_control_was_valid() -> None:
+    tallied = tally(_state(CELLS))
+    assert tallied["killed_by"] == ["m1"]
+    assert tallied["survived"] == ["m2", "m4"]
+    assert tallied["pending"] == ["m3"]
+    assert tallied["control_bad"] == ["b"]
+    assert (tallied["mutants"], tallied["killed"]) == (4, 1)
+
+
+def test_junit_fails_a_survivor_and_errors_a_control_that_is_not_valid(tmp_path) -> None:
+    write_pages(tmp_path, _state(CELLS))
+    suite = ET.parse(tmp_path / "junit.xml").getroot()
+    cases = {(c.get("classname"), c.get("name")): c for c in suite.iter("testcase")}
+    assert cases[(CONTROL, "b")].find("error") is not None
+    assert cases[(CONTROL, "a")].find("error") is None
+    assert cases[("mutant", "m1")].find("failure") is None
+    assert "survived" in cases[("mutant", "m2")].find("failure").get("message")
+    assert cases[("mutant", "m3")].find("skipped") is not None
+    assert (suite.get("failures"), suite.get("errors"), suite.get("tests")) == ("2", "1", "6")
+
+
+def test_the_page_grids_mutants_by_entries_and_links_each_report(tmp_path) -> None:
+    report = tmp_path / "runs" / "m1" / "store" / "t" / "1" / "report.html"
+    report.parent.mkdir(parents=True)
+    report.write_text("<p>report</p>")
+    cells = {**CELLS, score_key("m1", "a"): _cell("invalid", ["elr-invariant"], str(report))}
+    write_pages(tmp_path, _state(cells))
+    page = (tmp_path / "index.html").read_text()
+    assert "Mutation score: 1 of 4 mutants killed" in page
+    assert 'href="runs/m1/store/t/1/report.html"' in page
+    assert "first INVALID at 12.5 s" in page and "control not valid in: b" in page
+    assert page.count("<tr>") == 1 + 1 + 4  # head, control, four mutants
+
+
+def test_the_first_invalid_is_timed_from_the_history(tmp_path) -> None:
+    lines = [{"index": i, "time": 1_000_000_000 + i * 500_000_000} for i in range(10)]
+    (tmp_path / "history.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    results = {"bad_anomaly_types": ["lost-write", "elr-invariant"], "anomalies": {
+        "lost-write": {"examples": [{"ops": [7, 9]}]},
+        "elr-invariant": {"examples": [{"ops": [4]}, {"ops": None}]},
+        "fine": {"examples": [{"ops": [1]}]}}}
+    assert first_invalid_s(tmp_path, results) == 2.0
+    assert first_invalid_s(tmp_path, {"bad_anomaly_types": []}) is None
+
+
+def test_a_damaged_score_json_is_refused_in_one_line(tmp_path) -> None:
+    import pytest
+
+    from elr_harness.core.errors import BadInput
+
+    with pytest.raises(BadInput, match="not a score folder"):
+        read_state(tmp_path)
+    (tmp_path / "score.json").write_text('{"score_version": 1}')
+    with pytest.raises(BadInput, match="score.json is damaged"):
+        read_state(tmp_path)
+    (tmp_path / "score.json").write_text(json.dumps(_state(CELLS)))
+    assert read_state(tmp_path)["mutants"] == ["m1", "m2", "m3", "m4"]
