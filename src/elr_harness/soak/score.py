@@ -30,13 +30,14 @@ from elr_harness.core.files import read_json
 from elr_harness.core.validate import printable
 from elr_harness.run.store import fresh_dir, write_json
 from elr_harness.soak.plan import PlanEntry
+from elr_harness.soak.score_pages import CONTROL, score_key, tally, write_pages
+
+__all__ = ["CONTROL", "Score", "Target", "score_key"]
 
 console = Console(highlight=False)
 
 SCORE_FILE = "score.json"
 SCORE_VERSION = 1
-#: The plain release: every entry runs on it too, and must stay valid.
-CONTROL = "control"
 #: A run's flags the score sets itself (besides the soak's own).
 SCORE_OWNED = ("--kafka-dist",)
 
@@ -48,10 +49,6 @@ class Target:
     name: str
     #: the mutant's distribution folder; None for the control
     dist: Path | None
-
-
-def score_key(target: str, entry: str) -> str:
-    return f"{target} / {entry}"
 
 
 def run_cell(score_dir: Path, state: dict[str, Any], target: Target, entry: PlanEntry,
@@ -130,8 +127,6 @@ class Score:
         self.plan = [PlanEntry(e["name"], tuple(e["args"])) for e in state["plan"]]
 
     def go(self) -> int:
-        from elr_harness.soak.score_pages import write_pages
-
         cells = self.state["cells"]
         total = len(self.targets) * len(self.plan)
         try:
@@ -165,8 +160,6 @@ class Score:
         write_json(self.dir / SCORE_FILE, self.state)
 
     def _summary(self) -> int:
-        from elr_harness.soak.score_pages import tally
-
         tallied = tally(self.state)
         console.print(f"mutation score: {tallied['killed']} of {tallied['mutants']} mutants "
                       f"killed; survived: {', '.join(tallied['survived']) or 'none'}")

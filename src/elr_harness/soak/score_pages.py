@@ -10,7 +10,13 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from elr_harness.soak.score import CONTROL, score_key
+#: The plain release: every entry runs on it too, and must stay valid.
+CONTROL = "control"
+
+
+def score_key(target: str, entry: str) -> str:
+    """A cell's key in score.json: the target (CONTROL or a mutant) and the entry."""
+    return f"{target} / {entry}"
 
 
 def tally(state: dict[str, Any]) -> dict[str, Any]:
