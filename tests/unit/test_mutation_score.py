@@ -74,7 +74,10 @@ def test_the_first_invalid_is_timed_from_the_history(tmp_path) -> None:
         "lost-write": {"examples": [{"ops": [7, 9]}]},
         "elr-invariant": {"examples": [{"ops": [4]}, {"ops": None}]},
         "fine": {"examples": [{"ops": [1]}]}}}
+    # shown by each example's last op: lost-write at op 9, elr-invariant at op 4
     assert first_invalid_s(tmp_path, results) == 2.0
+    results["anomalies"]["elr-invariant"]["examples"] = [{"ops": [2, 8]}]
+    assert first_invalid_s(tmp_path, results) == 4.0  # op 8, before lost-write's 9
     assert first_invalid_s(tmp_path, {"bad_anomaly_types": []}) is None
 
 

@@ -90,14 +90,16 @@ def run_cell(score_dir: Path, state: dict[str, Any], target: Target, entry: Plan
 
 
 def first_invalid_s(run_dir: Path, results: dict[str, Any]) -> float | None:
-    """Seconds from the history's first line to the first operation any bad
-    anomaly's examples name (None when no example names one)."""
-    ops = [op for name in results.get("bad_anomaly_types") or []
-           for example in (results.get("anomalies", {}).get(name, {}).get("examples") or [])
-           for op in (example.get("ops") or []) if isinstance(op, int)]
-    if not ops:
+    """Seconds from the history's first line to the first moment a bad anomaly was
+    shown: an example is shown by its last operation (a lost write by the final
+    read that misses it, not by its send); the earliest such over every example of
+    every bad anomaly (None when no example names an operation)."""
+    shown = [max(ops) for name in results.get("bad_anomaly_types") or []
+             for example in (results.get("anomalies", {}).get(name, {}).get("examples") or [])
+             if (ops := [op for op in (example.get("ops") or []) if isinstance(op, int)])]
+    if not shown:
         return None
-    first, wanted, start = min(ops), None, None
+    first, wanted, start = min(shown), None, None
     with (run_dir / "history.jsonl").open("rb") as history:
         for number, line in enumerate(history):
             if number == 0 or number == first:
