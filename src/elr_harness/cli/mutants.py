@@ -42,7 +42,8 @@ def add_mutants_command(sub: argparse._SubParsersAction) -> None:
                                "(the control): score.json, junit.xml, index.html",
                                allow_abbrev=False)
     score.add_argument("--plan", type=Path, default=None, metavar="FILE",
-                       help="TOML file of [[entry]] name/args (the soak's plan format)")
+                       help="TOML file of [[entry]] name/args (the soak's plan format; "
+                            "default: the soak's default plan)")
     score.add_argument("--kafka-version", default=DEFAULT_KAFKA_VERSION,
                        help="the release the mutants are made of, and the control")
     score.add_argument("--mutant", default=None, metavar="NAME", help="score this one only")
@@ -105,18 +106,16 @@ def _cmd_score(args: argparse.Namespace) -> int:
     from elr_harness.cluster.mutants.catalog import find, load_catalog
     from elr_harness.run.store import check_store
     from elr_harness.soak import score
-    from elr_harness.soak.plan import read_plan, validate_plan
+    from elr_harness.soak.plan import DEFAULT_PLAN, read_plan, validate_plan
 
     if args.resume is not None:
         score_dir = args.resume.absolute()
         state = score.read_state(score_dir)
         _, targets = _targets(state["kafka_version"], state["mutants"])
         return score.Score(score_dir, state, targets).go()
-    if args.plan is None:
-        raise BadInput("--plan FILE is needed (or --resume SCORE_DIR)")
     store = args.store.absolute()
     check_store(store, "mutants")
-    plan = read_plan(args.plan)
+    plan = read_plan(args.plan) if args.plan else DEFAULT_PLAN
     for entry in plan:
         for arg in entry.args:
             if any(flag.startswith(arg.split("=", 1)[0]) and len(arg) > 2
