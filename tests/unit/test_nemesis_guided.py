@@ -446,3 +446,73 @@ def test_no_round_fails_on_the_injectors_own_rules():
         _rounds(guided, 12)
         failed += [(seed, r.number, r.ways, r.error) for r in guided.rounds if r.error]
     assert failed == []
+
+
+@dataclass
+class ForgetfulWorld(World):
+    """A buggy Kafka: a broker that leaves the ISR never joins the ELR."""
+
+    def leave(self, broker: int, fenced: bool = True) -> None:
+        super().leave(broker, fenced)
+        self.elr.clear()
+
+
+@pytest.mark.parametrize(("aim", "then"), [
+    ("elr-feature-change-with-elr", "feature-change"),
+    ("min-isr-change-with-elr", "min-isr-change"),
+    ("controller-failover-with-elr", None),
+])
+def test_a_wait_that_never_sees_its_state_does_not_end_the_round(aim, then):
+    """A state a correct Kafka reaches and this one never does is often the bug
+    itself: the round still makes its change, and says what it saw instead."""
+    for seed in range(6):
+        guided, injector, _ = _guided(seed, world=ForgetfulWorld())
+        done = guided.play(aim)
+        assert not done.reached and done.error is None and done.skipped is None
+        assert "ELR []" in done.saw["ELR not empty"], done.saw
+        kinds = [kind for kind, _nodes, d in faults(injector) if d.get("guided") == 1]
+        step = then or done.ways["controller"]
+        assert step in kinds, (seed, kinds)
+        assert injector.grudge == {} and injector.down == set() and injector.paused == set()
+
+
+def test_the_elr_member_is_shut_down_uncleanly_even_when_it_never_joined_the_elr():
+    shut = 0
+    for seed in range(12):
+        guided, injector, _ = _guided(seed, world=ForgetfulWorld())
+        done = guided.play("unclean-shutdown-of-elr-member")
+        assert not done.reached and done.error is None
+        if ("F2 in the ELR", False) not in done.waits:
+            continue  # the other branch: L shut down uncleanly
+        downs = [nodes for _kind, nodes, d in faults(injector, "invoke")
+                 if d["step"].endswith("F2 down")]
+        assert downs and all(n == [done.roles["F2"]] for n in downs), (seed, downs)
+        shut += 1
+    assert shut, "no seed drew the branch that shuts F2 down"
+
+
+def test_the_leader_restarts_alone_with_both_followers_kept_fenced():
+    """KIP-966 must refuse to elect an uncleanly restarted L while every other ELR
+    member is away: F1 too is taken away in a way that keeps it fenced (never a
+    slowed link: a registered broker is elected as soon as L is down), and neither
+    follower comes back before L has restarted."""
+    from elr_harness.nemesis.recipes import FENCED_AWAY
+
+    fenced_kinds = {p.name for p in FENCED_AWAY}
+    for seed in range(24):
+        guided, injector, world = _guided(seed)
+        restarted_with: list[set[int]] = []
+        answer = world.answer
+
+        def watch(line: dict[str, Any], answer=answer, world=world,
+                  restarted_with=restarted_with) -> None:
+            if line["fault"] == "start" and line["detail"]["step"].endswith("L restarts"):
+                restarted_with.append(set(world.fenced))
+            answer(line)
+
+        injector.recorder.answer = watch  # type: ignore[attr-defined]
+        done = guided.play("leaderless-with-unclean-replica-unfenced")
+        assert done.reached, (seed, done)
+        assert done.ways["F1"] in fenced_kinds and done.ways["F2"] in fenced_kinds
+        f1, f2 = (BROKERS[done.roles[r]] for r in ("F1", "F2"))
+        assert restarted_with and {f1, f2} <= restarted_with[0], (seed, restarted_with)

@@ -470,6 +470,9 @@ class GuidedConfig:
     max_hold_s: float = 8.0
     #: Bound on each wait of a round for the observed state its faults lead to.
     wait_s: float = 20.0
+    #: Beyond the brokers' session timeout, how long a round that restarts the
+    #: leader alone waits after shutting it down (the controller fences it first).
+    session_margin_s: float = 2.0
     #: Bound on a round's recovery: every partition back to a full ISR (a round
     #: that drops a page cache starts only after one, KIP-966's fault budget).
     recovery_s: float = 60.0

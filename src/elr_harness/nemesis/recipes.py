@@ -14,7 +14,11 @@ A recipe plays on one partition, its leader L and its followers F1, F2:
   F2 is still fenced, a min ISR or ELR feature change, a controller failover, a
   reassignment, a disk fault;
 - each step waits (bounded) for the observed state it leads to, as the scripted
-  scenarios do, and the round holds the state reached for a drawn while.
+  scenarios do, and the round holds the state reached for a drawn while;
+- a wait that does not see its state does not end the round: a state a correct
+  Kafka reaches and this one never does is often the bug itself, so the round
+  plays its remaining steps all the same (the unclean shutdown, the restart, the
+  change) and records what the partition looked like instead (Round.saw).
 
 The fault budget: a round drops unflushed data (a page-cache loss, or a disk
 fault that drops) on one broker at most, and only when it started from a full
@@ -39,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from elr_harness.cluster.observe import PartitionState
-from elr_harness.core.config import GuidedConfig
+from elr_harness.core.config import GuidedConfig, KafkaTimings
 from elr_harness.core.history import COVERAGE_STATES
 from elr_harness.nemesis.faults import PACKAGES, FaultPackage, with_capabilities
 from elr_harness.nemesis.faults.base import Capability as C
@@ -122,6 +126,9 @@ class Round:
     waits: list[tuple[str, bool]] = field(default_factory=list)
     #: whether the wait for the aimed state itself saw it
     reached: bool = False
+    #: for each wait that did not see its state, what the round's partition looked
+    #: like when it gave up (the round played on; a buggy Kafka shows itself here)
+    saw: dict[str, str] = field(default_factory=dict)
     #: why the round did not play (no full ISR to start from, ...)
     skipped: str | None = None
     #: a fault that failed (the injector recorded it as info), which ended the round
@@ -174,10 +181,10 @@ class Recipe:
     def _elr_not_empty(self) -> None:
         self._elr_held()
 
-    def _elr_held(self) -> bool:
+    def _elr_held(self) -> None:
         """The ISR below min ISR and, ELR on, the ELR not empty (held when seen)."""
         self._below()
-        return self._reach("ELR not empty", lambda s: bool(s.elr))
+        self._reach("ELR not empty", lambda s: bool(s.elr))
 
     def _leaderless_with_elr(self) -> None:
         self._below()
@@ -201,28 +208,36 @@ class Recipe:
         if self.rng.random() < 0.5:
             # the ELR member F2 itself, while it is away (and still running)
             self._below(f2_ways=RUNNING_AWAY)
-            if self._reach("F2 in the ELR", lambda s: self.f2 in (s.elr or ()), hold=False):
-                self._down("F2", self.f2, UNCLEAN_DOWN)
-                self._hold()
+            self._reach("F2 in the ELR", lambda s: self.f2 in (s.elr or ()), hold=False)
+            self._down("F2", self.f2, UNCLEAN_DOWN)
+            self._hold()
         else:
             self._below(fenced=True)
             self._leader_down(UNCLEAN_DOWN)
             self._reach("L in the ELR", lambda s: self.leader in (s.elr or ()))
 
     def _leaderless_with_unclean_replica_unfenced(self) -> None:
-        self._below(fenced=True)
-        self._leader_down(UNCLEAN_DOWN)
-        self._wait("no leader", lambda s: s.leader == -1)
+        """L shut down uncleanly and restarted while F1 and F2 are both away and
+        fenced: KIP-966 must then refuse to elect L. Both followers go away in ways
+        that keep them fenced, and stay away until L is back and unfenced: a
+        broker that stays registered (a slowed one) is elected from the ISR or the
+        ELR as soon as L goes down, and the state is never reached."""
+        self._below(fenced=True, f1_ways=FENCED_AWAY)
         before = self._mine(self.g.observer.latest())
+        self._down("L", self.leader, UNCLEAN_DOWN)
+        # nobody that hears the controllers answers the observer until L is back:
+        # wait out L's session (within a wait's bound), so the controller has fenced
+        # it before it registers again
+        self.g.stop_event.wait(min(self._session_s() + self.g.config.session_margin_s,
+                                   self.g.config.wait_s))
         self.injector.start(self._name(self.leader), step=self._step("L restarts"),
                             detail=self.detail)
-        self._reach("L unfenced, no leader, F2 fenced", lambda s: (
+        self._reach("L unfenced, no leader, F1 and F2 fenced", lambda s: (
             s.leader == -1 and s.fenced is not None and self.leader not in s.fenced
-            and self.f2 in s.fenced), fresh_after=before)
+            and self.f1 in s.fenced and self.f2 in s.fenced), fresh_after=before)
 
     def _min_isr_change_with_elr(self) -> None:
-        if not self._elr_held():
-            return
+        self._elr_held()
         rf = self.g.replication_factor
 
         def choose(current: int) -> int:
@@ -236,8 +251,7 @@ class Recipe:
         self._hold()
 
     def _controller_failover_with_elr(self) -> None:
-        if not self._elr_held():
-            return
+        self._elr_held()
         controller = choose_target(Role.ACTIVE_CONTROLLER, [], self.g.topology, self.rng,
                                    self.g.active_controller())
         package = self.rng.choice(FAILOVER)
@@ -249,20 +263,23 @@ class Recipe:
         self._below()
         state = self._state_when(lambda s: len(s.isr) < self.g.min_insync_replicas
                                  and s.replicas is not None, self.g.config.wait_s)
-        if state is None:
-            return
+        if state is None:  # reassigned all the same, from what the partition shows
+            state = self._mine(self.g.observer.latest())
+            self.done.saw["ISR below min ISR, replicas known"] = _shown(state)
+            if state is None or state.replicas is None:
+                self.done.skipped = "no replicas of the partition observed to reassign"
+                return
+        reached = len(state.isr) < self.g.min_insync_replicas
         package = one_with(C.REASSIGNS)
         self.done.ways["replicas"] = package.name
         self._act(package, "replicas", None, states=[state], role=Role.ELR)
-        self.done.reached = True  # judged at the fault: the ISR was below min ISR
+        self.done.reached = reached  # judged at the fault: the ISR was below min ISR
         self._hold()
 
     def _disk_fault_of_isr_or_elr_member(self) -> None:
         self._below()
-        if not self._reach("ISR below min ISR, L in it",
-                           lambda s: self.leader in s.isr and
-                           len(s.isr) < self.g.min_insync_replicas):
-            return
+        self._reach("ISR below min ISR, L in it", lambda s: self.leader in s.isr and
+                    len(s.isr) < self.g.min_insync_replicas)
         package = one_with(C.FAILS_A_LOG_DIR)
         may_drop = self.rng.random() < 0.5 and self._unclean_allowed(drops=True)
         self.done.ways["L"] = package.name
@@ -270,8 +287,7 @@ class Recipe:
         self._hold()
 
     def _elr_feature_change_with_elr(self) -> None:
-        if not self._elr_held():
-            return
+        self._elr_held()
         package = one_with(C.CHANGES_ELR_FEATURE)
         self._act(package, "feature", None, states=self.g.observer.latest(), to=0)
         self.done.ways["cluster"] = package.name
@@ -283,8 +299,7 @@ class Recipe:
         keeps its data, as the feature is never turned off after a loss."""
         self._below()
         self._leader_down(DOWN_KEEPING_DATA)
-        if not self._reach("no leader", lambda s: s.leader == -1, hold=False):
-            return
+        self._reach("no leader", lambda s: s.leader == -1, hold=False)
         package = one_with(C.CHANGES_ELR_FEATURE)
         self._act(package, "feature", None, states=self.g.observer.latest(), to=0)
         self.done.ways["cluster"] = package.name
@@ -293,10 +308,11 @@ class Recipe:
     # -- steps -------------------------------------------------------------------
 
     def _below(self, fenced: bool = False, aim_seen: bool = False,
-               f2_ways: Sequence[FaultPackage] | None = None) -> None:
+               f2_ways: Sequence[FaultPackage] | None = None,
+               f1_ways: Sequence[FaultPackage] = AWAY) -> None:
         """F1 then F2 away, in drawn ways (F2 in one that keeps it fenced when the
         recipe needs it away from the controllers); wait for the ISR below min ISR."""
-        self.undo_f1 = self._away("F1", self.f1, AWAY)
+        self.undo_f1 = self._away("F1", self.f1, f1_ways)
         self._wait("F1 out of the ISR", lambda s: self.f1 not in s.isr)
         ways = f2_ways or (FENCED_AWAY if fenced else AWAY)
         first = PACKAGES[self.done.ways["F1"]]
@@ -397,9 +413,18 @@ class Recipe:
 
     def _wait(self, what: str, predicate: Callable[[PartitionState], bool],
               fresh_after: PartitionState | None = None) -> bool:
+        """Wait (bounded) for the state; not seen, say what was seen instead."""
         seen = self._state_when(predicate, self.g.config.wait_s, fresh_after) is not None
         self.done.waits.append((what, seen))
+        if not seen:
+            self.done.saw[what] = _shown(self._mine(self.g.observer.latest()))
         return seen
+
+    def _session_s(self) -> float:
+        """The brokers' session timeout: how long the controller takes to fence one."""
+        cluster = getattr(self.injector, "cluster", None)
+        timings = getattr(getattr(cluster, "config", None), "timings", KafkaTimings())
+        return timings.broker_session_timeout_ms / 1000
 
     def _reach(self, what: str, predicate: Callable[[PartitionState], bool],
                fresh_after: PartitionState | None = None, hold: bool = True) -> bool:
@@ -417,6 +442,15 @@ class Recipe:
 
     def _step(self, what: str) -> str:
         return self.done.step(what)
+
+
+def _shown(state: PartitionState | None) -> str:
+    """A partition's observed state in one line, for Round.saw."""
+    if state is None:
+        return "the partition not observed"
+    fenced = "?" if state.fenced is None else sorted(state.fenced)
+    return (f"leader {state.leader}, ISR {sorted(state.isr)}, ELR {sorted(state.elr or ())}, "
+            f"LastKnownELR {sorted(state.last_known_elr or ())}, fenced {fenced}")
 
 
 #: The recipe of each KIP-966 state (harness.core.history.COVERAGE_STATES), by name:
