@@ -1,6 +1,11 @@
 """`harness mutants build` on a real release (#54): each mutant of the catalog is
 Kafka 4.4.0 from Maven Central with exactly one class rewritten, which the JVM
-verified; a body that does not compile is one line naming the mutant."""
+verified; a body that does not compile is one line naming the mutant.
+
+No container runs here (the JVMs are local), so this is in the unit half of the
+suite. Every mutant and its probe are built afresh on each run, into a cache of
+the module's own: only the release (downloaded once) and the mutator (built by
+Maven at set-up, keyed by its source) come from the user's cache."""
 
 from __future__ import annotations
 
@@ -18,15 +23,30 @@ import pytest
 from elr_harness.cluster.distribution import resolve_distribution
 from elr_harness.cluster.mutants.build import MUTANT_FILE, build_mutant
 from elr_harness.cluster.mutants.catalog import load_catalog
+from elr_harness.core.config import cache_dir
 from elr_harness.core.errors import HarnessError
-
-pytestmark = pytest.mark.integration
 
 VERSION = "4.4.0"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def fresh_cache(tmp_path_factory):
+    """A cache with no mutant and no probe built yet; the release and the mutator
+    linked from the user's cache (set-up made them)."""
+    users = cache_dir()
+    mutator = users / "mutator"
+    assert mutator.is_dir(), "no mutator built: scripts/setup.sh builds it"
+    fresh = tmp_path_factory.mktemp("cache")
+    (fresh / "mutator").symlink_to(mutator)
+    (users / "kafka").mkdir(parents=True, exist_ok=True)
+    (fresh / "kafka").symlink_to(users / "kafka")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ELR_HARNESS_CACHE", str(fresh))
+        yield fresh
+
+
 @pytest.fixture(scope="module")
-def release():
+def release(fresh_cache):
     return resolve_distribution(VERSION, None, log=lambda _m: None)
 
 
