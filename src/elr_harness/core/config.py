@@ -485,6 +485,8 @@ class RunConfig:
     """One `harness run`: which nemesis, how long, where the evidence goes."""
 
     nemesis: str = "none"
+    #: `--schedule FILE`: a schedule file's steps instead of --nemesis (#55).
+    schedule: str | None = None
     seed: int = 0
     #: Cap on the workload (a scenario ends its workload earlier, once done).
     time_limit_s: float = 60.0

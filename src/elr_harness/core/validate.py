@@ -392,6 +392,7 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "workload.recorder_flush_interval_s": number(0, 1, above_low=True),
     # run
     "run.nemesis": lambda v: text(v, 1000),
+    "run.schedule": lambda v: v if v is None else text(v, 4096),
     "run.seed": seed,
     "run.time_limit_s": seconds,
     "run.interval_s": seconds,

@@ -4,13 +4,17 @@ scenarios (nemesis.scenarios), never from a kind's name."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 from dataclasses import dataclass
+from pathlib import Path
 
 from elr_harness.core.errors import BadInput
 from elr_harness.nemesis.faults import FAULT_KINDS, NOT_IN_ALL, PACKAGES, in_all
 from elr_harness.nemesis.needs import Layer, Setting
 from elr_harness.nemesis.scenarios import SCENARIOS, ScenarioPackage
+from elr_harness.nemesis.scenarios.base import SHORT_KAFKA_TIMEOUTS
+from elr_harness.nemesis.schedule_file import ScheduleFile, read_schedule
 from elr_harness.nemesis.schedules import check_overlap, resources_of
 
 NONE = "none"
@@ -35,12 +39,16 @@ class NemesisPlan:
     groups: tuple[tuple[str, ...], ...] = ()
     #: `guided`: faults aimed at KIP-966 states (nemesis.guided), of every kind
     guided: bool = False
+    #: `--schedule FILE`: the steps of a schedule file (nemesis.schedule_file)
+    schedule: ScheduleFile | None = None
 
     @property
     def faults(self) -> tuple[str, ...]:
         """Every kind of every mix (a guided schedule's: every kind)."""
         if self.guided:
             return FAULT_KINDS
+        if self.schedule:
+            return self.schedule.kinds
         return tuple(dict.fromkeys(k for group in self.groups for k in group))
 
     @property
@@ -64,7 +72,15 @@ class NemesisPlan:
         """The config values its kinds or scenario need unless the user chose them."""
         if self.scripted:
             return self.scripted.cluster_settings
+        if self.schedule:  # its waits are bounded as a scenario's: its Kafka timeouts
+            return (*SHORT_KAFKA_TIMEOUTS,
+                    *(s for k in self.faults for s in PACKAGES[k].cluster_settings))
         return tuple(s for k in self.faults for s in PACKAGES[k].cluster_settings)
+
+    @property
+    def ends_by_itself(self) -> bool:
+        """A scenario or a schedule file: the run ends when its steps are done."""
+        return bool(self.scenario or self.schedule)
 
     @property
     def test_name(self) -> str:
@@ -73,6 +89,9 @@ class NemesisPlan:
         name parse_nemesis knew, so it is safe as a folder name."""
         if self.scenario:
             return self.scenario
+        if self.schedule:
+            return "schedule-" + (re.sub(r"[^A-Za-z0-9_-]", "_", self.schedule.name)[:60]
+                                  or "file")
         if self.guided:
             return GUIDED
         if not self.groups:
@@ -107,9 +126,15 @@ def valid_names() -> list[str]:
     return [NONE, GUIDED, *SCENARIOS, *FAULT_KINDS, ALL]
 
 
-def parse_nemesis(text: str) -> NemesisPlan:
+def parse_nemesis(text: str, schedule: str | None = None) -> NemesisPlan:
     """`none`, a scenario name, or a comma list of fault kinds (or `all`); `+`
-    between comma lists makes mixes that overlap."""
+    between comma lists makes mixes that overlap. With `schedule` (--schedule FILE),
+    that file's steps, and --nemesis must be none."""
+    if schedule is not None:
+        if text.strip() != NONE:
+            raise BadInput(f"--schedule plays its own faults: give no --nemesis with it "
+                           f"(got {text[:60]!r})")
+        return NemesisPlan(NONE, None, schedule=read_schedule(Path(schedule)))
     groups = [_kinds(part, text) for part in text.split("+")] if "+" in text else []
     if groups:
         plan = NemesisPlan(text, None, tuple(groups))
@@ -138,10 +163,10 @@ def parse_nemesis(text: str) -> NemesisPlan:
     return NemesisPlan(text, None, (_kinds(text, text),))
 
 
-def plan_or_none(text: str) -> NemesisPlan | None:
+def plan_or_none(text: str, schedule: str | None = None) -> NemesisPlan | None:
     """The plan of `text`, or None when it does not parse (validation says why later)."""
     try:
-        return parse_nemesis(text)
+        return parse_nemesis(text, schedule)
     except BadInput:
         return None
 

@@ -131,7 +131,8 @@ FLAG_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
     "producers": (("workload", "producers"),), "consumers": (("workload", "consumers"),),
     "rate": (("workload", "rate"),), "concurrency": (("workload", "processes_per_client"),),
     "idempotent": (("workload", "idempotent"),), "client_debug": (("workload", "client_debug"),),
-    "nemesis": (("run", "nemesis"),), "interval": (("run", "interval_s"),),
+    "nemesis": (("run", "nemesis"),), "schedule": (("run", "schedule"),),
+    "interval": (("run", "interval_s"),),
     "reached": (("run", "reached"),),
     "store": (("run", "store"),), "keep_cluster": (("run", "keep_cluster"),),
     "seed": (("run", "seed"), ("workload", "seed")),
@@ -189,14 +190,14 @@ def run_configs(args: argparse.Namespace, note: Callable[[str], None] | None = N
     if "no_check" in given:
         sections["run"] = replace(sections["run"], check=False)
     run = sections["run"]
-    scripted = run.nemesis.strip() in SCENARIOS
+    scripted = run.nemesis.strip() in SCENARIOS or run.schedule is not None
     if scripted and "time_limit" not in given and "time_limit_s" not in settings.get("run", {}):
         # a scenario ends when its steps are done: its limit is only a cap (a mix's
         # is run.time_limit_s's default)
         run = replace(run, time_limit_s=run.scenario_time_limit_s)
     # what the nemesis's kinds or scenario need (their packages say), unless chosen;
     # a nemesis that does not parse needs nothing here: validation names it later
-    plan = plan_or_none(run.nemesis)
+    plan = plan_or_none(run.nemesis, run.schedule)
     for setting in plan.cluster_settings if plan else ():
         if not _chosen(setting.chosen_by, given, settings):
             section, *path = setting.path.split(".")

@@ -307,6 +307,17 @@ def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):
                      spec.run.scenario.step_timeout_s, spec.run.scenario.watch_poll_s,
                      spec.run.quiet_after_faults_s)])
     replication = min(t.replication_factor for t in spec.topics)
+    if plan.schedule:
+        from elr_harness.nemesis.played import Played
+
+        return Phases([
+            Played(plan.schedule, injector, observer, spec.topics[0].name, spec.run.seed,
+                   spec.topics[0].replication_factor, spec.topics[0].min_insync_replicas,
+                   faults=spec.run.faults, log=log,
+                   start_within_s=spec.run.scenario.step_timeout_s),
+            Recovery(lambda: recovered(observer.latest(), _replication(spec)),
+                     spec.run.scenario.step_timeout_s, spec.run.scenario.watch_poll_s,
+                     spec.run.quiet_after_faults_s)])
     if plan.guided:
         from elr_harness.nemesis.guided import Guided
 
@@ -333,7 +344,7 @@ def _progress(phases: Phases, workload, nemesis_thread: threading.Thread, spec: 
     last_line = 0.0
     with console.status("") as status:
         while time.monotonic() < deadline:
-            if plan.scenario and not nemesis_thread.is_alive():
+            if plan.ends_by_itself and not nemesis_thread.is_alive():
                 break
             stats = workload.stats()
             sends = stats.sends_by_acks
@@ -347,7 +358,7 @@ def _progress(phases: Phases, workload, nemesis_thread: threading.Thread, spec: 
                     time.monotonic() - last_line > spec.run.progress_line_every_s:
                 console.print(line)
                 last_line = time.monotonic()
-            if plan.scenario:
+            if plan.ends_by_itself:
                 # a scripted scenario's end is the workload's: it wakes this wait at
                 # once, not at the next poll (which cost 0.25 s on average)
                 nemesis_thread.join(spec.run.progress_poll_s)

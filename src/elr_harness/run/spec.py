@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Console
 
 from elr_harness.cluster.distribution import check_request
-from elr_harness.cluster.kraft import validate_topic, validate_topology
+from elr_harness.cluster.kraft import node_specs, validate_topic, validate_topology
 from elr_harness.core.config import (
     CheckerConfig,
     ClusterConfig,
@@ -25,6 +25,7 @@ from elr_harness.core.errors import BadInput, HarnessError
 from elr_harness.core.validate import validate_config
 from elr_harness.nemesis.faults import COLOURS
 from elr_harness.nemesis.registry import NemesisPlan, parse_nemesis
+from elr_harness.nemesis.schedule_file import check_nodes
 from elr_harness.run.config import FAULT_RULES, TEST_JSON_FORMAT
 from elr_harness.run.store import check_store
 from elr_harness.workloads.validation import validate as validate_workload
@@ -54,7 +55,7 @@ def validate(spec: RunSpec) -> NemesisPlan:
         validate_config({"cluster": spec.cluster, "topic": topic, "run": spec.run,
                          "workload": spec.workload, "checker": spec.checker},
                         rules=FAULT_RULES)
-    plan = parse_nemesis(spec.run.nemesis)
+    plan = parse_nemesis(spec.run.nemesis, spec.run.schedule)
     validate_topology(spec.cluster)
     for topic in spec.topics:
         validate_topic(topic, spec.cluster)
@@ -72,6 +73,8 @@ def validate(spec: RunSpec) -> NemesisPlan:
                       "quorum is the usual choice")
     if plan.scripted:
         plan.scripted.refuse(spec.cluster, spec.topics)
+    if plan.schedule:
+        check_nodes(plan.schedule, {n.name for n in node_specs(spec.cluster)})
     if spec.run.reached and not plan.guided:
         raise BadInput("--reached is for --nemesis guided (the states it need not aim at "
                        "first)")

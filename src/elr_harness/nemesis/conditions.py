@@ -1,0 +1,162 @@
+"""The conditions a schedule file's step waits for (`until = "..."`), in words a
+Kafka engineer writes: observed facts of the schedule's partition, joined by
+`and`.
+
+    no leader                 the partition has no leader (leader -1)
+    X leads                   X is its leader
+    X in isr|elr|last-known-elr|fenced        and `X not in ...`
+    X fenced / X unfenced     the controller holds X fenced, or X registered and not
+    isr below min-isr         fewer ISR members than the topic's min ISR
+    isr full                  every replica in the ISR
+    isr is [X, Y]             exactly these ISR members
+    elr empty / elr not empty (and last-known-elr empty / not empty)
+    high-watermark at least N records committed on the partition (a warm-up)
+
+X is a name an earlier step bound (`as = "A"`; L is the partition's leader when the
+schedule starts) or a node's name (broker-2). A condition is parsed once, when the
+file is read: a bad word is an input error naming the condition, never a wait that
+can never end.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from elr_harness.cluster.observe import PartitionState
+
+#: The partition's broker sets a condition may name.
+SETS = ("isr", "elr", "last-known-elr", "fenced")
+_NAME = r"[A-Za-z][A-Za-z0-9_-]*"
+
+
+class ConditionError(ValueError):
+    """A condition that is not one of the forms above (the message says which part)."""
+
+
+@dataclass(frozen=True)
+class Atom:
+    """One fact: its form, the names it refers to, and the set it reads."""
+
+    form: str
+    names: tuple[str, ...] = ()
+    subject: str = ""
+    number: int = 0
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A parsed `until`: every atom must hold in one observation."""
+
+    text: str
+    atoms: tuple[Atom, ...]
+
+    @property
+    def names(self) -> set[str]:
+        return {n for atom in self.atoms for n in atom.names}
+
+    def holds(self, state: PartitionState, broker: Callable[[str], int],
+              replication_factor: int, min_isr: int) -> bool:
+        """Whether `state` shows every atom; `broker` maps a name to its broker id."""
+        return all(_holds(a, state, broker, replication_factor, min_isr) for a in self.atoms)
+
+
+_FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("no-leader", re.compile(r"no leader")),
+    ("leads", re.compile(rf"({_NAME}) leads")),
+    ("not-in", re.compile(rf"({_NAME}) not in ({'|'.join(SETS)})")),
+    ("in", re.compile(rf"({_NAME}) in ({'|'.join(SETS)})")),
+    ("fenced", re.compile(rf"({_NAME}) fenced")),
+    ("unfenced", re.compile(rf"({_NAME}) unfenced")),
+    ("below", re.compile(r"isr below min-isr")),
+    ("full", re.compile(r"isr full")),
+    ("isr-is", re.compile(rf"isr is \[((?:{_NAME}(?:\s*,\s*{_NAME})*)?)\]")),
+    ("not-empty", re.compile(r"(elr|last-known-elr) not empty")),
+    ("empty", re.compile(r"(elr|last-known-elr) empty")),
+    ("hwm", re.compile(r"high-watermark at least ([0-9]{1,12})")),
+)
+
+
+def parse_condition(text: str) -> Condition:
+    """`text` as a Condition; ConditionError names the part that is no known form."""
+    if not isinstance(text, str) or not text.strip():
+        raise ConditionError("an empty condition")
+    atoms = []
+    for part in (p.strip() for p in re.split(r"\s+and\s+", text.strip())):
+        atoms.append(_atom(" ".join(part.split())))
+    return Condition(text, tuple(atoms))
+
+
+def _atom(part: str) -> Atom:
+    for form, pattern in _FORMS:
+        match = pattern.fullmatch(part)
+        if match is None:
+            continue
+        groups = match.groups()
+        if form in ("leads", "fenced", "unfenced"):
+            return Atom(form, (groups[0],))
+        if form in ("in", "not-in"):
+            return Atom(form, (groups[0],), groups[1])
+        if form == "isr-is":
+            names = tuple(n.strip() for n in groups[0].split(",")) if groups[0] else ()
+            return Atom(form, names)
+        if form in ("empty", "not-empty"):
+            return Atom(form, (), groups[0])
+        if form == "hwm":
+            return Atom(form, number=int(groups[0]))
+        return Atom(form)
+    raise ConditionError(f"{part!r} is no condition (known: no leader, X leads, X in "
+                         f"{'|'.join(SETS)}, X not in ..., X fenced, X unfenced, isr below "
+                         "min-isr, isr full, isr is [X, ...], elr empty, elr not empty, "
+                         "last-known-elr empty/not empty, high-watermark at least N; "
+                         "joined by `and`)")
+
+
+def _members(state: PartitionState, subject: str) -> Sequence[int] | None:
+    """The set a condition reads; None where the cluster could not say."""
+    return {"isr": state.isr, "elr": state.elr, "last-known-elr": state.last_known_elr,
+            "fenced": state.fenced}[subject]
+
+
+def _holds(atom: Atom, state: PartitionState, broker: Callable[[str], int],
+           replication_factor: int, min_isr: int) -> bool:
+    form = atom.form
+    if form == "no-leader":
+        return state.leader == -1
+    if form == "leads":
+        return state.leader == broker(atom.names[0])
+    if form in ("in", "not-in", "fenced", "unfenced"):
+        subject = atom.subject or "fenced"
+        members = _members(state, subject)
+        if members is None:  # the cluster could not say: neither holds
+            return False
+        inside = broker(atom.names[0]) in members
+        return inside if form in ("in", "fenced") else not inside
+    if form == "below":
+        return len(state.isr) < (state.min_isr or min_isr)
+    if form == "full":
+        return len(state.isr) >= replication_factor
+    if form == "isr-is":
+        return sorted(state.isr) == sorted(broker(n) for n in atom.names)
+    if form == "hwm":
+        return state.high_watermark is not None and state.high_watermark >= atom.number
+    members = _members(state, atom.subject)
+    if members is None:
+        return False
+    return (not members) if form == "empty" else bool(members)
+
+
+def described(state: PartitionState | None, names: Mapping[int, str] | None = None) -> str:
+    """A partition's observed state in one line (what a wait saw instead)."""
+    if state is None:
+        return "the partition not observed"
+
+    def ids(values: Sequence[int] | None) -> str:
+        if values is None:
+            return "?"
+        return "[" + ", ".join((names or {}).get(v, str(v)) for v in sorted(values)) + "]"
+
+    leader = (names or {}).get(state.leader, str(state.leader))
+    return (f"leader {leader}, ISR {ids(state.isr)}, ELR {ids(state.elr)}, "
+            f"LastKnownELR {ids(state.last_known_elr)}, fenced {ids(state.fenced)}")

@@ -1,0 +1,242 @@
+"""Playing a schedule file (nemesis.schedule_file) on a cluster: each step's target
+chosen from the observed state of the schedule's partition, its fault made by
+the kind's own `act`, its wait and its hold; and what was played, step by step
+(the node each target resolved to, whether each wait saw its condition and, if
+not, what it saw instead) into the run's nemesis_result, so a run's schedule can
+be played again.
+
+A wait accepts only observations taken after its step acted: while every broker
+that hears the controllers is away the observer's latest sample stays the one
+from before, and a condition read there would be stale. A wait that runs out is
+recorded and the schedule goes on, as the scripted scenarios do: the checker
+judges the history, not the schedule's expectations. A step whose kind cannot
+act now (NotNow) is recorded as skipped; a fault that fails ends the schedule.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from elr_harness.cluster.observe import PartitionState
+from elr_harness.core.config import GuidedConfig
+from elr_harness.nemesis.conditions import described
+from elr_harness.nemesis.faults import PACKAGES
+from elr_harness.nemesis.faults.base import Capability as C
+from elr_harness.nemesis.faults.base import NotNow, Undo, Use, settings_of
+from elr_harness.nemesis.scenarios.base import Observer
+from elr_harness.nemesis.schedule_file import LEADER_NAME, ScheduleFile, Step
+from elr_harness.nemesis.targets import Role, Topology, all_isr_full
+
+
+class Played:
+    """The schedule (nemesis.schedules.Schedule) of `harness run --schedule FILE`."""
+
+    def __init__(self, schedule: ScheduleFile, injector: Any, observer: Observer,
+                 topic: str, seed: int, replication_factor: int, min_insync_replicas: int,
+                 faults: dict[str, Any] | None = None, log: Callable[[str], None] = print,
+                 topology: Topology | None = None,
+                 active_controller: Callable[[], int | None] | None = None,
+                 start_within_s: float = GuidedConfig.recovery_s, partition: int = 0) -> None:
+        self.schedule = schedule
+        self.injector = injector
+        self.observer = observer
+        self.topic, self.partition = topic, partition
+        self.rng = random.Random(seed)
+        self.replication_factor = replication_factor
+        self.min_isr = min_insync_replicas
+        self.faults = dict(faults or {})
+        self.log = log
+        cluster = getattr(injector, "cluster", None)
+        self.topology = topology or Topology.of(cluster.nodes.values())
+        self.active_controller = active_controller or cluster.quorum_leader
+        self.start_within_s = start_within_s
+        self.stop_event = threading.Event()
+        #: name -> node name (L, and every step's `as`)
+        self.names: dict[str, str] = {}
+        self.undos: dict[str, Undo] = {}
+        self.played: list[dict[str, Any]] = []
+        self.started = time.monotonic()
+
+    def resources(self) -> set[str]:
+        return {p.resource for p in self.schedule.packages}
+
+    # -- the schedule --------------------------------------------------------------
+
+    def run(self, deadline: float, stop: threading.Event, result: dict[str, Any]) -> None:
+        self.stop_event, self.started = stop, time.monotonic()
+        record: dict[str, Any] = {"file": self.schedule.path, "partition":
+                                  f"{self.topic}-{self.partition}", "steps": self.played}
+        result["schedule"] = record
+        try:
+            start = self._state_when(lambda s: s.leader >= 0 and all_isr_full(
+                [s], self.replication_factor), self.start_within_s)
+            if start is None:
+                record["skipped"] = "no full ISR with a leader to start from"
+                return
+            leader = self.topology.broker_name(start.leader)
+            if leader is None:
+                raise RuntimeError(f"broker {start.leader} is no node of the cluster")
+            self.names[LEADER_NAME] = leader
+            record["names"] = self.names
+            for step in self.schedule.steps:
+                if stop.is_set() or time.monotonic() >= deadline:
+                    record["stopped_before"] = step.name
+                    break
+                if not self.play(step):
+                    break
+        finally:
+            result.setdefault("injected", []).extend(
+                s["fault"] for s in self.played if s.get("fault") and not s.get("skipped"))
+
+    def play(self, step: Step) -> bool:
+        """One step; False when its fault failed (the schedule ends there)."""
+        done: dict[str, Any] = {"step": step.name, "at_s": round(time.monotonic()
+                                                                 - self.started, 1)}
+        self.played.append(done)
+        before = self._mine(self.observer.latest())
+        try:
+            if step.end is not None:
+                done["end"] = step.end
+                undo = self.undos.pop(step.end, None)
+                if undo is None:
+                    raise NotNow(f"step {step.end} made no fault to end")
+                undo()
+            elif step.fault is not None:
+                done["fault"] = step.fault
+                self._act(step, done)
+        except NotNow as err:
+            done["skipped"] = str(err)
+            self.log(f"{step.name}: skipped: {err}")
+            return True
+        except Exception as err:  # noqa: BLE001 - recorded; the run heals and checks
+            done["error"] = f"{type(err).__name__}: {str(err)[:300]}"
+            self.log(f"{step.name}: {done['error']}")
+            return False
+        if step.until is not None:
+            done["until"] = step.until.text
+            seen = self._state_when(lambda s: step.until.holds(
+                s, self._broker, self.replication_factor, self.min_isr), step.within_s,
+                fresh_after=before)
+            done["seen"] = seen is not None
+            if seen is None:
+                done["saw"] = described(self._mine(self.observer.latest()), self._ids())
+            self.log(f"{step.name}: {step.until.text}: "
+                     f"{'seen' if seen is not None else 'not seen: ' + done['saw']}")
+        if step.hold_s:
+            done["hold_s"] = step.hold_s
+            self.stop_event.wait(step.hold_s)
+        return True
+
+    def _act(self, step: Step, done: dict[str, Any]) -> None:
+        package = PACKAGES[str(step.fault)]
+        target = self._target(step)
+        if target is not None:
+            done["target"] = target
+        if step.bind and target is not None:
+            self.names[step.bind] = target
+            done["as"] = step.bind
+        settings = step.settings if step.settings is not None else \
+            settings_of(self.faults, package)
+        notes: dict[str, Any] = {}
+        use = Use(self.injector, self.topology, self.rng, settings, self.stop_event,
+                  f"schedule:{step.name}", {"schedule": self.schedule.name},
+                  self.replication_factor, notes)
+        self.undos[step.name] = package.act(use, target, **self._options(step, package))
+        if notes:
+            done["notes"] = {k: str(v) for k, v in notes.items()}
+
+    def _options(self, step: Step, package: Any) -> dict[str, Any]:
+        """What a config or assignment kind's `act` takes besides its target (by its
+        capabilities, as a guided round's recipe asks them)."""
+        latest = list(self.observer.latest())
+        if package.can(C.CHANGES_ELR_FEATURE):
+            return {"states": latest, "to": step.to}
+        if package.can(C.CHANGES_MIN_ISR):
+            return {"topic": self.topic, "choose": lambda _current: step.to,
+                    "fallback": self.min_isr}
+        if package.can(C.REASSIGNS):
+            mine = self._mine(latest)
+            return {"states": [mine] if mine else [], "role": Role(str(step.target))}
+        return {}
+
+    # -- targets -------------------------------------------------------------------
+
+    def _target(self, step: Step) -> str | None:
+        """The node a step acts on: a bound name's, a node's, or one drawn of the role
+        on the partition as last observed (nodes bound already are not drawn)."""
+        if step.target is None or PACKAGES[str(step.fault)].can(C.REASSIGNS):
+            return None
+        if step.target in self.names:
+            return self.names[step.target]
+        if step.target in self.topology.node_names:
+            return step.target
+        role = Role(step.target)
+        if role is Role.ACTIVE_CONTROLLER:
+            active = self.active_controller()
+            named = {i: n for n, i in self.topology.controllers.items()}
+            if active in named:
+                return named[active]
+            return self.rng.choice(sorted(self.topology.controllers))
+        state = self._mine(self.observer.latest())
+        if role is Role.LEADER:
+            if state is None or state.leader < 0:
+                raise NotNow("the partition has no leader to act on")
+            return self._name(state.leader)
+        bound = set(self.names.values())
+        pool = self._pool(role, state)
+        chosen = [b for b in sorted(pool) if self._name(b) not in bound]
+        if not chosen:
+            chosen = [b for b in sorted(self.topology.brokers.values())
+                      if self.topology.broker_name(b) not in bound]
+        if not chosen:
+            raise NotNow(f"no broker left for the role {role.value}")
+        return self._name(self.rng.choice(chosen))
+
+    @staticmethod
+    def _pool(role: Role, state: PartitionState | None) -> Sequence[int]:
+        if state is None:
+            return ()
+        if role is Role.FOLLOWER:
+            return [b for b in state.isr if b != state.leader]
+        if role is Role.ISR:
+            return state.isr
+        if role is Role.ELR:
+            return state.elr or ()
+        return state.replicas or ()
+
+    def _broker(self, name: str) -> int:
+        node = self.names.get(name, name)
+        broker = self.topology.brokers.get(node)
+        if broker is None:
+            return -2  # a name not bound yet, or a controller: in no broker set
+        return broker
+
+    def _name(self, broker: int) -> str:
+        name = self.topology.broker_name(broker)
+        if name is None:
+            raise RuntimeError(f"broker {broker} is no node of the cluster")
+        return name
+
+    def _ids(self) -> dict[int, str]:
+        """Broker ids to the names the schedule bound them to (for what a wait saw)."""
+        by_node = {node: name for name, node in self.names.items()}
+        return {i: by_node.get(n, n) for n, i in self.topology.brokers.items()}
+
+    # -- the observed partition ----------------------------------------------------
+
+    def _mine(self, states: Sequence[PartitionState]) -> PartitionState | None:
+        return next((s for s in states
+                     if (s.topic, s.partition) == (self.topic, self.partition)), None)
+
+    def _state_when(self, predicate: Callable[[PartitionState], bool], timeout_s: float,
+                    fresh_after: PartitionState | None = None) -> PartitionState | None:
+        def check(states: list[Any]) -> bool:
+            s = self._mine(states)
+            return s is not None and s is not fresh_after and predicate(s)
+
+        sample = self.observer.wait_for(check, timeout_s)
+        return None if sample is None else self._mine(sample)

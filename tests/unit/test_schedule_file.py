@@ -1,0 +1,213 @@
+"""Schedules as data (#55): a schedule file is checked whole before anything is
+played (each mistake names the line, the step and the field), and played on the
+model of one partition's KIP-966 state that the guided tests use, through the real
+FaultInjector: the targets resolved from the observed state, the names bound, the
+waits and what each saw."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from fakes import AnsweringRecorder, FakeAdmin, FakeObserver, FakePageCache, cluster_of
+from test_nemesis_guided import BROKERS, TOPOLOGY, Wire, World
+
+from elr_harness.cluster.observe import PartitionState
+from elr_harness.core.errors import BadInput
+from elr_harness.nemesis.conditions import ConditionError, parse_condition
+from elr_harness.nemesis.injector import FaultInjector
+from elr_harness.nemesis.played import Played
+from elr_harness.nemesis.registry import parse_nemesis
+from elr_harness.nemesis.schedule_file import parse_schedule, read_schedule
+
+SHIPPED = Path(__file__).resolve().parents[2] / "src" / "elr_harness" / "nemesis" / \
+    "scenario_files"
+
+
+def _parse(text: str):
+    return parse_schedule(text, "s.toml")
+
+
+def test_the_shipped_unclean_last_replica_file_is_a_valid_schedule():
+    schedule = read_schedule(SHIPPED / "unclean-last-replica.toml")
+    assert [s.name for s in schedule.steps] == ["warm-up", "T0", "T1", "T2", "T3", "T4"]
+    assert schedule.kinds == ("partition", "page-cache-loss")
+    assert [s.bind for s in schedule.steps if s.bind] == ["A", "B"]
+    assert [s.end for s in schedule.steps if s.end] == ["T1", "T2"]
+
+
+STEP = '[[step]]\nfault = "kill"\ntarget = "follower"\nas = "A"\n'
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("nonsense = 1\n" + STEP, "no field 'nonsense' at the top"),
+    ("help = 'x'\n", "no [[step]] tables"),
+    ('[[step]]\nfault = "meteor"\ntarget = "leader"\n', "line 2: step 1 (step-1): `fault`: "
+     "'meteor' is no fault kind"),
+    ('[[step]]\nfault = "kill"\ntarget = "chief"\n', "line 3: step 1 (step-1): `target`: "
+     "'chief' is no role"),
+    ('[[step]]\nfault = "kill"\n', "line 1: step 1 (step-1): `target`: kill needs a target"),
+    (STEP + '[[step]]\nname = "T1"\nfault = "stop"\ntarget = "B"\n',
+     "line 8: step 2 (T1): `target`: 'B' is no role"),
+    (STEP + 'until = "A floats"\nwithin_s = 5\n', "line 5: step 1 (step-1): `until`: "
+     "'A floats' is no condition"),
+    (STEP + 'until = "B in elr"\nwithin_s = 5\n', "`until`: 'B' is neither bound"),
+    (STEP + 'until = "A not in isr"\n', "line 1: step 1 (step-1): `within_s`: a wait needs "
+     "its bound"),
+    (STEP + 'until = "A not in isr"\nwithin_s = 0\n', "line 6: step 1 (step-1): `within_s`: "
+     "0 is not a number of seconds 0 < within_s <= 600"),
+    (STEP + 'until = "A not in isr"\nwithin_s = 6000\n', "`within_s`: 6000 is not"),
+    (STEP + 'hold_s = -1\n', "line 5: step 1 (step-1): `hold_s`: -1 is not"),
+    (STEP + 'within_s = 5\n', "`within_s`: bounds a wait: give `until` too"),
+    (STEP + 'colour = "red"\n', "line 5: step 1 (step-1): `colour`: no such field"),
+    (STEP + '[[step]]\nend = "T9"\n', "line 6: step 2 (step-2): `end`: 'T9' is no earlier "
+     "step with a fault; earlier: step-1"),
+    (STEP + '[[step]]\nend = "step-1"\n[[step]]\nend = "step-1"\n', "step 3 (step-3): `end`: "
+     "step 'step-1' was ended already"),
+    (STEP + '[[step]]\nfault = "kill"\ntarget = "leader"\nas = "A"\n', "`as`: 'A' is bound "
+     "already"),
+    ('[[step]]\nfault = "kill"\ntarget = "leader"\nas = "leader"\n', "`as`: a name of"),
+    ('[[step]]\nfault = "min-isr-change"\n', "`to`: min-isr-change needs `to`, an integer "
+     "1..16"),
+    ('[[step]]\nfault = "min-isr-change"\nto = 1\ntarget = "leader"\n', "`target`: "
+     "min-isr-change acts on the cluster's config: no target"),
+    ('[[step]]\nfault = "kill"\ntarget = "leader"\nto = 1\n', "`to`: kill takes no `to`"),
+    ('[[step]]\nfault = "reassign"\ntarget = "follower"\n', "`target`: reassign moves a "
+     "replica of a role: one of elr, isr, any"),
+    ('[[step]]\nfault = "slow-network"\ntarget = "leader"\nsettings = { away_loss = 2.0 }\n',
+     "line 4: step 1 (step-1): `settings`:"),
+    ('[[step]]\nfault = "kill"\ntarget = "leader"\nsettings = { x = 1 }\n',
+     "`settings`: kill has no settings"),
+    ('[[step]]\nfault = "kill"\nend = "x"\n', "`fault`: a step has either"),
+    ('[[step]]\nname = "x"\n', "`fault`: a step makes a fault"),
+    ('[[step]]\nuntil = "no leader"\nwithin_s = 1\ntarget = "leader"\n',
+     "`target`: a step that only waits takes none"),
+    ('[[step]]\nfault = "kill"\ntarget = "leader"\n[[step]]\nfault = "kill"\n'
+     'target = "broker-9"\n', None),
+    ("[[step\n", "not TOML"),
+])
+def test_each_mistake_is_one_input_error_naming_line_step_and_field(text, said):
+    if said is None:  # a node the file cannot know of: checked against the cluster's
+        _parse(text)
+        return
+    with pytest.raises(BadInput) as caught:
+        _parse(text)
+    assert said in str(caught.value), str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_missing_file_and_a_nemesis_beside_it_are_input_errors(tmp_path):
+    with pytest.raises(BadInput, match="no such file"):
+        parse_nemesis("none", str(tmp_path / "nothing.toml"))
+    (tmp_path / "s.toml").write_text(STEP)
+    with pytest.raises(BadInput, match="give no --nemesis with it"):
+        parse_nemesis("kill", str(tmp_path / "s.toml"))
+    plan = parse_nemesis("none", str(tmp_path / "s.toml"))
+    assert plan.faults == ("kill",) and plan.test_name == "schedule-s" and plan.ends_by_itself
+
+
+@pytest.mark.parametrize("text", ["", "A", "A in", "isr below", "A in isr or B in elr",
+                                  "isr is [A", "high-watermark at least"])
+def test_a_condition_is_one_of_its_forms(text):
+    with pytest.raises(ConditionError):
+        parse_condition(text)
+
+
+def test_conditions_read_the_observed_partition():
+    state = PartitionState("t", 0, -1, 3, (2,), (3,), (1,), 400, replicas=(1, 2, 3),
+                           fenced=(3,), min_isr=2, elr_feature=1)
+    names = {"L": 1, "A": 2, "B": 3}
+
+    def holds(text: str) -> bool:
+        return parse_condition(text).holds(state, names.__getitem__, 3, 2)
+
+    assert holds("no leader and A in isr and B in elr and L in last-known-elr")
+    assert holds("isr below min-isr and isr is [A] and B fenced and A unfenced")
+    assert holds("elr not empty and high-watermark at least 400 and L not in isr")
+    assert not holds("isr full") and not holds("A leads") and not holds("elr empty")
+    assert not holds("high-watermark at least 401") and not holds("B unfenced")
+    unknown = dataclasses.replace(state, fenced=None)
+    assert not parse_condition("B unfenced").holds(unknown, names.__getitem__, 3, 2)
+    assert not parse_condition("B fenced").holds(unknown, names.__getitem__, 3, 2)
+
+
+@dataclasses.dataclass
+class WarmWorld(World):
+    """The model with records committed (its warm-up seen)."""
+
+    def state(self) -> PartitionState:
+        return dataclasses.replace(super().state(), high_watermark=500)
+
+
+def _player(text: str, world: World | None = None) -> tuple[Played, FaultInjector, World]:
+    world = world or WarmWorld()
+    cluster = cluster_of()
+    cluster.leader = 1002
+    injector = FaultInjector(cluster, AnsweringRecorder(world.answer),  # type: ignore[arg-type]
+                             page_cache=FakePageCache(), admin=FakeAdmin(  # type: ignore[arg-type]
+                                 min_isrs={None: 2}), connect=Wire(world))
+    world.injector = injector
+    observer = FakeObserver(lambda: [world.state()])
+    played = Played(_parse(text), injector, observer, "t", 7, 3, 2, log=lambda _m: None,
+                    topology=TOPOLOGY, active_controller=lambda: 1002)
+    return played, injector, world
+
+
+def _play(played: Played) -> dict:
+    import threading
+    import time
+
+    result: dict = {}
+    played.run(time.monotonic() + 600, threading.Event(), result)
+    return result
+
+
+def test_the_unclean_last_replica_file_plays_its_steps_on_the_model():
+    text = (SHIPPED / "unclean-last-replica.toml").read_text().replace("hold_s = 2", "") \
+        .replace("hold_s = 5", "")
+    played, injector, world = _player(text)
+    record = _play(played)["schedule"]
+    steps = {s["step"]: s for s in record["steps"]}
+    assert record["names"]["L"] == "broker-1"
+    a, b = steps["T0"]["target"], steps["T1"]["target"]
+    assert {a, b} == {"broker-2", "broker-3"} and steps["T2"]["target"] == "broker-1"
+    assert [s.get("seen") for s in record["steps"]] == [True, True, True, None, True, True]
+    # the faults as the history has them: the cuts, the power loss, the heal, the start
+    kinds = [(str(line["fault"]), line["nodes"]) for line in injector.recorder.lines
+             if line.get("f") == "fault" and line["type"] == "ok"]
+    assert [k for k, _ in kinds] == ["partition", "partition", "page-cache-loss", "heal",
+                                     "start"]
+    assert kinds[2][1] == ["broker-1"] and kinds[4][1] == ["broker-1"]
+    # B, the ELR member, was elected when the cut healed; then L came back
+    assert world.leader == BROKERS[b]
+
+
+def test_a_wait_that_does_not_see_its_condition_says_what_it_saw_and_goes_on():
+    text = STEP + 'until = "A leads"\nwithin_s = 1\n[[step]]\nend = "step-1"\n'
+    played, injector, _ = _player(text)
+    record = _play(played)["schedule"]
+    first, second = record["steps"]
+    assert first["seen"] is False
+    assert first["saw"].startswith("leader L, ISR [L, ") and "fenced [A]" in first["saw"]
+    assert second["end"] == "step-1" and "error" not in second
+
+
+def test_a_schedule_without_a_full_isr_to_start_from_plays_nothing():
+    played, injector, _ = _player(STEP, WarmWorld(isr=[1, 2], stuck=True))
+    record = _play(played)["schedule"]
+    assert record["skipped"] and record["steps"] == []
+    assert [line for line in injector.recorder.lines if line.get("f") == "fault"] == []
+
+
+def test_a_stop_ends_the_schedule_before_its_next_step():
+    import threading
+    import time
+
+    played, injector, _ = _player(STEP)
+    stop = threading.Event()
+    stop.set()
+    result: dict = {}
+    played.run(time.monotonic() + 600, stop, result)
+    assert result["schedule"]["stopped_before"] == "step-1"
+    assert [line for line in injector.recorder.lines if line.get("f") == "fault"] == []
