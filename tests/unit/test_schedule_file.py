@@ -211,3 +211,27 @@ def test_a_stop_ends_the_schedule_before_its_next_step():
     played.run(time.monotonic() + 600, stop, result)
     assert result["schedule"]["stopped_before"] == "step-1"
     assert [line for line in injector.recorder.lines if line.get("f") == "fault"] == []
+
+
+def test_the_schedule_a_run_played_is_a_schedule_file_that_plays_it_again():
+    from elr_harness.nemesis.schedule_file import played_toml
+
+    text = (SHIPPED / "unclean-last-replica.toml").read_text().replace("hold_s = 2", "") \
+        .replace("hold_s = 5", "")
+    text += '\n[[step]]\nfault = "slow-network"\ntarget = "A"\n' \
+            'settings = { away_loss = 0.5, away_rate_kbit = 64 }\n'
+    played, _, _ = _player(text)
+    record = _play(played)["schedule"]
+    written = played_toml(played.schedule, record)
+    again = _parse(written)
+    assert [dataclasses.replace(s, number=0) for s in again.steps] == \
+        [dataclasses.replace(s, number=0) for s in played.schedule.steps]
+    import tomllib
+
+    steps = tomllib.loads(written)["step"]
+    assert steps[1]["played"]["target"] == record["steps"][1]["target"]
+    assert steps[1]["played"]["seen"] is True and steps[4]["played"]["end"] == "T1"
+    # and it plays as the file did
+    played_again, _, world = _player(written)
+    assert [s.get("seen") for s in _play(played_again)["schedule"]["steps"]] == \
+        [s.get("seen") for s in record["steps"]]

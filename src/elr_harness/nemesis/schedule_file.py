@@ -22,6 +22,11 @@ do.
     until = "high-watermark at least 300"   # a step may only wait
     within_s = 60
 
+A run writes the schedule it played into its run directory as schedule.toml: the
+file's steps, each with a `played` table (the node its target resolved to, whether
+its wait saw its condition and what it saw instead), which playing ignores, so that
+file plays the run's schedule again.
+
 A kind that changes the cluster's config takes no target: the ELR feature's change
 and the min ISR's take `to` (the level, the new min ISR), and a reassignment a role
 for the replica it moves (`target = "elr"`); which kind is which, its capabilities
@@ -33,8 +38,11 @@ nothing is played before the whole file is checked.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
 import tomllib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,7 +70,7 @@ def to_range(package: FaultPackage) -> tuple[int, int] | None:
     """The `to` a kind takes (low, high), or None: it takes none."""
     return next((span for c, span in TO_RANGES.items() if package.can(c)), None)
 _FIELDS = ("name", "fault", "end", "target", "as", "to", "settings", "until", "within_s",
-           "hold_s")
+           "hold_s", "played")
 _TOP = ("help", "step")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,39}")
 _NODE = re.compile(r"(broker|controller)-[0-9]{1,4}")
@@ -335,3 +343,44 @@ def check_nodes(schedule: ScheduleFile, node_names: set[str]) -> None:
                 raise BadInput(f"--schedule {schedule.path}: step {step.number} "
                                f"({step.name}): {name!r} is no node of the cluster; nodes: "
                                f"{', '.join(sorted(node_names))}")
+
+
+def played_toml(schedule: ScheduleFile, record: Mapping[str, Any]) -> str:
+    """schedule.toml of a run: the file's steps as written, each with what playing
+    it did (`played`: the resolved target, the wait's outcome, ...)."""
+    done = {s["step"]: s for s in record.get("steps", [])}
+    lines = [f"# the schedule played by this run (from {schedule.path}); "
+             "`harness run --schedule` plays it again",
+             f"help = {_value(schedule.help)}"]
+    names = record.get("names")
+    if names:
+        lines.append(f"# names bound in this run: {_value(dict(names))}")
+    for step in schedule.steps:
+        lines += ["", "[[step]]", f"name = {_value(step.name)}"]
+        fields: list[tuple[str, Any]] = [
+            ("fault", step.fault), ("end", step.end), ("target", step.target),
+            ("as", step.bind), ("to", step.to),
+            ("settings", dataclasses.asdict(step.settings) if step.settings else None),
+            ("until", step.until.text if step.until else None),
+            ("within_s", step.within_s if step.until else None),
+            ("hold_s", step.hold_s or None)]
+        lines += [f"{key} = {_value(value)}" for key, value in fields if value is not None]
+        played = {k: v for k, v in done.get(step.name, {}).items() if k != "step"}
+        lines.append(f"played = {_value(played) if played else '{ not_played = true }'}")
+    return "\n".join(lines) + "\n"
+
+
+def _value(value: Any) -> str:
+    """`value` as TOML (strings, numbers, booleans, lists and inline tables)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, Mapping):
+        inner = ", ".join(f"{json.dumps(str(k))} = {_value(v)}" for k, v in value.items())
+        return "{ " + inner + " }" if inner else "{}"
+    if isinstance(value, Sequence):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    return json.dumps(str(value))

@@ -260,6 +260,12 @@ def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, la
                          final=None, recorder=recorder)
         return True
     outcome["nemesis_result"] = nemesis_result
+    if plan.schedule is not None and "schedule" in nemesis_result:
+        from elr_harness.nemesis.schedule_file import played_toml
+        from elr_harness.report.atomic import write_atomically
+
+        write_atomically(run_dir / "schedule.toml",
+                         played_toml(plan.schedule, nemesis_result["schedule"]))
 
     def do_final_reads() -> dict[str, Any]:
         summary = final_reads(cluster.bootstrap, spec.topics, recorder, spec.workload)
