@@ -46,7 +46,10 @@ def test_a_wheel_installs_into_a_fresh_virtualenv_and_runs(tmp_path):
                    "elr_harness/nemesis/scenarios/unclean_last_replica.py",
                    "elr_harness/report/report.css",
                    "elr_harness/checker/data/training-history.jsonl.gz",
-                   "elr_harness/nemesis/pagecache_fs.py"):
+                   "elr_harness/nemesis/pagecache_fs.py",
+                   "elr_harness/nemesis/scenario_files/unclean-last-replica.toml",
+                   "elr_harness/cluster/mutants/catalog.toml",
+                   "elr_harness/cluster/mutants/java/src/main/java/elrharness/Mutate.java"):
         assert needed in names, needed
 
     venv = tmp_path / "venv"

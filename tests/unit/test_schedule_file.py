@@ -29,6 +29,13 @@ def _parse(text: str):
     return parse_schedule(text, "s.toml")
 
 
+def test_every_shipped_file_is_a_valid_schedule():
+    files = sorted(p.name for p in SHIPPED.glob("*.toml"))
+    assert files == ["unclean-last-replica-alone.toml", "unclean-last-replica.toml"]
+    for path in SHIPPED.glob("*.toml"):
+        assert read_schedule(path).steps
+
+
 def test_the_shipped_unclean_last_replica_file_is_a_valid_schedule():
     schedule = read_schedule(SHIPPED / "unclean-last-replica.toml")
     assert [s.name for s in schedule.steps] == ["warm-up", "T0", "T1", "T2", "T3", "T4"]
@@ -181,6 +188,21 @@ def test_the_unclean_last_replica_file_plays_its_steps_on_the_model():
     assert kinds[2][1] == ["broker-1"] and kinds[4][1] == ["broker-1"]
     # B, the ELR member, was elected when the cut healed; then L came back
     assert world.leader == BROKERS[b]
+
+
+def test_the_alone_variant_restarts_l_while_a_and_b_are_still_cut_off():
+    """On the model (a KIP-966 that keeps an uncleanly restarted broker out of the
+    ELR), L's restart is seen alone, and B is elected once the cut heals."""
+    text = (SHIPPED / "unclean-last-replica-alone.toml").read_text()
+    for hold in ("hold_s = 2", "hold_s = 5", "hold_s = 15"):
+        text = text.replace(hold, "")
+    played, injector, world = _player(text)
+    record = _play(played)["schedule"]
+    kinds = [str(line["fault"]) for line in injector.recorder.lines
+             if line.get("f") == "fault" and line["type"] == "ok"]
+    assert kinds == ["partition", "partition", "page-cache-loss", "start", "heal"]
+    assert [s.get("seen") for s in record["steps"]] == [True, True, True, None, True, True]
+    assert world.leader == BROKERS[record["steps"][2]["target"]]
 
 
 def test_a_wait_that_does_not_see_its_condition_says_what_it_saw_and_goes_on():
