@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from elr_harness.soak.score import CONTROL, first_invalid_s, read_state, score_key
+from elr_harness.soak.children import first_invalid_s
+from elr_harness.soak.score import CONTROL, read_state, score_key
 from elr_harness.soak.score_pages import tally, write_pages
 
 

@@ -175,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     from elr_harness.cli.cluster import add_cluster_command
     from elr_harness.cli.mutants import add_mutants_command
+    from elr_harness.cli.replay import add_replay_command
     from elr_harness.cli.soak import add_soak_command
 
     add_cluster_command(sub)
@@ -185,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve(sub)
     _add_versions(sub)
     add_mutants_command(sub)
+    add_replay_command(sub)
     return parser
 
 

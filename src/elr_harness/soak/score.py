@@ -13,11 +13,6 @@ each run's own directory and log."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +24,7 @@ from elr_harness.core.errors import EXIT_UNKNOWN, EXIT_VALID, BadInput
 from elr_harness.core.files import read_json
 from elr_harness.core.validate import printable
 from elr_harness.run.store import fresh_dir, write_json
+from elr_harness.soak.children import run_child
 from elr_harness.soak.plan import PlanEntry
 from elr_harness.soak.score_pages import CONTROL, score_key, tally, write_pages
 
@@ -54,67 +50,14 @@ class Target:
 def run_cell(score_dir: Path, state: dict[str, Any], target: Target, entry: PlanEntry,
              seed: int) -> dict[str, Any]:
     """Run `entry` on `target` as a child `harness run`, and read back its verdict."""
-    cell_dir = score_dir / "runs" / target.name
-    cell_dir.mkdir(parents=True, exist_ok=True)
-    marker = cell_dir / f"{_file_name(entry.name)}.run-dir"
-    log = cell_dir / f"{_file_name(entry.name)}.log"
-    marker.unlink(missing_ok=True)
     kafka = ["--kafka-dist", str(target.dist)] if target.dist is not None else \
         ["--kafka-version", state["kafka_version"]]
-    argv = [sys.executable, "-m", "elr_harness.cli", "run", *entry.args, "--seed", str(seed),
-            *kafka, "--store", str(score_dir / "runs" / target.name / "store"),
-            "--name", state["cluster_name"], "--record-run-dir", str(marker),
+    args = [*entry.args, "--seed", str(seed), *kafka,
+            "--store", str(score_dir / "runs" / target.name / "store"),
+            "--name", state["cluster_name"],
             *(["--subnet", state["subnet"]] if state.get("subnet") else [])]
-    started = time.monotonic()
-    with log.open("w") as out:
-        code = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL,
-                              env={**os.environ, "COLUMNS": "120"}).returncode
-    cell: dict[str, Any] = {"target": target.name, "entry": entry.name, "seed": seed,
-                            "exit": code, "log": str(log), "seconds": round(
-                                time.monotonic() - started, 1)}
-    run_dir = Path(marker.read_text().strip()) if marker.is_file() else None
-    results = run_dir / "results.json" if run_dir else None
-    if run_dir is None or results is None or not results.is_file():
-        return {**cell, "verdict": "error", "run_dir": str(run_dir) if run_dir else None,
-                "bad": [], "states": [], "first_invalid_s": None}
-    read = read_json(results, str(results), max_bytes=1 << 30)
-    verdict = {True: "valid", False: "invalid"}.get(read.get("valid"), "unknown")
-    coverage = read.get("coverage") or {}
-    return {**cell, "verdict": verdict, "run_dir": str(run_dir),
-            "report": str(run_dir / "report.html"),
-            "bad": sorted(read.get("bad_anomaly_types") or []),
-            "states": sorted(s for s, seen in coverage.items()
-                             if isinstance(seen, dict) and (seen.get("count") or 0) > 0),
-            "first_invalid_s": first_invalid_s(run_dir, read) if verdict == "invalid" else None}
-
-
-def first_invalid_s(run_dir: Path, results: dict[str, Any]) -> float | None:
-    """Seconds from the history's first line to the first moment a bad anomaly was
-    shown: an example is shown by its last operation (a lost write by the final
-    read that misses it, not by its send); the earliest such over every example of
-    every bad anomaly (None when no example names an operation)."""
-    shown = [max(ops) for name in results.get("bad_anomaly_types") or []
-             for example in (results.get("anomalies", {}).get(name, {}).get("examples") or [])
-             if (ops := [op for op in (example.get("ops") or []) if isinstance(op, int)])]
-    if not shown:
-        return None
-    first, wanted, start = min(shown), None, None
-    with (run_dir / "history.jsonl").open("rb") as history:
-        for number, line in enumerate(history):
-            if number == 0 or number == first:
-                try:
-                    stamp = json.loads(line).get("time")
-                except ValueError:
-                    return None
-                if number == 0:
-                    start = stamp
-                if number == first:
-                    wanted = stamp
-                    break
-    if not isinstance(start, int) or not isinstance(wanted, int):
-        return None
-    return round((wanted - start) / 1e9, 1)
+    cell = run_child(args, score_dir / "runs" / target.name, _file_name(entry.name))
+    return {"target": target.name, "entry": entry.name, "seed": seed, **cell}
 
 
 def _file_name(entry: str) -> str:

@@ -1,0 +1,110 @@
+"""`harness replay RUN_DIR [-n N]` (#55): the schedule a run played, played again on
+fresh clusters with the run's release, config and workload, N times; and how many
+of the N gave the same bad anomaly types as the run.
+
+The run's schedule is its run directory's schedule.toml (nemesis.schedule_file:
+the steps with what each did, which playing ignores). Each replay is a child
+`harness run` with the run's own flags as typed (test.json's cli_args), its
+release pinned (the version that ran, or its --kafka-dist), and --schedule that
+file instead of its nemesis. Everything lands in store/replay/<time>/: replay.json
+(rewritten after each replay) and runs/ with each replay's run directory and log.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from elr_harness.core.errors import EXIT_UNKNOWN, EXIT_VALID, BadInput
+from elr_harness.core.files import read_json
+from elr_harness.core.validate import printable
+from elr_harness.run.store import fresh_dir, write_json
+from elr_harness.soak.children import run_child
+
+console = Console(highlight=False)
+
+SCHEDULE_FILE = "schedule.toml"
+REPLAY_FILE = "replay.json"
+#: Flags of the run's command line a replay sets itself (each takes a value).
+REPLACED = ("--nemesis", "--schedule", "--store", "--record-run-dir", "--kafka-version",
+            "--kafka-dist", "--reached")
+
+
+def replay_args(cli_args: list[str], schedule: Path, test: dict[str, Any]) -> list[str]:
+    """The run's flags as typed, without the ones a replay sets, plus the run's
+    schedule file and its release pinned."""
+    args = list(cli_args[1:] if cli_args[:1] == ["run"] else cli_args)
+    kept, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in REPLACED:
+            skip = True
+        elif arg == "--no-check" or any(arg.startswith(f"{flag}=") for flag in REPLACED):
+            continue
+        else:
+            kept.append(arg)
+    # a local build (a mutant, a user's) ran from its folder; a release from Maven
+    # Central is named `maven:<version>` there and runs again by its version
+    dist = test.get("kafka_dist")
+    local = isinstance(dist, str) and Path(dist).is_absolute()
+    release = ["--kafka-dist", str(dist)] if local else \
+        ["--kafka-version", str(test.get("kafka_version"))]
+    return [*kept, "--schedule", str(schedule), *release]
+
+
+def read_run(run_dir: Path) -> tuple[Path, dict[str, Any], dict[str, Any]]:
+    """The run's schedule.toml, test.json and results.json (checked enough to act on)."""
+    shown = printable(str(run_dir)[:200])
+    if not run_dir.is_dir():
+        raise BadInput(f"replay: {shown} is no run directory")
+    schedule = run_dir / SCHEDULE_FILE
+    if not schedule.is_file():
+        raise BadInput(f"replay: {shown} has no {SCHEDULE_FILE}: only a run played from a "
+                       "schedule file (harness run --schedule) keeps one yet")
+    test = read_json(run_dir / "test.json", f"replay: {shown}/test.json")
+    results_path = run_dir / "results.json"
+    if not results_path.is_file():
+        raise BadInput(f"replay: {shown} was not checked (no results.json): "
+                       f"`harness check {shown}` first")
+    results = read_json(results_path, f"replay: {shown}/results.json")
+    if not isinstance(test, dict) or not isinstance(test.get("cli_args"), list) or \
+            not isinstance(results, dict):
+        raise BadInput(f"replay: {shown}: test.json or results.json is not a run's")
+    return schedule, test, results
+
+
+def replay(run_dir: Path, times: int, store: Path) -> int:
+    """Play the run's schedule `times` times; say how many gave its bad anomaly types."""
+    schedule, test, results = read_run(run_dir)
+    verdict = {True: "valid", False: "invalid"}.get(results.get("valid"), "unknown")
+    bad = sorted(results.get("bad_anomaly_types") or [])
+    out = fresh_dir(store / "replay")
+    # the schedule is copied first: the run directory may go, the replays stay readable
+    copied = out / SCHEDULE_FILE
+    copied.write_bytes(schedule.read_bytes())
+    args = replay_args([str(a) for a in test["cli_args"]], copied, test)
+    state: dict[str, Any] = {"run_dir": str(run_dir), "verdict": verdict, "bad": bad,
+                             "args": args, "replays": []}
+    console.print(f"replay directory: {escape(printable(out))}")
+    console.print(f"the run: {verdict}{' (' + ', '.join(bad) + ')' if bad else ''}")
+    for number in range(1, times + 1):
+        console.print(f"[{number}/{times}] replaying")
+        cell = run_child([*args, "--store", str(out / "runs" / "store")], out / "runs",
+                         f"replay-{number}")
+        cell["same"] = cell["verdict"] == verdict and cell["bad"] == bad
+        state["replays"].append(cell)
+        write_json(out / REPLAY_FILE, state)
+        said = f" ({', '.join(cell['bad'])})" if cell["bad"] else ""
+        console.print(f"  {cell['verdict']}{said}, {cell['seconds']:.0f} s"
+                      f"{'' if cell['same'] else '  [yellow]differs[/yellow]'}")
+    same = sum(1 for c in state["replays"] if c["same"])
+    state["same"] = same
+    write_json(out / REPLAY_FILE, state)
+    console.print(f"{same} of {times} replays gave the run's verdict and bad anomaly types "
+                  f"({', '.join(bad) or 'none'})")
+    errors = [c for c in state["replays"] if c["verdict"] in ("error", "unknown")]
+    return EXIT_UNKNOWN if errors else EXIT_VALID

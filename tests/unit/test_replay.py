@@ -1,0 +1,60 @@
+"""`harness replay` (#55): which flags of the run a replay keeps and which it sets,
+and the run directories it refuses (exit 2, one line) before any cluster starts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from elr_harness.core.errors import BadInput
+from elr_harness.soak.replay import read_run, replay_args
+
+
+def test_a_replay_keeps_the_runs_flags_and_sets_its_schedule_release_and_store():
+    typed = ["run", "--schedule", "/old/s.toml", "--elr", "off", "--seed", "4",
+             "--store=/old/store", "--record-run-dir", "/m", "--no-check",
+             "--kafka-version", "latest", "--name", "x"]
+    args = replay_args(typed, Path("/new/schedule.toml"), {"kafka_version": "4.4.0",
+                                                           "kafka_dist": "maven:4.4.0"})
+    assert args == ["--elr", "off", "--seed", "4", "--name", "x",
+                    "--schedule", "/new/schedule.toml", "--kafka-version", "4.4.0"]
+    mutant = replay_args(["run", "--nemesis", "guided", "--kafka-dist", "/d"],
+                         Path("/s.toml"), {"kafka_version": "4.4.0", "kafka_dist": "/m/d"})
+    assert mutant == ["--schedule", "/s.toml", "--kafka-dist", "/m/d"]
+
+
+def _run_dir(tmp_path: Path, schedule: bool = True, results: bool = True) -> Path:
+    run = tmp_path / "run"
+    run.mkdir(parents=True)
+    (run / "test.json").write_text(json.dumps({"cli_args": ["run"], "kafka_version": "4.4.0"}))
+    if schedule:
+        (run / "schedule.toml").write_text('[[step]]\nuntil = "no leader"\nwithin_s = 1\n')
+    if results:
+        (run / "results.json").write_text(json.dumps({"valid": True}))
+    return run
+
+
+def test_a_run_without_a_schedule_or_unchecked_is_refused(tmp_path):
+    with pytest.raises(BadInput, match="has no schedule.toml"):
+        read_run(_run_dir(tmp_path / "a", schedule=False))
+    with pytest.raises(BadInput, match="was not checked"):
+        read_run(_run_dir(tmp_path / "b", results=False))
+    schedule, test, results = read_run(_run_dir(tmp_path / "c"))
+    assert schedule.name == "schedule.toml" and results["valid"] is True
+
+
+@pytest.mark.parametrize("argv", [["replay", "nowhere"], ["replay", ".", "-n", "0"],
+                                  ["replay", ".", "-n", "x"], ["replay", "."]])
+def test_bad_replay_input_is_one_line_and_exit_2(tmp_path, argv):
+    proc = subprocess.run([sys.executable, "-m", "elr_harness.cli", *argv], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    # one line of harness's own, or argparse's usage and then its one error line
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(("harness: ", "harness replay: error: ")), proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "store").exists()
