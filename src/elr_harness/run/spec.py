@@ -121,7 +121,8 @@ def started_test_json(spec: RunSpec, plan: NemesisPlan, started_at: datetime) ->
     return {
         "format": TEST_JSON_FORMAT,
         "test": plan.test_name,
-        "nemesis": spec.run.nemesis,
+        # a schedule file's run says so (its steps as played: schedule.toml)
+        "nemesis": f"schedule {spec.run.schedule}" if plan.schedule else spec.run.nemesis,
         "seed": spec.run.seed,
         "kafka_version": spec.cluster.kafka_version,
         "kafka_version_requested": spec.cluster.kafka_version,
