@@ -176,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     from elr_harness.cli.cluster import add_cluster_command
     from elr_harness.cli.mutants import add_mutants_command
     from elr_harness.cli.replay import add_replay_command
+    from elr_harness.cli.shrink import add_shrink_command
     from elr_harness.cli.soak import add_soak_command
 
     add_cluster_command(sub)
@@ -187,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_versions(sub)
     add_mutants_command(sub)
     add_replay_command(sub)
+    add_shrink_command(sub)
     return parser
 
 

@@ -42,7 +42,7 @@ import dataclasses
 import json
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -348,14 +348,22 @@ def check_nodes(schedule: ScheduleFile, node_names: set[str]) -> None:
 def played_toml(schedule: ScheduleFile, record: Mapping[str, Any]) -> str:
     """schedule.toml of a run: the file's steps as written, each with what playing
     it did (`played`: the resolved target, the wait's outcome, ...)."""
-    done = {s["step"]: s for s in record.get("steps", [])}
-    lines = [f"# the schedule played by this run (from {schedule.path}); "
-             "`harness run --schedule` plays it again",
-             f"help = {_value(schedule.help)}"]
+    done = {s["step"]: {k: v for k, v in s.items() if k != "step"}
+            for s in record.get("steps", [])}
+    head = [f"# the schedule played by this run (from {schedule.path}); "
+            "`harness run --schedule` plays it again"]
     names = record.get("names")
     if names:
-        lines.append(f"# names bound in this run: {_value(dict(names))}")
-    for step in schedule.steps:
+        head.append(f"# names bound in this run: {_value(dict(names))}")
+    return schedule_toml(schedule.help, schedule.steps, head,
+                         lambda step: done.get(step.name) or {"not_played": True})
+
+
+def schedule_toml(help_text: str, steps: Sequence[Step], head: Sequence[str] = (),
+                  played: Callable[[Step], Mapping[str, Any]] | None = None) -> str:
+    """`steps` as a schedule file (with each one's `played` table, when given)."""
+    lines = [*head, f"help = {_value(help_text)}"]
+    for step in steps:
         lines += ["", "[[step]]", f"name = {_value(step.name)}"]
         fields: list[tuple[str, Any]] = [
             ("fault", step.fault), ("end", step.end), ("target", step.target),
@@ -365,8 +373,8 @@ def played_toml(schedule: ScheduleFile, record: Mapping[str, Any]) -> str:
             ("within_s", step.within_s if step.until else None),
             ("hold_s", step.hold_s or None)]
         lines += [f"{key} = {_value(value)}" for key, value in fields if value is not None]
-        played = {k: v for k, v in done.get(step.name, {}).items() if k != "step"}
-        lines.append(f"played = {_value(played) if played else '{ not_played = true }'}")
+        if played is not None:
+            lines.append(f"played = {_value(played(step))}")
     return "\n".join(lines) + "\n"
 
 

@@ -33,9 +33,8 @@ REPLACED = ("--nemesis", "--schedule", "--store", "--record-run-dir", "--kafka-v
             "--kafka-dist", "--reached")
 
 
-def replay_args(cli_args: list[str], schedule: Path, test: dict[str, Any]) -> list[str]:
-    """The run's flags as typed, without the ones a replay sets, plus the run's
-    schedule file and its release pinned."""
+def run_flags(cli_args: list[str]) -> list[str]:
+    """The run's flags as typed, without the ones a replay sets itself."""
     args = list(cli_args[1:] if cli_args[:1] == ["run"] else cli_args)
     kept, skip = [], False
     for arg in args:
@@ -47,13 +46,23 @@ def replay_args(cli_args: list[str], schedule: Path, test: dict[str, Any]) -> li
             continue
         else:
             kept.append(arg)
-    # a local build (a mutant, a user's) ran from its folder; a release from Maven
-    # Central is named `maven:<version>` there and runs again by its version
+    return kept
+
+
+def release_flags(test: dict[str, Any]) -> list[str]:
+    """The release that ran, pinned: a local build (a mutant, a user's) by its
+    folder; a release from Maven Central (test.json says `maven:<version>`) by its
+    version."""
     dist = test.get("kafka_dist")
-    local = isinstance(dist, str) and Path(dist).is_absolute()
-    release = ["--kafka-dist", str(dist)] if local else \
-        ["--kafka-version", str(test.get("kafka_version"))]
-    return [*kept, "--schedule", str(schedule), *release]
+    if isinstance(dist, str) and Path(dist).is_absolute():
+        return ["--kafka-dist", dist]
+    return ["--kafka-version", str(test.get("kafka_version"))]
+
+
+def replay_args(cli_args: list[str], schedule: Path, test: dict[str, Any]) -> list[str]:
+    """The run's flags as typed, without the ones a replay sets, plus the run's
+    schedule file and its release pinned."""
+    return [*run_flags(cli_args), "--schedule", str(schedule), *release_flags(test)]
 
 
 def read_run(run_dir: Path) -> tuple[Path, dict[str, Any], dict[str, Any]]:

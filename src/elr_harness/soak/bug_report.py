@@ -1,0 +1,137 @@
+"""BUG.md of a shrink (soak.shrink): what a Kafka ticket wants, from the shrink's
+state and the runs it made. The Kafka version and config, the smallest schedule's
+steps in words, how often it reproduced, the evidence (the anomaly's examples as
+the checker gave them, the partition's leader/ISR/ELR/LastKnownELR timeline and
+the faults around them, from a reproducing run's history), and the one command
+that plays it again."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+from elr_harness.core.files import read_json
+from elr_harness.nemesis.schedule_file import parse_schedule
+from elr_harness.report.atomic import write_atomically
+from elr_harness.soak.replay import SCHEDULE_FILE
+
+#: How many of the anomaly's examples, and of timeline lines, BUG.md shows.
+EXAMPLES = 3
+TIMELINE_LINES = 40
+
+
+def write_bug_report(out: Path, state: dict[str, Any]) -> None:
+    write_atomically(out / "BUG.md", bug_report(out, state))
+
+
+def bug_report(out: Path, state: dict[str, Any]) -> str:
+    test, anomaly = state["test"], state["anomaly"]
+    schedule = parse_schedule((out / SCHEDULE_FILE).read_text(), SCHEDULE_FILE)
+    confirmed = state.get("confirmed", {})
+    runs = confirmed.get("runs", [])
+    hit = next((r for r in runs if r.get("hit")), None)
+    elr = "on" if test.get("elr_enabled") else "off"
+    lines = [f"# {anomaly} on Kafka {test.get('kafka_version')} (ELR {elr}): "
+             f"{len(schedule.steps)} steps, reproduced {confirmed.get('hits', 0)} of "
+             f"{len(runs)} times", "",
+             "## Kafka and its config", "",
+             f"- Kafka {test.get('kafka_version')}"
+             + (f" (build {test['kafka_dist']})" if str(test.get("kafka_dist") or "")
+                .startswith("/") else ""),
+             f"- eligible leader replicas (KIP-966): {elr}"]
+    for topic, config in (test.get("topics") or {}).items():
+        lines.append(f"- topic {topic}: " + ", ".join(f"{k} {v}" for k, v in config.items()))
+    lines += [f"- the harness's flags: `{shlex.join(state['args'])}`", "",
+              "## Steps", "",
+              "On the first topic's partition 0; L is its leader at the start.", ""]
+    for number, step in enumerate(schedule.steps, start=1):
+        lines.append(f"{number}. {_in_words(step)}")
+    smallest = state.get("smallest", {})
+    before = len(parse_schedule(state["schedule"], "run").steps)
+    lines += ["", f"Shrunk from the run's {before} steps ({state['run_dir']}) by delta "
+              f"debugging: a candidate was kept when {state['k']} of {state['n']} replays "
+              f"were INVALID with {anomaly}. Steps kept: {', '.join(smallest.get('steps', []))}"
+              f"{'; holds shortened: ' + str(smallest['holds']) if smallest.get('holds') else ''}.",
+              "", "## Reproduction", "",
+              f"{confirmed.get('hits', 0)} of {len(runs)} replays of the steps above were "
+              f"INVALID with {anomaly}:", ""]
+    for number, run in enumerate(runs, start=1):
+        bad = ", ".join(run.get("bad") or []) or "none"
+        lines.append(f"- replay {number}: {run['verdict']} ({bad}), {run['seconds']:.0f} s, "
+                     f"{run.get('run_dir')}")
+    lines += ["", "## Evidence", ""]
+    if hit is None:
+        lines.append("No replay reproduced it in the confirmation: no evidence to show.")
+    else:
+        lines += _evidence(Path(hit["run_dir"]), anomaly)
+    lines += ["", "## Play it again", "", "```",
+              shlex.join(["harness", "run", *state["args"], "--schedule",
+                          str(out / SCHEDULE_FILE)]), "```", ""]
+    return "\n".join(lines)
+
+
+def _in_words(step: Any) -> str:
+    if step.end:
+        said = f"end step {step.end}'s fault"
+    elif step.fault:
+        said = f"{step.fault} on {step.target or 'the cluster'}"
+        said += f" (now {step.bind})" if step.bind else ""
+        said += f", to {step.to}" if step.to is not None else ""
+    else:
+        said = "wait"
+    if step.until:
+        said += f"; wait until {step.until.text} (at most {step.within_s:g} s)"
+    if step.hold_s:
+        said += f"; hold {step.hold_s:g} s"
+    return f"`{step.name}`: {said}"
+
+
+def _evidence(run_dir: Path, anomaly: str) -> list[str]:
+    results = read_json(run_dir / "results.json", str(run_dir / "results.json"),
+                        max_bytes=1 << 30)
+    found = (results.get("anomalies") or {}).get(anomaly) or {}
+    examples = found.get("examples") or []
+    lines = [f"From {run_dir}: {found.get('count', 0)} {anomaly}. The checker's first "
+             "examples:", ""]
+    lines += [f"- {e.get('description', json.dumps(e)[:300])}" for e in examples[:EXAMPLES]]
+    where = next(((e.get("topic"), e.get("partition")) for e in examples
+                  if e.get("topic") is not None), None)
+    lines += ["", f"The partition {where[0]}-{where[1]} as observed, and the faults "
+              "(each line a change):" if where else "The faults:", "", "```"]
+    lines += _timeline(run_dir / "history.jsonl", where)
+    lines += ["```", "",
+              "The controller's metadata records are not collected by the run yet (its "
+              "log has partition changes at DEBUG only)."]
+    return lines
+
+
+def _timeline(history: Path, where: tuple[Any, Any] | None) -> list[str]:
+    """Fault lines and the partition's changes of leader/ISR/ELR/LastKnownELR."""
+    shown: list[str] = []
+    last: tuple[Any, ...] | None = None
+    start = None
+    with history.open() as lines:
+        for raw in lines:
+            try:
+                op = json.loads(raw)
+            except ValueError:
+                continue
+            start = op.get("time") if start is None else start
+            at = f"{(op.get('time', 0) - (start or 0)) / 1e9:7.1f} s"
+            if op.get("f") == "fault" and op.get("type") in ("ok", "info"):
+                step = (op.get("detail") or {}).get("step")
+                shown.append(f"{at}  fault {op.get('fault')} {' '.join(op.get('nodes') or [])}"
+                             f" ({op.get('type')}{', ' + str(step) if step else ''})")
+            elif op.get("f") == "observe" and where is not None and \
+                    (op.get("topic"), op.get("partition")) == where:
+                now = (op.get("leader"), op.get("isr"), op.get("elr"),
+                       op.get("last_known_elr"), op.get("fenced"))
+                if now != last:
+                    shown.append(f"{at}  leader {now[0]} ISR {now[1]} ELR {now[2]} "
+                                 f"LastKnownELR {now[3]} fenced {now[4]}")
+                    last = now
+    if len(shown) > TIMELINE_LINES:
+        shown = shown[:TIMELINE_LINES] + [f"... {len(shown) - TIMELINE_LINES} more"]
+    return shown

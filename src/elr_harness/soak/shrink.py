@@ -1,0 +1,234 @@
+"""`harness shrink RUN_DIR` (#55): from an INVALID run played from a schedule to the
+fewest steps that still reproduce its bad anomaly, for a Kafka ticket.
+
+Delta debugging (Zeller's ddmin) over the run's steps, then shorter holds. A
+candidate is a subset of the steps (in order), written as a schedule file; one
+that is no valid schedule (a step that ends, or names, a step left out) fails
+without a run. A candidate is kept when at least k of n replays (soak.replay's
+child runs: the run's flags, its release pinned) are INVALID with the anomaly
+type shrunk for; the replays of a candidate stop as soon as k is reached or can
+no longer be. Each candidate's outcome is kept in shrink.json, rewritten after
+every replay, so a killed shrink goes on where it stopped (`--resume`) and never
+repeats a replay that finished.
+
+Everything lands in store/shrink/<time>/: shrink.json, candidates/ (each tried
+schedule, with its replays' runs), schedule.toml (the smallest that reproduces)
+and BUG.md (soak.bug_report).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from elr_harness.core.errors import EXIT_UNKNOWN, EXIT_VALID, BadInput
+from elr_harness.core.files import read_json
+from elr_harness.core.validate import printable
+from elr_harness.nemesis.schedule_file import parse_schedule, schedule_toml
+from elr_harness.run.store import fresh_dir, write_json
+from elr_harness.soak.children import run_child
+from elr_harness.soak.replay import SCHEDULE_FILE, read_run, release_flags, run_flags
+
+console = Console(highlight=False)
+
+SHRINK_FILE = "shrink.json"
+SHRINK_VERSION = 1
+#: When a run has several bad anomaly types, the one shrunk for (the first of
+#: these it has; else the first by name): data loss before the KIP-966 rules.
+PRIORITY = ("lost-write", "lost-committed-read", "election-outside-elr", "fenced-leader",
+            "elr-member-dropped", "elr-invariant", "elr-while-disabled", "replica-divergence",
+            "inconsistent-offset", "hwm-regression")
+
+
+def anomaly_of(bad: Sequence[str]) -> str:
+    for name in PRIORITY:
+        if name in bad:
+            return name
+    return sorted(bad)[0]
+
+
+def ddmin(items: list[str], reproduces: Callable[[list[str]], bool]) -> list[str]:
+    """The smallest subset of `items` (in order) that still reproduces, as Zeller's
+    ddmin finds it: 1-minimal (leaving out any one item more loses it). `items`
+    itself is taken to reproduce."""
+    granularity = 2
+    while len(items) >= 2:
+        size = len(items) // granularity
+        chunks = [items[i:i + size] for i in range(0, len(items), size)] if size else \
+            [[i] for i in items]
+        reduced = False
+        for chunk in chunks:  # a chunk alone
+            if len(chunk) < len(items) and reproduces(chunk):
+                items, granularity, reduced = chunk, 2, True
+                break
+        if not reduced:
+            for chunk in chunks:  # everything but a chunk
+                rest = [i for i in items if i not in chunk]
+                if rest and reproduces(rest):
+                    items, granularity, reduced = rest, max(granularity - 1, 2), True
+                    break
+        if not reduced:
+            if granularity >= len(items):
+                break
+            granularity = min(granularity * 2, len(items))
+    return items
+
+
+class Shrink:
+    """One shrink: its folder, its state (shrink.json) and the run it started from."""
+
+    def __init__(self, out: Path, state: dict[str, Any]) -> None:
+        self.out, self.state = out, state
+        self.steps = {s.name: s for s in parse_schedule(state["schedule"], "run").steps}
+
+    # -- a candidate ---------------------------------------------------------------
+
+    def text(self, names: Sequence[str], holds: dict[str, float]) -> str:
+        chosen = [replace(self.steps[n], hold_s=holds.get(n, self.steps[n].hold_s))
+                  for n in names]
+        return schedule_toml(self.state["help"], chosen,
+                             [f"# a candidate of `harness shrink {self.state['run_dir']}`"])
+
+    def reproduces(self, names: Sequence[str], holds: dict[str, float] | None = None) -> bool:
+        """Whether k of n replays of the candidate are INVALID with the anomaly."""
+        holds = holds or {}
+        key = " ".join(names) + "".join(f" {n}:hold={h:g}" for n, h in sorted(holds.items()))
+        candidates = self.state["candidates"]
+        tried = candidates.get(key)
+        if tried is not None and tried.get("done"):
+            return bool(tried["kept"])
+        text = self.text(names, holds)
+        try:
+            parse_schedule(text, "candidate")
+        except BadInput as err:  # a step ends or names one left out
+            candidates[key] = {"steps": list(names), "done": True, "kept": False,
+                               "ill_formed": str(err)}
+            self._save()
+            return False
+        tried = tried or {"steps": list(names), "holds": holds, "number": len(candidates) + 1,
+                          "runs": [], "done": False, "kept": False}
+        candidates[key] = tried
+        folder = self.out / "candidates" / f"{tried['number']:03d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        schedule = folder / SCHEDULE_FILE
+        schedule.write_text(text)
+        k, n = self.state["k"], self.state["n"]
+        console.print(f"candidate {tried['number']}: {len(names)} steps ({', '.join(names)})"
+                      f"{' holds ' + str(holds) if holds else ''}")
+        while not tried["done"]:
+            hits = sum(1 for r in tried["runs"] if r["hit"])
+            left = n - len(tried["runs"])
+            if hits >= k or hits + left < k:
+                tried["done"], tried["kept"] = True, hits >= k
+                break
+            cell = run_child([*self.state["args"], "--schedule", str(schedule),
+                              "--store", str(folder / "store")], folder,
+                             f"replay-{len(tried['runs']) + 1}")
+            cell["hit"] = cell["verdict"] == "invalid" and self.state["anomaly"] in cell["bad"]
+            tried["runs"].append(cell)
+            self._save()
+            console.print(f"  replay {len(tried['runs'])}: {cell['verdict']}"
+                          f"{' (' + ', '.join(cell['bad']) + ')' if cell['bad'] else ''}"
+                          f", {cell['seconds']:.0f} s")
+        self._save()
+        console.print(f"  {'kept' if tried['kept'] else 'dropped'}")
+        return bool(tried["kept"])
+
+    # -- the shrink ----------------------------------------------------------------
+
+    def go(self) -> int:
+        from elr_harness.soak.bug_report import write_bug_report
+
+        started = time.monotonic()
+        names = [s for s in self.steps]
+        if not self.reproduces(names):
+            console.print(f"[yellow]the run's schedule does not reproduce "
+                          f"{self.state['anomaly']} in {self.state['k']} of "
+                          f"{self.state['n']} replays: nothing to shrink[/yellow]")
+            self.state["ended"] = "does not reproduce"
+            self._save()
+            return EXIT_UNKNOWN
+        smallest = ddmin(names, self.reproduces)
+        holds: dict[str, float] = {}
+        for name in smallest:  # then shorter holds: none, else half
+            hold = self.steps[name].hold_s
+            for shorter in (0.0, round(hold / 2, 1)) if hold else ():
+                if self.reproduces(smallest, {**holds, name: shorter}):
+                    holds[name] = shorter
+                    break
+        self.state["smallest"] = {"steps": smallest, "holds": holds}
+        (self.out / SCHEDULE_FILE).write_text(self.text(smallest, holds))
+        self._confirm()
+        self.state["seconds"] = round(self.state.get("seconds", 0) + time.monotonic()
+                                      - started, 1)
+        self.state["ended"] = "shrunk"
+        self._save()
+        write_bug_report(self.out, self.state)
+        console.print(f"{len(names)} steps -> {len(smallest)}: {', '.join(smallest)}")
+        console.print(f"shrink: {escape(printable(self.out))} (schedule.toml, BUG.md)")
+        return EXIT_VALID
+
+    def _confirm(self) -> None:
+        """The smallest schedule replayed `confirm` times whole: its reproduction rate."""
+        done = self.state.setdefault("confirmed", {"runs": []})
+        folder = self.out / "confirm"
+        while len(done["runs"]) < self.state["confirm"]:
+            number = len(done["runs"]) + 1
+            cell = run_child([*self.state["args"], "--schedule", str(self.out / SCHEDULE_FILE),
+                              "--store", str(folder / "store")], folder, f"replay-{number}")
+            cell["hit"] = cell["verdict"] == "invalid" and self.state["anomaly"] in cell["bad"]
+            done["runs"].append(cell)
+            self._save()
+            console.print(f"confirming {number}/{self.state['confirm']}: {cell['verdict']}"
+                          f"{' (' + ', '.join(cell['bad']) + ')' if cell['bad'] else ''}")
+        done["hits"] = sum(1 for r in done["runs"] if r["hit"])
+
+    def _save(self) -> None:
+        write_json(self.out / SHRINK_FILE, self.state)
+
+
+def start(run_dir: Path, store: Path, k: int, n: int, anomaly: str | None,
+          confirm: int = 5) -> int:
+    schedule, test, results = read_run(run_dir)
+    bad = sorted(results.get("bad_anomaly_types") or [])
+    if results.get("valid") is not False or not bad:
+        raise BadInput(f"shrink: {printable(str(run_dir)[:200])} is not INVALID: nothing "
+                       "to shrink")
+    if anomaly is not None and anomaly not in bad:
+        raise BadInput(f"shrink: --anomaly {anomaly[:60]!r} is not one of the run's bad "
+                       f"anomaly types: {', '.join(bad)}")
+    text = schedule.read_text()
+    parsed = parse_schedule(text, str(schedule))
+    out = fresh_dir(store / "shrink")
+    state = {"shrink_version": SHRINK_VERSION, "run_dir": str(run_dir), "bad": bad,
+             "anomaly": anomaly or anomaly_of(bad), "k": k, "n": n, "confirm": confirm,
+             "help": parsed.help,
+             "schedule": text,
+             "args": [*run_flags([str(a) for a in test["cli_args"]]), *release_flags(test)],
+             "test": {key: test.get(key) for key in ("kafka_version", "kafka_dist",
+                                                     "elr_enabled", "topics", "seed",
+                                                     "cli_args")},
+             "candidates": {}}
+    console.print(f"shrink directory: {escape(printable(out))}")
+    console.print(f"shrinking {len(parsed.steps)} steps for {state['anomaly']} "
+                  f"(kept at {k} of {n} replays)")
+    shrink = Shrink(out, state)
+    shrink._save()
+    return shrink.go()
+
+
+def resume(out: Path) -> int:
+    path = out / SHRINK_FILE
+    shown = printable(str(out)[:200])
+    if not path.is_file():
+        raise BadInput(f"--resume {shown}: not a shrink folder (no {SHRINK_FILE})")
+    state = read_json(path, f"--resume {shown}: {SHRINK_FILE}")
+    if not isinstance(state, dict) or state.get("shrink_version") != SHRINK_VERSION:
+        raise BadInput(f"--resume {shown}: {SHRINK_FILE} is not a shrink's")
+    return Shrink(out, state).go()

@@ -1,0 +1,204 @@
+"""`harness shrink` (#55): ddmin finds a 1-minimal subset; a candidate is kept at k
+of n replays and its replays stop once that is decided; a candidate that is no
+valid schedule costs no run; a killed shrink resumes without repeating a replay;
+BUG.md says the version, the steps, the rate, the evidence and the command.
+
+The replays here are a model (each replay "reproduces" when the candidate holds
+the steps the model says the bug needs), not clusters: the cluster side is
+`harness replay`'s, run for real in the note."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from elr_harness.core.errors import BadInput
+from elr_harness.soak import shrink
+from elr_harness.soak.shrink import anomaly_of, ddmin
+
+RUN_SCHEDULE = """help = "a run"
+
+[[step]]
+name = "T0"
+fault = "partition"
+target = "follower"
+as = "A"
+until = "A not in isr"
+within_s = 30
+
+[[step]]
+name = "noise"
+fault = "pause"
+target = "controller-1"
+
+[[step]]
+name = "T1"
+fault = "partition"
+target = "follower"
+as = "B"
+hold_s = 4
+
+[[step]]
+name = "T2"
+fault = "page-cache-loss"
+target = "L"
+
+[[step]]
+name = "T3"
+end = "T1"
+
+[[step]]
+name = "T4"
+end = "T2"
+until = "B leads"
+within_s = 30
+"""
+
+
+def test_ddmin_finds_a_one_minimal_subset():
+    calls: list[list[str]] = []
+
+    def needs(*wanted):
+        def reproduces(items):
+            calls.append(items)
+            return set(wanted) <= set(items)
+        return reproduces
+
+    items = [f"s{i}" for i in range(8)]
+    assert ddmin(items, needs("s2", "s5")) == ["s2", "s5"]
+    assert ddmin(items, needs("s7")) == ["s7"]
+    assert ddmin(items, needs(*items)) == items
+    assert ddmin(["a"], needs("a")) == ["a"]
+
+
+def test_the_anomaly_shrunk_for_is_data_loss_first():
+    assert anomaly_of(["elr-invariant", "lost-write", "hwm-regression"]) == "lost-write"
+    assert anomaly_of(["zeta", "alpha"]) == "alpha"
+
+
+def _run_dir(tmp_path: Path, valid: bool = False) -> Path:
+    run = tmp_path / "run"
+    run.mkdir(parents=True)
+    (run / "schedule.toml").write_text(RUN_SCHEDULE)
+    (run / "test.json").write_text(json.dumps({
+        "cli_args": ["run", "--schedule", "x.toml", "--elr", "off"],
+        "kafka_version": "4.4.0", "kafka_dist": "maven:4.4.0", "elr_enabled": False,
+        "topics": {"elr-test": {"partitions": 3, "replication_factor": 3,
+                                "min_insync_replicas": 2}}}))
+    (run / "results.json").write_text(json.dumps({
+        "valid": valid, "bad_anomaly_types": [] if valid else ["lost-write", "hwm-regression"]}))
+    return run
+
+
+class Model:
+    """Replays as a model: INVALID with lost-write when the candidate's schedule
+    holds every step in `needed` (and T1's hold is at least `hold`); each replay's
+    run directory gets a results.json and a history the bug report reads."""
+
+    def __init__(self, tmp_path: Path, needed=("T1", "T2"), hold: float = 0.0,
+                 flaky_every: int = 0) -> None:
+        self.tmp, self.needed, self.hold, self.flaky_every = tmp_path, needed, hold, flaky_every
+        self.runs: list[list[str]] = []
+
+    def __call__(self, args: list[str], cell_dir: Path, file_name: str) -> dict:
+        import tomllib
+
+        schedule = Path(args[args.index("--schedule") + 1])
+        steps = tomllib.loads(schedule.read_text())["step"]
+        names = [s["name"] for s in steps]
+        self.runs.append(names)
+        hold = next((s.get("hold_s", 0.0) for s in steps if s["name"] == "T1"), 0.0)
+        hit = set(self.needed) <= set(names) and hold >= self.hold
+        if self.flaky_every and len(self.runs) % self.flaky_every == 0:
+            hit = False
+        run_dir = cell_dir / file_name
+        run_dir.mkdir(parents=True)
+        (run_dir / "results.json").write_text(json.dumps({
+            "valid": not hit, "bad_anomaly_types": ["lost-write"] if hit else [],
+            "anomalies": {"lost-write": {"count": 7, "examples": [{
+                "topic": "elr-test", "partition": 0, "value": 3, "ops": [1, 2],
+                "description": "acks=all send of value 3 (offset 3) was acknowledged but "
+                               "is not in the final log of elr-test-0"}]}}}))
+        (run_dir / "history.jsonl").write_text("\n".join(json.dumps(op) for op in [
+            {"time": 0, "f": "observe", "type": "ok", "topic": "elr-test", "partition": 0,
+             "leader": 1, "isr": [1, 2, 3], "elr": [], "last_known_elr": [], "fenced": []},
+            {"time": 10**9, "f": "fault", "type": "ok", "fault": "page-cache-loss",
+             "nodes": ["broker-1"], "detail": {"step": "schedule:T2"}},
+            {"time": 2 * 10**9, "f": "observe", "type": "ok", "topic": "elr-test",
+             "partition": 0, "leader": -1, "isr": [], "elr": [2], "last_known_elr": [1],
+             "fenced": [1]}]) + "\n")
+        return {"exit": 1 if hit else 0, "log": "", "seconds": 1.0,
+                "verdict": "invalid" if hit else "valid", "run_dir": str(run_dir),
+                "bad": ["lost-write"] if hit else [], "states": [], "first_invalid_s": None}
+
+
+def test_a_shrink_keeps_the_steps_the_bug_needs_and_writes_bug_md(tmp_path, monkeypatch):
+    model = Model(tmp_path)
+    monkeypatch.setattr(shrink, "run_child", model)
+    assert shrink.start(_run_dir(tmp_path), tmp_path / "store", 2, 3, None, 5) == 0
+    [out] = (tmp_path / "store" / "shrink").iterdir()
+    state = json.loads((out / "shrink.json").read_text())
+    assert state["anomaly"] == "lost-write"
+    # T1 and T2, and the ends and binds they need: T3 ends T1, T4 ends T2 (a
+    # candidate without them ... still ran, since ending is optional) - 1-minimal
+    assert state["smallest"]["steps"] == ["T1", "T2"]
+    assert state["smallest"]["holds"] == {"T1": 0.0}
+    assert state["confirmed"]["hits"] == 5
+    # every candidate ran at most n replays, and stopped once decided
+    for tried in state["candidates"].values():
+        assert tried.get("ill_formed") or 1 <= len(tried["runs"]) <= 3
+        if tried.get("kept"):
+            assert len(tried["runs"]) == 2
+    # a candidate that is no schedule (T3 ends T1, left out) cost no run
+    ill = [t for t in state["candidates"].values() if t.get("ill_formed")]
+    assert ill and all("runs" not in t for t in ill)
+    assert all("T3" not in names or "T1" in names for names in model.runs)
+    bug = (out / "BUG.md").read_text()
+    assert bug.startswith("# lost-write on Kafka 4.4.0 (ELR off): 2 steps, reproduced 5 of "
+                          "5 times")
+    assert "1. `T1`: partition on follower (now B)" in bug
+    assert "2. `T2`: page-cache-loss on L" in bug
+    assert "acks=all send of value 3" in bug
+    assert "fault page-cache-loss broker-1 (ok, schedule:T2)" in bug
+    assert "leader -1 ISR [] ELR [2] LastKnownELR [1] fenced [1]" in bug
+    assert f"--schedule {out / 'schedule.toml'}" in bug and "--elr off" in bug
+
+
+def test_a_killed_shrink_resumes_without_repeating_a_replay(tmp_path, monkeypatch):
+    model = Model(tmp_path)
+
+    def dies_after(count: int):
+        def run(args, cell_dir, file_name):
+            if len(model.runs) >= count:
+                raise KeyboardInterrupt
+            return model(args, cell_dir, file_name)
+        return run
+
+    monkeypatch.setattr(shrink, "run_child", dies_after(4))
+    with pytest.raises(KeyboardInterrupt):
+        shrink.start(_run_dir(tmp_path), tmp_path / "store", 2, 3, None, 2)
+    [out] = (tmp_path / "store" / "shrink").iterdir()
+    before = len(model.runs)
+    monkeypatch.setattr(shrink, "run_child", model)
+    assert shrink.resume(out) == 0
+    state = json.loads((out / "shrink.json").read_text())
+    recorded = sum(len(t.get("runs", [])) for t in state["candidates"].values()) + \
+        len(state["confirmed"]["runs"])
+    assert recorded == len(model.runs) and len(model.runs) > before
+
+
+def test_a_valid_run_or_an_anomaly_it_lacks_is_refused(tmp_path):
+    with pytest.raises(BadInput, match="is not INVALID"):
+        shrink.start(_run_dir(tmp_path / "a", valid=True), tmp_path / "store", 2, 3, None)
+    with pytest.raises(BadInput, match="--anomaly 'fenced-leader' is not one of"):
+        shrink.start(_run_dir(tmp_path / "b"), tmp_path / "store", 2, 3, "fenced-leader")
+    assert not (tmp_path / "store").exists()
+
+
+def test_a_schedule_that_does_not_reproduce_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(shrink, "run_child", Model(tmp_path, needed=("nothing",)))
+    assert shrink.start(_run_dir(tmp_path), tmp_path / "store", 2, 3, None) == 2
+    [out] = (tmp_path / "store" / "shrink").iterdir()
+    assert json.loads((out / "shrink.json").read_text())["ended"] == "does not reproduce"
