@@ -10,6 +10,7 @@ the steps the model says the bug needs), not clusters: the cluster side is
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -129,6 +130,20 @@ class Model:
             {"time": 2 * 10**9, "f": "observe", "type": "ok", "topic": "elr-test",
              "partition": 0, "leader": -1, "isr": [], "elr": [2], "last_known_elr": [1],
              "fenced": [1]}]) + "\n")
+        started = 1_795_900_000  # 2026-11-28T...: whole seconds, as test.json has it
+        (run_dir / "test.json").write_text(json.dumps({
+            "started_at": datetime.fromtimestamp(started, UTC).isoformat(),
+            "phases": [{"name": "workload + nemesis", "start_s": 10.0}]}))
+        (run_dir / "nodes" / "controller-1").mkdir(parents=True)
+        (run_dir / "nodes" / "controller-1" / "metadata-log.json").write_text(json.dumps([
+            {"type": "TOPIC_RECORD", "timestamp_ms": started * 1000,
+             "data": {"name": "elr-test", "topicId": "T"}},
+            {"type": "PARTITION_CHANGE_RECORD", "timestamp_ms": (started + 12) * 1000,
+             "data": {"topicId": "T", "partitionId": 0, "leader": -1}},
+            {"type": "PARTITION_CHANGE_RECORD", "timestamp_ms": (started + 13) * 1000,
+             "data": {"topicId": "T", "partitionId": 1, "leader": 2}},
+            {"type": "BROKER_REGISTRATION_CHANGE_RECORD", "timestamp_ms": (started + 11) * 1000,
+             "data": {"brokerId": 1, "brokerEpoch": 4, "fenced": 1}}]))
         return {"exit": 1 if hit else 0, "log": "", "seconds": 1.0,
                 "verdict": "invalid" if hit else "valid", "run_dir": str(run_dir),
                 "bad": ["lost-write"] if hit else [], "states": [], "first_invalid_s": None}
@@ -163,6 +178,11 @@ def test_a_shrink_keeps_the_steps_the_bug_needs_and_writes_bug_md(tmp_path, monk
     assert "acks=all send of value 3" in bug
     assert "fault page-cache-loss broker-1 (ok, schedule:T2)" in bug
     assert "leader -1 ISR [] ELR [2] LastKnownELR [1] fenced [1]" in bug
+    # the controller's own records of the partition (not of partition 1), on the
+    # timeline's clock
+    assert '    2.0 s  PARTITION_CHANGE_RECORD {"leader": -1}' in bug
+    assert '    1.0 s  BROKER_REGISTRATION_CHANGE_RECORD {"brokerId": 1' in bug
+    assert '"leader": 2' not in bug
     assert f"--schedule {out / 'schedule.toml'}" in bug and "--elr off" in bug
 
 

@@ -101,10 +101,52 @@ def _evidence(run_dir: Path, anomaly: str) -> list[str]:
     lines += ["", f"The partition {where[0]}-{where[1]} as observed, and the faults "
               "(each line a change):" if where else "The faults:", "", "```"]
     lines += _timeline(run_dir / "history.jsonl", where)
-    lines += ["```", "",
-              "The controller's metadata records are not collected by the run yet (its "
-              "log has partition changes at DEBUG only)."]
+    lines += ["```", ""]
+    records = _controller_records(run_dir, where)
+    if records:
+        lines += ["The controller's metadata records of that partition, and the brokers' "
+                  "fencing, from the run's metadata-log.json (on the timeline's clock, to "
+                  "about a second):", "", "```", *records, "```"]
+    else:
+        lines.append("The run kept no controller metadata log.")
     return lines
+
+
+def _controller_records(run_dir: Path, where: tuple[Any, Any] | None) -> list[str]:
+    """PartitionChangeRecords of the partition and BrokerRegistrationChangeRecords,
+    from the first controller's metadata-log.json the run kept."""
+    from datetime import datetime
+
+    logs = sorted((run_dir / "nodes").glob("controller-*/metadata-log.json"))
+    if not logs or where is None:
+        return []
+    try:
+        records = json.loads(logs[0].read_text())
+        test = json.loads((run_dir / "test.json").read_text())
+        # the history's clock starts with the workload: its phase's start after
+        # started_at (which is to the second, so these times are to about a second)
+        workload_s = next((p["start_s"] for p in test.get("phases") or []
+                           if p.get("name") == "workload + nemesis"), 0.0)
+        started_ms = (datetime.fromisoformat(test["started_at"]).timestamp()
+                      + workload_s) * 1000
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    topic_ids = {r["data"].get("name"): r["data"].get("topicId") for r in records
+                 if isinstance(r, dict) and r.get("type") == "TOPIC_RECORD"}
+    wanted = topic_ids.get(where[0])
+    shown = []
+    for record in records:
+        kind, data = record.get("type"), record.get("data") or {}
+        mine = kind == "PARTITION_CHANGE_RECORD" and data.get("topicId") == wanted and \
+            data.get("partitionId") == where[1]
+        fencing = kind == "BROKER_REGISTRATION_CHANGE_RECORD" and "fenced" in data
+        if mine or fencing:
+            at = (record.get("timestamp_ms", started_ms) - started_ms) / 1000
+            fields = {k: v for k, v in data.items() if k not in ("topicId", "partitionId")}
+            shown.append(f"{at:7.1f} s  {kind} {json.dumps(fields)}")
+    if len(shown) > TIMELINE_LINES:
+        shown = shown[:TIMELINE_LINES] + [f"... {len(shown) - TIMELINE_LINES} more"]
+    return shown
 
 
 def _timeline(history: Path, where: tuple[Any, Any] | None) -> list[str]:
