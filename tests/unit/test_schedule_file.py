@@ -257,3 +257,12 @@ def test_the_schedule_a_run_played_is_a_schedule_file_that_plays_it_again():
     played_again, _, world = _player(written)
     assert [s.get("seen") for s in _play(played_again)["schedule"]["steps"]] == \
         [s.get("seen") for s in record["steps"]]
+
+
+def test_a_node_the_cluster_lacks_ends_the_schedule_before_any_fault():
+    """With a nodes file the names are the user's: checked when the run starts."""
+    played, injector, _ = _player('[[step]]\nfault = "kill"\ntarget = "broker-9"\n')
+    record = _play(played)["schedule"]
+    assert "'broker-9' is no node of the cluster" in record["error"]
+    assert record["steps"] == []
+    assert [line for line in injector.recorder.lines if line.get("f") == "fault"] == []

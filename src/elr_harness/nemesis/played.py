@@ -23,12 +23,13 @@ from typing import Any
 
 from elr_harness.cluster.observe import PartitionState
 from elr_harness.core.config import GuidedConfig
+from elr_harness.core.errors import BadInput
 from elr_harness.nemesis.conditions import described
 from elr_harness.nemesis.faults import PACKAGES
 from elr_harness.nemesis.faults.base import Capability as C
 from elr_harness.nemesis.faults.base import NotNow, Undo, Use, settings_of
 from elr_harness.nemesis.scenarios.base import Observer
-from elr_harness.nemesis.schedule_file import LEADER_NAME, ScheduleFile, Step
+from elr_harness.nemesis.schedule_file import LEADER_NAME, ScheduleFile, Step, check_nodes
 from elr_harness.nemesis.targets import Role, Topology, all_isr_full
 
 
@@ -71,6 +72,12 @@ class Played:
         record: dict[str, Any] = {"file": self.schedule.path, "partition":
                                   f"{self.topic}-{self.partition}", "steps": self.played}
         result["schedule"] = record
+        try:
+            check_nodes(self.schedule, set(self.topology.node_names))
+        except BadInput as err:  # a nodes file's names, known only now
+            record["error"] = str(err)
+            self.log(record["error"])
+            return
         try:
             start = self._state_when(lambda s: s.leader >= 0 and all_isr_full(
                 [s], self.replication_factor), self.start_within_s)

@@ -74,7 +74,8 @@ def validate(spec: RunSpec) -> NemesisPlan:
     if plan.scripted:
         plan.scripted.refuse(spec.cluster, spec.topics)
     if plan.schedule:
-        check_nodes(plan.schedule, {n.name for n in node_specs(spec.cluster)})
+        if spec.cluster.nodes_file is None:  # a nodes file's names: checked as the run starts
+            check_nodes(plan.schedule, {n.name for n in node_specs(spec.cluster)})
     if spec.run.reached and not plan.guided:
         raise BadInput("--reached is for --nemesis guided (the states it need not aim at "
                        "first)")
