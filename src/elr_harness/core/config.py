@@ -478,6 +478,13 @@ class GuidedConfig:
     recovery_s: float = 60.0
     #: Quiet time before the first round (acks=all writes reach every replica).
     warmup_s: float = 8.0
+    #: Brokers a guided run asks for unless --brokers (or [cluster] brokers) is
+    #: given: one more than the replication factor, so that while a round has every
+    #: replica of its partition away or down, a broker that is no replica of it still
+    #: hears the controllers and answers the observer. On three brokers that are all
+    #: replicas, the leaderless spells of guided's rounds went unobserved, and so did
+    #: a mutant Kafka's election in them (docs/MUTANTS.md).
+    brokers: int = 4
 
 
 @dataclass(frozen=True)

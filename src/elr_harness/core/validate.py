@@ -403,6 +403,7 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "run.keep_cluster": boolean,
     "run.check": boolean,
     "run.fenced_last_leader_brokers": integer(1, 1000),
+    "run.guided.brokers": integer(3, 1000),
     "run.fenced_last_leader_min_insync_replicas": integer(1, 1000),
     "run.min_isr_drop_min_insync_replicas": integer(1, 1000),
     "run.elr_downgrade_brokers": integer(1, 1000),
