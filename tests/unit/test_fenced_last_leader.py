@@ -165,3 +165,25 @@ def test_a_topology_the_recipe_cannot_use_is_refused(tmp_path, flags, message):
     cluster, topic, workload, run, checker = _configs(tmp_path, *flags)
     with pytest.raises(HarnessError, match=message):
         validate(RunSpec(cluster, [topic], workload, run, checker))
+
+
+def test_a_registration_the_wait_saw_stays_recorded_when_a_later_grep_fails():
+    """CI (4.1.1, a busy host): the wait saw L register and the scenario froze it,
+    but a second grep that failed recorded F3 as not registered. The wait's answer
+    is what F3 records."""
+    world = World(buggy=False)
+    run, injector = scenario(world)
+    broker = injector.cluster.nodes["broker-1"]
+    seen = []
+
+    def exec_once_then_fail(cmd, timeout_s: float = 60.0):
+        if cmd == GREP:
+            seen.append(1)
+            if len(seen) > 2:  # before, then the one that sees it: then `exec` fails
+                return ExecResult(1, "Error response from daemon: busy\n")
+        return Broker.exec(broker, cmd, timeout_s)
+
+    broker.exec = exec_once_then_fail  # type: ignore[method-assign]
+    outcomes = {o.step: o for o in run.run()}
+    assert outcomes["F3"].observed == {"registered": True, "paused": "broker-1"}
+    assert outcomes["F3"].reached is True

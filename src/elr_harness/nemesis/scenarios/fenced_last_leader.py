@@ -74,11 +74,13 @@ class FencedLastLeader(ScriptedScenario):
         node = self.injector.cluster.nodes[name]
         before = self._registrations(node)
         self.injector.start(name, step="F3")
-        wait_until(lambda: self._registrations(node) > before, self.timings.step_timeout_s,
-                   self.timings.registration_poll_s, self.stop_event)
+        # what the wait saw, not a second grep: a grep that fails (a busy host's
+        # `exec`) reads as no registration, and recorded a registered L as not (CI)
+        registered = wait_until(lambda: self._registrations(node) > before,
+                                self.timings.step_timeout_s,
+                                self.timings.registration_poll_s, self.stop_event)
         if self.stop_event.is_set():
             return
-        registered = self._registrations(node) > before
         pause.pause(self.injector, name, step="F3")
         self._finish("F3", registered, {"registered": registered, "paused": name})
 
