@@ -65,24 +65,26 @@ def replay_args(cli_args: list[str], schedule: Path, test: dict[str, Any]) -> li
     return [*run_flags(cli_args), "--schedule", str(schedule), *release_flags(test)]
 
 
-def read_run(run_dir: Path) -> tuple[Path, dict[str, Any], dict[str, Any]]:
-    """The run's schedule.toml, test.json and results.json (checked enough to act on)."""
+def read_run(run_dir: Path, command: str = "replay"
+             ) -> tuple[Path, dict[str, Any], dict[str, Any]]:
+    """The run's schedule.toml, test.json and results.json (checked enough to act on);
+    an error names `command` (replay, shrink)."""
     shown = printable(str(run_dir)[:200])
     if not run_dir.is_dir():
-        raise BadInput(f"replay: {shown} is no run directory")
+        raise BadInput(f"{command}: {shown} is no run directory")
     schedule = run_dir / SCHEDULE_FILE
     if not schedule.is_file():
-        raise BadInput(f"replay: {shown} has no {SCHEDULE_FILE}: only a run played from a "
+        raise BadInput(f"{command}: {shown} has no {SCHEDULE_FILE}: only a run played from a "
                        "schedule file (harness run --schedule) keeps one yet")
-    test = read_json(run_dir / "test.json", f"replay: {shown}/test.json")
+    test = read_json(run_dir / "test.json", f"{command}: {shown}/test.json")
     results_path = run_dir / "results.json"
     if not results_path.is_file():
-        raise BadInput(f"replay: {shown} was not checked (no results.json): "
+        raise BadInput(f"{command}: {shown} was not checked (no results.json): "
                        f"`harness check {shown}` first")
-    results = read_json(results_path, f"replay: {shown}/results.json")
+    results = read_json(results_path, f"{command}: {shown}/results.json")
     if not isinstance(test, dict) or not isinstance(test.get("cli_args"), list) or \
             not isinstance(results, dict):
-        raise BadInput(f"replay: {shown}: test.json or results.json is not a run's")
+        raise BadInput(f"{command}: {shown}: test.json or results.json is not a run's")
     return schedule, test, results
 
 

@@ -195,7 +195,7 @@ class Shrink:
 
 def start(run_dir: Path, store: Path, k: int, n: int, anomaly: str | None,
           confirm: int = 5) -> int:
-    schedule, test, results = read_run(run_dir)
+    schedule, test, results = read_run(run_dir, "shrink")
     bad = sorted(results.get("bad_anomaly_types") or [])
     if results.get("valid") is not False or not bad:
         raise BadInput(f"shrink: {printable(str(run_dir)[:200])} is not INVALID: nothing "
