@@ -28,7 +28,7 @@ from elr_harness.nemesis.conditions import described
 from elr_harness.nemesis.faults import PACKAGES
 from elr_harness.nemesis.faults.base import Capability as C
 from elr_harness.nemesis.faults.base import NotNow, Undo, Use, settings_of
-from elr_harness.nemesis.scenarios.base import Observer
+from elr_harness.nemesis.scenarios.base import Observer, partition_in, wait_for_partition
 from elr_harness.nemesis.schedule_file import LEADER_NAME, ScheduleFile, Step, check_nodes
 from elr_harness.nemesis.targets import Role, Topology, all_isr_full
 
@@ -236,14 +236,9 @@ class Played:
     # -- the observed partition ----------------------------------------------------
 
     def _mine(self, states: Sequence[PartitionState]) -> PartitionState | None:
-        return next((s for s in states
-                     if (s.topic, s.partition) == (self.topic, self.partition)), None)
+        return partition_in(states, self.topic, self.partition)
 
     def _state_when(self, predicate: Callable[[PartitionState], bool], timeout_s: float,
                     fresh_after: PartitionState | None = None) -> PartitionState | None:
-        def check(states: list[Any]) -> bool:
-            s = self._mine(states)
-            return s is not None and s is not fresh_after and predicate(s)
-
-        sample = self.observer.wait_for(check, timeout_s)
-        return None if sample is None else self._mine(sample)
+        return wait_for_partition(self.observer, self.topic, self.partition, predicate,
+                                  timeout_s, fresh_after)

@@ -45,10 +45,11 @@ from typing import Any, Protocol
 from elr_harness.cluster.observe import PartitionState
 from elr_harness.core.config import GuidedConfig, KafkaTimings
 from elr_harness.core.history import COVERAGE_STATES
+from elr_harness.nemesis.conditions import described
 from elr_harness.nemesis.faults import PACKAGES, FaultPackage, with_capabilities
 from elr_harness.nemesis.faults.base import Capability as C
 from elr_harness.nemesis.faults.base import Undo, Use, settings_of
-from elr_harness.nemesis.scenarios.base import Observer
+from elr_harness.nemesis.scenarios.base import Observer, partition_in, wait_for_partition
 from elr_harness.nemesis.targets import Role, Topology, choose_target
 
 
@@ -265,7 +266,7 @@ class Recipe:
                                  and s.replicas is not None, self.g.config.wait_s)
         if state is None:  # reassigned all the same, from what the partition shows
             state = self._mine(self.g.observer.latest())
-            self.done.saw["ISR below min ISR, replicas known"] = _shown(state)
+            self.done.saw["ISR below min ISR, replicas known"] = described(state)
             if state is None or state.replicas is None:
                 self.done.skipped = "no replicas of the partition observed to reassign"
                 return
@@ -395,21 +396,14 @@ class Recipe:
         self.g.stop_event.wait(self.g.hold_s())
 
     def _mine(self, states: Sequence[PartitionState]) -> PartitionState | None:
-        return next((s for s in states
-                     if (s.topic, s.partition) == (self.topic, self.partition)), None)
+        return partition_in(states, self.topic, self.partition)
 
     def _state_when(self, predicate: Callable[[PartitionState], bool],
                     timeout_s: float, fresh_after: PartitionState | None = None
                     ) -> PartitionState | None:
-        """The round's partition in the first sample where `predicate` holds (a sample
-        other than `fresh_after`, when given: while every other broker is away the
-        latest sample may stay the one from before), within timeout_s; else None."""
-        def check(states: list[Any]) -> bool:
-            s = self._mine(states)
-            return s is not None and s is not fresh_after and predicate(s)
-
-        sample = self.g.observer.wait_for(check, timeout_s)
-        return None if sample is None else self._mine(sample)
+        """The round's partition when `predicate` holds (wait_for_partition)."""
+        return wait_for_partition(self.g.observer, self.topic, self.partition, predicate,
+                                  timeout_s, fresh_after)
 
     def _wait(self, what: str, predicate: Callable[[PartitionState], bool],
               fresh_after: PartitionState | None = None) -> bool:
@@ -417,7 +411,7 @@ class Recipe:
         seen = self._state_when(predicate, self.g.config.wait_s, fresh_after) is not None
         self.done.waits.append((what, seen))
         if not seen:
-            self.done.saw[what] = _shown(self._mine(self.g.observer.latest()))
+            self.done.saw[what] = described(self._mine(self.g.observer.latest()))
         return seen
 
     def _session_s(self) -> float:
@@ -442,15 +436,6 @@ class Recipe:
 
     def _step(self, what: str) -> str:
         return self.done.step(what)
-
-
-def _shown(state: PartitionState | None) -> str:
-    """A partition's observed state in one line, for Round.saw."""
-    if state is None:
-        return "the partition not observed"
-    fenced = "?" if state.fenced is None else sorted(state.fenced)
-    return (f"leader {state.leader}, ISR {sorted(state.isr)}, ELR {sorted(state.elr or ())}, "
-            f"LastKnownELR {sorted(state.last_known_elr or ())}, fenced {fenced}")
 
 
 #: The recipe of each KIP-966 state (harness.core.history.COVERAGE_STATES), by name:

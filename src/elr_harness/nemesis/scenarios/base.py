@@ -28,6 +28,26 @@ class Observer(Protocol):
                  timeout_s: float) -> list[Any] | None: ...
 
 
+def partition_in(states: Sequence[PartitionState], topic: str,
+                 partition: int) -> PartitionState | None:
+    """One partition's state in an observed sample (None: not in it)."""
+    return next((s for s in states if (s.topic, s.partition) == (topic, partition)), None)
+
+
+def wait_for_partition(observer: Observer, topic: str, partition: int,
+                       predicate: Callable[[PartitionState], bool], timeout_s: float,
+                       fresh_after: PartitionState | None = None) -> PartitionState | None:
+    """The partition in the first sample where `predicate` holds (a sample other than
+    `fresh_after`, when given: while every broker that hears the controllers is away
+    the latest sample stays the one from before), within timeout_s; else None."""
+    def check(states: list[Any]) -> bool:
+        s = partition_in(states, topic, partition)
+        return s is not None and s is not fresh_after and predicate(s)
+
+    sample = observer.wait_for(check, timeout_s)
+    return None if sample is None else partition_in(sample, topic, partition)
+
+
 @dataclass
 class StepOutcome:
     step: str
@@ -69,10 +89,7 @@ class ScriptedScenario:
     # -- observed state ----------------------------------------------------------
 
     def _state(self, states: Sequence[PartitionState]) -> PartitionState | None:
-        for s in states:
-            if s.topic == self.topic and s.partition == self.partition:
-                return s
-        return None
+        return partition_in(states, self.topic, self.partition)
 
     def _wait(self, step: str, predicate: Callable[[PartitionState], bool],
               timeout_s: float | None = None,
