@@ -72,13 +72,12 @@ class NemesisPlan:
         """The config values its kinds or scenario need unless the user chose them."""
         if self.scripted:
             return self.scripted.cluster_settings
+        kinds = tuple(s for k in self.faults for s in PACKAGES[k].cluster_settings)
         if self.guided:  # a broker that is no replica answers through every round
-            return (Setting("cluster.brokers", lambda run: run.guided.brokers),
-                    *(s for k in self.faults for s in PACKAGES[k].cluster_settings))
+            return (Setting("cluster.brokers", lambda run: run.guided.brokers), *kinds)
         if self.schedule:  # its waits are bounded as a scenario's: its Kafka timeouts
-            return (*SHORT_KAFKA_TIMEOUTS,
-                    *(s for k in self.faults for s in PACKAGES[k].cluster_settings))
-        return tuple(s for k in self.faults for s in PACKAGES[k].cluster_settings)
+            return (*SHORT_KAFKA_TIMEOUTS, *kinds)
+        return kinds
 
     @property
     def ends_by_itself(self) -> bool:
