@@ -14,6 +14,12 @@ from typing import Any
 from elr_harness.core.files import read_json
 
 
+def said(cell: dict[str, Any]) -> str:
+    """A child run's outcome in words: its verdict, bad anomaly types and time."""
+    bad = f" ({', '.join(cell['bad'])})" if cell["bad"] else ""
+    return f"{cell['verdict']}{bad}, {cell['seconds']:.0f} s"
+
+
 def run_child(args: list[str], cell_dir: Path, file_name: str) -> dict[str, Any]:
     """`harness run ARGS` in a child process, its output in cell_dir/<file_name>.log;
     its verdict, bad anomaly types, KIP-966 states reached and the time to its first

@@ -22,7 +22,7 @@ from elr_harness.core.errors import EXIT_UNKNOWN, EXIT_VALID, BadInput
 from elr_harness.core.files import read_json
 from elr_harness.core.validate import printable
 from elr_harness.run.store import fresh_dir, write_json
-from elr_harness.soak.children import run_child
+from elr_harness.soak.children import run_child, said
 
 console = Console(highlight=False)
 
@@ -109,9 +109,7 @@ def replay(run_dir: Path, times: int, store: Path) -> int:
         cell["same"] = cell["verdict"] == verdict and cell["bad"] == bad
         state["replays"].append(cell)
         write_json(out / REPLAY_FILE, state)
-        said = f" ({', '.join(cell['bad'])})" if cell["bad"] else ""
-        console.print(f"  {cell['verdict']}{said}, {cell['seconds']:.0f} s"
-                      f"{'' if cell['same'] else '  [yellow]differs[/yellow]'}")
+        console.print(f"  {said(cell)}{'' if cell['same'] else '  [yellow]differs[/yellow]'}")
     same = sum(1 for c in state["replays"] if c["same"])
     state["same"] = same
     write_json(out / REPLAY_FILE, state)

@@ -24,7 +24,7 @@ from elr_harness.core.errors import EXIT_UNKNOWN, EXIT_VALID, BadInput
 from elr_harness.core.files import read_json
 from elr_harness.core.validate import printable
 from elr_harness.run.store import fresh_dir, write_json
-from elr_harness.soak.children import run_child
+from elr_harness.soak.children import run_child, said
 from elr_harness.soak.plan import PlanEntry
 from elr_harness.soak.score_pages import CONTROL, score_key, tally, write_pages
 
@@ -84,7 +84,7 @@ class Score:
                     cells[key] = run_cell(self.dir, self.state, target, entry,
                                           self.state["seed"] + number)
                     self._save()
-                    console.print(f"  {escape(key)}: {self._said(cells[key])}")
+                    console.print(f"  {escape(key)}: {said(cells[key])}")
         except KeyboardInterrupt:
             console.print("[yellow]interrupted: `harness mutants score --resume "
                           f"{escape(printable(self.dir))}` goes on[/yellow]")
@@ -95,11 +95,6 @@ class Score:
         self._save()
         write_pages(self.dir, self.state)
         return self._summary()
-
-    @staticmethod
-    def _said(cell: dict[str, Any]) -> str:
-        bad = f" ({', '.join(cell['bad'])})" if cell["bad"] else ""
-        return f"{cell['verdict']}{bad}, {cell['seconds']:.0f} s"
 
     def _save(self) -> None:
         write_json(self.dir / SCORE_FILE, self.state)

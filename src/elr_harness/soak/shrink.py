@@ -32,7 +32,7 @@ from elr_harness.core.files import read_json
 from elr_harness.core.validate import printable
 from elr_harness.nemesis.schedule_file import parse_schedule, schedule_toml
 from elr_harness.run.store import fresh_dir, write_json
-from elr_harness.soak.children import run_child
+from elr_harness.soak.children import run_child, said
 from elr_harness.soak.replay import SCHEDULE_FILE, read_run, release_flags, run_flags
 
 console = Console(highlight=False)
@@ -127,15 +127,10 @@ class Shrink:
             if hits >= k or hits + left < k:
                 tried["done"], tried["kept"] = True, hits >= k
                 break
-            cell = run_child([*self.state["args"], "--schedule", str(schedule),
-                              "--store", str(folder / "store")], folder,
-                             f"replay-{len(tried['runs']) + 1}")
-            cell["hit"] = cell["verdict"] == "invalid" and self.state["anomaly"] in cell["bad"]
+            cell = self._replay(schedule, folder, len(tried["runs"]) + 1)
             tried["runs"].append(cell)
             self._save()
-            console.print(f"  replay {len(tried['runs'])}: {cell['verdict']}"
-                          f"{' (' + ', '.join(cell['bad']) + ')' if cell['bad'] else ''}"
-                          f", {cell['seconds']:.0f} s")
+            console.print(f"  replay {len(tried['runs'])}: {said(cell)}")
         self._save()
         console.print(f"  {'kept' if tried['kept'] else 'dropped'}")
         return bool(tried["kept"])
@@ -180,14 +175,19 @@ class Shrink:
         folder = self.out / "confirm"
         while len(done["runs"]) < self.state["confirm"]:
             number = len(done["runs"]) + 1
-            cell = run_child([*self.state["args"], "--schedule", str(self.out / SCHEDULE_FILE),
-                              "--store", str(folder / "store")], folder, f"replay-{number}")
-            cell["hit"] = cell["verdict"] == "invalid" and self.state["anomaly"] in cell["bad"]
+            cell = self._replay(self.out / SCHEDULE_FILE, folder, number)
             done["runs"].append(cell)
             self._save()
-            console.print(f"confirming {number}/{self.state['confirm']}: {cell['verdict']}"
-                          f"{' (' + ', '.join(cell['bad']) + ')' if cell['bad'] else ''}")
+            console.print(f"confirming {number}/{self.state['confirm']}: {said(cell)}")
         done["hits"] = sum(1 for r in done["runs"] if r["hit"])
+
+    def _replay(self, schedule: Path, folder: Path, number: int) -> dict[str, Any]:
+        """One replay of `schedule` (the run's flags, its release): its cell, with
+        whether it was INVALID with the anomaly shrunk for (`hit`)."""
+        cell = run_child([*self.state["args"], "--schedule", str(schedule),
+                          "--store", str(folder / "store")], folder, f"replay-{number}")
+        cell["hit"] = cell["verdict"] == "invalid" and self.state["anomaly"] in cell["bad"]
+        return cell
 
     def _save(self) -> None:
         write_json(self.out / SHRINK_FILE, self.state)
