@@ -23,7 +23,7 @@ from pathlib import Path
 from elr_harness.cluster.releases import LATEST, resolve_version
 from elr_harness.core.config import SCALA_BINARY_VERSION, ReleasesConfig, cache_dir
 from elr_harness.core.errors import DistributionError
-from elr_harness.core.files import MISSING, path_problem
+from elr_harness.core.files import MISSING, move_into_place, path_problem
 
 #: log4j2 runtime Kafka 4.x logs through (Maven brings no binding along); Kafka
 #: uses slf4j 1.7, hence the log4j-slf4j-impl binding, as its own tarball does.
@@ -125,9 +125,7 @@ def _from_maven(version: str, log: Callable[[str], None]) -> KafkaDistribution:
                 f"Kafka {version} does not resolve from Maven Central (tried {tried}): {detail}"
             )
         (work / _COMPLETE_MARKER).write_text(version)
-        if home.exists():
-            shutil.rmtree(home)
-        work.rename(home)
+        move_into_place(work, home)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return KafkaDistribution(home, version, f"maven:{version}")
@@ -202,9 +200,7 @@ def _from_tarball(tarball: Path, log: Callable[[str], None]) -> KafkaDistributio
                 raise DistributionError(f"--kafka-dist {tarball}: no libs/ folder inside")
             roots[0].rename(work / "_root")
             (work / "_root" / _COMPLETE_MARKER).write_text(str(tarball))
-            if home.exists():
-                shutil.rmtree(home)
-            (work / "_root").rename(home)
+            move_into_place(work / "_root", home)
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return KafkaDistribution(home, _version_of(home / "libs"), str(tarball))

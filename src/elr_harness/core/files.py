@@ -13,6 +13,7 @@ import errno
 import json
 import os
 import re
+import shutil
 import stat
 from pathlib import Path
 from typing import Any
@@ -166,3 +167,11 @@ def loads_json(text: str, what: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
 def read_json(path: Path, what: str, max_bytes: int = MAX_SETTINGS_BYTES) -> Any:
     """A JSON file a user named, read within the bounds above."""
     return loads_json(read_text(path, what, max_bytes), what)
+
+
+def move_into_place(built: Path, home: Path) -> None:
+    """A finished build (a folder made beside `home`) replaces whatever stood at
+    `home`: a cache entry made again after an older or damaged one."""
+    if home.exists():
+        shutil.rmtree(home)
+    built.rename(home)

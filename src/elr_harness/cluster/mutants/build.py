@@ -27,6 +27,7 @@ from elr_harness.cluster.distribution import KafkaDistribution
 from elr_harness.cluster.mutants.catalog import Mutant
 from elr_harness.core.config import MutantsConfig, cache_dir
 from elr_harness.core.errors import BadInput, HarnessError
+from elr_harness.core.files import move_into_place
 
 #: What a built mutant's folder holds besides libs/: written last, so a folder
 #: without it is a build that did not finish.
@@ -85,9 +86,7 @@ def _build_mutator(home: Path, config: MutantsConfig, log: Callable[[str], None]
             said = [line for line in (proc.stdout + proc.stderr).splitlines() if "ERROR" in line]
             raise HarnessError("Maven could not build the mutator: "
                                + (said[0] if said else "no error line")[:300])
-        if home.exists():
-            shutil.rmtree(home)
-        work.rename(home)
+        move_into_place(work, home)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for older in home.parent.iterdir():  # builds of earlier sources: the cache's own
@@ -140,9 +139,7 @@ def build_mutant(mutant: Mutant, release: KafkaDistribution,
             "jar": target.name, "class": mutant.class_name, "method": mutant.method,
             "descriptor": mutant.descriptor, "digest": mutant.digest, "rule": mutant.rule,
             "breaks": mutant.breaks, "probe": probe}, indent=2) + "\n")
-        if home.exists():
-            shutil.rmtree(home)
-        work.rename(home)
+        move_into_place(work, home)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return home
@@ -189,9 +186,7 @@ def probe_classes(release: KafkaDistribution, config: MutantsConfig | None = Non
             said = [line for line in proc.stderr.splitlines() if "error:" in line]
             raise HarnessError(f"the mutants' probe does not compile against Kafka "
                                f"{release.version}: {(said or ['no error line'])[0][:300]}")
-        if home.exists():
-            shutil.rmtree(home)
-        classes.rename(home)
+        move_into_place(classes, home)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return home
