@@ -84,10 +84,7 @@ class Played:
             if start is None:
                 record["skipped"] = "no full ISR with a leader to start from"
                 return
-            leader = self.topology.broker_name(start.leader)
-            if leader is None:
-                raise RuntimeError(f"broker {start.leader} is no node of the cluster")
-            self.names[LEADER_NAME] = leader
+            self.names[LEADER_NAME] = self._name(start.leader)
             record["names"] = self.names
             for step in self.schedule.steps:
                 if stop.is_set() or time.monotonic() >= deadline:
@@ -223,10 +220,7 @@ class Played:
         return broker
 
     def _name(self, broker: int) -> str:
-        name = self.topology.broker_name(broker)
-        if name is None:
-            raise RuntimeError(f"broker {broker} is no node of the cluster")
-        return name
+        return self.topology.name_of_broker(broker)
 
     def _ids(self) -> dict[int, str]:
         """Broker ids to the names the schedule bound them to (for what a wait saw)."""

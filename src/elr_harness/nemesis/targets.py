@@ -63,6 +63,13 @@ class Topology:
                 return name
         return None
 
+    def name_of_broker(self, broker_id: int) -> str:
+        """The node of a broker the cluster observed (RuntimeError: none of ours)."""
+        name = self.broker_name(broker_id)
+        if name is None:
+            raise RuntimeError(f"broker {broker_id} is no node of the cluster")
+        return name
+
 
 def choose_target(role: Role | str, states: Sequence[PartitionState], topology: Topology,
                   rng: random.Random, active_controller: int | None = None) -> str:
