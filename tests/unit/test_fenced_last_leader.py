@@ -19,12 +19,12 @@ from elr_harness.cluster.node import ExecResult, NodeSpec
 from elr_harness.cluster.observe import PartitionState
 from elr_harness.core.config import ScenarioTimings
 from elr_harness.nemesis.injector import FaultInjector
-from elr_harness.nemesis.scenarios.fenced_last_leader import REGISTERED, FencedLastLeader
+from elr_harness.nemesis.scenarios.fenced_last_leader import FencedLastLeader
 
 FAST = ScenarioTimings(step_timeout_s=0.5, warmup_high_watermark=0, hold_fenced_s=0.2,
                        registration_poll_s=0.01)
 #: How the scenario counts a broker's registrations in its server log.
-GREP = ["grep", "-c", REGISTERED, kraft.SERVER_LOG]
+GREP = ["grep", "-c", kraft.REGISTERED_LINE, kraft.SERVER_LOG]
 
 
 class World:

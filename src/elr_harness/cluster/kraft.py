@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 import shlex
 
-from elr_harness.cluster.node import NodeSpec, Role
+from elr_harness.cluster.node import Node, NodeSpec, Role
 from elr_harness.core.config import ClusterConfig, TopicConfig
 from elr_harness.core.errors import BadInput
 
@@ -29,6 +29,8 @@ START_SCRIPT = f"{HARNESS_DIR}/kafka-start.sh"
 LOG_SUBDIR_PREFIX = "dir-"
 LOG_DIR = "/var/log/kafka"
 SERVER_LOG = f"{LOG_DIR}/server.log"
+#: What a broker logs once the controller has accepted its registration.
+REGISTERED_LINE = "Successfully registered broker"
 STDOUT_LOG = f"{LOG_DIR}/stdout.log"
 KAFKA_MAIN_CLASS = "kafka.Kafka"
 #: The class-data-sharing archive of Kafka's classes (cluster/class_archive.py),
@@ -246,3 +248,11 @@ def format_command(config: ClusterConfig, cluster_id: str, properties: str) -> l
         "128m", "kafka.tools.StorageTool", "format",
         "--config", properties, "--cluster-id", cluster_id, "--ignore-formatted",
         "--feature", f"eligible.leader.replicas.version={1 if config.elr else 0}")
+
+
+def registrations(node: Node) -> int:
+    """How often `node`'s log says the controller registered it (0 when the log
+    cannot be read: a busy host's failed `exec` reads as none)."""
+    found = node.exec(["grep", "-c", REGISTERED_LINE, SERVER_LOG])
+    text = found.output.strip()
+    return int(text) if text.isdigit() else 0

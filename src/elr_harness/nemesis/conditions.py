@@ -11,6 +11,9 @@ Kafka engineer writes: observed facts of the schedule's partition, joined by
     isr is [X, Y]             exactly these ISR members
     elr empty / elr not empty (and last-known-elr empty / not empty)
     high-watermark at least N records committed on the partition (a warm-up)
+    X registered              X's own log says the controller registered it since the
+                              step acted (alone: it is read in the log, at once, so
+                              the next step may catch X still fenced: KAFKA-19522)
 
 X is a name an earlier step bound (`as = "A"`; L is the partition's leader when the
 schedule starts) or a node's name (broker-2). A condition is parsed once, when the
@@ -53,6 +56,11 @@ class Condition:
     atoms: tuple[Atom, ...]
 
     @property
+    def registration(self) -> str | None:
+        """The name of `X registered`: a condition read in X's log, not the partition."""
+        return self.atoms[0].names[0] if self.atoms[0].form == "registered" else None
+
+    @property
     def names(self) -> set[str]:
         return {n for atom in self.atoms for n in atom.names}
 
@@ -75,6 +83,7 @@ _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("not-empty", re.compile(r"(elr|last-known-elr) not empty")),
     ("empty", re.compile(r"(elr|last-known-elr) empty")),
     ("hwm", re.compile(r"high-watermark at least ([0-9]{1,12})")),
+    ("registered", re.compile(rf"({_NAME}) registered")),
 )
 
 
@@ -85,6 +94,9 @@ def parse_condition(text: str) -> Condition:
     atoms = []
     for part in (p.strip() for p in re.split(r"\s+and\s+", text.strip())):
         atoms.append(_atom(" ".join(part.split())))
+    if len(atoms) > 1 and any(a.form == "registered" for a in atoms):
+        raise ConditionError("`X registered` stands alone: it is read in X's log, not in "
+                             "the partition's state")
     return Condition(text, tuple(atoms))
 
 
@@ -94,7 +106,7 @@ def _atom(part: str) -> Atom:
         if match is None:
             continue
         groups = match.groups()
-        if form in ("leads", "fenced", "unfenced"):
+        if form in ("leads", "fenced", "unfenced", "registered"):
             return Atom(form, (groups[0],))
         if form in ("in", "not-in"):
             return Atom(form, (groups[0],), groups[1])
@@ -109,8 +121,8 @@ def _atom(part: str) -> Atom:
     raise ConditionError(f"{part!r} is no condition (known: no leader, X leads, X in "
                          f"{'|'.join(SETS)}, X not in ..., X fenced, X unfenced, isr below "
                          "min-isr, isr full, isr is [X, ...], elr empty, elr not empty, "
-                         "last-known-elr empty/not empty, high-watermark at least N; "
-                         "joined by `and`)")
+                         "last-known-elr empty/not empty, high-watermark at least N, "
+                         "X registered; joined by `and`)")
 
 
 def _members(state: PartitionState, subject: str) -> Sequence[int] | None:
@@ -141,6 +153,8 @@ def _holds(atom: Atom, state: PartitionState, broker: Callable[[str], int],
         return sorted(state.isr) == sorted(broker(n) for n in atom.names)
     if form == "hwm":
         return state.high_watermark is not None and state.high_watermark >= atom.number
+    if form == "registered":  # read in the broker's log (nemesis.played), never here
+        return False
     members = _members(state, atom.subject)
     if members is None:
         return False

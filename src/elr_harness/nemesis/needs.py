@@ -7,12 +7,13 @@ reads these from the registry and never tests a kind's name itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from elr_harness.core.config import RunConfig
+from elr_harness.core.errors import BadInput
 
 
 class Layer(StrEnum):
@@ -42,3 +43,43 @@ class Setting:
     def chosen_by(self) -> str:
         """The config path whose presence keeps the user's choice."""
         return self.unless or self.path
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a schedule file needs of the cluster (its `[needs]` table); None: anything."""
+
+    #: at least this many brokers (a broker that is no replica answers the observer)
+    brokers: int | None = None
+    #: the topic's min ISR, exactly (KAFKA-19522's recipe needs an ISR of one)
+    min_insync_replicas: int | None = None
+    #: at least this many log dirs per broker (one may fail while the broker lives)
+    log_dirs: int | None = None
+
+    def settings(self) -> tuple[Setting, ...]:
+        """The config values the run takes unless its user chose them."""
+        paths = {"brokers": "cluster.brokers", "log_dirs": "cluster.log_dirs",
+                 "min_insync_replicas": "topic.min_insync_replicas"}
+        chosen = {path: getattr(self, key) for key, path in paths.items()}
+        return tuple(_fixed(path, value) for path, value in chosen.items()
+                     if value is not None)
+
+    def refuse(self, path: str, brokers: int, log_dirs: int,
+               min_insync_replicas: Sequence[int]) -> None:
+        """BadInput when the run's cluster is not what the schedule needs."""
+        flags = []
+        if self.brokers is not None and brokers < self.brokers:
+            flags.append(f"--brokers {self.brokers} (or more)")
+        if self.min_insync_replicas is not None and any(
+                m != self.min_insync_replicas for m in min_insync_replicas):
+            flags.append(f"--min-insync-replicas {self.min_insync_replicas}")
+        if self.log_dirs is not None and log_dirs < self.log_dirs:
+            flags.append(f"cluster.log_dirs = {self.log_dirs} (or more)")
+        if flags:
+            raise BadInput(f"--schedule {path} needs {', '.join(flags)} ([needs]); the run "
+                           "chose otherwise")
+
+
+def _fixed(path: str, value: int) -> Setting:
+    """A Setting whose value is `value` whatever the run's config says."""
+    return Setting(path, lambda _run: value)

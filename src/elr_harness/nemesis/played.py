@@ -9,7 +9,11 @@ A wait accepts only observations taken after its step acted: while every broker
 that hears the controllers is away the observer's latest sample stays the one
 from before, and a condition read there would be stale. A wait that runs out is
 recorded and the schedule goes on, as the scripted scenarios do: the checker
-judges the history, not the schedule's expectations. A step whose kind cannot
+judges the history, not the schedule's expectations. A wait that reads the
+controller (`read = "controller"`) asks the active controller's metadata log and
+records each reading as an `observe` line, so the checker sees what it saw; a
+wait for `X registered` reads X's own log, polled fast, so the next step can
+act on a broker the controller still holds fenced. A step whose kind cannot
 act now (NotNow) is recorded as skipped; a fault that fails ends the schedule.
 """
 
@@ -21,15 +25,23 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from elr_harness.cluster import kraft
 from elr_harness.cluster.observe import PartitionState
-from elr_harness.core.config import GuidedConfig
+from elr_harness.core.config import GuidedConfig, ScenarioTimings
 from elr_harness.core.errors import BadInput
+from elr_harness.core.wait import wait_until
 from elr_harness.nemesis.conditions import described
 from elr_harness.nemesis.faults import PACKAGES
 from elr_harness.nemesis.faults.base import Capability as C
 from elr_harness.nemesis.faults.base import NotNow, Undo, Use, settings_of
 from elr_harness.nemesis.scenarios.base import Observer, partition_in, wait_for_partition
-from elr_harness.nemesis.schedule_file import LEADER_NAME, ScheduleFile, Step, check_nodes
+from elr_harness.nemesis.schedule_file import (
+    CONTROLLER,
+    LEADER_NAME,
+    ScheduleFile,
+    Step,
+    check_nodes,
+)
 from elr_harness.nemesis.targets import Role, Topology, all_isr_full
 
 
@@ -41,7 +53,8 @@ class Played:
                  faults: dict[str, Any] | None = None, log: Callable[[str], None] = print,
                  topology: Topology | None = None,
                  active_controller: Callable[[], int | None] | None = None,
-                 start_within_s: float = GuidedConfig.recovery_s, partition: int = 0) -> None:
+                 start_within_s: float = GuidedConfig.recovery_s, partition: int = 0,
+                 timings: ScenarioTimings | None = None) -> None:
         self.schedule = schedule
         self.injector = injector
         self.observer = observer
@@ -55,6 +68,7 @@ class Played:
         self.topology = topology or Topology.of(cluster.nodes.values())
         self.active_controller = active_controller or cluster.quorum_leader
         self.start_within_s = start_within_s
+        self.timings = timings or ScenarioTimings()
         self.stop_event = threading.Event()
         #: name -> node name (L, and every step's `as`)
         self.names: dict[str, str] = {}
@@ -102,6 +116,8 @@ class Played:
                                                                  - self.started, 1)}
         self.played.append(done)
         before = self._mine(self.observer.latest())
+        registering = step.until.registration if step.until else None
+        registered_before = self._registrations(registering) if registering else 0
         try:
             if step.end is not None:
                 done["end"] = step.end
@@ -122,18 +138,59 @@ class Played:
             return False
         if step.until is not None:
             done["until"] = step.until.text
-            seen = self._state_when(lambda s: step.until.holds(
-                s, self._broker, self.replication_factor, self.min_isr), step.within_s,
-                fresh_after=before)
-            done["seen"] = seen is not None
-            if seen is None:
-                done["saw"] = described(self._mine(self.observer.latest()), self._ids())
+            if registering:
+                self._wait_registered(step, registering, registered_before, done)
+            elif step.read == CONTROLLER:
+                self._wait_controller(step, done)
+            else:
+                seen = self._state_when(lambda s: step.until.holds(
+                    s, self._broker, self.replication_factor, self.min_isr), step.within_s,
+                    fresh_after=before)
+                done["seen"] = seen is not None
+                if seen is None:
+                    done["saw"] = described(self._mine(self.observer.latest()), self._ids())
             self.log(f"{step.name}: {step.until.text}: "
-                     f"{'seen' if seen is not None else 'not seen: ' + done['saw']}")
+                     f"{'seen' if done['seen'] else 'not seen: ' + done['saw']}")
         if step.hold_s:
             done["hold_s"] = step.hold_s
             self.stop_event.wait(step.hold_s)
         return True
+
+    def _wait_registered(self, step: Step, name: str, before: int,
+                         done: dict[str, Any]) -> None:
+        """Until `name`'s log has a registration more than `before`."""
+        seen = wait_until(lambda: self._registrations(name) > before, step.within_s,
+                          self.timings.registration_poll_s, self.stop_event)
+        done["seen"] = seen
+        if not seen:
+            done["saw"] = f"{name} not registered again"
+
+    def _registrations(self, name: str) -> int:
+        node = self.injector.cluster.nodes[self.names.get(name, name)]
+        return kraft.registrations(node)
+
+    def _wait_controller(self, step: Step, done: dict[str, Any]) -> None:
+        """Until the active controller's metadata log shows the condition; each
+        reading is recorded as an `observe` line (source controller)."""
+        latest: list[PartitionState | None] = [None]
+
+        def holds() -> bool:
+            try:
+                views = self.injector.cluster.controller_view(self.topic)
+            except Exception as err:  # noqa: BLE001 - the controller may be busy: ask again
+                self.log(f"{step.name}: the controller's view is unavailable: {err}")
+                return False
+            for view in views:
+                self.injector.recorder.record(source="controller", **view.as_observation())
+            latest[0] = self._mine(views)
+            return latest[0] is not None and step.until.holds(
+                latest[0], self._broker, self.replication_factor, self.min_isr)
+
+        done["seen"] = wait_until(holds, step.within_s, self.timings.controller_poll_s,
+                                  self.stop_event)
+        done["read"] = CONTROLLER
+        if not done["seen"]:
+            done["saw"] = described(latest[0], self._ids())
 
     def _act(self, step: Step, done: dict[str, Any]) -> None:
         package = PACKAGES[str(step.fault)]
@@ -165,6 +222,11 @@ class Played:
         if package.can(C.REASSIGNS):
             mine = self._mine(latest)
             return {"states": [mine] if mine else [], "role": Role(str(step.target))}
+        if package.can(C.FAILS_A_LOG_DIR):
+            # the dir that holds the partition, and unsynced data dropped only while
+            # every ISR is full (the fault budget, as a mix keeps it)
+            return {"may_drop": all_isr_full(latest, self.replication_factor),
+                    "holding": f"{self.topic}-{self.partition}"}
         return {}
 
     # -- targets -------------------------------------------------------------------

@@ -4,6 +4,11 @@ do.
 
     help = "KIP-966's last replica standing"     # what the file is for (optional)
 
+    [needs]                      # what the cluster must be (optional); set unless the
+    brokers = 4                  # user chose otherwise, refused when the run's is less:
+    min_insync_replicas = 1      # at least 4 brokers, min ISR exactly 1, at least
+    log_dirs = 2                 # 2 log dirs per broker
+
     [[step]]
     name = "T0"                  # optional: step-1, step-2, ... otherwise
     fault = "partition"          # a registered kind (`harness run --help` lists them)
@@ -12,6 +17,9 @@ do.
     as = "A"                     # binds the node chosen (L: the leader at the start)
     until = "A not in isr"       # a wait (nemesis.conditions), bounded by within_s
     within_s = 30
+    read = "controller"          # where the wait reads the partition (default: observer,
+                                 # the brokers; controller: the active controller's
+                                 # metadata log, for when no broker has a fresh view)
     hold_s = 2                   # a while before the next step (optional)
     settings = { ... }           # the kind's settings, as [run.faults.<kind>] of --config
 
@@ -38,12 +46,9 @@ nothing is played before the whole file is checked.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import re
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +58,7 @@ from elr_harness.core.validate import Invalid
 from elr_harness.nemesis.conditions import Condition, ConditionError, parse_condition
 from elr_harness.nemesis.faults import PACKAGES, FaultPackage
 from elr_harness.nemesis.faults.base import Capability as C
+from elr_harness.nemesis.needs import Needs
 from elr_harness.nemesis.targets import Role
 
 #: The name the partition's leader at the start is bound to.
@@ -69,11 +75,18 @@ REASSIGN_ROLES = (Role.ELR, Role.ISR, Role.ANY)
 def to_range(package: FaultPackage) -> tuple[int, int] | None:
     """The `to` a kind takes (low, high), or None: it takes none."""
     return next((span for c, span in TO_RANGES.items() if package.can(c)), None)
-_FIELDS = ("name", "fault", "end", "target", "as", "to", "settings", "until", "within_s",
-           "hold_s", "played")
-_TOP = ("help", "step")
+#: Where a wait reads the partition: the brokers (the run's observer), or the active
+#: controller's metadata log (each reading recorded as an `observe` line).
+OBSERVER, CONTROLLER = "observer", "controller"
+_FIELDS = ("name", "fault", "end", "target", "as", "to", "settings", "until", "read",
+           "within_s", "hold_s", "played")
+_TOP = ("help", "needs", "step")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,39}")
 _NODE = re.compile(r"(broker|controller)-[0-9]{1,4}")
+
+
+#: What each [needs] field takes: (lowest, highest).
+_NEEDS = {"brokers": (3, 1000), "min_insync_replicas": (1, 16), "log_dirs": (1, 16)}
 
 
 @dataclass(frozen=True)
@@ -92,6 +105,7 @@ class Step:
     to: int | None = None
     settings: Any = None
     until: Condition | None = None
+    read: str = OBSERVER
     within_s: float = 0.0
     hold_s: float = 0.0
 
@@ -103,6 +117,7 @@ class ScheduleFile:
     path: str
     help: str
     steps: tuple[Step, ...]
+    needs: Needs = field(default_factory=Needs)
 
     @property
     def name(self) -> str:
@@ -117,13 +132,24 @@ class ScheduleFile:
         return tuple(PACKAGES[k] for k in self.kinds)
 
 
+def shipped_schedules() -> dict[str, Path]:
+    """The scenario files the package ships, by name (`--schedule NAME` plays one)."""
+    folder = Path(__file__).with_name("scenario_files")
+    return {p.stem: p for p in sorted(folder.glob("*.toml"))}
+
+
 def read_schedule(path: Path) -> ScheduleFile:
-    """The file at `path`, checked whole (BadInput on the first mistake)."""
+    """The file at `path` (or the shipped scenario file of that name), checked whole
+    (BadInput on the first mistake)."""
     shown = str(path)[:200]
+    shipped = shipped_schedules()
+    if not path.exists() and str(path) in shipped:
+        path = shipped[str(path)]
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise BadInput(f"--schedule {shown}: no such file") from None
+        raise BadInput(f"--schedule {shown}: no such file (nor a shipped scenario: "
+                       f"{', '.join(shipped)})") from None
     except (OSError, UnicodeDecodeError) as err:
         raise BadInput(f"--schedule {shown}: cannot be read: {err}") from None
     return parse_schedule(text, shown)
@@ -147,7 +173,21 @@ def parse_schedule(text: str, path: str) -> ScheduleFile:
     checked: list[Step] = []
     for number, raw in enumerate(steps, start=1):
         checked.append(_Checker(text, path, number, raw, checked).step())
-    return ScheduleFile(path, help_text, tuple(checked))
+    return ScheduleFile(path, help_text, tuple(checked), _needs(table.get("needs", {}), path))
+
+
+def _needs(raw: Any, path: str) -> Needs:
+    if not isinstance(raw, dict):
+        raise BadInput(f"--schedule {path}: `needs` must be a table ([needs])")
+    for key, value in raw.items():
+        if key not in _NEEDS:
+            raise BadInput(f"--schedule {path}: [needs] has no field {str(key)[:40]!r}; "
+                           f"known: {', '.join(_NEEDS)}")
+        low, high = _NEEDS[key]
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+            raise BadInput(f"--schedule {path}: [needs] {key}: {value!r:.40} is not an "
+                           f"integer {low}..{high}")
+    return Needs(**raw)
 
 
 class _Checker:
@@ -192,8 +232,16 @@ class _Checker:
             raise self.fail("within_s", f"a wait needs its bound (0 < within_s <= "
                                         f"{MAX_WAIT_S:.0f})")
         hold_s = self._seconds("hold_s", MAX_HOLD_S)
+        read = self.raw.get("read", OBSERVER)
+        if read not in (OBSERVER, CONTROLLER):
+            raise self.fail("read", f"{str(read)[:40]!r}: a wait reads `{OBSERVER}` (the "
+                                    f"brokers) or `{CONTROLLER}` (its metadata log)")
+        if "read" in raw and until is None:
+            raise self.fail("read", "says where a wait reads: give `until` too")
+        if until is not None and until.registration and read != OBSERVER:
+            raise self.fail("read", "a registration is read in the broker's own log")
         common = {"number": self.number, "name": name, "bind": bind, "until": until,
-                  "within_s": within_s, "hold_s": hold_s}
+                  "read": read, "within_s": within_s, "hold_s": hold_s}
         if "fault" not in raw and "end" not in raw:
             for key in ("target", "to", "settings", "as"):
                 if key in raw:
@@ -343,52 +391,3 @@ def check_nodes(schedule: ScheduleFile, node_names: set[str]) -> None:
                 raise BadInput(f"--schedule {schedule.path}: step {step.number} "
                                f"({step.name}): {name!r} is no node of the cluster; nodes: "
                                f"{', '.join(sorted(node_names))}")
-
-
-def played_toml(schedule: ScheduleFile, record: Mapping[str, Any]) -> str:
-    """schedule.toml of a run: the file's steps as written, each with what playing
-    it did (`played`: the resolved target, the wait's outcome, ...)."""
-    done = {s["step"]: {k: v for k, v in s.items() if k != "step"}
-            for s in record.get("steps", [])}
-    head = [f"# the schedule played by this run (from {schedule.path}); "
-            "`harness run --schedule` plays it again"]
-    names = record.get("names")
-    if names:
-        head.append(f"# names bound in this run: {_value(dict(names))}")
-    return schedule_toml(schedule.help, schedule.steps, head,
-                         lambda step: done.get(step.name) or {"not_played": True})
-
-
-def schedule_toml(help_text: str, steps: Sequence[Step], head: Sequence[str] = (),
-                  played: Callable[[Step], Mapping[str, Any]] | None = None) -> str:
-    """`steps` as a schedule file (with each one's `played` table, when given)."""
-    lines = [*head, f"help = {_value(help_text)}"]
-    for step in steps:
-        lines += ["", "[[step]]", f"name = {_value(step.name)}"]
-        fields: list[tuple[str, Any]] = [
-            ("fault", step.fault), ("end", step.end), ("target", step.target),
-            ("as", step.bind), ("to", step.to),
-            ("settings", dataclasses.asdict(step.settings) if step.settings else None),
-            ("until", step.until.text if step.until else None),
-            ("within_s", step.within_s if step.until else None),
-            ("hold_s", step.hold_s or None)]
-        lines += [f"{key} = {_value(value)}" for key, value in fields if value is not None]
-        if played is not None:
-            lines.append(f"played = {_value(played(step))}")
-    return "\n".join(lines) + "\n"
-
-
-def _value(value: Any) -> str:
-    """`value` as TOML (strings, numbers, booleans, lists and inline tables)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, Mapping):
-        inner = ", ".join(f"{json.dumps(str(k))} = {_value(v)}" for k, v in value.items())
-        return "{ " + inner + " }" if inner else "{}"
-    if isinstance(value, Sequence):
-        return "[" + ", ".join(_value(v) for v in value) + "]"
-    return json.dumps(str(value))

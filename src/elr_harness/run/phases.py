@@ -261,7 +261,7 @@ def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, la
         return True
     outcome["nemesis_result"] = nemesis_result
     if plan.schedule is not None and "schedule" in nemesis_result:
-        from elr_harness.nemesis.schedule_file import played_toml
+        from elr_harness.nemesis.schedule_writer import played_toml
         from elr_harness.report.atomic import write_atomically
 
         write_atomically(run_dir / "schedule.toml",
@@ -320,7 +320,8 @@ def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):
             Played(plan.schedule, injector, observer, spec.topics[0].name, spec.run.seed,
                    spec.topics[0].replication_factor, spec.topics[0].min_insync_replicas,
                    faults=spec.run.faults, log=log,
-                   start_within_s=spec.run.scenario.step_timeout_s),
+                   start_within_s=spec.run.scenario.step_timeout_s,
+                   timings=spec.run.scenario),
             Recovery(lambda: recovered(observer.latest(), _replication(spec)),
                      spec.run.scenario.step_timeout_s, spec.run.scenario.watch_poll_s,
                      spec.run.quiet_after_faults_s)])

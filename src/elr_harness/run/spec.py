@@ -74,6 +74,9 @@ def validate(spec: RunSpec) -> NemesisPlan:
     if plan.scripted:
         plan.scripted.refuse(spec.cluster, spec.topics)
     if plan.schedule:
+        plan.schedule.needs.refuse(plan.schedule.path, spec.cluster.brokers,
+                                   spec.cluster.log_dirs,
+                                   [t.min_insync_replicas for t in spec.topics])
         if spec.cluster.nodes_file is None:  # a nodes file's names: checked as the run starts
             check_nodes(plan.schedule, {n.name for n in node_specs(spec.cluster)})
     if spec.run.reached and not plan.guided:

@@ -30,7 +30,8 @@ from rich.markup import escape
 from elr_harness.core.errors import EXIT_UNKNOWN, EXIT_VALID, BadInput
 from elr_harness.core.files import read_json
 from elr_harness.core.validate import printable
-from elr_harness.nemesis.schedule_file import parse_schedule, schedule_toml
+from elr_harness.nemesis.schedule_file import parse_schedule
+from elr_harness.nemesis.schedule_writer import schedule_toml
 from elr_harness.run.store import fresh_dir, write_json
 from elr_harness.soak.children import run_child, said
 from elr_harness.soak.replay import SCHEDULE_FILE, read_run, release_flags, run_flags
@@ -85,7 +86,8 @@ class Shrink:
 
     def __init__(self, out: Path, state: dict[str, Any]) -> None:
         self.out, self.state = out, state
-        self.steps = {s.name: s for s in parse_schedule(state["schedule"], "run").steps}
+        parsed = parse_schedule(state["schedule"], "run")
+        self.steps, self.needs = {s.name: s for s in parsed.steps}, parsed.needs
 
     # -- a candidate ---------------------------------------------------------------
 
@@ -93,7 +95,8 @@ class Shrink:
         chosen = [replace(self.steps[n], hold_s=holds.get(n, self.steps[n].hold_s))
                   for n in names]
         return schedule_toml(self.state["help"], chosen,
-                             [f"# a candidate of `harness shrink {self.state['run_dir']}`"])
+                             [f"# a candidate of `harness shrink {self.state['run_dir']}`"],
+                             needs=self.needs)
 
     def reproduces(self, names: Sequence[str], holds: dict[str, float] | None = None) -> bool:
         """Whether k of n replays of the candidate are INVALID with the anomaly."""

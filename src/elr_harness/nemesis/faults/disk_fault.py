@@ -92,6 +92,14 @@ def log_dirs(injector: Injector) -> list[str]:
     return broker_log_dirs(injector.cluster.config)
 
 
+def dir_holding(injector: Injector, name: str, folder: str) -> str | None:
+    """The log dir of broker `name` that holds the partition folder `folder`
+    (`topic-N`); None unless exactly one does."""
+    node = injector.cluster.nodes[name]
+    found = [d for d in log_dirs(injector) if node.exec(["test", "-d", f"{d}/{folder}"]).ok]
+    return found[0] if len(found) == 1 else None
+
+
 def fail(injector: Injector, name: str, directory: str, errno_name: str,
          operations: tuple[str, ...], drop: bool, step: str | None = None,
          detail: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -188,12 +196,13 @@ def inject(mix: Mix, package: FaultPackage) -> Undo | None:
     return undo
 
 
-def act(use: Use, target: str, may_drop: bool = False) -> Undo:
-    """One of the target's log dirs fails (drawn as a mix draws it); it drops
-    unsynced data only when `may_drop` (the caller keeps the budget) and the
-    settings allow it."""
+def act(use: Use, target: str, may_drop: bool = False, holding: str | None = None) -> Undo:
+    """One of the target's log dirs fails (drawn as a mix draws it; the one that
+    holds the partition folder `holding`, when given and found); it drops unsynced
+    data only when `may_drop` (the caller keeps the budget) and the settings allow it."""
     settings: DiskFaultSettings = use.settings
     directory, errno_name, operations = _draw(use.rng, settings, use.injector)
+    directory = (dir_holding(use.injector, target, holding) if holding else None) or directory
     drop = may_drop and settings.drop_on_failed_fsync and "fsync" in operations
     use.notes["disk"] = f"{errno_name} on {'+'.join(operations)}" + (
         ", drops unsynced data" if drop else "")

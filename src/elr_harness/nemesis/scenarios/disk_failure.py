@@ -79,13 +79,11 @@ class DiskFailure(UncleanLastReplica):
 
     def _dir_of(self, name: str) -> str:
         """The log dir of broker `name` that holds this partition's replica."""
-        node = self.injector.cluster.nodes[name]
         folder = f"{self.topic}-{self.partition}"
-        found = [d for d in disk_fault.log_dirs(self.injector)
-                 if node.exec(["test", "-d", f"{d}/{folder}"]).ok]
-        if len(found) != 1:
-            raise RuntimeError(f"{name} holds {folder} in {len(found)} log dirs: {found}")
-        return found[0]
+        found = disk_fault.dir_holding(self.injector, name, folder)
+        if found is None:
+            raise RuntimeError(f"{name} holds {folder} in none or several of its log dirs")
+        return found
 
     def _watch_l(self, roles: Roles) -> StepOutcome:
         """Watch disk_failure_hold_s, in the observations, for L named in the ELR or

@@ -34,9 +34,6 @@ from elr_harness.nemesis.faults import kill, pause
 from elr_harness.nemesis.needs import Setting
 from elr_harness.nemesis.scenarios.base import ScenarioPackage, ScriptedScenario, StepOutcome
 
-#: What a broker logs once the controller has accepted its registration.
-REGISTERED = "Successfully registered broker"
-
 
 class FencedLastLeader(ScriptedScenario):
     name = "fenced-last-leader"
@@ -72,22 +69,17 @@ class FencedLastLeader(ScriptedScenario):
         """Start L and SIGSTOP it as soon as its log says the controller registered
         it: a fenced broker that cannot heartbeat stays fenced."""
         node = self.injector.cluster.nodes[name]
-        before = self._registrations(node)
+        before = kraft.registrations(node)
         self.injector.start(name, step="F3")
         # what the wait saw, not a second grep: a grep that fails (a busy host's
         # `exec`) reads as no registration, and recorded a registered L as not (CI)
-        registered = wait_until(lambda: self._registrations(node) > before,
+        registered = wait_until(lambda: kraft.registrations(node) > before,
                                 self.timings.step_timeout_s,
                                 self.timings.registration_poll_s, self.stop_event)
         if self.stop_event.is_set():
             return
         pause.pause(self.injector, name, step="F3")
         self._finish("F3", registered, {"registered": registered, "paused": name})
-
-    @staticmethod
-    def _registrations(node) -> int:
-        found = node.exec(["grep", "-c", REGISTERED, kraft.SERVER_LOG])
-        return int(found.output.strip() or 0) if found.output.strip().isdigit() else 0
 
 
 def check(cluster: ClusterConfig, topics: Sequence[TopicConfig]) -> None:

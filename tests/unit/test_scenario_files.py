@@ -1,0 +1,211 @@
+"""Every scripted scenario as a schedule file (#55), shipped in the package: each
+parses, says what it needs of the cluster ([needs]), and plays on a model of
+KIP-966 the way the scenario's Python does: the same faults on the same roles,
+the same waits seen. KAFKA-19522's file is played on the same model of 4.0.x and
+4.1 as the Python scenario's own test (test_fenced_last_leader)."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from fakes import (
+    AnsweringRecorder,
+    FakeAdmin,
+    FakeCluster,
+    FakeObserver,
+    FakePageCache,
+    cluster_of,
+    specs,
+)
+from test_fenced_last_leader import GREP, Broker
+from test_fenced_last_leader import World as Kafka19522
+from test_nemesis_guided import TOPOLOGY, Wire
+from test_schedule_file import WarmWorld
+
+from elr_harness.core.config import RunConfig, ScenarioTimings
+from elr_harness.core.errors import BadInput
+from elr_harness.nemesis.injector import FaultInjector
+from elr_harness.nemesis.needs import Needs
+from elr_harness.nemesis.played import Played
+from elr_harness.nemesis.registry import SCENARIOS, parse_nemesis
+from elr_harness.nemesis.schedule_file import parse_schedule, read_schedule, shipped_schedules
+from elr_harness.nemesis.targets import Topology
+
+#: The scenarios the issue asks as files (elr-downgrade's feature dance stays Python).
+AS_FILES = ("unclean-last-replica", "unclean-last-replica-alone", "fenced-last-leader",
+            "min-isr-drop", "slow-follower", "disk-failure")
+FAST = ScenarioTimings(registration_poll_s=0.01, controller_poll_s=0.01)
+
+
+def _fast(name: str) -> str:
+    """The shipped file with its warm-up gone, its holds dropped and its waits short."""
+    text = shipped_schedules()[name].read_text()
+    text = text.replace('until = "high-watermark at least 300"', 'until = "isr full"')
+    text = re.sub(r"hold_s = \d+", "", text)
+    return re.sub(r"within_s = \d+", "within_s = 0.5", text)
+
+
+def _play(played: Played) -> dict:
+    result: dict = {}
+    played.run(time.monotonic() + 600, threading.Event(), result)
+    return result["schedule"]
+
+
+def _faults(injector: FaultInjector) -> list[tuple[str, list[str]]]:
+    return [(str(x["fault"]), x["nodes"]) for x in injector.recorder.lines  # type: ignore
+            if x.get("f") == "fault" and x["type"] == "ok"]
+
+
+def test_every_scenario_the_issue_names_ships_as_a_file_of_a_known_scenario():
+    shipped = shipped_schedules()
+    assert sorted(shipped) == sorted(AS_FILES)
+    for name, path in shipped.items():
+        assert name in SCENARIOS
+        schedule = read_schedule(path)
+        assert schedule.steps and schedule.help
+
+
+def test_a_shipped_file_is_played_by_its_name_and_a_missing_one_names_them():
+    assert read_schedule(Path("min-isr-drop")).needs == Needs(min_insync_replicas=3)
+    with pytest.raises(BadInput, match="no such file .*fenced-last-leader"):
+        read_schedule(Path("min-isr-dropped"))
+
+
+@pytest.mark.parametrize(("name", "needs"), [
+    ("fenced-last-leader", Needs(brokers=4, min_insync_replicas=1)),
+    ("min-isr-drop", Needs(min_insync_replicas=3)),
+    ("disk-failure", Needs(log_dirs=2)),
+    ("slow-follower", Needs()),
+])
+def test_what_each_file_needs_of_the_cluster_is_what_its_python_asked(name, needs):
+    assert read_schedule(Path(name)).needs == needs
+    plan = parse_nemesis("none", name)
+    chosen = {s.path: s.value(RunConfig()) for s in plan.cluster_settings
+              if s.path.split(".")[0] in ("cluster", "topic") and "timings" not in s.path}
+    for field, value in vars(needs).items():
+        if value is not None:
+            path = {"brokers": "cluster.brokers", "log_dirs": "cluster.log_dirs",
+                    "min_insync_replicas": "topic.min_insync_replicas"}[field]
+            assert chosen[path] == value
+
+
+def test_a_run_that_chose_otherwise_is_refused_naming_the_flag():
+    needs = read_schedule(Path("fenced-last-leader")).needs
+    with pytest.raises(BadInput, match=r"needs --brokers 4 \(or more\), "
+                                       r"--min-insync-replicas 1 \(\[needs\]\)"):
+        needs.refuse("f.toml", brokers=3, log_dirs=1, min_insync_replicas=[2])
+    needs.refuse("f.toml", brokers=5, log_dirs=1, min_insync_replicas=[1])
+
+
+@pytest.mark.parametrize(("needs", "said"), [
+    ("[needs]\ncores = 4\n", "[needs] has no field 'cores'; known: brokers"),
+    ("[needs]\nbrokers = 2\n", "[needs] brokers: 2 is not an integer 3..1000"),
+    ("[needs]\nlog_dirs = true\n", "[needs] log_dirs: True is not an integer 1..16"),
+    ("needs = 4\n", "`needs` must be a table"),
+])
+def test_a_bad_needs_table_is_an_input_error(needs, said):
+    body = '[[step]]\nuntil = "isr full"\nwithin_s = 1\n'
+    with pytest.raises(BadInput, match=re.escape(said)):
+        parse_schedule(needs + body, "s.toml")
+
+
+@pytest.mark.parametrize(("step", "said"), [
+    ('until = "isr full"\nread = "zookeeper"\nwithin_s = 1\n', "`read`: 'zookeeper'"),
+    ('read = "controller"\nfault = "kill"\ntarget = "leader"\n', "`read`: says where a wait"),
+    ('until = "L registered and isr full"\nwithin_s = 1\n', "`X registered` stands alone"),
+    ('until = "L registered"\nread = "controller"\nwithin_s = 1\n',
+     "a registration is read in the broker's own log"),
+])
+def test_a_bad_read_or_registration_names_the_field(step, said):
+    with pytest.raises(BadInput, match=re.escape(said)):
+        parse_schedule("[[step]]\n" + step, "s.toml")
+
+
+@pytest.mark.parametrize("buggy", [True, False], ids=["4.0.x", "4.1+"])
+def test_the_fenced_last_leader_file_plays_as_its_python_on_kafka_19522s_model(buggy):
+    """The Python's own test: the same faults on the same brokers, L paused once its
+    log says it registered; L seen leading while fenced only on the buggy model."""
+    world = Kafka19522(buggy)
+    cluster = FakeCluster({s.name: Broker(s, world) for s in specs(controllers=0, brokers=4)})
+
+    def answer(line: dict) -> None:
+        # the model keys L's restart to the Python's step F3; here it is the end of
+        # F2, recorded under the step whose fault it ends
+        step = line["detail"]["step"].removeprefix("schedule:")
+        step = "F3" if (line["fault"], step) == ("start", "F2") else step
+        world.answer({**line, "detail": {**line["detail"], "step": step}})
+
+    injector = FaultInjector(cluster, AnsweringRecorder(answer))  # type: ignore[arg-type]
+    played = Played(parse_schedule(_fast("fenced-last-leader"), "f.toml"), injector,
+                    # each sample a new one, as the observer takes them
+                    FakeObserver(lambda: [replace(world.state)]), "t", 7, 3, 1,
+                    log=lambda _m: None,
+                    topology=Topology.of(cluster.nodes.values()),
+                    active_controller=lambda: None, start_within_s=0.5, timings=FAST)
+    record = _play(played)
+    a, b = record["names"]["A"], record["names"]["B"]
+    assert record["names"]["L"] == "broker-1" and {a, b} == {"broker-2", "broker-3"}
+    assert _faults(injector) == [
+        ("kill", [a]), ("kill", [b]), ("kill", ["broker-1"]),
+        ("start", ["broker-1"]), ("pause", ["broker-1"]), ("resume", ["broker-1"]),
+        ("start", [a]), ("start", [b])]
+    seen = {s["step"]: s.get("seen") for s in record["steps"]}
+    assert seen["F3"] is True and seen["F4"] is buggy
+    assert {" ".join(GREP)} == set(cluster.nodes["broker-1"].commands)
+
+
+def _on_the_model(name: str, world: WarmWorld | None = None):
+    world = world or WarmWorld()
+    cluster = cluster_of()
+    cluster.leader = 1002
+    injector = FaultInjector(cluster, AnsweringRecorder(world.answer),  # type: ignore[arg-type]
+                             page_cache=FakePageCache(), admin=FakeAdmin(  # type: ignore
+                                 min_isrs={None: 3}), connect=Wire(world))
+    world.injector = injector
+    played = Played(parse_schedule(_fast(name), f"{name}.toml"), injector,
+                    FakeObserver(lambda: [world.state()]), "t", 7, 3, 3, log=lambda _m: None,
+                    topology=TOPOLOGY, active_controller=lambda: 1002, timings=FAST)
+    return played, injector, world
+
+
+def test_the_slow_follower_file_throttles_a_then_cuts_b_then_ends_both():
+    played, injector, world = _on_the_model("slow-follower")
+    record = _play(played)
+    a, b = record["names"]["A"], record["names"]["B"]
+    assert a != b and "broker-1" not in (a, b)
+    assert [k for k, _ in _faults(injector)] == ["slow-network", "partition", "heal",
+                                                 "unthrottle"]
+    assert _faults(injector)[0][1] == [a]
+    assert [s.get("seen") for s in record["steps"]] == [True, True, True, None, True]
+    assert sorted(world.isr) == [1, 2, 3]
+
+
+def test_the_min_isr_drop_file_reads_the_controller_where_no_broker_sees_fresh():
+    """While L and B are stopped and A is cut off, the waits read the active
+    controller's metadata log, and each reading is an `observe` line of the history."""
+    played, injector, world = _on_the_model("min-isr-drop")
+    asked: list[str] = []
+
+    def controller_view(topic: str):
+        asked.append(topic)
+        return [world.state()]
+
+    injector.cluster.controller_view = controller_view  # type: ignore[attr-defined]
+    record = _play(played)
+    steps = {s["step"]: s for s in record["steps"]}
+    assert [k for k, _ in _faults(injector)][:4] == ["partition", "min-isr-change", "stop",
+                                                     "stop"]
+    assert steps["T2-b"]["read"] == "controller" and steps["T2-b"]["seen"] is True
+    assert steps["T3-watch"]["read"] == "controller"
+    assert steps["T3-watch"]["seen"] is False  # A never elected on the model
+    assert asked and set(asked) == {"t"}
+    observed = [x for x in injector.recorder.lines  # type: ignore[attr-defined]
+                if x.get("source") == "controller"]
+    assert len(observed) >= len(asked)
+    assert {steps["T2"]["target"], steps["T2-b"]["target"]} == {"broker-1",
+                                                                record["names"]["B"]}
