@@ -209,3 +209,47 @@ def test_the_min_isr_drop_file_reads_the_controller_where_no_broker_sees_fresh()
     assert len(observed) >= len(asked)
     assert {steps["T2"]["target"], steps["T2-b"]["target"]} == {"broker-1",
                                                                 record["names"]["B"]}
+
+
+def test_a_guided_runs_schedule_toml_is_a_file_that_plays_its_faults_again():
+    """Every round of a guided run on the model (every aim once), written as its run
+    writes schedule.toml: it parses, each wait is the condition the round waited for
+    and says whether it saw it, and played on a fresh model it makes the same faults
+    on the same nodes, in the same order, without the guided run's draws."""
+    import tomllib
+
+    from test_nemesis_guided import World, _guided, _rounds, faults
+
+    from elr_harness.core.history import COVERAGE_STATES
+    from elr_harness.nemesis.schedule_writer import recorded_toml
+
+    # a seed whose rounds draw 13 kinds, none that waits out a real controller's
+    # leader balancing on its end (bounce-leader)
+    guided, injector, _ = _guided(seed=3)
+    _rounds(guided, len(COVERAGE_STATES))
+    text = recorded_toml(guided.played())
+    tables = tomllib.loads(text)["step"]
+    # played again with short waits: the model moves at once
+    schedule = parse_schedule(re.sub(r"within_s = [0-9.]+", "within_s = 0.01", text),
+                              "schedule.toml")
+    waits = [t for t in tables if "until" in t]
+    assert waits and all(isinstance(t["played"]["seen"], bool) for t in waits)
+    assert {t["partition"] for t in tables} == {"t-0"}
+    assert schedule.needs == Needs(brokers=3)  # as many brokers as the run had
+    assert any(t["until"].startswith("no leader and broker-") for t in waits)
+    made = [(kind, nodes) for kind, nodes, _ in faults(injector)
+            if kind not in ("heal", "start", "resume", "unthrottle")]
+
+    world = World(min_isr=2)
+    cluster = cluster_of()
+    cluster.leader = 1002
+    again = FaultInjector(cluster, AnsweringRecorder(world.answer),  # type: ignore[arg-type]
+                          page_cache=FakePageCache(), admin=FakeAdmin(  # type: ignore
+                              min_isrs={None: 2}), connect=Wire(world))
+    world.injector = again
+    replayed = Played(schedule, again, FakeObserver(lambda: [world.state()]), "t", 7, 3, 2,
+                      log=lambda _m: None, topology=TOPOLOGY, active_controller=lambda: 1002,
+                      timings=FAST)
+    _play(replayed)
+    assert [(kind, nodes) for kind, nodes, _ in faults(again)
+            if kind not in ("heal", "start", "resume", "unthrottle")] == made

@@ -25,6 +25,7 @@ from typing import Any
 
 from elr_harness.core.config import GuidedConfig
 from elr_harness.core.history import COVERAGE_STATES
+from elr_harness.nemesis.drawn import DrawnSteps
 from elr_harness.nemesis.faults import ASSIGNMENT, CONFIG, NETWORK, PROCESSES
 from elr_harness.nemesis.faults.base import NotNow
 from elr_harness.nemesis.recipes import Recipe, Round
@@ -58,6 +59,9 @@ class Guided:
         self.active_controller = active_controller or cluster.quorum_leader
         self.stop_event = threading.Event()
         self.rounds: list[Round] = []
+        self.seed = seed
+        #: every step of every round as a schedule file has it (schedule.toml)
+        self.drawn = DrawnSteps()
         #: states not reached yet, in the seed's order (the first is aimed at next)
         pending = [s for s in COVERAGE_STATES if s not in self.reached_before]
         self.rng.shuffle(pending)
@@ -77,8 +81,17 @@ class Guided:
         finally:
             result["guided"] = {"reached_before": list(self.reached_before),
                                 "rounds": [asdict(r) for r in self.rounds]}
+            result["schedule"] = self.played()
             result.setdefault("injected", []).extend(
                 kind for r in self.rounds for kind in r.ways.values())
+
+    def played(self) -> dict[str, Any]:
+        """Its rounds' steps, as schedule.toml has them (schedule_writer.recorded_toml)."""
+        return {"help": f"the faults of a guided run (seed {self.seed}), "
+                        f"{len(self.rounds)} rounds: {', '.join(r.aim for r in self.rounds)}",
+                # played again on as many brokers (its 4th answers while replicas are down)
+                "needs": {"brokers": len(self.topology.brokers)},
+                "steps": self.drawn.tables}
 
     def next_aim(self) -> str:
         """The first state not reached yet; once every one was, any (drawn)."""
@@ -109,13 +122,19 @@ class Guided:
 
     def end_round(self, done: Round) -> None:
         """Every fault ended; then wait (bounded) for every ISR to be full again."""
+        label = f"r{done.number}"
         try:
             self.injector.heal_all(step=done.step("end"), detail=done.detail)
         finally:
+            if done.partition:
+                self.drawn.end_all(label, done.partition)
             full = self.observer.wait_for(
                 lambda states: all_isr_full(list(states), self.replication_factor),
                 self.config.recovery_s)
             done.waits.append(("every ISR full again", full is not None))
+            if done.partition:
+                self.drawn.wait(label, "every ISR full again", done.partition, "isr full",
+                                self.config.recovery_s, full is not None)
 
     # -- what a round asks -------------------------------------------------------
 

@@ -59,6 +59,8 @@ class Played:
         self.injector = injector
         self.observer = observer
         self.topic, self.partition = topic, partition
+        #: the schedule's own partition; a step's `partition` reads another
+        self.home = (topic, partition)
         self.rng = random.Random(seed)
         self.replication_factor = replication_factor
         self.min_isr = min_insync_replicas
@@ -115,6 +117,7 @@ class Played:
         done: dict[str, Any] = {"step": step.name, "at_s": round(time.monotonic()
                                                                  - self.started, 1)}
         self.played.append(done)
+        self.topic, self.partition = step.partition or self.home
         before = self._mine(self.observer.latest())
         registering = step.until.registration if step.until else None
         registered_before = self._registrations(registering) if registering else 0

@@ -45,7 +45,8 @@ from typing import Any, Protocol
 from elr_harness.cluster.observe import PartitionState
 from elr_harness.core.config import GuidedConfig, KafkaTimings
 from elr_harness.core.history import COVERAGE_STATES
-from elr_harness.nemesis.conditions import described
+from elr_harness.nemesis.conditions import described, parse_condition
+from elr_harness.nemesis.drawn import DrawnSteps
 from elr_harness.nemesis.faults import PACKAGES, FaultPackage, with_capabilities
 from elr_harness.nemesis.faults.base import Capability as C
 from elr_harness.nemesis.faults.base import Undo, Use, settings_of
@@ -67,6 +68,8 @@ class Schedule(Protocol):
     #: each kind's settings (RunConfig.faults)
     faults: dict[str, Any]
     stop_event: threading.Event
+    #: the steps played so far, as a schedule file has them (schedule.toml)
+    drawn: DrawnSteps
 
     def active_controller(self) -> int | None: ...
 
@@ -155,6 +158,7 @@ class Recipe:
         self.rng = guided.rng
         self.topic, self.partition = self.rng.choice(guided.partitions)
         self.detail = done.detail
+        self.where, self.label = f"{self.topic}-{self.partition}", f"r{done.number}"
 
     # -- the recipe of each state ------------------------------------------------
 
@@ -185,37 +189,36 @@ class Recipe:
     def _elr_held(self) -> None:
         """The ISR below min ISR and, ELR on, the ELR not empty (held when seen)."""
         self._below()
-        self._reach("ELR not empty", lambda s: bool(s.elr))
+        self._reach("ELR not empty", "elr not empty")
 
     def _leaderless_with_elr(self) -> None:
         self._below()
         self._leader_down(DOWN)
-        self._reach("no leader, ELR not empty", lambda s: s.leader == -1 and bool(s.elr))
+        self._reach("no leader, ELR not empty", "no leader and elr not empty")
 
     def _last_known_elr_not_empty(self) -> None:
         self._below()
         self._leader_down(DOWN)
-        self._reach("LastKnownELR not empty", lambda s: bool(s.last_known_elr))
+        self._reach("LastKnownELR not empty", "last-known-elr not empty")
 
     def _elected_from_elr(self) -> None:
         self._below(f2_ways=CLEANLY_FENCED_AWAY)
         self._leader_down(DOWN)
-        self._wait("no leader, F2 in the ELR", lambda s: s.leader == -1 and
-                   self.f2 in (s.elr or ()))
+        self._wait("no leader, F2 in the ELR", f"no leader and {self._name(self.f2)} in elr")
         self.undo_f2()
-        self._reach("F2 elected from the ELR", lambda s: s.leader == self.f2)
+        self._reach("F2 elected from the ELR", f"{self._name(self.f2)} leads")
 
     def _unclean_shutdown_of_elr_member(self) -> None:
         if self.rng.random() < 0.5:
             # the ELR member F2 itself, while it is away (and still running)
             self._below(f2_ways=RUNNING_AWAY)
-            self._reach("F2 in the ELR", lambda s: self.f2 in (s.elr or ()), hold=False)
+            self._reach("F2 in the ELR", f"{self._name(self.f2)} in elr", hold=False)
             self._down("F2", self.f2, UNCLEAN_DOWN)
             self._hold()
         else:
             self._below(fenced=True)
             self._leader_down(UNCLEAN_DOWN)
-            self._reach("L in the ELR", lambda s: self.leader in (s.elr or ()))
+            self._reach("L in the ELR", f"{self._name(self.leader)} in elr")
 
     def _leaderless_with_unclean_replica_unfenced(self) -> None:
         """L shut down uncleanly and restarted while F1 and F2 are both away and
@@ -229,26 +232,34 @@ class Recipe:
         # nobody that hears the controllers answers the observer until L is back:
         # wait out L's session (within a wait's bound), so the controller has fenced
         # it before it registers again
-        self.g.stop_event.wait(min(self._session_s() + self.g.config.session_margin_s,
-                                   self.g.config.wait_s))
+        session_s = min(self._session_s() + self.g.config.session_margin_s,
+                        self.g.config.wait_s)
+        self.g.stop_event.wait(session_s)
+        self.g.drawn.hold(session_s)
         self.injector.start(self._name(self.leader), step=self._step("L restarts"),
                             detail=self.detail)
-        self._reach("L unfenced, no leader, F1 and F2 fenced", lambda s: (
-            s.leader == -1 and s.fenced is not None and self.leader not in s.fenced
-            and self.f1 in s.fenced and self.f2 in s.fenced), fresh_after=before)
+        self.g.drawn.end(self.label, "L down", self.where)
+        names = {role: self._name(b) for role, b in
+                 (("L", self.leader), ("F1", self.f1), ("F2", self.f2))}
+        self._reach("L unfenced, no leader, F1 and F2 fenced",
+                    f"no leader and {names['L']} unfenced and {names['F1']} fenced and "
+                    f"{names['F2']} fenced", fresh_after=before)
 
     def _min_isr_change_with_elr(self) -> None:
         self._elr_held()
         rf = self.g.replication_factor
 
+        chosen: list[int] = []
+
         def choose(current: int) -> int:
             choices = [m for m in (1, current + 1) if m != current and 1 <= m <= rf]
-            return self.rng.choice(choices or [current])
+            chosen.append(self.rng.choice(choices or [current]))
+            return chosen[-1]
 
         package = one_with(C.CHANGES_MIN_ISR)
         self.done.ways["topic"] = package.name
         self._act(package, "min ISR", None, topic=self.topic, choose=choose,
-                  fallback=self.g.min_insync_replicas)
+                  fallback=self.g.min_insync_replicas, to=chosen)
         self._hold()
 
     def _controller_failover_with_elr(self) -> None:
@@ -264,6 +275,8 @@ class Recipe:
         self._below()
         state = self._state_when(lambda s: len(s.isr) < self.g.min_insync_replicas
                                  and s.replicas is not None, self.g.config.wait_s)
+        self.g.drawn.wait(self.label, "replicas known", self.where, "isr below min-isr",
+                          self.g.config.wait_s, state is not None)
         if state is None:  # reassigned all the same, from what the partition shows
             state = self._mine(self.g.observer.latest())
             self.done.saw["ISR below min ISR, replicas known"] = described(state)
@@ -279,8 +292,8 @@ class Recipe:
 
     def _disk_fault_of_isr_or_elr_member(self) -> None:
         self._below()
-        self._reach("ISR below min ISR, L in it", lambda s: self.leader in s.isr and
-                    len(s.isr) < self.g.min_insync_replicas)
+        self._reach("ISR below min ISR, L in it",
+                    f"isr below min-isr and {self._name(self.leader)} in isr")
         package = one_with(C.FAILS_A_LOG_DIR)
         may_drop = self.rng.random() < 0.5 and self._unclean_allowed(drops=True)
         self.done.ways["L"] = package.name
@@ -300,7 +313,7 @@ class Recipe:
         keeps its data, as the feature is never turned off after a loss."""
         self._below()
         self._leader_down(DOWN_KEEPING_DATA)
-        self._reach("no leader", lambda s: s.leader == -1, hold=False)
+        self._reach("no leader", "no leader", hold=False)
         package = one_with(C.CHANGES_ELR_FEATURE)
         self._act(package, "feature", None, states=self.g.observer.latest(), to=0)
         self.done.ways["cluster"] = package.name
@@ -314,7 +327,7 @@ class Recipe:
         """F1 then F2 away, in drawn ways (F2 in one that keeps it fenced when the
         recipe needs it away from the controllers); wait for the ISR below min ISR."""
         self.undo_f1 = self._away("F1", self.f1, f1_ways)
-        self._wait("F1 out of the ISR", lambda s: self.f1 not in s.isr)
+        self._wait("F1 out of the ISR", f"{self._name(self.f1)} not in isr")
         ways = f2_ways or (FENCED_AWAY if fenced else AWAY)
         first = PACKAGES[self.done.ways["F1"]]
         if first.can(C.ENDS_WITH_EVERY_CUT):
@@ -323,8 +336,7 @@ class Recipe:
         if first.can(C.ONE_IN_FORCE):  # F1's is in force until its end: another for F2
             ways = tuple(w for w in ways if w is not first)
         self.undo_f2 = self._away("F2", self.f2, ways)
-        seen = self._wait("ISR below min ISR",
-                          lambda s: len(s.isr) < self.g.min_insync_replicas)
+        seen = self._wait("ISR below min ISR", "isr below min-isr")
         if aim_seen:
             self.done.reached = seen
             self._hold()
@@ -385,15 +397,31 @@ class Recipe:
         use = Use(self.injector, self.g.topology, self.rng,
                   settings_of(self.g.faults, package), self.g.stop_event, self._step(what),
                   self.detail, self.g.replication_factor, notes, end_step)
+        chosen_to = options.pop("to", None)
+        if isinstance(chosen_to, int):  # a feature level: the kind takes it
+            options["to"] = chosen_to
         try:
             undo = package.act(use, target, **options)
         finally:
             self.done.dropped_data |= bool(notes.pop("dropped", False))
             self.done.notes.update({k: str(v) for k, v in notes.items()})
-        return undo
+        role = options.get("role")
+        to = chosen_to[-1] if isinstance(chosen_to, list) and chosen_to else chosen_to
+        self.g.drawn.fault(self.label, what, self.where, package.name,
+                           role.value if role is not None else target,
+                           to if isinstance(to, int) else None, use.settings,
+                           {k: str(v) for k, v in notes.items()})
+
+        def end() -> Any:
+            self.g.drawn.end(self.label, what, self.where)
+            return undo()
+
+        return end
 
     def _hold(self) -> None:
-        self.g.stop_event.wait(self.g.hold_s())
+        hold_s = self.g.hold_s()
+        self.g.stop_event.wait(hold_s)
+        self.g.drawn.hold(hold_s)
 
     def _mine(self, states: Sequence[PartitionState]) -> PartitionState | None:
         return partition_in(states, self.topic, self.partition)
@@ -405,13 +433,19 @@ class Recipe:
         return wait_for_partition(self.g.observer, self.topic, self.partition, predicate,
                                   timeout_s, fresh_after)
 
-    def _wait(self, what: str, predicate: Callable[[PartitionState], bool],
-              fresh_after: PartitionState | None = None) -> bool:
-        """Wait (bounded) for the state; not seen, say what was seen instead."""
-        seen = self._state_when(predicate, self.g.config.wait_s, fresh_after) is not None
+    def _wait(self, what: str, until: str, fresh_after: PartitionState | None = None) -> bool:
+        """Wait (bounded) for the state `until` says (nemesis.conditions, naming nodes);
+        not seen, say what was seen instead."""
+        condition = parse_condition(until)
+        brokers = self.g.topology.brokers
+        seen = self._state_when(lambda s: condition.holds(
+            s, lambda name: brokers.get(name, -2), self.g.replication_factor,
+            self.g.min_insync_replicas), self.g.config.wait_s, fresh_after) is not None
         self.done.waits.append((what, seen))
         if not seen:
             self.done.saw[what] = described(self._mine(self.g.observer.latest()))
+        self.g.drawn.wait(self.label, what, self.where, until, self.g.config.wait_s, seen,
+                          self.done.saw.get(what))
         return seen
 
     def _session_s(self) -> float:
@@ -420,10 +454,10 @@ class Recipe:
         timings = getattr(getattr(cluster, "config", None), "timings", KafkaTimings())
         return timings.broker_session_timeout_ms / 1000
 
-    def _reach(self, what: str, predicate: Callable[[PartitionState], bool],
-               fresh_after: PartitionState | None = None, hold: bool = True) -> bool:
+    def _reach(self, what: str, until: str, fresh_after: PartitionState | None = None,
+               hold: bool = True) -> bool:
         """The wait for the aimed state; held for a drawn while when seen."""
-        self.done.reached = self._wait(what, predicate, fresh_after)
+        self.done.reached = self._wait(what, until, fresh_after)
         if self.done.reached and hold:
             self._hold()
         return self.done.reached

@@ -21,6 +21,8 @@ do.
                                  # the brokers; controller: the active controller's
                                  # metadata log, for when no broker has a fresh view)
     hold_s = 2                   # a while before the next step (optional)
+    partition = "t-3"            # the partition its roles and wait read (default: the
+                                 # first topic's partition 0; a guided run's rounds)
     settings = { ... }           # the kind's settings, as [run.faults.<kind>] of --config
 
     [[step]]
@@ -78,11 +80,12 @@ def to_range(package: FaultPackage) -> tuple[int, int] | None:
 #: Where a wait reads the partition: the brokers (the run's observer), or the active
 #: controller's metadata log (each reading recorded as an `observe` line).
 OBSERVER, CONTROLLER = "observer", "controller"
-_FIELDS = ("name", "fault", "end", "target", "as", "to", "settings", "until", "read",
-           "within_s", "hold_s", "played")
+_FIELDS = ("name", "partition", "fault", "end", "target", "as", "to", "settings", "until",
+           "read", "within_s", "hold_s", "played")
 _TOP = ("help", "needs", "step")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,39}")
 _NODE = re.compile(r"(broker|controller)-[0-9]{1,4}")
+_PARTITION = re.compile(r"([A-Za-z0-9._-]{1,249})-([0-9]{1,6})")
 
 
 #: What each [needs] field takes: (lowest, highest).
@@ -106,6 +109,8 @@ class Step:
     settings: Any = None
     until: Condition | None = None
     read: str = OBSERVER
+    #: (topic, partition) its roles and wait read; None: the schedule's own
+    partition: tuple[str, int] | None = None
     within_s: float = 0.0
     hold_s: float = 0.0
 
@@ -241,7 +246,8 @@ class _Checker:
         if until is not None and until.registration and read != OBSERVER:
             raise self.fail("read", "a registration is read in the broker's own log")
         common = {"number": self.number, "name": name, "bind": bind, "until": until,
-                  "read": read, "within_s": within_s, "hold_s": hold_s}
+                  "read": read, "within_s": within_s, "hold_s": hold_s,
+                  "partition": self._partition()}
         if "fault" not in raw and "end" not in raw:
             for key in ("target", "to", "settings", "as"):
                 if key in raw:
@@ -298,6 +304,15 @@ class _Checker:
                 raise self.fail("until", f"{name!r} is neither bound by an earlier step nor "
                                          f"a node; bound: {', '.join(sorted(known))}")
         return condition
+
+    def _partition(self) -> tuple[str, int] | None:
+        text = self.raw.get("partition")
+        if text is None:
+            return None
+        match = _PARTITION.fullmatch(text) if isinstance(text, str) else None
+        if match is None:
+            raise self.fail("partition", f"{str(text)[:40]!r} is no partition: topic-N")
+        return match.group(1), int(match.group(2))
 
     def _seconds(self, field: str, most: float, above_zero: bool = False) -> float:
         value = self.raw.get(field, 0.0)
@@ -391,3 +406,16 @@ def check_nodes(schedule: ScheduleFile, node_names: set[str]) -> None:
                 raise BadInput(f"--schedule {schedule.path}: step {step.number} "
                                f"({step.name}): {name!r} is no node of the cluster; nodes: "
                                f"{', '.join(sorted(node_names))}")
+
+
+def check_partitions(schedule: ScheduleFile, partitions: dict[str, int]) -> None:
+    """Every partition a step names is one of the run's topics' (`partitions`: topic ->
+    its count), checked before the run."""
+    for step in schedule.steps:
+        if step.partition is None:
+            continue
+        topic, number = step.partition
+        if number >= partitions.get(topic, 0):
+            raise BadInput(f"--schedule {schedule.path}: step {step.number} ({step.name}): "
+                           f"`partition`: {topic[:60]}-{number} is no partition of the run's "
+                           f"topics ({', '.join(f'{t} x{n}' for t, n in partitions.items())})")

@@ -31,25 +31,54 @@ def schedule_toml(help_text: str, steps: Sequence[Step], head: Sequence[str] = (
                   played: Callable[[Step], Mapping[str, Any]] | None = None,
                   needs: Needs | None = None) -> str:
     """`steps` as a schedule file (with each one's `played` table, when given)."""
-    lines = [*head, f"help = {_value(help_text)}"]
+    tables = []
+    for step in steps:
+        table = step_table(step)
+        if played is not None:
+            table["played"] = played(step)
+        tables.append(table)
     chosen = {k: v for k, v in dataclasses.asdict(needs).items() if v is not None} \
         if needs else {}
-    if chosen:
-        lines += ["", "[needs]", *(f"{k} = {_value(v)}" for k, v in chosen.items())]
-    for step in steps:
-        lines += ["", "[[step]]", f"name = {_value(step.name)}"]
-        fields: list[tuple[str, Any]] = [
-            ("fault", step.fault), ("end", step.end), ("target", step.target),
-            ("as", step.bind), ("to", step.to),
-            ("settings", dataclasses.asdict(step.settings) if step.settings else None),
-            ("until", step.until.text if step.until else None),
-            ("read", step.read if step.until and step.read != OBSERVER else None),
-            ("within_s", step.within_s if step.until else None),
-            ("hold_s", step.hold_s or None)]
-        lines += [f"{key} = {_value(value)}" for key, value in fields if value is not None]
-        if played is not None:
-            lines.append(f"played = {_value(played(step))}")
+    return tables_toml(help_text, tables, head, chosen)
+
+
+def step_table(step: Step) -> dict[str, Any]:
+    """One step as its [[step]] table has it."""
+    fields: dict[str, Any] = {
+        "name": step.name,
+        "partition": f"{step.partition[0]}-{step.partition[1]}" if step.partition else None,
+        "fault": step.fault, "end": step.end, "target": step.target, "as": step.bind,
+        "to": step.to,
+        "settings": dataclasses.asdict(step.settings) if step.settings else None,
+        "until": step.until.text if step.until else None,
+        "read": step.read if step.until and step.read != OBSERVER else None,
+        "within_s": step.within_s if step.until else None,
+        "hold_s": step.hold_s or None}
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def tables_toml(help_text: str, steps: Sequence[Mapping[str, Any]], head: Sequence[str] = (),
+                needs: Mapping[str, Any] | None = None) -> str:
+    """A schedule file of [[step]] tables (each a mapping of its fields, `played` last)."""
+    lines = [*head, f"help = {_value(help_text)}"]
+    if needs:
+        lines += ["", "[needs]", *(f"{k} = {_value(v)}" for k, v in needs.items())]
+    for table in steps:
+        lines += ["", "[[step]]"]
+        lines += [f"{key} = {_value(value)}" for key, value in table.items()
+                  if key != "played" and value is not None]
+        if "played" in table:
+            lines.append(f"played = {_value(table['played'])}")
     return "\n".join(lines) + "\n"
+
+
+def recorded_toml(record: Mapping[str, Any]) -> str:
+    """schedule.toml of a run whose schedule was drawn as it went (a guided run):
+    the steps it recorded, in file form, each with what playing it did."""
+    head = ["# the schedule this run played, step by step (drawn as it went: each",
+            "# target the node it resolved to); `harness run --schedule` plays it again"]
+    return tables_toml(record.get("help", ""), record.get("steps", []), head,
+                       record.get("needs"))
 
 
 def _value(value: Any) -> str:

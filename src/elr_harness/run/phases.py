@@ -260,12 +260,13 @@ def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, la
                          final=None, recorder=recorder)
         return True
     outcome["nemesis_result"] = nemesis_result
-    if plan.schedule is not None and "schedule" in nemesis_result:
-        from elr_harness.nemesis.schedule_writer import played_toml
+    if "schedule" in nemesis_result:  # a schedule file's steps, or a guided run's
+        from elr_harness.nemesis.schedule_writer import played_toml, recorded_toml
         from elr_harness.report.atomic import write_atomically
 
-        write_atomically(run_dir / "schedule.toml",
-                         played_toml(plan.schedule, nemesis_result["schedule"]))
+        record = nemesis_result["schedule"]
+        write_atomically(run_dir / "schedule.toml", played_toml(plan.schedule, record)
+                         if plan.schedule is not None else recorded_toml(record))
 
     def do_final_reads() -> dict[str, Any]:
         summary = final_reads(cluster.bootstrap, spec.topics, recorder, spec.workload)

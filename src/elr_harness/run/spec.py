@@ -25,7 +25,7 @@ from elr_harness.core.errors import BadInput, HarnessError
 from elr_harness.core.validate import validate_config
 from elr_harness.nemesis.faults import COLOURS
 from elr_harness.nemesis.registry import NemesisPlan, parse_nemesis
-from elr_harness.nemesis.schedule_file import check_nodes
+from elr_harness.nemesis.schedule_file import check_nodes, check_partitions
 from elr_harness.run.config import FAULT_RULES, TEST_JSON_FORMAT
 from elr_harness.run.store import check_store
 from elr_harness.workloads.validation import validate as validate_workload
@@ -77,6 +77,7 @@ def validate(spec: RunSpec) -> NemesisPlan:
         plan.schedule.needs.refuse(plan.schedule.path, spec.cluster.brokers,
                                    spec.cluster.log_dirs,
                                    [t.min_insync_replicas for t in spec.topics])
+        check_partitions(plan.schedule, {t.name: t.partitions for t in spec.topics})
         if spec.cluster.nodes_file is None:  # a nodes file's names: checked as the run starts
             check_nodes(plan.schedule, {n.name for n in node_specs(spec.cluster)})
     if spec.run.reached and not plan.guided:
