@@ -496,7 +496,7 @@ def test_the_leader_restarts_alone_with_both_followers_kept_fenced():
     member is away: F1 too is taken away in a way that keeps it fenced (never a
     slowed link: a registered broker is elected as soon as L is down), and neither
     follower comes back before L has restarted."""
-    from elr_harness.nemesis.recipes import FENCED_AWAY
+    from elr_harness.nemesis.round import FENCED_AWAY
 
     fenced_kinds = {p.name for p in FENCED_AWAY}
     for seed in range(24):

@@ -292,7 +292,7 @@ def test_a_new_kind_is_its_module_one_registry_line_and_its_contract_entry():
     nothing else: it is in `all`, and the guided rounds take brokers out of the ISR
     with it."""
     from elr_harness.core.history import FAULT_DETAILS, Fault
-    from elr_harness.nemesis.recipes import AWAY
+    from elr_harness.nemesis.round import AWAY
 
     package = PACKAGES["one-way-partition"]
     assert package.recorded is Fault.ONE_WAY_PARTITION

@@ -28,7 +28,8 @@ from elr_harness.core.history import COVERAGE_STATES
 from elr_harness.nemesis.drawn import DrawnSteps
 from elr_harness.nemesis.faults import ASSIGNMENT, CONFIG, NETWORK, PROCESSES
 from elr_harness.nemesis.faults.base import NotNow
-from elr_harness.nemesis.recipes import Recipe, Round
+from elr_harness.nemesis.recipes import Recipe
+from elr_harness.nemesis.round import Round
 from elr_harness.nemesis.scenarios.base import Observer
 from elr_harness.nemesis.targets import Topology, all_isr_full
 

@@ -45,6 +45,10 @@ class Setting:
         return self.unless or self.path
 
 
+#: What each [needs] field takes: (lowest, highest).
+NEEDS_RANGES = {"brokers": (3, 1000), "min_insync_replicas": (1, 16), "log_dirs": (1, 16)}
+
+
 @dataclass(frozen=True)
 class Needs:
     """What a schedule file needs of the cluster (its `[needs]` table); None: anything."""
@@ -55,6 +59,22 @@ class Needs:
     min_insync_replicas: int | None = None
     #: at least this many log dirs per broker (one may fail while the broker lives)
     log_dirs: int | None = None
+
+    @classmethod
+    def from_table(cls, raw: Any, where: str) -> Needs:
+        """A file's [needs] table, checked (BadInput naming `where` and the field)."""
+        if not isinstance(raw, dict):
+            raise BadInput(f"{where}: `needs` must be a table ([needs])")
+        for key, value in raw.items():
+            if key not in NEEDS_RANGES:
+                raise BadInput(f"{where}: [needs] has no field {str(key)[:40]!r}; known: "
+                               f"{', '.join(NEEDS_RANGES)}")
+            low, high = NEEDS_RANGES[key]
+            if not isinstance(value, int) or isinstance(value, bool) or \
+                    not low <= value <= high:
+                raise BadInput(f"{where}: [needs] {key}: {value!r:.40} is not an integer "
+                               f"{low}..{high}")
+        return cls(**raw)
 
     def settings(self) -> tuple[Setting, ...]:
         """The config values the run takes unless its user chose them."""

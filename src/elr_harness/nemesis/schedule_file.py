@@ -88,10 +88,6 @@ _NODE = re.compile(r"(broker|controller)-[0-9]{1,4}")
 _PARTITION = re.compile(r"([A-Za-z0-9._-]{1,249})-([0-9]{1,6})")
 
 
-#: What each [needs] field takes: (lowest, highest).
-_NEEDS = {"brokers": (3, 1000), "min_insync_replicas": (1, 16), "log_dirs": (1, 16)}
-
-
 @dataclass(frozen=True)
 class Step:
     """One step of a schedule file, checked."""
@@ -178,21 +174,8 @@ def parse_schedule(text: str, path: str) -> ScheduleFile:
     checked: list[Step] = []
     for number, raw in enumerate(steps, start=1):
         checked.append(_Checker(text, path, number, raw, checked).step())
-    return ScheduleFile(path, help_text, tuple(checked), _needs(table.get("needs", {}), path))
-
-
-def _needs(raw: Any, path: str) -> Needs:
-    if not isinstance(raw, dict):
-        raise BadInput(f"--schedule {path}: `needs` must be a table ([needs])")
-    for key, value in raw.items():
-        if key not in _NEEDS:
-            raise BadInput(f"--schedule {path}: [needs] has no field {str(key)[:40]!r}; "
-                           f"known: {', '.join(_NEEDS)}")
-        low, high = _NEEDS[key]
-        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-            raise BadInput(f"--schedule {path}: [needs] {key}: {value!r:.40} is not an "
-                           f"integer {low}..{high}")
-    return Needs(**raw)
+    needs = Needs.from_table(table.get("needs", {}), f"--schedule {path}")
+    return ScheduleFile(path, help_text, tuple(checked), needs)
 
 
 class _Checker:
