@@ -83,10 +83,9 @@ def text(value: str, limit: int = 4096) -> str:
 
 
 def shown_path(path: Path | str) -> str:
-    """A path for a one-line message: as typed, escaped only if it holds a control
-    character (a newline in a file name must not end the line)."""
-    shown = str(path)[:120]
-    return repr(shown) if any(ord(c) < 32 or ord(c) == 127 for c in shown) else shown
+    """A path for a one-line message: its first 120 characters as printable() shows
+    them (a newline in a file name must not end the line)."""
+    return printable(str(path)[:120])
 
 
 #: What printable() escapes: C0 controls, DEL, C1 controls, lone surrogates (a
