@@ -58,3 +58,43 @@ def test_bad_replay_input_is_one_line_and_exit_2(tmp_path, argv):
     assert last.startswith(("harness: ", "harness replay: error: ")), proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "store").exists()
+
+
+def test_a_replay_pins_the_runs_cluster_over_its_typed_config(tmp_path):
+    """A guided run had a fourth broker and the default Kafka timings; played from a
+    schedule file, a run would shorten the timings: the replay pins the run's own,
+    and keeps the typed --config file's other tables."""
+    import tomllib
+
+    from run_flags import run_configs_of
+
+    from elr_harness.nemesis.registry import parse_nemesis
+
+    typed_config = tmp_path / "mine.toml"
+    typed_config.write_text('[workload]\nacks = ["all"]\n[cluster.timings]\n'
+                            'replica_lag_time_max_ms = 9999\n')
+    timings = {"broker_session_timeout_ms": 6000, "replica_lag_time_max_ms": 5000}
+    test = {"kafka_version": "4.4.0", "kafka_dist": "maven:4.4.0",
+            "config": {"cluster": {"brokers": 4, "log_dirs": 1, "timings": timings,
+                                   "subnet": "10.9.9.0/24"}}}
+    schedule = tmp_path / "replay" / "schedule.toml"
+    schedule.parent.mkdir()
+    args = replay_args(["run", "--nemesis", "guided", "--config", str(typed_config)],
+                       schedule, test)
+    pinned = tmp_path / "replay" / "run-config.toml"
+    assert args[-2:] == ["--config", str(pinned)] and args.count("--config") == 1
+    written = tomllib.loads(pinned.read_text())
+    assert written == {"workload": {"acks": ["all"]},
+                       "cluster": {"timings": timings, "brokers": 4, "log_dirs": 1}}
+    # the replay's run: the run's brokers and Kafka timings, not the schedule's own
+    plan = parse_nemesis("none", "unclean-last-replica")
+    assert any(s.path == "cluster.timings.broker_session_timeout_ms"
+               for s in plan.cluster_settings)
+    played = ["--schedule", "unclean-last-replica", *args[2:]]
+    cluster, *_ = run_configs_of(tmp_path / "store", "none", *played)
+    assert cluster.brokers == 4 and cluster.timings.broker_session_timeout_ms == 6000
+    assert cluster.timings.replica_lag_time_max_ms == 5000
+    # a run that typed no --config: only its cluster is pinned
+    args = replay_args(["run", "--nemesis", "guided"], schedule, test)
+    assert tomllib.loads(pinned.read_text()) == {
+        "cluster": {"timings": timings, "brokers": 4, "log_dirs": 1}}

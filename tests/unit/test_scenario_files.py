@@ -71,24 +71,35 @@ def test_every_scenario_the_issue_names_ships_as_a_file_of_a_known_scenario():
 
 
 def test_a_shipped_file_is_played_by_its_name_and_a_missing_one_names_them():
-    assert read_schedule(Path("min-isr-drop")).needs == Needs(min_insync_replicas=3)
+    assert read_schedule(Path("min-isr-drop")).needs.min_insync_replicas == 3
     with pytest.raises(BadInput, match="no such file .*fenced-last-leader"):
         read_schedule(Path("min-isr-dropped"))
 
 
+KAFKAS_OWN = {"short_kafka_timeouts": False}
+
+
 @pytest.mark.parametrize(("name", "needs"), [
-    ("fenced-last-leader", Needs(brokers=4, min_insync_replicas=1)),
-    ("min-isr-drop", Needs(min_insync_replicas=3)),
-    ("disk-failure", Needs(log_dirs=2)),
-    ("slow-follower", Needs()),
+    ("fenced-last-leader", Needs(brokers=4, min_insync_replicas=1, **KAFKAS_OWN)),
+    ("min-isr-drop", Needs(min_insync_replicas=3, **KAFKAS_OWN)),
+    ("disk-failure", Needs(log_dirs=2, **KAFKAS_OWN)),
+    ("slow-follower", Needs(**KAFKAS_OWN)),
+    ("unclean-last-replica", Needs()),
 ])
 def test_what_each_file_needs_of_the_cluster_is_what_its_python_asked(name, needs):
+    """The cluster settings of `--schedule NAME` are those of `--nemesis NAME`: the
+    same brokers, min ISR, log dirs, and Kafka timeouts shortened or not."""
     assert read_schedule(Path(name)).needs == needs
+    by_file = {s.path: s.value(RunConfig()) for s in parse_nemesis("none", name)
+               .cluster_settings}
+    by_python = {s.path: s.value(RunConfig()) for s in parse_nemesis(name).cluster_settings}
+    assert by_file == by_python
+    assert parse_nemesis("none", name).layers == parse_nemesis(name).layers
     plan = parse_nemesis("none", name)
     chosen = {s.path: s.value(RunConfig()) for s in plan.cluster_settings
               if s.path.split(".")[0] in ("cluster", "topic") and "timings" not in s.path}
     for field, value in vars(needs).items():
-        if value is not None:
+        if value is not None and field != "short_kafka_timeouts":
             path = {"brokers": "cluster.brokers", "log_dirs": "cluster.log_dirs",
                     "min_insync_replicas": "topic.min_insync_replicas"}[field]
             assert chosen[path] == value
@@ -106,6 +117,7 @@ def test_a_run_that_chose_otherwise_is_refused_naming_the_flag():
     ("[needs]\ncores = 4\n", "[needs] has no field 'cores'; known: brokers"),
     ("[needs]\nbrokers = 2\n", "[needs] brokers: 2 is not an integer 3..1000"),
     ("[needs]\nlog_dirs = true\n", "[needs] log_dirs: True is not an integer 1..16"),
+    ("[needs]\nshort_kafka_timeouts = 1\n", "short_kafka_timeouts: 1 is not true or false"),
     ("needs = 4\n", "`needs` must be a table"),
 ])
 def test_a_bad_needs_table_is_an_input_error(needs, said):
@@ -235,7 +247,8 @@ def test_a_guided_runs_schedule_toml_is_a_file_that_plays_its_faults_again():
     waits = [t for t in tables if "until" in t]
     assert waits and all(isinstance(t["played"]["seen"], bool) for t in waits)
     assert {t["partition"] for t in tables} == {"t-0"}
-    assert schedule.needs == Needs(brokers=3)  # as many brokers as the run had
+    # as many brokers as the run had, and Kafka's own timeouts as a guided run has them
+    assert schedule.needs == Needs(brokers=3, short_kafka_timeouts=False)
     assert any(t["until"].startswith("no leader and broker-") for t in waits)
     made = [(kind, nodes) for kind, nodes, _ in faults(injector)
             if kind not in ("heal", "start", "resume", "unthrottle")]

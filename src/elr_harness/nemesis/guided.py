@@ -91,7 +91,9 @@ class Guided:
         return {"help": f"the faults of a guided run (seed {self.seed}), "
                         f"{len(self.rounds)} rounds: {', '.join(r.aim for r in self.rounds)}",
                 # played again on as many brokers (its 4th answers while replicas are down)
-                "needs": {"brokers": len(self.topology.brokers)},
+                # and Kafka's own timeouts, as a guided run has them
+                "needs": {"brokers": len(self.topology.brokers),
+                          "short_kafka_timeouts": False},
                 "steps": self.drawn.tables}
 
     def next_aim(self) -> str:

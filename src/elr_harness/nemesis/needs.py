@@ -59,16 +59,25 @@ class Needs:
     min_insync_replicas: int | None = None
     #: at least this many log dirs per broker (one may fail while the broker lives)
     log_dirs: int | None = None
+    #: whether the run shortens Kafka's session and ISR-lag timeouts, as the scripted
+    #: scenarios whose waits wait them out do (ScenarioTimings); None: yes
+    short_kafka_timeouts: bool | None = None
 
     @classmethod
     def from_table(cls, raw: Any, where: str) -> Needs:
         """A file's [needs] table, checked (BadInput naming `where` and the field)."""
         if not isinstance(raw, dict):
             raise BadInput(f"{where}: `needs` must be a table ([needs])")
+        known = (*NEEDS_RANGES, "short_kafka_timeouts")
         for key, value in raw.items():
-            if key not in NEEDS_RANGES:
+            if key not in known:
                 raise BadInput(f"{where}: [needs] has no field {str(key)[:40]!r}; known: "
-                               f"{', '.join(NEEDS_RANGES)}")
+                               f"{', '.join(known)}")
+            if key == "short_kafka_timeouts":
+                if not isinstance(value, bool):
+                    raise BadInput(f"{where}: [needs] {key}: {value!r:.40} is not true or "
+                                   "false")
+                continue
             low, high = NEEDS_RANGES[key]
             if not isinstance(value, int) or isinstance(value, bool) or \
                     not low <= value <= high:

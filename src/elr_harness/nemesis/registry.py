@@ -75,9 +75,12 @@ class NemesisPlan:
         kinds = tuple(s for k in self.faults for s in PACKAGES[k].cluster_settings)
         if self.guided:  # a broker that is no replica answers through every round
             return (Setting("cluster.brokers", lambda run: run.guided.brokers), *kinds)
-        if self.schedule:  # its waits are bounded as a scenario's: its Kafka timeouts,
-            # and what its [needs] table asks last, over its kinds' defaults
-            return (*SHORT_KAFKA_TIMEOUTS, *kinds, *self.schedule.needs.settings())
+        if self.schedule:  # its waits are bounded as a scenario's: its Kafka timeouts
+            # (unless it says otherwise), and what its [needs] table asks last, over its
+            # kinds' defaults
+            needs = self.schedule.needs
+            short = SHORT_KAFKA_TIMEOUTS if needs.short_kafka_timeouts is not False else ()
+            return (*short, *kinds, *needs.settings())
         return kinds
 
     @property

@@ -5,10 +5,10 @@ schedule.toml, each step with what playing it did, and the candidates of
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from elr_harness.core.toml_write import toml_value
 from elr_harness.nemesis.schedule_file import OBSERVER, Needs, ScheduleFile, Step
 
 
@@ -21,7 +21,7 @@ def played_toml(schedule: ScheduleFile, record: Mapping[str, Any]) -> str:
             "`harness run --schedule` plays it again"]
     names = record.get("names")
     if names:
-        head.append(f"# names bound in this run: {_value(dict(names))}")
+        head.append(f"# names bound in this run: {toml_value(dict(names))}")
     return schedule_toml(schedule.help, schedule.steps, head,
                          lambda step: done.get(step.name) or {"not_played": True},
                          schedule.needs)
@@ -60,15 +60,15 @@ def step_table(step: Step) -> dict[str, Any]:
 def tables_toml(help_text: str, steps: Sequence[Mapping[str, Any]], head: Sequence[str] = (),
                 needs: Mapping[str, Any] | None = None) -> str:
     """A schedule file of [[step]] tables (each a mapping of its fields, `played` last)."""
-    lines = [*head, f"help = {_value(help_text)}"]
+    lines = [*head, f"help = {toml_value(help_text)}"]
     if needs:
-        lines += ["", "[needs]", *(f"{k} = {_value(v)}" for k, v in needs.items())]
+        lines += ["", "[needs]", *(f"{k} = {toml_value(v)}" for k, v in needs.items())]
     for table in steps:
         lines += ["", "[[step]]"]
-        lines += [f"{key} = {_value(value)}" for key, value in table.items()
+        lines += [f"{key} = {toml_value(value)}" for key, value in table.items()
                   if key != "played" and value is not None]
         if "played" in table:
-            lines.append(f"played = {_value(table['played'])}")
+            lines.append(f"played = {toml_value(table['played'])}")
     return "\n".join(lines) + "\n"
 
 
@@ -79,19 +79,3 @@ def recorded_toml(record: Mapping[str, Any]) -> str:
             "# target the node it resolved to); `harness run --schedule` plays it again"]
     return tables_toml(record.get("help", ""), record.get("steps", []), head,
                        record.get("needs"))
-
-
-def _value(value: Any) -> str:
-    """`value` as TOML (strings, numbers, booleans, lists and inline tables)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, Mapping):
-        inner = ", ".join(f"{json.dumps(str(k))} = {_value(v)}" for k, v in value.items())
-        return "{ " + inner + " }" if inner else "{}"
-    if isinstance(value, Sequence):
-        return "[" + ", ".join(_value(v) for v in value) + "]"
-    return json.dumps(str(value))

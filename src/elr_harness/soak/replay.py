@@ -5,13 +5,17 @@ of the N gave the same bad anomaly types as the run.
 The run's schedule is its run directory's schedule.toml (nemesis.schedule_file:
 the steps with what each did, which playing ignores). Each replay is a child
 `harness run` with the run's own flags as typed (test.json's cli_args), its
-release pinned (the version that ran, or its --kafka-dist), and --schedule that
-file instead of its nemesis. Everything lands in store/replay/<time>/: replay.json
+release pinned (the version that ran, or its --kafka-dist), its cluster pinned
+(--config: its typed config file's tables, with the brokers, log dirs and Kafka
+timings the run had: a guided run's fourth broker and its Kafka timeouts, which a
+schedule file's run would otherwise set its own way), and --schedule that file
+instead of its nemesis. Everything lands in store/replay/<time>/: replay.json
 (rewritten after each replay) and runs/ with each replay's run directory and log.
 """
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +24,7 @@ from rich.markup import escape
 
 from elr_harness.core.errors import EXIT_UNKNOWN, EXIT_VALID, BadInput
 from elr_harness.core.files import read_json
+from elr_harness.core.toml_write import toml_document
 from elr_harness.core.validate import printable
 from elr_harness.run.store import fresh_dir, write_json
 from elr_harness.soak.children import run_child, said
@@ -30,7 +35,11 @@ SCHEDULE_FILE = "schedule.toml"
 REPLAY_FILE = "replay.json"
 #: Flags of the run's command line a replay sets itself (each takes a value).
 REPLACED = ("--nemesis", "--schedule", "--store", "--record-run-dir", "--kafka-version",
-            "--kafka-dist", "--reached")
+            "--kafka-dist", "--reached", "--config")
+#: The config a replay pins, beside the schedule (its folder keeps it).
+PINNED_CONFIG = "run-config.toml"
+#: The cluster settings a replay pins to the run's (test.json's config.cluster).
+PINNED = ("brokers", "log_dirs", "timings")
 
 
 def run_flags(cli_args: list[str]) -> list[str]:
@@ -61,8 +70,43 @@ def release_flags(test: dict[str, Any]) -> list[str]:
 
 def replay_args(cli_args: list[str], schedule: Path, test: dict[str, Any]) -> list[str]:
     """The run's flags as typed, without the ones a replay sets, plus the run's
-    schedule file and its release pinned."""
-    return [*run_flags(cli_args), "--schedule", str(schedule), *release_flags(test)]
+    schedule file, its release and its cluster pinned (the config written beside
+    the schedule)."""
+    return [*run_flags(cli_args), "--schedule", str(schedule), *release_flags(test),
+            *pinned_config(cli_args, test, schedule.parent / PINNED_CONFIG)]
+
+
+def pinned_config(cli_args: list[str], test: dict[str, Any], path: Path) -> list[str]:
+    """--config `path`, written: the run's typed --config file's tables (when it can
+    still be read), with [cluster]'s brokers, log dirs and Kafka timings as the run
+    had them; none when test.json does not say them."""
+    cluster = (test.get("config") or {}).get("cluster")
+    if not isinstance(cluster, dict):
+        return []
+    typed = _typed_config(cli_args)
+    data: dict[str, Any] = {}
+    if typed is not None:
+        try:
+            data = tomllib.loads(Path(typed).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+            console.print(f"[yellow]the run's --config {escape(printable(typed[:200]))} cannot "
+                          f"be read ({escape(str(err)[:100])}): the replays pin only its "
+                          "cluster[/yellow]")
+    section = data.setdefault("cluster", {})
+    section.update({k: cluster[k] for k in PINNED if k in cluster})
+    path.write_text(toml_document(data, ["# the run's config as a replay pins it "
+                                         "(harness replay, harness shrink)"]))
+    return ["--config", str(path)]
+
+
+def _typed_config(cli_args: list[str]) -> str | None:
+    args = list(cli_args)
+    for i, arg in enumerate(args):
+        if arg == "--config" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--config="):
+            return arg.split("=", 1)[1]
+    return None
 
 
 def read_run(run_dir: Path, command: str = "replay"

@@ -34,7 +34,14 @@ from elr_harness.nemesis.schedule_file import parse_schedule
 from elr_harness.nemesis.schedule_writer import schedule_toml
 from elr_harness.run.store import fresh_dir, write_json
 from elr_harness.soak.children import run_child, said
-from elr_harness.soak.replay import SCHEDULE_FILE, read_run, release_flags, run_flags
+from elr_harness.soak.replay import (
+    PINNED_CONFIG,
+    SCHEDULE_FILE,
+    pinned_config,
+    read_run,
+    release_flags,
+    run_flags,
+)
 
 console = Console(highlight=False)
 
@@ -209,11 +216,13 @@ def start(run_dir: Path, store: Path, k: int, n: int, anomaly: str | None,
     text = schedule.read_text()
     parsed = parse_schedule(text, str(schedule))
     out = fresh_dir(store / "shrink")
+    typed = [str(a) for a in test["cli_args"]]
     state = {"shrink_version": SHRINK_VERSION, "run_dir": str(run_dir), "bad": bad,
              "anomaly": anomaly or anomaly_of(bad), "k": k, "n": n, "confirm": confirm,
              "help": parsed.help,
              "schedule": text,
-             "args": [*run_flags([str(a) for a in test["cli_args"]]), *release_flags(test)],
+             "args": [*run_flags(typed), *release_flags(test),
+                      *pinned_config(typed, test, out / PINNED_CONFIG)],
              "test": {key: test.get(key) for key in ("kafka_version", "kafka_dist",
                                                      "elr_enabled", "topics", "seed",
                                                      "cli_args")},
