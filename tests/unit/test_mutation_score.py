@@ -94,3 +94,18 @@ def test_a_damaged_score_json_is_refused_in_one_line(tmp_path) -> None:
         read_state(tmp_path)
     (tmp_path / "score.json").write_text(json.dumps(_state(CELLS)))
     assert read_state(tmp_path)["mutants"] == ["m1", "m2", "m3", "m4"]
+
+
+def test_a_mutant_list_names_the_one_that_is_not_in_the_catalog(tmp_path):
+    """`--mutant a,b` scores those (and the control); a name not in the catalog is
+    one line and exit 2, before any build or cluster."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "elr_harness.cli", "mutants", "score",
+                           "--mutant", "fenced-broker-elected,no-such-bug"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "harness: --mutant 'no-such-bug': no such mutant; `harness mutants list` names them")
+    assert not (tmp_path / "store").exists()

@@ -46,7 +46,8 @@ def add_mutants_command(sub: argparse._SubParsersAction) -> None:
                             "default: the soak's default plan)")
     score.add_argument("--kafka-version", default=DEFAULT_KAFKA_VERSION,
                        help="the release the mutants are made of, and the control")
-    score.add_argument("--mutant", default=None, metavar="NAME", help="score this one only")
+    score.add_argument("--mutant", default=None, metavar="NAME[,NAME...]",
+                       help="score these only (and the control)")
     score.add_argument("--seed", type=int, default=0,
                        help="entry n runs with seed + n, on every mutant alike")
     score.add_argument("--store", type=Path, default=default_store_dir())
@@ -124,7 +125,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
                                "for every run")
     validate_plan(plan, args.parser_of_run, store)
     catalog = load_catalog()
-    names = [find(catalog, args.mutant).name] if args.mutant else [m.name for m in catalog]
+    names = [find(catalog, n.strip()).name for n in args.mutant.split(",") if n.strip()] \
+        if args.mutant else [m.name for m in catalog]
     release, targets = _targets(args.kafka_version, names)
     command = shlex.join(["harness", *sys.argv[1:]]) if sys.argv[1:2] == ["mutants"] else \
         "harness mutants score"
