@@ -81,6 +81,12 @@ class World:
                 self.elr.append(broker)
         if broker == self.leader:
             self.leader = -1
+            # KRaft elects an ELR member at once if one is registered and unfenced (a
+            # slowed broker stays so): no leaderless spell then
+            electable = [b for b in self.elr if b not in self.fenced and b != broker]
+            if electable:
+                self.leader, self.isr = electable[0], [electable[0]]
+                self.elr.remove(electable[0])
 
     def back(self, broker: int) -> None:
         if broker not in self.away:

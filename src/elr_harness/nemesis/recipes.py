@@ -108,13 +108,18 @@ class Recipe:
         self._below()
         self._reach("ELR not empty", "elr not empty")
 
+    # A leaderless spell needs F2, the ELR member, fenced: a slowed F2 stays registered
+    # and unfenced, and the controller elects it from the ELR the moment L goes down
+    # (every guided run of the first default-plan score that drew a slow F2 missed
+    # these states).
+
     def _leaderless_with_elr(self) -> None:
-        self._below()
+        self._below(fenced=True)
         self._leader_down(DOWN)
         self._reach("no leader, ELR not empty", "no leader and elr not empty")
 
     def _last_known_elr_not_empty(self) -> None:
-        self._below()
+        self._below(fenced=True)
         self._leader_down(DOWN)
         self._reach("LastKnownELR not empty", "last-known-elr not empty")
 
@@ -228,7 +233,7 @@ class Recipe:
         """KIP-966's downgrade path (#53): the ELR feature turned off while the
         partition has no leader (its LastKnownELR set); L goes down in a way that
         keeps its data, as the feature is never turned off after a loss."""
-        self._below()
+        self._below(fenced=True)
         self._leader_down(DOWN_KEEPING_DATA)
         self._reach("no leader", "no leader", hold=False)
         package = one_with(C.CHANGES_ELR_FEATURE)
