@@ -266,3 +266,21 @@ def test_a_guided_runs_schedule_toml_is_a_file_that_plays_its_faults_again():
     _play(replayed)
     assert [(kind, nodes) for kind, nodes, _ in faults(again)
             if kind not in ("heal", "start", "resume", "unthrottle")] == made
+
+
+def test_a_registration_wait_on_the_name_its_own_step_binds_counts_from_the_binding():
+    """`as = "A"` and `until = "A registered"` in one step: A is known only once the
+    step chose it; its registrations are counted from there, not a crash."""
+    world = Kafka19522(buggy=False)
+    cluster = FakeCluster({s.name: Broker(s, world) for s in specs(controllers=0, brokers=4)})
+    injector = FaultInjector(cluster, AnsweringRecorder(lambda _line: None))  # type: ignore
+    text = ('[[step]]\nname = "F0"\nfault = "pause"\ntarget = "follower"\nas = "A"\n'
+            'until = "A registered"\nwithin_s = 0.2\n')
+    played = Played(parse_schedule(text, "f.toml"), injector,
+                    FakeObserver(lambda: [replace(world.state)]), "t", 7, 3, 1,
+                    log=lambda _m: None, topology=Topology.of(cluster.nodes.values()),
+                    active_controller=lambda: None, start_within_s=0.5, timings=FAST)
+    (step,) = _play(played)["steps"]
+    assert step["seen"] is False and "error" not in step
+    asked = cluster.nodes[step["target"]].commands
+    assert asked and set(asked) == {" ".join(GREP)}  # its own log, polled

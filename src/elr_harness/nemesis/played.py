@@ -120,7 +120,10 @@ class Played:
         self.topic, self.partition = step.partition or self.home
         before = self._mine(self.observer.latest())
         registering = step.until.registration if step.until else None
-        registered_before = self._registrations(registering) if registering else 0
+        # counted before the step acts (a restart registers at once); a name the step
+        # itself binds is counted once it is bound
+        registered_before = self._registrations(registering) \
+            if registering and self._node_of(registering) else None
         try:
             if step.end is not None:
                 done["end"] = step.end
@@ -159,18 +162,24 @@ class Played:
             self.stop_event.wait(step.hold_s)
         return True
 
-    def _wait_registered(self, step: Step, name: str, before: int,
+    def _wait_registered(self, step: Step, name: str, before: int | None,
                          done: dict[str, Any]) -> None:
         """Until `name`'s log has a registration more than `before`."""
-        seen = wait_until(lambda: self._registrations(name) > before, step.within_s,
+        counted = self._registrations(name) if before is None else before
+        seen = wait_until(lambda: self._registrations(name) > counted, step.within_s,
                           self.timings.registration_poll_s, self.stop_event)
         done["seen"] = seen
         if not seen:
             done["saw"] = f"{name} not registered again"
 
+    def _node_of(self, name: str) -> str | None:
+        """The node a bound name or a node name is (None: not bound yet)."""
+        node = self.names.get(name, name)
+        return node if node in self.topology.node_names else None
+
     def _registrations(self, name: str) -> int:
-        node = self.injector.cluster.nodes[self.names.get(name, name)]
-        return kraft.registrations(node)
+        node = self._node_of(name)
+        return kraft.registrations(self.injector.cluster.nodes[node]) if node else 0
 
     def _wait_controller(self, step: Step, done: dict[str, Any]) -> None:
         """Until the active controller's metadata log shows the condition; each
