@@ -181,7 +181,7 @@ class Recipe:
         package = one_with(C.CHANGES_MIN_ISR)
         self.done.ways["topic"] = package.name
         self._act(package, "min ISR", None, topic=self.topic, choose=choose,
-                  fallback=self.g.min_insync_replicas, to=chosen)
+                  fallback=self.g.min_insync_replicas, chosen=chosen)
         self._hold()
 
     def _controller_failover_with_elr(self) -> None:
@@ -310,28 +310,27 @@ class Recipe:
         self._act(package, f"{role} down", self._name(broker))
 
     def _act(self, package: FaultPackage, what: str, target: str | None,
-             end_step: str | None = None, **options: Any) -> Undo:
+             end_step: str | None = None, chosen: Sequence[int] = (),
+             **options: Any) -> Undo:
         """`package` used on `target` as a step of the round: its lines carry the
         step and the round's aim; what it noted goes to the round's notes (and
         whether it dropped data to the round's budget). A use that cannot act now
-        skips the rest of the round (NotNow: nothing was recorded)."""
+        skips the rest of the round (NotNow: nothing was recorded). The step goes to
+        the run's schedule.toml (drawn), with the new min ISR the kind `chosen`, and
+        its end with the end it returns."""
         notes: dict[str, Any] = {}
         use = Use(self.injector, self.g.topology, self.rng,
                   settings_of(self.g.faults, package), self.g.stop_event, self._step(what),
                   self.detail, self.g.replication_factor, notes, end_step)
-        chosen_to = options.pop("to", None)
-        if isinstance(chosen_to, int):  # a feature level: the kind takes it
-            options["to"] = chosen_to
         try:
             undo = package.act(use, target, **options)
         finally:
             self.done.dropped_data |= bool(notes.pop("dropped", False))
             self.done.notes.update({k: str(v) for k, v in notes.items()})
         role = options.get("role")
-        to = chosen_to[-1] if isinstance(chosen_to, list) and chosen_to else chosen_to
+        to = chosen[-1] if chosen else options.get("to")
         self.g.drawn.fault(self.label, what, self.where, package.name,
-                           role.value if role is not None else target,
-                           to if isinstance(to, int) else None, use.settings,
+                           role.value if role is not None else target, to, use.settings,
                            {k: str(v) for k, v in notes.items()})
 
         def end() -> Any:
