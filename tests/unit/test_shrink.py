@@ -222,3 +222,79 @@ def test_a_schedule_that_does_not_reproduce_says_so(tmp_path, monkeypatch):
     assert shrink.start(_run_dir(tmp_path), tmp_path / "store", 2, 3, None) == 2
     [out] = (tmp_path / "store" / "shrink").iterdir()
     assert json.loads((out / "shrink.json").read_text())["ended"] == "does not reproduce"
+
+
+ROUNDS = """help = "a guided run's rounds"
+
+[[step]]
+name = "warm-up"
+until = "isr full"
+within_s = 10
+
+[[step]]
+name = "r1-a"
+fault = "pause"
+target = "broker-2"
+
+[[step]]
+name = "r1-b"
+end = "r1-a"
+
+[[step]]
+name = "T1"
+fault = "partition"
+target = "broker-3"
+
+[[step]]
+name = "T2"
+fault = "page-cache-loss"
+target = "broker-1"
+
+[[step]]
+name = "r2-c"
+end = "T1"
+
+[[step]]
+name = "r2-d"
+end = "T2"
+
+[[step]]
+name = "r2-e"
+until = "isr full"
+within_s = 10
+
+[[step]]
+name = "r3-a"
+fault = "kill"
+target = "broker-2"
+
+[[step]]
+name = "r3-b"
+end = "r3-a"
+"""
+
+
+def test_a_schedule_is_cut_by_its_self_contained_groups_first(tmp_path, monkeypatch):
+    """A guided run's rounds each end what they start: the shrink keeps or drops a
+    round whole before it tries single steps, so the bug's round is found with few
+    candidates, and the steps inside it after."""
+    from elr_harness.nemesis.schedule_file import parse_schedule
+
+    steps = parse_schedule(ROUNDS, "s.toml").steps
+    assert shrink.groups(steps) == [["warm-up"], ["r1-a", "r1-b"],
+                                    ["T1", "T2", "r2-c", "r2-d", "r2-e"], ["r3-a", "r3-b"]]
+    run = _run_dir(tmp_path)
+    (run / "schedule.toml").write_text(ROUNDS)
+    model = Model(tmp_path)
+    monkeypatch.setattr(shrink, "run_child", model)
+    assert shrink.start(run, tmp_path / "store", 2, 3, None, 1) == 0
+    [out] = (tmp_path / "store" / "shrink").iterdir()
+    state = json.loads((out / "shrink.json").read_text())
+    assert state["smallest"]["steps"] == ["T1", "T2"]
+    tried = [t["steps"] for t in state["candidates"].values() if "runs" in t]
+    round2 = ["T1", "T2", "r2-c", "r2-d", "r2-e"]
+    # whole groups, then the steps of the one kept: 7 candidates, 15 replays (steps
+    # alone from the start: 15 candidates, 25 replays)
+    assert tried == [[s.name for s in steps], ["warm-up", "r1-a", "r1-b"],
+                     [*round2, "r3-a", "r3-b"], round2, ["T1", "T2"], ["T1"], ["T2"]]
+    assert len(model.runs) == 15

@@ -1,7 +1,10 @@
 """`harness shrink RUN_DIR` (#55): from an INVALID run played from a schedule to the
 fewest steps that still reproduce its bad anomaly, for a Kafka ticket.
 
-Delta debugging (Zeller's ddmin) over the run's steps, then shorter holds. A
+Delta debugging (Zeller's ddmin) first over the schedule's self-contained groups
+of steps (a group ends every fault it starts: a guided run's rounds), then over
+the steps left, then shorter holds: a guided schedule of a hundred steps is cut
+to its round first, a few candidates instead of hundreds. A
 candidate is a subset of the steps (in order), written as a schedule file; one
 that is no valid schedule (a step that ends, or names, a step left out) fails
 without a run. A candidate is kept when at least k of n replays (soak.replay's
@@ -30,7 +33,7 @@ from rich.markup import escape
 from elr_harness.core.errors import EXIT_UNKNOWN, EXIT_VALID, BadInput
 from elr_harness.core.files import read_json
 from elr_harness.core.validate import printable
-from elr_harness.nemesis.schedule_file import parse_schedule
+from elr_harness.nemesis.schedule_file import Step, parse_schedule
 from elr_harness.nemesis.schedule_writer import schedule_toml
 from elr_harness.run.store import fresh_dir, write_json
 from elr_harness.soak.children import run_child, said
@@ -59,6 +62,24 @@ def anomaly_of(bad: Sequence[str]) -> str:
         if name in bad:
             return name
     return sorted(bad)[0]
+
+
+def groups(steps: Sequence[Step]) -> list[list[str]]:
+    """The steps' names in self-contained groups: a group starts at a fault made while
+    no earlier fault is in force, and holds what follows until the next such fault
+    (its waits, holds and ends: every fault it starts ends in it, unless the run's
+    end heals it). Steps before the first fault are a group of their own."""
+    found: list[list[str]] = []
+    open_faults: set[str] = set()
+    for step in steps:
+        if step.fault is not None and not open_faults or not found:
+            found.append([])
+        found[-1].append(step.name)
+        if step.fault is not None:
+            open_faults.add(step.name)
+        elif step.end is not None:
+            open_faults.discard(step.end)
+    return found
 
 
 def ddmin(items: list[str], reproduces: Callable[[list[str]], bool]) -> list[str]:
@@ -159,6 +180,14 @@ class Shrink:
             self.state["ended"] = "does not reproduce"
             self._save()
             return EXIT_UNKNOWN
+        # the groups first: each kept whole or dropped whole
+        by_first = {group[0]: group for group in groups(list(self.steps.values()))}
+
+        def whole(firsts: list[str]) -> list[str]:
+            return [name for first in firsts for name in by_first[first]]
+
+        if len(by_first) > 1:
+            names = whole(ddmin(list(by_first), lambda firsts: self.reproduces(whole(firsts))))
         smallest = ddmin(names, self.reproduces)
         holds: dict[str, float] = {}
         for name in smallest:  # then shorter holds: none, else half
