@@ -158,4 +158,18 @@ def test_a_guided_run_reaches_what_its_rounds_aimed_at_and_stays_valid(tmp_path)
     assert test["recovered"] is True and test["final_reads"]["complete"] is True
     assert results["valid"] is True, results["reason"]
     assert proc.returncode == 0, proc.stdout[-3000:]
+    # the schedule it played, as a file that plays it again (#55): each fault of the
+    # history made by a step naming the node it was made on, on as many brokers
+    from elr_harness.nemesis.schedule_file import parse_schedule
+
+    played = parse_schedule((run_dir / "schedule.toml").read_text(), "schedule.toml")
+    assert played.needs.brokers == test["config"]["cluster"]["brokers"] == 4
+    made = {(s.fault, s.target) for s in played.steps if s.fault and s.target and
+            s.target.startswith(("broker-", "controller-"))}
+    faulted = {(line["fault"], node) for line in history if line["f"] == "fault"
+               and line["type"] == "ok" for node in line["nodes"]}
+    away = {(line["fault"], line["nodes"][0]) for line in history if line["f"] == "fault"
+            and line["type"] == "ok" and line["detail"].get("step", "").endswith(
+                (" away", " down")) and len(line["nodes"]) == 1}
+    assert made and made <= faulted and away <= made, (made, faulted, away)
     assert_reference_agrees(run_dir)
