@@ -109,3 +109,40 @@ def test_a_mutant_list_names_the_one_that_is_not_in_the_catalog(tmp_path):
     assert proc.stderr.strip().splitlines()[-1] == (
         "harness: --mutant 'no-such-bug': no such mutant; `harness mutants list` names them")
     assert not (tmp_path / "store").exists()
+
+
+def test_a_guided_entry_aims_past_what_its_targets_earlier_entries_reached(tmp_path,
+                                                                          monkeypatch):
+    """As a soak hands its guided runs the soak's coverage so far, the score hands a
+    target's guided run the states that target's earlier runs reached (each target
+    its own): with 240 s for 13 aims, a guided run that aims at states the scenarios
+    already reached spends its rounds there."""
+    from pathlib import Path
+
+    from elr_harness.soak import score
+
+    asked: list[list[str]] = []
+    states = {"a": ["isr-below-min-isr", "elr-not-empty"], "b": ["elected-from-elr"]}
+
+    def child(args: list[str], folder: Path, name: str) -> dict:
+        asked.append(args)
+        return {"verdict": "valid", "bad": [], "states": states.get(name, []),
+                "seconds": 1.0, "first_invalid_s": None, "exit": 0}
+
+    monkeypatch.setattr(score, "run_child", child)
+    state = _state({})
+    state["plan"] = [{"name": "a", "args": ["--nemesis", "unclean-last-replica"]},
+                     {"name": "b", "args": ["--nemesis", "all"]},
+                     {"name": "guided", "args": ["--nemesis", "guided"]}]
+    state["mutants"] = ["m1"]
+    targets = [score.Target(CONTROL, None), score.Target("m1", tmp_path / "m1")]
+    score.Score(tmp_path, state, targets).go()
+    guided = [a for a in asked if a[:2] == ["--nemesis", "guided"]]
+    assert len(guided) == 2
+    for args in guided:
+        assert args[args.index("--reached") + 1] == \
+            "isr-below-min-isr,elr-not-empty,elected-from-elr"
+    assert not any("--reached" in a for a in asked if a[:2] != ["--nemesis", "guided"])
+    cell = state["cells"][score_key("m1", "guided")]
+    assert cell["reached_before"] == ["isr-below-min-isr", "elr-not-empty",
+                                      "elected-from-elr"]

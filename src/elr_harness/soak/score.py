@@ -13,6 +13,7 @@ each run's own directory and log."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,10 +23,12 @@ from rich.markup import escape
 
 from elr_harness.core.errors import EXIT_UNKNOWN, EXIT_VALID, BadInput
 from elr_harness.core.files import read_json
+from elr_harness.core.history import COVERAGE_STATES
 from elr_harness.core.validate import printable
+from elr_harness.nemesis.registry import GUIDED
 from elr_harness.run.store import fresh_dir, write_json
 from elr_harness.soak.children import run_child, said
-from elr_harness.soak.plan import PlanEntry
+from elr_harness.soak.plan import PlanEntry, flag_value
 from elr_harness.soak.score_pages import CONTROL, score_key, tally, write_pages
 
 __all__ = ["CONTROL", "Score", "Target", "score_key"]
@@ -48,16 +51,24 @@ class Target:
 
 
 def run_cell(score_dir: Path, state: dict[str, Any], target: Target, entry: PlanEntry,
-             seed: int) -> dict[str, Any]:
-    """Run `entry` on `target` as a child `harness run`, and read back its verdict."""
+             seed: int, earlier: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """Run `entry` on `target` as a child `harness run`, and read back its verdict. A
+    guided entry is handed the KIP-966 states the target's `earlier` cells reached
+    (`--reached`), as a soak hands its guided runs the soak's coverage so far: it
+    aims at the others first, as it would in the soak whose plan this is."""
     kafka = ["--kafka-dist", str(target.dist)] if target.dist is not None else \
         ["--kafka-version", state["kafka_version"]]
+    reached = [s for s in COVERAGE_STATES if any(s in (c.get("states") or ())
+                                                 for c in earlier)]
+    guided = flag_value(list(entry.args), "--nemesis") == GUIDED
     args = [*entry.args, "--seed", str(seed), *kafka,
             "--store", str(score_dir / "runs" / target.name / "store"),
             "--name", state["cluster_name"],
-            *(["--subnet", state["subnet"]] if state.get("subnet") else [])]
+            *(["--subnet", state["subnet"]] if state.get("subnet") else []),
+            *(["--reached", ",".join(reached)] if guided and reached else [])]
     cell = run_child(args, score_dir / "runs" / target.name, _file_name(entry.name))
-    return {"target": target.name, "entry": entry.name, "seed": seed, **cell}
+    return {"target": target.name, "entry": entry.name, "seed": seed,
+            **({"reached_before": reached} if guided else {}), **cell}
 
 
 def _file_name(entry: str) -> str:
@@ -81,8 +92,10 @@ class Score:
                     if key in cells:
                         continue
                     console.print(f"[{len(cells) + 1}/{total}] {escape(key)}: running")
+                    earlier = [cells[k] for k in (score_key(target.name, e.name)
+                                                  for e in self.plan[:number]) if k in cells]
                     cells[key] = run_cell(self.dir, self.state, target, entry,
-                                          self.state["seed"] + number)
+                                          self.state["seed"] + number, earlier)
                     self._save()
                     console.print(f"  {escape(key)}: {said(cells[key])}")
         except KeyboardInterrupt:
