@@ -1,13 +1,33 @@
 package org.apache.kafka.controller;
 
+import java.lang.reflect.Field;
+import java.lang.reflect.Method;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.Set;
 import java.util.function.IntPredicate;
 
 import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.metadata.ConfigRecord;
+import org.apache.kafka.common.metadata.FeatureLevelRecord;
+import org.apache.kafka.common.metadata.PartitionRecord;
+import org.apache.kafka.common.metadata.TopicRecord;
+import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.common.utils.internals.LogContext;
+import org.apache.kafka.server.common.ApiMessageAndVersion;
+import org.apache.kafka.server.common.EligibleLeaderReplicasVersion;
+import org.apache.kafka.metadata.KafkaConfigSchema;
 import org.apache.kafka.metadata.LeaderRecoveryState;
 import org.apache.kafka.metadata.PartitionRegistration;
 import org.apache.kafka.server.common.MetadataVersion;
+import org.apache.kafka.timeline.SnapshotRegistry;
+import org.apache.kafka.storage.internals.log.LocalLog;
+import org.apache.kafka.storage.internals.log.LogConfig;
+import org.apache.kafka.storage.internals.log.UnifiedLog;
 
 /**
  * What a mutant's method does on one input, against the release (#54): each probe
@@ -22,6 +42,14 @@ import org.apache.kafka.server.common.MetadataVersion;
  */
 public final class ElrHarnessProbe {
     private static final Uuid TOPIC = Uuid.fromString("ElrHarnessProbeTopic0A");
+
+    /** The topic configs a partition change reads, at their defaults: min ISR 2, no
+     *  unclean leader election. */
+    private static final KafkaConfigSchema TOPIC_CONFIGS = new KafkaConfigSchema(
+        Map.of(ConfigResource.Type.TOPIC, new ConfigDef()
+            .define("min.insync.replicas", ConfigDef.Type.INT, 2, ConfigDef.Importance.HIGH, "")
+            .define("unclean.leader.election.enable", ConfigDef.Type.BOOLEAN, false,
+                    ConfigDef.Importance.HIGH, "")), Map.of());
 
     private ElrHarnessProbe() {}
 
@@ -69,9 +97,103 @@ public final class ElrHarnessProbe {
                 // a controller that never saw the ELR feature: its level is 0
                 return "isElrFeatureEnabled=" + new FeatureControlManager.Builder().build()
                     .isElrFeatureEnabled();
+            case "min-isr-change-keeps-elr": {
+                // the ELR feature on; a topic's min.insync.replicas set: its ELRs cleared
+                FeatureControlManager features = elrOn(null);
+                ConfigurationControlManager configs = new ConfigurationControlManager.Builder()
+                    .setKafkaConfigSchema(KafkaConfigSchema.EMPTY).setFeatureControl(features)
+                    .build();
+                return String.valueOf(configs.createClearElrRecordsAsNeeded(List.of(
+                    new ApiMessageAndVersion(new ConfigRecord()
+                        .setResourceType(ConfigResource.Type.TOPIC.id()).setResourceName("t")
+                        .setName("min.insync.replicas").setValue("1"), (short) 0))));
+            }
+            case "unclean-shutdown-taken-as-clean": {
+                // ISR [1], ELR [2]: 2 shuts down uncleanly and leaves the ELR (no broker is
+                // registered here, so the change also finds no leader for it)
+                SnapshotRegistry registry = new SnapshotRegistry(new LogContext());
+                FeatureControlManager features = elrOn(registry);
+                ClusterControlManager cluster = new ClusterControlManager.Builder()
+                    .setClusterId("elr-harness-probe").setTime(Time.SYSTEM)
+                    .setSnapshotRegistry(registry).setFeatureControlManager(features)
+                    .setBrokerShutdownHandler((id, clean, records) -> { }).build();
+                ReplicationControlManager replication = new ReplicationControlManager.Builder()
+                    .setSnapshotRegistry(registry).setClusterControl(cluster)
+                    .setConfigurationControl(new ConfigurationControlManager.Builder()
+                        .setSnapshotRegistry(registry).setKafkaConfigSchema(TOPIC_CONFIGS)
+                        .setFeatureControl(features).build())
+                    .setFeatureControl(features).build();
+                replication.replay(new TopicRecord().setName("t").setTopicId(TOPIC));
+                replication.replay(new PartitionRecord().setTopicId(TOPIC).setPartitionId(0)
+                    .setReplicas(List.of(1, 2, 3)).setIsr(List.of(1)).setEligibleLeaderReplicas(
+                        List.of(2)).setLastKnownElr(List.of()).setLeader(1).setLeaderEpoch(5)
+                    .setPartitionEpoch(7).setDirectories(List.of(Uuid.ZERO_UUID, Uuid.ZERO_UUID,
+                        Uuid.ZERO_UUID)));
+                List<ApiMessageAndVersion> records = new ArrayList<>();
+                replication.handleBrokerShutdown(2, false, records);
+                return String.valueOf(records);
+            }
+            case "leader-min-isr-of-one":
+                return LeaderMinIsr.probe();
             default:
                 return "no such probe";
         }
+    }
+
+    /** kafka.cluster.Partition's effective min ISR for a leader with two followers and
+     *  min.insync.replicas 2: a Partition and a UnifiedLog are made without their
+     *  constructors (they need a broker around them), with only the two fields the
+     *  method reads set. */
+    static final class LeaderMinIsr {
+        static String probe() {
+            try {
+                Field theUnsafe = sun.misc.Unsafe.class.getDeclaredField("theUnsafe");
+                theUnsafe.setAccessible(true);
+                sun.misc.Unsafe unsafe = (sun.misc.Unsafe) theUnsafe.get(null);
+                Class<?> partitionClass = Class.forName("kafka.cluster.Partition");
+                Object partition = unsafe.allocateInstance(partitionClass);
+                ConcurrentHashMap<Object, Object> followers = new ConcurrentHashMap<>();
+                followers.put(2, "follower");
+                followers.put(3, "follower");
+                set(partitionClass, partition, "remoteReplicasMap", followers);
+                LocalLog local = (LocalLog) unsafe.allocateInstance(LocalLog.class);
+                set(LocalLog.class, local, "config",
+                    new LogConfig(Map.of("min.insync.replicas", "2")));
+                UnifiedLog log = (UnifiedLog) unsafe.allocateInstance(UnifiedLog.class);
+                set(UnifiedLog.class, log, "localLog", local);
+                Method method = partitionClass.getDeclaredMethod("effectiveMinIsr",
+                                                                 UnifiedLog.class);
+                method.setAccessible(true);
+                return "effectiveMinIsr=" + method.invoke(partition, log);
+            } catch (ReflectiveOperationException e) {
+                return "probe failed: " + e;
+            }
+        }
+
+        static void set(Class<?> owner, Object target, String name, Object value)
+                throws ReflectiveOperationException {
+            Field field = owner.getDeclaredField(name);
+            field.setAccessible(true);
+            field.set(target, value);
+        }
+    }
+
+    /** A controller's features with the newest production metadata version and the ELR
+     *  feature's level 1 replayed (on `registry`,
+     *  or a registry of its own). */
+    static FeatureControlManager elrOn(SnapshotRegistry registry) {
+        FeatureControlManager.Builder builder = new FeatureControlManager.Builder()
+            .setQuorumFeatures(new QuorumFeatures(0,
+                QuorumFeatures.defaultSupportedFeatureMap(true), List.of(0)));
+        if (registry != null) {
+            builder.setSnapshotRegistry(registry);
+        }
+        FeatureControlManager features = builder.build();
+        features.replay(new FeatureLevelRecord().setName(MetadataVersion.FEATURE_NAME)
+            .setFeatureLevel(MetadataVersion.latestProduction().featureLevel()));
+        features.replay(new FeatureLevelRecord()
+            .setName(EligibleLeaderReplicasVersion.FEATURE_NAME).setFeatureLevel((short) 1));
+        return features;
     }
 
     static PartitionRegistration partition(int[] isr, int[] elr, int[] lastKnownElr, int leader) {
