@@ -34,7 +34,12 @@ from elr_harness.nemesis.conditions import described
 from elr_harness.nemesis.faults import PACKAGES
 from elr_harness.nemesis.faults.base import Capability as C
 from elr_harness.nemesis.faults.base import NotNow, Undo, Use, settings_of
-from elr_harness.nemesis.scenarios.base import Observer, partition_in, wait_for_partition
+from elr_harness.nemesis.scenarios.base import (
+    Observer,
+    partition_in,
+    read_controller,
+    wait_for_partition,
+)
 from elr_harness.nemesis.schedule_file import (
     CONTROLLER,
     LEADER_NAME,
@@ -187,14 +192,8 @@ class Played:
         latest: list[PartitionState | None] = [None]
 
         def holds() -> bool:
-            try:
-                views = self.injector.cluster.controller_view(self.topic)
-            except Exception as err:  # noqa: BLE001 - the controller may be busy: ask again
-                self.log(f"{step.name}: the controller's view is unavailable: {err}")
-                return False
-            for view in views:
-                self.injector.recorder.record(source="controller", **view.as_observation())
-            latest[0] = self._mine(views)
+            latest[0] = read_controller(self.injector, self.topic, self.partition,
+                                        self.log, step.name) or latest[0]
             return latest[0] is not None and step.until.holds(
                 latest[0], self._broker, self.replication_factor, self.min_isr)
 

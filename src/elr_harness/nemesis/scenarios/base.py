@@ -34,6 +34,21 @@ def partition_in(states: Sequence[PartitionState], topic: str,
     return next((s for s in states if (s.topic, s.partition) == (topic, partition)), None)
 
 
+def read_controller(injector: FaultInjector, topic: str, partition: int,
+                    log: Callable[[str], None], step: str) -> PartitionState | None:
+    """The partition in the active controller's metadata log now, every partition of
+    `topic` read recorded as an `observe` line with source "controller", so the
+    checker sees what the reader saw (None: the controller could not say)."""
+    try:
+        views = injector.cluster.controller_view(topic)
+    except Exception as err:  # noqa: BLE001 - the controller may be busy; ask again
+        log(f"{step}: controller view unavailable: {err}")
+        views = []
+    for view in views:
+        injector.recorder.record(source="controller", **view.as_observation())
+    return partition_in(views, topic, partition)
+
+
 def wait_for_partition(observer: Observer, topic: str, partition: int,
                        predicate: Callable[[PartitionState], bool], timeout_s: float,
                        fresh_after: PartitionState | None = None) -> PartitionState | None:

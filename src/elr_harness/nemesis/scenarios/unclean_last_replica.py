@@ -30,6 +30,7 @@ from elr_harness.nemesis.scenarios.base import (
     ScenarioPackage,
     ScriptedScenario,
     StepOutcome,
+    read_controller,
     summary,
 )
 
@@ -116,17 +117,9 @@ class UncleanLastReplica(ScriptedScenario):
                             f" after {time.monotonic() - started:.0f} s")
 
     def _read_controller(self, step: str) -> PartitionState | None:
-        """The partition in the active controller's metadata log now, each partition
-        read recorded as an `observe` line with source "controller" (None: the
-        controller could not say)."""
-        try:
-            views = self.injector.cluster.controller_view(self.topic)
-        except Exception as err:  # noqa: BLE001 - the controller may be busy; ask again
-            self.log(f"{step}: controller view unavailable: {err}")
-            views = []
-        for view in views:
-            self.injector.recorder.record(source="controller", **view.as_observation())
-        return self._state(views)
+        """The partition in the active controller's metadata log now (base's
+        read_controller: each reading an `observe` line, source controller)."""
+        return read_controller(self.injector, self.topic, self.partition, self.log, step)
 
     def _wait_unfenced(self, step: str, broker_ids: list[int]) -> StepOutcome:
         """Healed brokers are back when the controller reports them registered."""
