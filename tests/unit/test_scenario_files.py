@@ -15,17 +15,13 @@ from pathlib import Path
 import pytest
 from fakes import (
     AnsweringRecorder,
-    FakeAdmin,
     FakeCluster,
     FakeObserver,
-    FakePageCache,
-    cluster_of,
     specs,
 )
 from test_fenced_last_leader import GREP, Broker
 from test_fenced_last_leader import World as Kafka19522
-from test_nemesis_guided import TOPOLOGY, Wire
-from test_schedule_file import WarmWorld
+from test_schedule_file import _player
 
 from elr_harness.core.config import RunConfig, ScenarioTimings
 from elr_harness.core.errors import BadInput
@@ -171,18 +167,9 @@ def test_the_fenced_last_leader_file_plays_as_its_python_on_kafka_19522s_model(b
     assert {" ".join(GREP)} == set(cluster.nodes["broker-1"].commands)
 
 
-def _on_the_model(name: str, world: WarmWorld | None = None):
-    world = world or WarmWorld()
-    cluster = cluster_of()
-    cluster.leader = 1002
-    injector = FaultInjector(cluster, AnsweringRecorder(world.answer),  # type: ignore[arg-type]
-                             page_cache=FakePageCache(), admin=FakeAdmin(  # type: ignore
-                                 min_isrs={None: 3}), connect=Wire(world))
-    world.injector = injector
-    played = Played(parse_schedule(_fast(name), f"{name}.toml"), injector,
-                    FakeObserver(lambda: [world.state()]), "t", 7, 3, 3, log=lambda _m: None,
-                    topology=TOPOLOGY, active_controller=lambda: 1002, timings=FAST)
-    return played, injector, world
+def _on_the_model(name: str):
+    """The shipped file `name`, made fast, on the guided tests' model (min ISR 3)."""
+    return _player(parse_schedule(_fast(name), f"{name}.toml"), min_isr=3, timings=FAST)
 
 
 def test_the_slow_follower_file_throttles_a_then_cuts_b_then_ends_both():
@@ -253,16 +240,7 @@ def test_a_guided_runs_schedule_toml_is_a_file_that_plays_its_faults_again():
     made = [(kind, nodes) for kind, nodes, _ in faults(injector)
             if kind not in ("heal", "start", "resume", "unthrottle")]
 
-    world = World(min_isr=2)
-    cluster = cluster_of()
-    cluster.leader = 1002
-    again = FaultInjector(cluster, AnsweringRecorder(world.answer),  # type: ignore[arg-type]
-                          page_cache=FakePageCache(), admin=FakeAdmin(  # type: ignore
-                              min_isrs={None: 2}), connect=Wire(world))
-    world.injector = again
-    replayed = Played(schedule, again, FakeObserver(lambda: [world.state()]), "t", 7, 3, 2,
-                      log=lambda _m: None, topology=TOPOLOGY, active_controller=lambda: 1002,
-                      timings=FAST)
+    replayed, again, _ = _player(schedule, World(min_isr=2), timings=FAST)
     _play(replayed)
     assert [(kind, nodes) for kind, nodes, _ in faults(again)
             if kind not in ("heal", "start", "resume", "unthrottle")] == made

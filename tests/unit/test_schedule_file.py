@@ -14,12 +14,13 @@ from fakes import AnsweringRecorder, FakeAdmin, FakeObserver, FakePageCache, clu
 from test_nemesis_guided import BROKERS, TOPOLOGY, Wire, World
 
 from elr_harness.cluster.observe import PartitionState
+from elr_harness.core.config import ScenarioTimings
 from elr_harness.core.errors import BadInput
 from elr_harness.nemesis.conditions import ConditionError, parse_condition
 from elr_harness.nemesis.injector import FaultInjector
 from elr_harness.nemesis.played import Played
 from elr_harness.nemesis.registry import parse_nemesis
-from elr_harness.nemesis.schedule_file import parse_schedule, read_schedule
+from elr_harness.nemesis.schedule_file import ScheduleFile, parse_schedule, read_schedule
 
 SHIPPED = Path(__file__).resolve().parents[2] / "src" / "elr_harness" / "nemesis" / \
     "scenario_files"
@@ -140,17 +141,21 @@ class WarmWorld(World):
         return dataclasses.replace(super().state(), high_watermark=500)
 
 
-def _player(text: str, world: World | None = None) -> tuple[Played, FaultInjector, World]:
+def _player(schedule: str | ScheduleFile, world: World | None = None, min_isr: int = 2,
+            timings: ScenarioTimings | None = None) -> tuple[Played, FaultInjector, World]:
+    """A schedule (a file's text, or parsed) played on the model through a real
+    FaultInjector, the topic's min ISR `min_isr` (the model's own stays its default)."""
     world = world or WarmWorld()
     cluster = cluster_of()
     cluster.leader = 1002
     injector = FaultInjector(cluster, AnsweringRecorder(world.answer),  # type: ignore[arg-type]
                              page_cache=FakePageCache(), admin=FakeAdmin(  # type: ignore[arg-type]
-                                 min_isrs={None: 2}), connect=Wire(world))
+                                 min_isrs={None: min_isr}), connect=Wire(world))
     world.injector = injector
     observer = FakeObserver(lambda: [world.state()])
-    played = Played(_parse(text), injector, observer, "t", 7, 3, 2, log=lambda _m: None,
-                    topology=TOPOLOGY, active_controller=lambda: 1002)
+    parsed = _parse(schedule) if isinstance(schedule, str) else schedule
+    played = Played(parsed, injector, observer, "t", 7, 3, min_isr, log=lambda _m: None,
+                    topology=TOPOLOGY, active_controller=lambda: 1002, timings=timings)
     return played, injector, world
 
 
