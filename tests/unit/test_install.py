@@ -48,6 +48,9 @@ def test_a_wheel_installs_into_a_fresh_virtualenv_and_runs(tmp_path):
                    "elr_harness/checker/data/training-history.jsonl.gz",
                    "elr_harness/nemesis/pagecache_fs.py",
                    "elr_harness/nemesis/scenario_files/unclean-last-replica.toml",
+                   "elr_harness/nemesis/scenario_files/fenced-last-leader.toml",
+                   "elr_harness/nemesis/drawn.py", "elr_harness/core/toml_write.py",
+                   "elr_harness/cluster/mutants/java/probe/ElrHarnessProbe.java",
                    "elr_harness/cluster/mutants/catalog.toml",
                    "elr_harness/cluster/mutants/java/src/main/java/elrharness/Mutate.java"):
         assert needed in names, needed
