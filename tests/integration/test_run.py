@@ -124,6 +124,22 @@ def test_random_mix_of_all_faults_heals_everything(tmp_path):
     results = json.loads((run_dir / "results.json").read_text())
     assert results["valid"] is True, results["reason"]
     assert proc.returncode == 0, proc.stdout[-3000:]
+    # the schedule it played, as a file that plays it again (#55): a step per fault the
+    # mix made, on the node its line names (a cut: exactly the nodes it cut), each ended
+    from elr_harness.nemesis.schedule_file import parse_schedule
+
+    played = parse_schedule((run_dir / "schedule.toml").read_text(), "schedule.toml")
+    made = [line for line in history if line["f"] == "fault" and line["type"] == "ok"
+            and line["detail"].get("mix") and line["fault"] in every
+            and not restores(line["fault"], line["detail"])]
+    steps = [s for s in played.steps if s.fault]
+    assert [s.fault for s in steps] == [line["fault"] for line in made]
+    for step, line in zip(steps, made, strict=True):
+        nodes = {n for node, peers in (step.cut or {}).items() for n in [node, *peers]}
+        assert (step.target in line["nodes"] or step.target == line["detail"]["role"]
+                or nodes == set(line["nodes"])), (step, line)
+    ended = {s.end for s in played.steps if s.end}
+    assert ended <= {s.name for s in steps} and len(ended) >= len(steps) - 2, played.steps
     assert_reference_agrees(run_dir)
 
 

@@ -87,6 +87,24 @@ STEP = '[[step]]\nfault = "kill"\ntarget = "follower"\nas = "A"\n'
     ('[[step]]\nfault = "kill"\ntarget = "leader"\n[[step]]\nfault = "kill"\n'
      'target = "broker-9"\n', None),
     ("[[step\n", "not TOML"),
+    ('[[step]]\nfault = "kill"\ntarget = "leader"\ncut = { "broker-1" = ["broker-2"] }\n',
+     "line 4: step 1 (step-1): `cut`: kill takes no cut"),
+    ('[[step]]\nfault = "partition"\ntarget = "leader"\ncut = { "broker-1" = ["broker-2"] }\n',
+     "line 3: step 1 (step-1): `target`: a step with a `cut` takes no target"),
+    ('[[step]]\nfault = "partition"\ncut = { "broker-1" = "broker-2" }\n',
+     "`cut`: broker-1: a table of node = [the peers it drops]"),
+    ('[[step]]\nfault = "partition"\ncut = { "broker-1" = ["broker-1"] }\n',
+     "`cut`: broker-1: a table of node"),
+    ('[[step]]\nfault = "partition"\ncut = { "router" = ["broker-1"] }\n',
+     "`cut`: 'router' is no node name"),
+    ('[[step]]\nfault = "partition"\ncut = {}\n', "`cut`: a table of node"),
+    ('[[step]]\nfault = "min-isr-change"\nto = 1\nscope = "galaxy"\n',
+     "line 4: step 1 (step-1): `scope`: 'galaxy': one of topic, cluster"),
+    ('[[step]]\nfault = "min-isr-change"\nto = 1\nscope = "cluster"\npartition = "t-1"\n',
+     "`scope`: the cluster default is no partition's"),
+    ('[[step]]\nfault = "kill"\ntarget = "leader"\nscope = "cluster"\n',
+     "`scope`: kill takes no scope"),
+    ('[[step]]\nfault = "partition"\ncut = { "broker-1" = ["broker-9"] }\n', None),
 ])
 def test_each_mistake_is_one_input_error_naming_line_step_and_field(text, said):
     if said is None:  # a node the file cannot know of: checked against the cluster's
@@ -264,3 +282,27 @@ def test_a_node_the_cluster_lacks_ends_the_schedule_before_any_fault():
     assert "'broker-9' is no node of the cluster" in record["error"]
     assert record["steps"] == []
     assert [line for line in injector.recorder.lines if line.get("f") == "fault"] == []
+
+
+def test_a_cut_naming_a_node_the_cluster_lacks_ends_the_schedule_before_any_fault():
+    played, injector, _ = _player('[[step]]\nfault = "partition"\n'
+                                  'cut = { "broker-1" = ["broker-9"] }\n')
+    record = _play(played)["schedule"]
+    assert "'broker-9' is no node of the cluster" in record["error"]
+    assert [line for line in injector.recorder.lines if line.get("f") == "fault"] == []
+
+
+def test_a_cut_is_made_as_written_and_the_cluster_scope_changes_the_default():
+    played, injector, _ = _player(
+        '[[step]]\nname = "ring"\nfault = "partition"\n'
+        'cut = { "broker-1" = ["broker-2"], "broker-2" = ["broker-1", "broker-3"] }\n'
+        '[[step]]\nend = "ring"\n[[step]]\nname = "m"\nfault = "min-isr-change"\nto = 1\n'
+        'scope = "cluster"\n[[step]]\nend = "m"\n')
+    _play(played)
+    ok = [line for line in injector.recorder.lines if line.get("f") == "fault"
+          and line["type"] == "ok"]
+    assert ok[0]["detail"]["grudge"] == {"broker-1": ["broker-2"],
+                                         "broker-2": ["broker-1", "broker-3"]}
+    assert (ok[2]["fault"], ok[2]["detail"]["topic"], ok[2]["detail"]["to"]) == \
+        ("min-isr-change", None, 1)
+    assert ok[3]["detail"].get("restore") is True

@@ -74,6 +74,9 @@ class FaultInjector:
         self.protection_off = False
         #: Each kind's own record of what of it is in force (kept()).
         self._kept: dict[str, Any] = {}
+        #: Every line it recorded, as recorded (a mix's schedule.toml is read from them:
+        #: nemesis.mix_schedule).
+        self.lines: list[dict[str, Any]] = []
 
     # -- the recorder's fault primitive --------------------------------------------
 
@@ -88,18 +91,18 @@ class FaultInjector:
             reason = refuse() if refuse is not None else None
             if reason:
                 raise FaultRefused(f"{kind} refused: {reason}")
-            self.recorder.record(type=OpType.INVOKE, **base, detail=detail)
+            self.lines.append(self.recorder.record(type=OpType.INVOKE, **base, detail=detail))
             started = time.monotonic()
             try:
                 result = action() or {}
             except Exception as err:
-                self.recorder.record(type=OpType.FAIL if isinstance(err, Refused)
-                                     else OpType.INFO, **base,
-                                     detail={**detail, "error": str(err)[:500]})
+                self.lines.append(self.recorder.record(
+                    type=OpType.FAIL if isinstance(err, Refused) else OpType.INFO, **base,
+                    detail={**detail, "error": str(err)[:500]}))
                 raise
             self.latencies.setdefault(str(kind), []).append(time.monotonic() - started)
             done = {**detail, **result}
-            self.recorder.record(type=OpType.OK, **base, detail=done)
+            self.lines.append(self.recorder.record(type=OpType.OK, **base, detail=done))
             return done
 
     def node(self, name: str) -> Node:

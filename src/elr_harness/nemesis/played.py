@@ -32,8 +32,8 @@ from elr_harness.core.errors import BadInput
 from elr_harness.core.wait import wait_until
 from elr_harness.nemesis.conditions import described
 from elr_harness.nemesis.faults import PACKAGES
+from elr_harness.nemesis.faults.base import CLUSTER_SCOPE, NotNow, Undo, Use, settings_of
 from elr_harness.nemesis.faults.base import Capability as C
-from elr_harness.nemesis.faults.base import NotNow, Undo, Use, settings_of
 from elr_harness.nemesis.scenarios.base import (
     Observer,
     partition_in,
@@ -228,8 +228,10 @@ class Played:
         if package.can(C.CHANGES_ELR_FEATURE):
             return {"states": latest, "to": step.to}
         if package.can(C.CHANGES_MIN_ISR):
-            return {"topic": self.topic, "choose": lambda _current: step.to,
-                    "fallback": self.min_isr}
+            return {"topic": None if step.scope == CLUSTER_SCOPE else self.topic,
+                    "choose": lambda _current: step.to, "fallback": self.min_isr}
+        if step.cut is not None:  # a kind that TAKES_A_CUT
+            return {"grudge": step.cut}
         if package.can(C.REASSIGNS):
             mine = self._mine(latest)
             return {"states": [mine] if mine else [], "role": Role(str(step.target))}

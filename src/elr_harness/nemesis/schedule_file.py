@@ -24,6 +24,10 @@ do.
     partition = "t-3"            # the partition its roles and wait read (default: the
                                  # first topic's partition 0; a guided run's rounds)
     settings = { ... }           # the kind's settings, as [run.faults.<kind>] of --config
+    cut = { "broker-1" = ["broker-2", "controller-1"] }   # a network cut, exactly:
+                                 # each node and the peers it drops (no target then)
+    scope = "cluster"            # a min ISR change of the cluster default (default:
+                                 # the topic of `partition`)
 
     [[step]]
     end = "T0"                   # ends what step T0 did (its heal, start, resume, ...)
@@ -59,6 +63,7 @@ from elr_harness.core.errors import BadInput
 from elr_harness.core.validate import Invalid
 from elr_harness.nemesis.conditions import Condition, ConditionError, parse_condition
 from elr_harness.nemesis.faults import PACKAGES, FaultPackage
+from elr_harness.nemesis.faults.base import CLUSTER_SCOPE
 from elr_harness.nemesis.faults.base import Capability as C
 from elr_harness.nemesis.needs import Needs
 from elr_harness.nemesis.targets import Role
@@ -80,8 +85,10 @@ def to_range(package: FaultPackage) -> tuple[int, int] | None:
 #: Where a wait reads the partition: the brokers (the run's observer), or the active
 #: controller's metadata log (each reading recorded as an `observe` line).
 OBSERVER, CONTROLLER = "observer", "controller"
-_FIELDS = ("name", "partition", "fault", "end", "target", "as", "to", "settings", "until",
-           "read", "within_s", "hold_s", "played")
+_FIELDS = ("name", "partition", "fault", "end", "target", "as", "to", "settings", "cut",
+           "scope", "until", "read", "within_s", "hold_s", "played")
+#: A min ISR change's scope: a topic's (the step's partition's), or the cluster default.
+SCOPES = ("topic", CLUSTER_SCOPE)
 _TOP = ("help", "needs", "step")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,39}")
 _NODE = re.compile(r"(broker|controller)-[0-9]{1,4}")
@@ -103,6 +110,10 @@ class Step:
     bind: str | None = None
     to: int | None = None
     settings: Any = None
+    #: a network cut, exactly: node -> the peers it drops (a kind that TAKES_A_CUT)
+    cut: dict[str, list[str]] | None = None
+    #: a min ISR change's scope (SCOPES); None: the topic's
+    scope: str | None = None
     until: Condition | None = None
     read: str = OBSERVER
     #: (topic, partition) its roles and wait read; None: the schedule's own
@@ -232,12 +243,12 @@ class _Checker:
                   "read": read, "within_s": within_s, "hold_s": hold_s,
                   "partition": self._partition()}
         if "fault" not in raw and "end" not in raw:
-            for key in ("target", "to", "settings", "as"):
+            for key in ("target", "to", "settings", "as", "cut", "scope"):
                 if key in raw:
                     raise self.fail(key, "a step that only waits takes none")
             return Step(**common)
         if "end" in raw:
-            for key in ("target", "to", "settings"):
+            for key in ("target", "to", "settings", "cut", "scope"):
                 if key in raw:
                     raise self.fail(key, "a step that ends another's fault takes none")
             ended = raw["end"]
@@ -259,7 +270,8 @@ class _Checker:
         if bind and (target is None or package.can(C.REASSIGNS)):
             raise self.fail("as", f"{fault} chooses no node to bind")
         return Step(fault=fault, target=target, to=self._to(package),
-                    settings=self._settings(package), **common)
+                    settings=self._settings(package), cut=self._cut(package),
+                    scope=self._scope(package), **common)
 
     def _bind(self) -> str | None:
         bind = self.raw.get("as")
@@ -309,6 +321,11 @@ class _Checker:
 
     def _target(self, package: FaultPackage) -> str | None:
         target = self.raw.get("target")
+        if "cut" in self.raw and package.can(C.TAKES_A_CUT):
+            if target is not None:
+                raise self.fail("target", "a step with a `cut` takes no target: the cut "
+                                          "names its nodes")
+            return None
         if to_range(package) is not None:
             if target is not None:
                 raise self.fail("target", f"{package.name} acts on the cluster's config: "
@@ -347,6 +364,40 @@ class _Checker:
             raise self.fail("to", f"{package.name} needs `to`, an integer {low}..{high}")
         return value
 
+    def _cut(self, package: FaultPackage) -> dict[str, list[str]] | None:
+        if "cut" not in self.raw:
+            return None
+        if not package.can(C.TAKES_A_CUT):
+            raise self.fail("cut", f"{package.name} takes no cut")
+        raw = self.raw["cut"]
+        shape = "a table of node = [the peers it drops], e.g. { \"broker-1\" = " \
+                "[\"broker-2\"] }"
+        if not isinstance(raw, dict) or not raw:
+            raise self.fail("cut", shape)
+        cut: dict[str, list[str]] = {}
+        for node, peers in raw.items():
+            if not _NODE.fullmatch(node):
+                raise self.fail("cut", f"{node[:40]!r} is no node name (broker-N, "
+                                       "controller-N)")
+            if not isinstance(peers, list) or not peers or not all(
+                    isinstance(p, str) and _NODE.fullmatch(p) and p != node for p in peers):
+                raise self.fail("cut", f"{node}: {shape}, of other nodes")
+            cut[node] = sorted(set(peers))
+        return cut
+
+    def _scope(self, package: FaultPackage) -> str | None:
+        if "scope" not in self.raw:
+            return None
+        if not package.can(C.CHANGES_MIN_ISR):
+            raise self.fail("scope", f"{package.name} takes no scope")
+        scope = self.raw["scope"]
+        if scope not in SCOPES:
+            raise self.fail("scope", f"{str(scope)[:40]!r}: one of {', '.join(SCOPES)}")
+        if scope == CLUSTER_SCOPE and "partition" in self.raw:
+            raise self.fail("scope", "the cluster default is no partition's: give `scope` "
+                                     "or `partition`, not both")
+        return None if scope == "topic" else scope
+
     def _settings(self, package: FaultPackage) -> Any:
         if "settings" not in self.raw:
             return None
@@ -382,6 +433,7 @@ def check_nodes(schedule: ScheduleFile, node_names: set[str]) -> None:
     """Every node a step names is one of the cluster's (checked before the run)."""
     for step in schedule.steps:
         names = [step.target] if step.target and _NODE.fullmatch(step.target) else []
+        names += sorted({n for node, peers in (step.cut or {}).items() for n in [node, *peers]})
         names += sorted(n for n in (step.until.names if step.until else ())
                         if _NODE.fullmatch(n))
         for name in names:

@@ -50,6 +50,7 @@ def step_table(step: Step) -> dict[str, Any]:
         "fault": step.fault, "end": step.end, "target": step.target, "as": step.bind,
         "to": step.to,
         "settings": dataclasses.asdict(step.settings) if step.settings else None,
+        "cut": step.cut, "scope": step.scope,
         "until": step.until.text if step.until else None,
         "read": step.read if step.until and step.read != OBSERVER else None,
         "within_s": step.within_s if step.until else None,

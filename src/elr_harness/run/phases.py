@@ -260,7 +260,7 @@ def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, la
                          final=None, recorder=recorder)
         return True
     outcome["nemesis_result"] = nemesis_result
-    if "schedule" in nemesis_result:  # a schedule file's steps, or a guided run's
+    if "schedule" in nemesis_result:  # a schedule file's steps, a guided run's, a mix's
         from elr_harness.nemesis.schedule_writer import played_toml, recorded_toml
         from elr_harness.report.atomic import write_atomically
 
@@ -289,6 +289,13 @@ def _run_nemesis(plan: NemesisPlan, spec: RunSpec, injector, observer,
         schedule = _schedule(plan, spec, injector, observer, log)
         if schedule is not None:
             schedule.run(time.monotonic() + spec.run.time_limit_s, stop, result)
+        if plan.groups and not plan.guided:  # random mixes: what they played, as steps
+            from elr_harness.nemesis.mix_schedule import mix_schedule
+            from elr_harness.nemesis.targets import Topology
+
+            result["schedule"] = mix_schedule(
+                injector.lines, Topology.of(injector.cluster.nodes.values()),
+                spec.run.faults, plan.faults, spec.run.seed, spec.run.interval_s)
     except Exception as err:  # noqa: BLE001 - recorded; the run heals and goes on
         result["error"] = f"{type(err).__name__}: {err}"
         log(f"[red]error: {result['error']}[/red]")

@@ -72,7 +72,9 @@ class Capability(StrEnum):
     DROPS_UNFLUSHED_DATA = "drops unflushed data"
     #: Makes the active controller give up leadership (act's target: it).
     FAILS_OVER_CONTROLLER = "fails the active controller over"
-    #: Changes a topic's min.insync.replicas (act options: topic, choose, fallback).
+    #: Changes a topic's min.insync.replicas, or the cluster default's (act options:
+    #: topic, None for the default: a schedule step's `scope = "cluster"`; choose,
+    #: fallback).
     CHANGES_MIN_ISR = "changes min ISR"
     #: Turns the ELR feature to a level (act options: to, states).
     CHANGES_ELR_FEATURE = "changes the ELR feature"
@@ -80,9 +82,16 @@ class Capability(StrEnum):
     REASSIGNS = "reassigns replicas"
     #: Fails a log directory of a running broker (act options: may_drop).
     FAILS_A_LOG_DIR = "fails a log dir"
+    #: Cuts the network as a table of node -> peers it drops (act options: cut;
+    #: no target then), so a schedule can say any shape a mix drew.
+    TAKES_A_CUT = "cuts as a table says"
     #: Only one of it may be in force at a time (a second is refused until the
     #: first ends): a schedule that overlaps two uses draws another kind.
     ONE_IN_FORCE = "one in force at a time"
+
+
+#: A min ISR change's `scope` that changes the cluster default, not a topic's.
+CLUSTER_SCOPE = "cluster"
 
 
 class HealPhase(IntEnum):
@@ -214,6 +223,15 @@ class Use:
         return {"step": self.end_step or self.step, "detail": self.detail}
 
 
+#: A kind's step of a schedule file for a recorded line (FaultPackage.step_of).
+StepOf = Callable[[Mapping[str, Any], Topology, Any], dict[str, Any]]
+
+
+def on_its_node(line: Mapping[str, Any]) -> dict[str, Any]:
+    """The step of a fault made on the one node its line names."""
+    return {"target": line["nodes"][0]}
+
+
 @dataclass(frozen=True)
 class FaultPackage:
     """One kind of fault: all the run needs to know of it."""
@@ -249,6 +267,10 @@ class FaultPackage:
     layers: frozenset[Layer] = frozenset()
     #: Config values it needs unless the user chose them.
     cluster_settings: tuple[Setting, ...] = ()
+    #: The step of a schedule file that makes again what its `ok` line of a mix
+    #: records (nemesis.mix_schedule): the fields besides `fault`, from the line,
+    #: the cluster's nodes and the run's settings of the kind.
+    step_of: StepOf = field(default=lambda line, _topology, _settings: on_its_node(line))
 
     @property
     def counts_against_budget(self) -> bool:

@@ -3,6 +3,8 @@ the quorum elects another (a failover). Ends with the network's heal."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from elr_harness.core.history import Fault
 from elr_harness.nemesis import grudges
 from elr_harness.nemesis.faults.base import (
@@ -16,7 +18,7 @@ from elr_harness.nemesis.faults.base import (
     why,
 )
 from elr_harness.nemesis.faults.partition import cut
-from elr_harness.nemesis.targets import Role
+from elr_harness.nemesis.targets import Role, Topology
 
 
 def inject(mix: Mix, package: FaultPackage) -> Undo:
@@ -34,9 +36,15 @@ def act(use: Use, target: str) -> Undo:
     return lambda: use.injector.heal(**use.said())
 
 
+def step_of(line: dict[str, Any], topology: Topology, settings: Any) -> dict[str, Any]:
+    """The controller cut off: the node of the cut with every other as its peers."""
+    grudge = line["detail"]["grudge"]
+    return {"target": max(sorted(grudge), key=lambda node: len(grudge[node]))}
+
+
 PACKAGE = FaultPackage(
     "controller-partition", Fault.CONTROLLER_PARTITION, (Role.ACTIVE_CONTROLLER,),
-    "#fd8d3c", NETWORK, inject, act=act, heals=(NETWORK_HEAL,),
+    "#fd8d3c", NETWORK, inject, act=act, heals=(NETWORK_HEAL,), step_of=step_of,
     capabilities=frozenset({Capability.FAILS_OVER_CONTROLLER,
                             Capability.ENDS_WITH_EVERY_CUT}),
     help="cut the active controller off from every other node")

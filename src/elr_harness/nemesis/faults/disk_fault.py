@@ -20,6 +20,7 @@ feature is off.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -211,6 +212,15 @@ def act(use: Use, target: str, may_drop: bool = False, holding: str | None = Non
     return lambda: end(use.injector, target, **use.said())
 
 
+def step_of(line: dict[str, Any], topology: Any, settings: Any) -> dict[str, Any]:
+    """The target, failing with the errno and operations the mix drew."""
+    detail = line["detail"]
+    return {"target": line["nodes"][0],
+            "settings": {**dataclasses.asdict(settings),
+                         "operations": ["+".join(detail["operations"])],
+                         "errnos": [detail["errno"]]}}
+
+
 def _log_dirs(run: Any) -> int:
     chosen = run.faults.get("disk-fault")
     return (chosen or DiskFaultSettings()).log_dirs
@@ -218,7 +228,7 @@ def _log_dirs(run: Any) -> int:
 
 PACKAGE = FaultPackage(
     "disk-fault", Fault.DISK_FAULT, (Role.LEADER, Role.ISR), "#8c510a", PROCESSES, inject,
-    act=act, heals=(HealStep(HealPhase.DISK, _end_all),),
+    act=act, heals=(HealStep(HealPhase.DISK, _end_all),), step_of=step_of,
     capabilities=frozenset({Capability.FAILS_A_LOG_DIR, Capability.DROPS_UNFLUSHED_DATA}),
     settings=DiskFaultSettings,
     rules={"errnos": each(one_of(tuple(ERRNOS)), 1), "operations": each(_operations, 1),

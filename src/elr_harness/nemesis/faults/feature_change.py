@@ -115,8 +115,13 @@ def act(use: Use, target: None, states: Sequence[PartitionState], to: int = 0) -
     return lambda: restore(use.injector, ELR_FEATURE, **use.said())
 
 
+def step_of(line: dict[str, Any], topology: Any, settings: Any) -> dict[str, Any]:
+    return {"to": line["detail"]["to"]}
+
+
 PACKAGE = FaultPackage(
     "feature-change", Fault.FEATURE_CHANGE, (), "#3182bd", CONFIG, inject, act=act,
+    step_of=step_of,
     heals=(HealStep(HealPhase.FEATURES, _restore_all, strict=False),),
     capabilities=frozenset({Capability.CHANGES_ELR_FEATURE}),
     help="turn ELR off (eligible.leader.replicas.version downgraded to 0), then on "

@@ -4,6 +4,8 @@ from a stale view). Ends with the network's heal."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from elr_harness.core.history import Fault
 from elr_harness.nemesis import grudges
 from elr_harness.nemesis.faults.base import (
@@ -18,7 +20,7 @@ from elr_harness.nemesis.faults.base import (
     why,
 )
 from elr_harness.nemesis.faults.partition import cut
-from elr_harness.nemesis.targets import Role
+from elr_harness.nemesis.targets import Role, Topology
 
 
 def inject(mix: Mix, package: FaultPackage) -> Undo:
@@ -36,10 +38,15 @@ def act(use: Use, target: str) -> Undo:
     return lambda: use.injector.heal(**use.said())
 
 
+def step_of(line: dict[str, Any], topology: Topology, settings: Any) -> dict[str, Any]:
+    """The broker the cut took from the controllers (its line names them too)."""
+    return {"target": next(n for n in line["nodes"] if n not in topology.controllers)}
+
+
 PACKAGE = FaultPackage(
     "isolate-from-controllers", Fault.ISOLATE_FROM_CONTROLLERS,
     (Role.LEADER, Role.ISR, Role.ANY), "#fdae6b", NETWORK, inject, act=act,
-    heals=(NETWORK_HEAL,),
+    heals=(NETWORK_HEAL,), step_of=step_of,
     capabilities=frozenset({Capability.TAKES_OUT_OF_ISR, Capability.KEEPS_FENCED,
                             Capability.KEEPS_RUNNING, Capability.ENDS_WITH_EVERY_CUT}),
     help="cut a leader, ISR member or any broker off from the controllers only")

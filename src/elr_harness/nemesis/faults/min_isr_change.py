@@ -19,6 +19,7 @@ from typing import Any
 
 from elr_harness.core.history import RESTORE, Fault
 from elr_harness.nemesis.faults.base import (
+    CLUSTER_SCOPE,
     CONFIG,
     Capability,
     FaultPackage,
@@ -98,10 +99,10 @@ def inject(mix: Mix, package: FaultPackage) -> Undo | None:
     return lambda: restore(mix.injector, topic, detail=detail)
 
 
-def act(use: Use, target: None, topic: str, choose: Callable[[int], int],
+def act(use: Use, target: None, topic: str | None, choose: Callable[[int], int],
         fallback: int) -> Undo:
-    """Change `topic`'s min ISR to choose(its min ISR now; `fallback` when the
-    topic has none of its own)."""
+    """Change `topic`'s min ISR (None: the cluster default's) to choose(its min ISR
+    now; `fallback` when the topic has none of its own)."""
     was = current(use.injector, topic) or fallback
     to = choose(was)
     if to == was:
@@ -111,8 +112,16 @@ def act(use: Use, target: None, topic: str, choose: Callable[[int], int],
     return lambda: restore(use.injector, topic, **use.said())
 
 
+def step_of(line: dict[str, Any], topology: Any, settings: Any) -> dict[str, Any]:
+    """The new min ISR, on the topic the mix drew or the cluster default."""
+    topic = line["detail"].get("topic")
+    where = {"scope": CLUSTER_SCOPE} if topic is None else {"partition": f"{topic}-0"}
+    return {"to": line["detail"]["to"], **where}
+
+
 PACKAGE = FaultPackage(
     "min-isr-change", Fault.MIN_ISR_CHANGE, (), "#1b9e77", CONFIG, inject, act=act,
+    step_of=step_of,
     heals=(HealStep(HealPhase.CONFIG, _restore_all, strict=False),),
     capabilities=frozenset({Capability.CHANGES_MIN_ISR}),
     help="raise or lower min.insync.replicas of a topic or the cluster default "

@@ -53,17 +53,26 @@ def inject(mix: Mix, package: FaultPackage) -> Undo:
     return lambda: mix.injector.heal(step=f"mix:{package.name}", detail=detail)
 
 
-def act(use: Use, target: str) -> Undo:
-    """The target stops hearing every other node until the network heals."""
-    deafen(use.injector, target, [n for n in use.topology.node_names if n != target],
-           use.step, use.detail)
+def act(use: Use, target: str | None, grudge: dict[str, list[str]] | None = None) -> Undo:
+    """The target stops hearing every other node (or each node of `grudge`, a
+    schedule's `cut`, stops hearing its peers there) until the network heals."""
+    deaf = grudge if grudge is not None else \
+        {str(target): [n for n in use.topology.node_names if n != target]}
+    for name, peers in sorted(deaf.items()):
+        deafen(use.injector, name, peers, use.step, use.detail)
     return lambda: use.injector.heal(**use.said())
+
+
+def step_of(line: dict[str, Any], topology: Topology, settings: Any) -> dict[str, Any]:
+    """Whom the mix's target stopped hearing, exactly."""
+    return {"cut": {line["nodes"][0]: line["detail"]["from"]}}
 
 
 PACKAGE = FaultPackage(
     "one-way-partition", Fault.ONE_WAY_PARTITION, (Role.LEADER, Role.FOLLOWER, Role.ANY),
     "#fdd0a2", NETWORK, inject, act=act, heals=(NETWORK_HEAL,),
     capabilities=frozenset({Capability.TAKES_OUT_OF_ISR, Capability.KEEPS_RUNNING,
-                            Capability.ENDS_WITH_EVERY_CUT}),
+                            Capability.ENDS_WITH_EVERY_CUT, Capability.TAKES_A_CUT}),
+    step_of=step_of,
     help="a leader, follower or any broker stops hearing the controllers, its fellow "
          "brokers or every other node, while they still hear it (one side's iptables)")

@@ -66,16 +66,26 @@ def inject(mix: Mix, package: FaultPackage) -> Undo:
     return lambda: mix.injector.heal(step=f"mix:{shape}", detail=detail)
 
 
-def act(use: Use, target: str) -> Undo:
-    """The target isolated from every other node until the network heals."""
-    cut(use.injector, grudges.isolate(target, use.topology.node_names), use.step, use.detail)
+def act(use: Use, target: str | None, grudge: grudges.Grudge | None = None) -> Undo:
+    """The target isolated from every other node (or the cut `grudge` says: a
+    schedule's `cut`) until the network heals."""
+    chosen = grudge if grudge is not None else \
+        grudges.isolate(str(target), use.topology.node_names)
+    cut(use.injector, chosen, use.step, use.detail)
     return lambda: use.injector.heal(**use.said())
+
+
+def step_of(line: dict[str, Any], topology: Any, settings: Any) -> dict[str, Any]:
+    """The cut a mix drew, exactly (its shape needs no role)."""
+    return {"cut": line["detail"]["grudge"]}
 
 
 PACKAGE = FaultPackage(
     "partition", Fault.PARTITION, (Role.LEADER, Role.ISR), "#e6550d", NETWORK, inject,
     act=act, heals=(NETWORK_HEAL,),
     capabilities=frozenset({Capability.TAKES_OUT_OF_ISR, Capability.KEEPS_FENCED,
-                            Capability.KEEPS_RUNNING, Capability.ENDS_WITH_EVERY_CUT}),
+                            Capability.KEEPS_RUNNING, Capability.ENDS_WITH_EVERY_CUT,
+                            Capability.TAKES_A_CUT}),
+    step_of=step_of,
     help="cut the network: a leader or ISR member isolated, majority/minority, ring "
          "or bridge")

@@ -231,8 +231,15 @@ def act(use: Use, target: None, states: Sequence[PartitionState], role: Role) ->
     return lambda: end(use.injector, change.topic, change.partition, **use.said())
 
 
+def step_of(line: dict[str, Any], topology: Any, settings: Any) -> dict[str, Any]:
+    """The partition and the role of the replica the mix moved (drawn again)."""
+    detail = line["detail"]
+    return {"target": detail["role"], "partition": f"{detail['topic']}-{detail['partition']}"}
+
+
 PACKAGE = FaultPackage(
     "reassign", Fault.REASSIGN, (Role.ANY, Role.ELR), "#e7298a", ASSIGNMENT, inject, act=act,
+    step_of=step_of,
     # ended before the restarts (one a stopped replica held back is cancelled, not
     # completed by its return), and again after them (an end that failed while
     # the cluster had no controller)

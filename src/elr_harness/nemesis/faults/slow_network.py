@@ -10,6 +10,7 @@ rejoin the ISR over and over. One slow network at a time.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -196,9 +197,18 @@ def act(use: Use, target: str) -> Undo:
     return lambda: unthrottle(use.injector, target, **use.said())
 
 
+def step_of(line: dict[str, Any], topology: Topology, settings: Any) -> dict[str, Any]:
+    """The target, slowed at the rate and loss the mix drew (a step's `away_`
+    settings; its hold is the step's)."""
+    detail = line["detail"]
+    return {"target": detail["target"],
+            "settings": {**dataclasses.asdict(settings), "away_rate_kbit": detail["rate_kbit"],
+                         "away_loss": detail["loss"]}}
+
+
 PACKAGE = FaultPackage(
     "slow-network", Fault.SLOW_NETWORK, (Role.FOLLOWER, Role.LEADER, Role.ACTIVE_CONTROLLER),
-    "#31a354", NETWORK, inject, act=act,
+    "#31a354", NETWORK, inject, act=act, step_of=step_of,
     heals=(HealStep(HealPhase.SHAPING, _unthrottle_all),),
     capabilities=frozenset({Capability.TAKES_OUT_OF_ISR, Capability.KEEPS_RUNNING,
                             Capability.ONE_IN_FORCE}),

@@ -1,0 +1,119 @@
+"""A random mix's schedule.toml (#55): what each kind of the mix made, read back
+from the lines the real FaultInjector recorded, is a schedule file that makes the
+same fault on the same nodes again (the cut a partition drew, the rate a slow
+network drew, the min ISR a change chose), each fault ended where the mix ended
+it, each step holding until the next began."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from typing import Any
+
+import pytest
+from fakes import FakeObserver
+from test_nemesis_mix import FULL, QUICK, TOPOLOGY, Lines, mix, rig
+
+from elr_harness.nemesis.faults import FAULT_KINDS, PACKAGES
+from elr_harness.nemesis.mix_schedule import mix_schedule
+from elr_harness.nemesis.played import Played
+from elr_harness.nemesis.schedule_file import parse_schedule
+from elr_harness.nemesis.schedule_writer import recorded_toml
+
+#: What of a fault's line the replay must make again, by kind (besides its nodes).
+SAME = {"partition": ("grudge",), "one-way-partition": ("from",),
+        "slow-network": ("target", "rate_kbit", "loss"), "disk-fault": ("errno", "operations"),
+        "min-isr-change": ("topic", "to"), "feature-change": ("to",)}
+
+
+class Timed(Lines):
+    """The injector's lines with the index and time a history gives them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count, self.origin = itertools.count(), time.monotonic_ns()
+
+    def record(self, **fields: Any) -> dict[str, Any]:
+        return super().record(**fields, index=next(self.count),
+                              time=time.monotonic_ns() - self.origin)
+
+
+def _schedule_of(lines: list[dict[str, Any]], seed: int = 3) -> Any:
+    record = mix_schedule(lines, TOPOLOGY, QUICK, FAULT_KINDS, seed, 2.0)
+    return parse_schedule(recorded_toml(record), "schedule.toml")
+
+
+@pytest.mark.parametrize("kind", FAULT_KINDS)
+def test_each_kind_a_mix_made_is_made_again_by_its_step(kind: str) -> None:
+    injector, _ = rig()
+    injector.recorder = Timed()
+    undo = mix(injector, FULL, kinds=[kind]).inject(kind)
+    assert undo is not None
+    undo()
+    schedule = _schedule_of(injector.lines)
+    quiet, made, ended = schedule.steps
+    assert (quiet.until.text, quiet.hold_s) == ("isr full", 2.0)
+    assert made.fault == kind and ended.end == made.name
+    # played on a cluster of the same nodes, the step makes the same fault again
+    again, _ = rig()
+    played = Played(schedule, again, FakeObserver(FULL), "t", 7, 3, 2, faults=QUICK,
+                    log=lambda _m: None, topology=TOPOLOGY, active_controller=lambda: 102)
+    result: dict[str, Any] = {}
+    played.run(time.monotonic() + 60, threading.Event(), result)
+    assert all("error" not in s and "skipped" not in s for s in result["schedule"]["steps"])
+    first = next(x for x in injector.lines if x["type"] == "ok" and x["fault"] ==
+                 PACKAGES[kind].recorded)
+    second = next(x for x in again.lines if x["type"] == "ok" and x["fault"] ==
+                  PACKAGES[kind].recorded)
+    if kind != "reassign":  # a reassignment's replicas are drawn again, by its role
+        assert second["nodes"] == first["nodes"], kind
+    for key in SAME.get(kind, ()):
+        assert second["detail"][key] == first["detail"][key], (kind, key)
+    assert [x["fault"] for x in again.lines if x["type"] == "ok"] == \
+        [x["fault"] for x in injector.lines if x["type"] == "ok"]
+
+
+def test_a_whole_mix_is_one_step_per_fault_and_end_holding_until_the_next_began() -> None:
+    stop = threading.Event()
+    injector, _ = rig()
+    injector.recorder = Timed()
+    kinds = ("partition", "kill", "pause", "min-isr-change", "slow-network")
+    randomized = mix(injector, FULL, kinds=kinds, stop=stop)
+    randomized.interval_s = 0.3
+    randomized.run(time.monotonic() + 3.0)
+    schedule = _schedule_of(injector.lines)
+    faults = [s for s in schedule.steps if s.fault]
+    ok = [x for x in injector.lines if x["type"] == "ok"]
+    assert len(faults) >= 2 and [s.fault for s in faults] == randomized.injected
+    assert len(schedule.steps) == 1 + 2 * len(faults) == 1 + len(ok)
+    # every fault ended by the next step of its entry; each step held the mix's quiet
+    for made, ended in zip(schedule.steps[1::2], schedule.steps[2::2], strict=True):
+        assert ended.end == made.name
+        assert made.hold_s >= 0.2
+
+
+def test_an_end_with_nothing_in_force_is_part_of_the_next_fault_and_a_failed_one_no_step():
+    """A kill of a paused broker resumes it first (the injector's thaw), under the
+    kill's entry: no step of its own. A fault that ended `info` may or may not have
+    happened: no step either, and the entry's next fault is a fault, not an end."""
+    def line(i: int, kind: str, op: str, nodes: list[str], entry: str) -> dict[str, Any]:
+        return {"index": i, "time": i * 1_000_000_000, "type": op, "f": "fault",
+                "fault": kind, "nodes": nodes, "detail": {"mix": entry, "role": "leader"}}
+
+    lines = [line(0, "resume", "invoke", ["broker-1"], "kill"),
+             line(1, "resume", "ok", ["broker-1"], "kill"),
+             line(2, "kill", "invoke", ["broker-1"], "kill"),
+             line(3, "kill", "ok", ["broker-1"], "kill"),
+             line(4, "start", "invoke", ["broker-1"], "kill"),
+             line(5, "start", "ok", ["broker-1"], "kill"),
+             line(6, "stop", "invoke", ["broker-2"], "stop"),
+             line(7, "stop", "info", ["broker-2"], "stop"),
+             line(9, "stop", "invoke", ["broker-3"], "stop"),
+             line(10, "stop", "ok", ["broker-3"], "stop")]
+    steps = _schedule_of(lines).steps
+    assert [(s.fault, s.target, s.end) for s in steps[1:]] == [
+        ("kill", "broker-1", None), (None, None, "m1-kill"), ("stop", "broker-3", None)]
+    # the kill held from its ok (3 s) to its end's invoke (4 s); the start until the
+    # stop that made a step began (9 s)
+    assert [s.hold_s for s in steps[1:]] == [1.0, 4.0, 0.0]
