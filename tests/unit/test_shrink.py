@@ -103,6 +103,10 @@ class Model:
         self.tmp, self.needed, self.hold, self.flaky_every = tmp_path, needed, hold, flaky_every
         self.runs: list[list[str]] = []
 
+    def hits(self, steps: list[dict], names: list[str]) -> bool:
+        hold = next((s.get("hold_s", 0.0) for s in steps if s["name"] == "T1"), 0.0)
+        return set(self.needed) <= set(names) and hold >= self.hold
+
     def __call__(self, args: list[str], cell_dir: Path, file_name: str) -> dict:
         import tomllib
 
@@ -110,8 +114,7 @@ class Model:
         steps = tomllib.loads(schedule.read_text())["step"]
         names = [s["name"] for s in steps]
         self.runs.append(names)
-        hold = next((s.get("hold_s", 0.0) for s in steps if s["name"] == "T1"), 0.0)
-        hit = set(self.needed) <= set(names) and hold >= self.hold
+        hit = self.hits(steps, names)
         if self.flaky_every and len(self.runs) % self.flaky_every == 0:
             hit = False
         run_dir = cell_dir / file_name
@@ -298,3 +301,47 @@ def test_a_schedule_is_cut_by_its_self_contained_groups_first(tmp_path, monkeypa
     assert tried == [[s.name for s in steps], ["warm-up", "r1-a", "r1-b"],
                      [*round2, "r3-a", "r3-b"], round2, ["T1", "T2"], ["T1"], ["T2"]]
     assert len(model.runs) == 15
+
+
+RING = """help = "a mix's run"
+
+[[step]]
+name = "m1-partition"
+fault = "partition"
+cut = { "broker-1" = ["broker-2", "broker-3"], "broker-2" = ["broker-1", "controller-1"], \
+"broker-3" = ["broker-1"], "controller-1" = ["broker-2"] }
+hold_s = 3
+
+[[step]]
+name = "T2"
+fault = "page-cache-loss"
+target = "broker-1"
+"""
+
+
+class CutModel(Model):
+    """The bug needs broker-1 cut from broker-2 while T2 acts, nothing else of the cut."""
+
+    def hits(self, steps: list[dict], names: list[str]) -> bool:
+        cut = next((s.get("cut", {}) for s in steps if s["name"] == "m1-partition"), {})
+        return "T2" in names and "broker-2" in cut.get("broker-1", [])
+
+
+def test_fewer_targets_a_cut_keeps_only_the_nodes_the_bug_needs(tmp_path, monkeypatch):
+    import tomllib
+
+    run = _run_dir(tmp_path)
+    (run / "schedule.toml").write_text(RING)
+    model = CutModel(tmp_path)
+    monkeypatch.setattr(shrink, "run_child", model)
+    assert shrink.start(run, tmp_path / "store", 2, 3, None, 1) == 0
+    [out] = (tmp_path / "store" / "shrink").iterdir()
+    state = json.loads((out / "shrink.json").read_text())
+    assert state["smallest"]["steps"] == ["m1-partition", "T2"]
+    assert state["smallest"]["cuts"] == {"m1-partition": ["broker-1", "broker-2"]}
+    written = tomllib.loads((out / "schedule.toml").read_text())["step"][0]
+    assert written["cut"] == {"broker-1": ["broker-2"], "broker-2": ["broker-1"]}
+    bug = (out / "BUG.md").read_text()
+    assert "m1-partition's cut to broker-1, broker-2" in bug
+    assert "1. `m1-partition`: partition: broker-1 drops broker-2; broker-2 drops broker-1" \
+        in bug

@@ -49,11 +49,14 @@ def bug_report(out: Path, state: dict[str, Any]) -> str:
     for number, step in enumerate(schedule.steps, start=1):
         lines.append(f"{number}. {_in_words(step)}")
     smallest = state.get("smallest", {})
+    cut_to = "".join(f"; {name}'s cut to {', '.join(kept)}"
+                     for name, kept in (smallest.get("cuts") or {}).items())
     before = len(parse_schedule(state["schedule"], "run").steps)
     lines += ["", f"Shrunk from the run's {before} steps ({state['run_dir']}) by delta "
               f"debugging: a candidate was kept when {state['k']} of {state['n']} replays "
               f"were INVALID with {anomaly}. Steps kept: {', '.join(smallest.get('steps', []))}"
-              f"{'; holds shortened: ' + str(smallest['holds']) if smallest.get('holds') else ''}.",
+              f"{'; holds shortened: ' + str(smallest['holds']) if smallest.get('holds') else ''}"
+              f"{cut_to}.",
               "", "## Reproduction", "",
               f"{confirmed.get('hits', 0)} of {len(runs)} replays of the steps above were "
               f"INVALID with {anomaly}:", ""]
@@ -76,7 +79,12 @@ def _in_words(step: Any) -> str:
     if step.end:
         said = f"end step {step.end}'s fault"
     elif step.fault:
-        said = f"{step.fault} on {step.target or 'the cluster'}"
+        if step.cut:
+            said = f"{step.fault}: " + "; ".join(f"{node} drops {', '.join(peers)}"
+                                                 for node, peers in step.cut.items())
+        else:
+            where = "the cluster default" if step.scope else "the cluster"
+            said = f"{step.fault} on {step.target or where}"
         said += f" (now {step.bind})" if step.bind else ""
         said += f", to {step.to}" if step.to is not None else ""
     else:

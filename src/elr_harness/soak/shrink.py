@@ -3,8 +3,9 @@ fewest steps that still reproduce its bad anomaly, for a Kafka ticket.
 
 Delta debugging (Zeller's ddmin) first over the schedule's self-contained groups
 of steps (a group ends every fault it starts: a guided run's rounds), then over
-the steps left, then shorter holds: a guided schedule of a hundred steps is cut
-to its round first, a few candidates instead of hundreds. A
+the steps left, then shorter holds, then fewer targets (a network cut of a mix's
+partition shape without each of its nodes in turn): a guided schedule of a
+hundred steps is cut to its round first, a few candidates instead of hundreds. A
 candidate is a subset of the steps (in order), written as a schedule file; one
 that is no valid schedule (a step that ends, or names, a step left out) fails
 without a run. A candidate is kept when at least k of n replays (soak.replay's
@@ -119,22 +120,26 @@ class Shrink:
 
     # -- a candidate ---------------------------------------------------------------
 
-    def text(self, names: Sequence[str], holds: dict[str, float]) -> str:
-        chosen = [replace(self.steps[n], hold_s=holds.get(n, self.steps[n].hold_s))
+    def text(self, names: Sequence[str], holds: dict[str, float],
+             cuts: dict[str, list[str]] | None = None) -> str:
+        chosen = [replace(self.steps[n], hold_s=holds.get(n, self.steps[n].hold_s),
+                          cut=_cut_to(self.steps[n].cut, (cuts or {}).get(n)))
                   for n in names]
         return schedule_toml(self.state["help"], chosen,
                              [f"# a candidate of `harness shrink {self.state['run_dir']}`"],
                              needs=self.needs)
 
-    def reproduces(self, names: Sequence[str], holds: dict[str, float] | None = None) -> bool:
+    def reproduces(self, names: Sequence[str], holds: dict[str, float] | None = None,
+                   cuts: dict[str, list[str]] | None = None) -> bool:
         """Whether k of n replays of the candidate are INVALID with the anomaly."""
-        holds = holds or {}
-        key = " ".join(names) + "".join(f" {n}:hold={h:g}" for n, h in sorted(holds.items()))
+        holds, cuts = holds or {}, cuts or {}
+        key = " ".join(names) + "".join(f" {n}:hold={h:g}" for n, h in sorted(holds.items())) \
+            + "".join(f" {n}:cut={','.join(kept)}" for n, kept in sorted(cuts.items()))
         candidates = self.state["candidates"]
         tried = candidates.get(key)
         if tried is not None and tried.get("done"):
             return bool(tried["kept"])
-        text = self.text(names, holds)
+        text = self.text(names, holds, cuts)
         try:
             parse_schedule(text, "candidate")
         except BadInput as err:  # a step ends or names one left out
@@ -142,8 +147,9 @@ class Shrink:
                                "ill_formed": str(err)}
             self._save()
             return False
-        tried = tried or {"steps": list(names), "holds": holds, "number": len(candidates) + 1,
-                          "runs": [], "done": False, "kept": False}
+        tried = tried or {"steps": list(names), "holds": holds, "cuts": cuts,
+                          "number": len(candidates) + 1, "runs": [], "done": False,
+                          "kept": False}
         candidates[key] = tried
         folder = self.out / "candidates" / f"{tried['number']:03d}"
         folder.mkdir(parents=True, exist_ok=True)
@@ -151,7 +157,8 @@ class Shrink:
         schedule.write_text(text)
         k, n = self.state["k"], self.state["n"]
         console.print(f"candidate {tried['number']}: {len(names)} steps ({', '.join(names)})"
-                      f"{' holds ' + str(holds) if holds else ''}")
+                      f"{' holds ' + str(holds) if holds else ''}"
+                      f"{' cuts ' + str(cuts) if cuts else ''}")
         while not tried["done"]:
             hits = sum(1 for r in tried["runs"] if r["hit"])
             left = n - len(tried["runs"])
@@ -196,8 +203,15 @@ class Shrink:
                 if self.reproduces(smallest, {**holds, name: shorter}):
                     holds[name] = shorter
                     break
-        self.state["smallest"] = {"steps": smallest, "holds": holds}
-        (self.out / SCHEDULE_FILE).write_text(self.text(smallest, holds))
+        cuts: dict[str, list[str]] = {}
+        for name in smallest:  # then fewer targets: a cut without each of its nodes
+            kept = _nodes_of(self.steps[name].cut)
+            for node in list(kept):
+                fewer = [n for n in kept if n != node]
+                if len(fewer) >= 2 and self.reproduces(smallest, holds, {**cuts, name: fewer}):
+                    kept = cuts[name] = fewer
+        self.state["smallest"] = {"steps": smallest, "holds": holds, "cuts": cuts}
+        (self.out / SCHEDULE_FILE).write_text(self.text(smallest, holds, cuts))
         self._confirm()
         self.state["seconds"] = round(self.state.get("seconds", 0) + time.monotonic()
                                       - started, 1)
@@ -230,6 +244,21 @@ class Shrink:
 
     def _save(self) -> None:
         write_json(self.out / SHRINK_FILE, self.state)
+
+
+def _nodes_of(cut: dict[str, list[str]] | None) -> list[str]:
+    """Every node a cut names (none: the step has no cut)."""
+    return sorted({n for node, peers in (cut or {}).items() for n in [node, *peers]})
+
+
+def _cut_to(cut: dict[str, list[str]] | None, kept: list[str] | None
+            ) -> dict[str, list[str]] | None:
+    """`cut` with only the rules between `kept` nodes (None: all of it)."""
+    if cut is None or kept is None:
+        return cut
+    fewer = {node: [p for p in peers if p in kept] for node, peers in cut.items()
+             if node in kept}
+    return {node: peers for node, peers in fewer.items() if peers} or None
 
 
 def start(run_dir: Path, store: Path, k: int, n: int, anomaly: str | None,
