@@ -40,13 +40,8 @@ from elr_harness.nemesis.scenarios.base import (
     read_controller,
     wait_for_partition,
 )
-from elr_harness.nemesis.schedule_file import (
-    CONTROLLER,
-    LEADER_NAME,
-    ScheduleFile,
-    Step,
-    check_nodes,
-)
+from elr_harness.nemesis.schedule_file import ScheduleFile, check_nodes
+from elr_harness.nemesis.schedule_step import CONTROLLER, LEADER_NAME, Step
 from elr_harness.nemesis.targets import Role, Topology, all_isr_full
 
 

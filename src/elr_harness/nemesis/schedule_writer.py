@@ -9,7 +9,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from elr_harness.core.toml_write import toml_value
-from elr_harness.nemesis.schedule_file import OBSERVER, Needs, ScheduleFile, Step
+from elr_harness.nemesis.needs import Needs
+from elr_harness.nemesis.schedule_file import ScheduleFile
+from elr_harness.nemesis.schedule_step import OBSERVER, Step
 
 
 def played_toml(schedule: ScheduleFile, record: Mapping[str, Any]) -> str:

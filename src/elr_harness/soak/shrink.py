@@ -34,7 +34,8 @@ from rich.markup import escape
 from elr_harness.core.errors import EXIT_UNKNOWN, EXIT_VALID, BadInput
 from elr_harness.core.files import read_json
 from elr_harness.core.validate import printable
-from elr_harness.nemesis.schedule_file import Step, parse_schedule
+from elr_harness.nemesis.schedule_file import parse_schedule
+from elr_harness.nemesis.schedule_step import Step
 from elr_harness.nemesis.schedule_writer import schedule_toml
 from elr_harness.run.store import fresh_dir, write_json
 from elr_harness.soak.children import run_child, said
