@@ -40,7 +40,7 @@ class Timed(Lines):
 
 
 def _schedule_of(lines: list[dict[str, Any]], seed: int = 3) -> Any:
-    record = mix_schedule(lines, TOPOLOGY, QUICK, FAULT_KINDS, seed, 2.0)
+    record = mix_schedule(lines, TOPOLOGY, QUICK, FAULT_KINDS, seed, 0.01)
     return parse_schedule(recorded_toml(record), "schedule.toml")
 
 
@@ -53,7 +53,7 @@ def test_each_kind_a_mix_made_is_made_again_by_its_step(kind: str) -> None:
     undo()
     schedule = _schedule_of(injector.lines)
     quiet, made, ended = schedule.steps
-    assert (quiet.until.text, quiet.hold_s) == ("isr full", 2.0)
+    assert (quiet.until.text, quiet.hold_s) == ("isr full", 0.01)
     assert made.fault == kind and ended.end == made.name
     # played on a cluster of the same nodes, the step makes the same fault again
     again, _ = rig()
