@@ -6,8 +6,9 @@ of steps (a group ends every fault it starts: a guided run's rounds), then over
 the steps left, then shorter holds, then fewer targets (a network cut of a mix's
 partition shape without each of its nodes in turn): a guided schedule of a
 hundred steps is cut to its round first, a few candidates instead of hundreds. A
-candidate is a subset of the steps (in order), written as a schedule file; one
-that is no valid schedule (a step that ends, or names, a step left out) fails
+candidate is a subset of the steps (in order), written as a schedule file, without
+the ends of the faults it leaves out (a fault goes with its ends); one that is no
+valid schedule (a step that names a node an earlier step left out bound) fails
 without a run. A candidate is kept when at least k of n replays (soak.replay's
 child runs: the run's flags, its release pinned) are INVALID with the anomaly
 type shrunk for; the replays of a candidate stop as soon as k is reached or can
@@ -174,6 +175,12 @@ class Shrink:
         console.print(f"  {'kept' if tried['kept'] else 'dropped'}")
         return bool(tried["kept"])
 
+    def closed(self, names: Sequence[str]) -> list[str]:
+        """`names` without the ends of faults left out: a fault goes with its ends (an
+        end is optional: the run's final heal ends what is still in force)."""
+        kept = set(names)
+        return [n for n in names if self.steps[n].end is None or self.steps[n].end in kept]
+
     # -- the shrink ----------------------------------------------------------------
 
     def go(self) -> int:
@@ -196,7 +203,7 @@ class Shrink:
 
         if len(by_first) > 1:
             names = whole(ddmin(list(by_first), lambda firsts: self.reproduces(whole(firsts))))
-        smallest = ddmin(names, self.reproduces)
+        smallest = self.closed(ddmin(names, lambda c: self.reproduces(self.closed(c))))
         holds: dict[str, float] = {}
         for name in smallest:  # then shorter holds: none, else half
             hold = self.steps[name].hold_s
