@@ -74,8 +74,8 @@ class FaultInjector:
         self.protection_off = False
         #: Each kind's own record of what of it is in force (kept()).
         self._kept: dict[str, Any] = {}
-        #: Every line it recorded, as recorded (a mix's schedule.toml is read from them:
-        #: nemesis.mix_schedule).
+        #: Every line it recorded, as recorded (a mix's or a scripted scenario's
+        #: schedule.toml is read from them: nemesis.recorded).
         self.lines: list[dict[str, Any]] = []
 
     # -- the recorder's fault primitive --------------------------------------------

@@ -287,21 +287,34 @@ def _run_nemesis(plan: NemesisPlan, spec: RunSpec, injector, observer,
 
     try:
         schedule = _schedule(plan, spec, injector, observer, log)
+        began_ns = time.monotonic_ns() - getattr(injector.recorder, "origin_ns", 0)
         if schedule is not None:
             schedule.run(time.monotonic() + spec.run.time_limit_s, stop, result)
-        if plan.groups and not plan.guided:  # random mixes: what they played, as steps
-            from elr_harness.nemesis.mix_schedule import mix_schedule
-            from elr_harness.nemesis.targets import Topology
-
-            result["schedule"] = mix_schedule(
-                injector.lines, Topology.of(injector.cluster.nodes.values()),
-                spec.run.faults, plan.faults, spec.run.seed, spec.run.interval_s)
+        if plan.scripted or plan.groups and not plan.guided:
+            _record_schedule(plan, spec, injector, began_ns, result, log)
     except Exception as err:  # noqa: BLE001 - recorded; the run heals and goes on
         result["error"] = f"{type(err).__name__}: {err}"
         log(f"[red]error: {result['error']}[/red]")
     finally:
         result["latencies_s"] = injector.latencies
         result["done"] = True
+
+
+def _record_schedule(plan: NemesisPlan, spec: RunSpec, injector, began_ns: int,
+                     result: dict[str, Any], log) -> None:
+    """What a random mix or a scripted scenario played, as schedule.toml's steps
+    (nemesis.recorded), read from the injector's lines; a run goes on without it."""
+    from elr_harness.nemesis.recorded import recorded_schedule
+    from elr_harness.nemesis.targets import Topology
+
+    what = f"the scenario {plan.scenario}" if plan.scripted else \
+        f"a random mix of {', '.join(plan.faults)}"
+    try:
+        result["schedule"] = recorded_schedule(
+            injector.lines, Topology.of(injector.cluster.nodes.values()), spec.run.faults,
+            f"the faults of {what} (seed {spec.run.seed}), as they were made", began_ns)
+    except Exception as err:  # noqa: BLE001 - the run's evidence does not depend on it
+        log(f"[yellow]no schedule.toml: {type(err).__name__}: {err}[/yellow]")
 
 
 def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):

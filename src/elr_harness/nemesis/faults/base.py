@@ -267,9 +267,9 @@ class FaultPackage:
     layers: frozenset[Layer] = frozenset()
     #: Config values it needs unless the user chose them.
     cluster_settings: tuple[Setting, ...] = ()
-    #: The step of a schedule file that makes again what its `ok` line of a mix
-    #: records (nemesis.mix_schedule): the fields besides `fault`, from the line,
-    #: the cluster's nodes and the run's settings of the kind.
+    #: The step of a schedule file that makes again what its `ok` line records (a
+    #: mix's or a scenario's run: nemesis.recorded): the fields besides `fault`, from
+    #: the line, the cluster's nodes and the run's settings of the kind.
     step_of: StepOf = field(default=lambda line, _topology, _settings: on_its_node(line))
 
     @property

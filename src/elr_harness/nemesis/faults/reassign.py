@@ -234,7 +234,8 @@ def act(use: Use, target: None, states: Sequence[PartitionState], role: Role) ->
 def step_of(line: dict[str, Any], topology: Any, settings: Any) -> dict[str, Any]:
     """The partition and the role of the replica the mix moved (drawn again)."""
     detail = line["detail"]
-    return {"target": detail["role"], "partition": f"{detail['topic']}-{detail['partition']}"}
+    return {"target": detail.get("role") or Role.ANY.value,
+            "partition": f"{detail['topic']}-{detail['partition']}"}
 
 
 PACKAGE = FaultPackage(

@@ -1,8 +1,9 @@
-"""A random mix's schedule.toml (#55): what each kind of the mix made, read back
-from the lines the real FaultInjector recorded, is a schedule file that makes the
-same fault on the same nodes again (the cut a partition drew, the rate a slow
-network drew, the min ISR a change chose), each fault ended where the mix ended
-it, each step holding until the next began."""
+"""A run's schedule.toml read back from its fault lines (#55): what each kind of a
+random mix made, as the real FaultInjector recorded it, is a schedule file that
+makes the same fault on the same nodes again (the cut a partition drew, the rate
+a slow network drew, the min ISR a change chose), each fault ended where the mix
+ended it, each step holding until the next began; a scripted scenario's lines
+pair as the history's contract pairs them."""
 
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ from fakes import FakeObserver
 from test_nemesis_mix import FULL, QUICK, TOPOLOGY, Lines, mix, rig
 
 from elr_harness.nemesis.faults import FAULT_KINDS, PACKAGES
-from elr_harness.nemesis.mix_schedule import mix_schedule
 from elr_harness.nemesis.played import Played
+from elr_harness.nemesis.recorded import recorded_schedule
 from elr_harness.nemesis.schedule_file import parse_schedule
 from elr_harness.nemesis.schedule_writer import recorded_toml
+from elr_harness.nemesis.targets import Topology
 
 #: What of a fault's line the replay must make again, by kind (besides its nodes).
 SAME = {"partition": ("grudge",), "one-way-partition": ("from",),
@@ -39,8 +41,9 @@ class Timed(Lines):
                               time=time.monotonic_ns() - self.origin)
 
 
-def _schedule_of(lines: list[dict[str, Any]], seed: int = 3) -> Any:
-    record = mix_schedule(lines, TOPOLOGY, QUICK, FAULT_KINDS, seed, 0.01)
+def _schedule_of(lines: list[dict[str, Any]]) -> Any:
+    began = lines[0]["time"] - 200_000_000 if lines else 0  # 0.2 s before the first
+    record = recorded_schedule(lines, TOPOLOGY, QUICK, "a mix", began)
     return parse_schedule(recorded_toml(record), "schedule.toml")
 
 
@@ -53,7 +56,7 @@ def test_each_kind_a_mix_made_is_made_again_by_its_step(kind: str) -> None:
     undo()
     schedule = _schedule_of(injector.lines)
     quiet, made, ended = schedule.steps
-    assert (quiet.until.text, quiet.hold_s) == ("isr full", 0.01)
+    assert (quiet.until.text, quiet.hold_s) == ("isr full", 0.2)
     assert made.fault == kind and ended.end == made.name
     # played on a cluster of the same nodes, the step makes the same fault again
     again, _ = rig()
@@ -113,7 +116,72 @@ def test_an_end_with_nothing_in_force_is_part_of_the_next_fault_and_a_failed_one
              line(10, "stop", "ok", ["broker-3"], "stop")]
     steps = _schedule_of(lines).steps
     assert [(s.fault, s.target, s.end) for s in steps[1:]] == [
-        ("kill", "broker-1", None), (None, None, "m1-kill"), ("stop", "broker-3", None)]
+        ("kill", "broker-1", None), (None, None, "s1-kill"), ("stop", "broker-3", None)]
     # the kill held from its ok (3 s) to its end's invoke (4 s); the start until the
     # stop that made a step began (9 s)
     assert [s.hold_s for s in steps[1:]] == [1.0, 4.0, 0.0]
+
+
+def test_a_scenarios_lines_pair_as_the_history_pairs_them():
+    """Without a mix entry, a heal ends every cut, a start the kill or power loss of
+    its node, a restore the change of its own topic; the final heal is no step."""
+    def line(i: int, kind: str, nodes: list[str], **detail: Any) -> dict[str, Any]:
+        return {"index": i, "time": i * 1_000_000_000, "type": "ok", "f": "fault",
+                "fault": kind, "nodes": nodes, "detail": detail}
+
+    every = sorted(TOPOLOGY.node_names)
+    cut_a = {"broker-2": [n for n in every if n != "broker-2"],
+             **{n: ["broker-2"] for n in every if n != "broker-2"}}
+    lines = [line(1, "partition", every, step="T0", grudge=cut_a),
+             line(2, "min-isr-change", [], step="M", topic="t", **{"from": 2, "to": 1}),
+             line(3, "min-isr-change", [], step="N", topic=None, **{"from": 2, "to": 3}),
+             line(4, "page-cache-loss", ["broker-1"], step="T2"),
+             line(5, "min-isr-change", [], step="M", topic="t", restore=True,
+                  **{"from": 1, "to": 2}),
+             line(6, "heal", every, step="T3"),
+             line(7, "start", ["broker-1"], step="T4"),
+             line(8, "heal", every, step="final-heal"),
+             line(9, "min-isr-change", [], step="final-heal", topic=None, restore=True)]
+    steps = _schedule_of(lines).steps[1:]
+    assert [(s.name, s.fault, s.end) for s in steps] == [
+        ("s1-partition", "partition", None), ("s2-min-isr-change", "min-isr-change", None),
+        ("s3-min-isr-change", "min-isr-change", None),
+        ("s4-page-cache-loss", "page-cache-loss", None), ("s5-min-isr-change", None,
+                                                          "s2-min-isr-change"),
+        ("s6-heal", None, "s1-partition"), ("s7-start", None, "s4-page-cache-loss")]
+    assert steps[0].cut == cut_a and steps[3].target == "broker-1"
+    assert (steps[1].to, steps[1].partition, steps[1].scope) == (1, ("t", 0), None)
+    assert (steps[2].to, steps[2].partition, steps[2].scope) == (3, None, "cluster")
+
+
+def test_a_scripted_scenarios_run_played_from_its_recorded_schedule_makes_its_faults_again():
+    """unclean-last-replica's Python on the scenario tests' model: its lines, read
+    back as a schedule and played on a fresh model, make the same cuts, the same
+    power loss and the same restart (a heal per cut it ends: the heal is idempotent)."""
+    from test_nemesis_scenario import World, injector_of, scenario
+
+    first = World(leader=2, isr=(2, 3, 1))
+    run, injector = scenario(first)
+    run.run()
+    for i, line in enumerate(injector.lines):  # the index and time a history gives
+        line.update(index=i, time=i * 100_000_000)
+    topology = Topology.of(injector.cluster.nodes.values())
+    record = recorded_schedule(injector.lines, topology, {}, "the scenario", 0)
+    schedule = parse_schedule(recorded_toml(record), "schedule.toml")
+    assert [(s.fault, s.end) for s in schedule.steps[1:]] == [
+        ("partition", None), ("partition", None), ("page-cache-loss", None),
+        (None, "s1-partition"), (None, "s2-partition"), (None, "s3-page-cache-loss")]
+    world = World(leader=2, isr=(2, 3, 1))
+    again = injector_of(world)
+    played = Played(schedule, again, FakeObserver(lambda: [world.state]), "t", 7, 3, 2,
+                    log=lambda _m: None, topology=topology, active_controller=lambda: 101)
+    result: dict[str, Any] = {}
+    played.run(time.monotonic() + 60, threading.Event(), result)
+
+    def made(lines: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return [(x["fault"], x["nodes"], x["detail"].get("grudge")) for x in lines
+                if x["f"] == "fault" and x["type"] == "ok"]
+
+    assert made(again.lines) == [*made(injector.lines)[:4], made(injector.lines)[3],
+                                 made(injector.lines)[4]]
+    assert world.state.leader == first.state.leader == 1  # B, the ELR member, elected
