@@ -68,10 +68,12 @@ def _ends(line: Mapping[str, Any], in_force: list[_InForce]) -> list[_InForce]:
 
 def recorded_schedule(lines: Iterable[Mapping[str, Any]], topology: Topology,
                       faults: Mapping[str, Any], help_text: str,
-                      began_ns: int | None = None) -> dict[str, Any]:
+                      began_ns: int | None = None,
+                      min_insync_replicas: int | None = None) -> dict[str, Any]:
     """The record recorded_toml writes (help, needs, steps) of the run whose
     injector recorded `lines` (`began_ns`: when its schedule began, on the lines'
-    clock; None: the first line's time)."""
+    clock; None: the first line's time; `min_insync_replicas`: its first topic's,
+    which the file then needs)."""
     steps: list[dict[str, Any]] = []
     starts: list[int] = []   # when each step's act began (ns)
     oks: list[int] = []      # when it was done (its ok line)
@@ -118,5 +120,7 @@ def recorded_schedule(lines: Iterable[Mapping[str, Any]], topology: Topology,
     return {"help": help_text,
             # played again on as many brokers, with Kafka's timeouts as the run had them
             # (a replay pins the run's config: soak.replay)
-            "needs": {"brokers": len(topology.brokers), "short_kafka_timeouts": False},
+            "needs": {"brokers": len(topology.brokers), "short_kafka_timeouts": False,
+                      **({"min_insync_replicas": min_insync_replicas}
+                         if min_insync_replicas is not None else {})},
             "steps": [quiet, *steps]}

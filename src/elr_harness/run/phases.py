@@ -312,7 +312,8 @@ def _record_schedule(plan: NemesisPlan, spec: RunSpec, injector, began_ns: int,
     try:
         result["schedule"] = recorded_schedule(
             injector.lines, Topology.of(injector.cluster.nodes.values()), spec.run.faults,
-            f"the faults of {what} (seed {spec.run.seed}), as they were made", began_ns)
+            f"the faults of {what} (seed {spec.run.seed}), as they were made", began_ns,
+            spec.topics[0].min_insync_replicas)
     except Exception as err:  # noqa: BLE001 - the run's evidence does not depend on it
         log(f"[yellow]no schedule.toml: {type(err).__name__}: {err}[/yellow]")
 

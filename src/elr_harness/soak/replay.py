@@ -118,9 +118,9 @@ def read_run(run_dir: Path, command: str = "replay"
         raise BadInput(f"{command}: {shown} is no run directory")
     schedule = run_dir / SCHEDULE_FILE
     if not schedule.is_file():
-        raise BadInput(f"{command}: {shown} has no {SCHEDULE_FILE}: a run played from a "
-                       "schedule file (harness run --schedule) or a guided run keeps one; a "
-                       "random mix does not yet")
+        raise BadInput(f"{command}: {shown} has no {SCHEDULE_FILE}: a run with faults keeps "
+                       "one (from this version on); a run of --nemesis none, or an older "
+                       "run, has none")
     test = read_json(run_dir / "test.json", f"{command}: {shown}/test.json")
     results_path = run_dir / "results.json"
     if not results_path.is_file():
