@@ -29,10 +29,9 @@ from elr_harness.nemesis.faults.base import (
     Use,
     end_each,
     loss_outstanding,
-    read_with_tools,
-    record_change,
     why,
 )
+from elr_harness.nemesis.faults.config_change import read_with_tools, record_change
 
 
 def _changes(injector: Injector) -> dict[str, tuple[int, int]]:

@@ -31,10 +31,9 @@ from elr_harness.nemesis.faults.base import (
     Undo,
     Use,
     end_each,
-    read_with_tools,
-    record_change,
     why,
 )
+from elr_harness.nemesis.faults.config_change import read_with_tools, record_change
 
 
 def _changes(injector: Injector) -> dict[str | None, tuple[int, int]]:
