@@ -1,0 +1,111 @@
+"""The nemesis thread of `harness run`: the plan's schedule (a scripted scenario, a
+schedule file, a guided run, random mixes) made from the run's spec and played
+until the time limit; then, for a scenario's or a mix's run, what it played read
+back as schedule.toml's steps (nemesis.recorded)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from rich.console import Console
+
+from elr_harness.cluster.observe import recovered
+from elr_harness.nemesis.registry import NemesisPlan
+from elr_harness.run.spec import RunSpec
+
+console = Console(highlight=False)
+
+
+def run_nemesis(plan: NemesisPlan, spec: RunSpec, injector, observer,
+                 stop: threading.Event, result: dict[str, Any]) -> None:
+    """The nemesis thread: the plan's schedule; never raises."""
+    def log(message: str) -> None:
+        console.print(f"[magenta]nemesis[/magenta] {message}")
+
+    try:
+        schedule = _schedule(plan, spec, injector, observer, log)
+        began_ns = time.monotonic_ns() - getattr(injector.recorder, "origin_ns", 0)
+        if schedule is not None:
+            schedule.run(time.monotonic() + spec.run.time_limit_s, stop, result)
+        if plan.scripted or plan.groups and not plan.guided:
+            _record_schedule(plan, spec, injector, began_ns, result, log)
+    except Exception as err:  # noqa: BLE001 - recorded; the run heals and goes on
+        result["error"] = f"{type(err).__name__}: {err}"
+        log(f"[red]error: {result['error']}[/red]")
+    finally:
+        result["latencies_s"] = injector.latencies
+        result["done"] = True
+
+
+def _record_schedule(plan: NemesisPlan, spec: RunSpec, injector, began_ns: int,
+                     result: dict[str, Any], log) -> None:
+    """What a random mix or a scripted scenario played, as schedule.toml's steps
+    (nemesis.recorded), read from the injector's lines; a run goes on without it."""
+    from elr_harness.nemesis.recorded import recorded_schedule
+    from elr_harness.nemesis.targets import Topology
+
+    what = f"the scenario {plan.scenario}" if plan.scripted else \
+        f"a random mix of {', '.join(plan.faults)}"
+    try:
+        result["schedule"] = recorded_schedule(
+            injector.lines, Topology.of(injector.cluster.nodes.values()), spec.run.faults,
+            f"the faults of {what} (seed {spec.run.seed}), as they were made", began_ns,
+            spec.topics[0].min_insync_replicas)
+    except Exception as err:  # noqa: BLE001 - the run's evidence does not depend on it
+        log(f"[yellow]no schedule.toml: {type(err).__name__}: {err}[/yellow]")
+
+
+def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):
+    """The scenario then its recovery; or a guided schedule; or one mix; or mixes
+    that overlap (each seeded from --seed upward, so the run reproduces)."""
+    from elr_harness.nemesis.mix import RandomMix
+    from elr_harness.nemesis.schedules import Mix, Overlap, Phases, Recovery, Scenario
+
+    if plan.scripted:
+        scripted = plan.scripted.scenario
+        expected = replication_of(spec)
+        return Phases([
+            Scenario(lambda stop: scripted(
+                injector, observer, spec.topics[0].name, 0, elr=spec.cluster.elr,
+                timings=spec.run.scenario, stop=stop, log=log, seed=spec.run.seed)),
+            Recovery(lambda: recovered(observer.latest(), expected),
+                     spec.run.scenario.step_timeout_s, spec.run.scenario.watch_poll_s,
+                     spec.run.quiet_after_faults_s)])
+    replication = min(t.replication_factor for t in spec.topics)
+    if plan.schedule:
+        from elr_harness.nemesis.played import Played
+
+        return Phases([
+            Played(plan.schedule, injector, observer, spec.topics[0].name, spec.run.seed,
+                   spec.topics[0].replication_factor, spec.topics[0].min_insync_replicas,
+                   faults=spec.run.faults, log=log,
+                   start_within_s=spec.run.scenario.step_timeout_s,
+                   timings=spec.run.scenario),
+            Recovery(lambda: recovered(observer.latest(), replication_of(spec)),
+                     spec.run.scenario.step_timeout_s, spec.run.scenario.watch_poll_s,
+                     spec.run.quiet_after_faults_s)])
+    if plan.guided:
+        from elr_harness.nemesis.guided import Guided
+
+        return Guided(injector, observer, [(t.name, t.partitions) for t in spec.topics],
+                      spec.run.seed, replication,
+                      min(t.min_insync_replicas for t in spec.topics), spec.run.guided,
+                      reached=spec.run.reached, faults=spec.run.faults, log=log)
+
+    def maker(seed: int):
+        return lambda kinds, stop: RandomMix(injector, observer, kinds, seed,
+                                             spec.run.interval_s, replication, stop=stop,
+                                             log=log, faults=spec.run.faults)
+
+    mixes = [Mix(group, maker(spec.run.seed + i)) for i, group in enumerate(plan.groups)]
+    if not mixes:
+        return None
+    return mixes[0] if len(mixes) == 1 else Overlap(mixes)
+
+
+def replication_of(spec: RunSpec) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> replication factor: what a recovered cluster shows."""
+    return {(t.name, p): t.replication_factor for t in spec.topics
+            for p in range(t.partitions)}
