@@ -185,3 +185,16 @@ def test_a_scripted_scenarios_run_played_from_its_recorded_schedule_makes_its_fa
     assert made(again.lines) == [*made(injector.lines)[:4], made(injector.lines)[3],
                                  made(injector.lines)[4]]
     assert world.state.leader == first.state.leader == 1  # B, the ELR member, elected
+
+
+def test_the_placement_a_recorded_schedule_keeps_is_the_partitions_at_the_start():
+    from elr_harness.run.nemesis_thread import placement_of
+
+    injector, _ = rig()
+    injector.cluster.leader = 102  # type: ignore[attr-defined]
+    assert placement_of(FakeObserver(FULL), injector, "t") == {
+        "leader": "broker-1", "replicas": ["broker-1", "broker-2", "broker-3"],
+        "controller": "controller-2"}
+    leaderless = [FULL[0].__class__("t", 0, -1, 5, (), (2,), (), None, (1, 2, 3))]
+    assert placement_of(FakeObserver(leaderless), injector, "t") is None
+    assert placement_of(FakeObserver(FULL), injector, "other") is None

@@ -87,6 +87,17 @@ STEP = '[[step]]\nfault = "kill"\ntarget = "follower"\nas = "A"\n'
     ('[[step]]\nfault = "kill"\ntarget = "leader"\n[[step]]\nfault = "kill"\n'
      'target = "broker-9"\n', None),
     ("[[step\n", "not TOML"),
+    ('[placement]\nleader = "broker-1"\nreplicas = ["broker-2"]\n' + STEP,
+     "[placement] leader: 'broker-1' is none of its replicas"),
+    ('[placement]\nleader = "broker-1"\nreplicas = ["broker-1", "broker-1"]\n' + STEP,
+     "[placement] replicas: a list of distinct brokers"),
+    ('[placement]\nleader = "broker-1"\nreplicas = ["controller-1"]\n' + STEP,
+     "[placement] replicas: a list of distinct brokers"),
+    ('[placement]\nleader = "broker-1"\nreplicas = ["broker-1"]\ncontroller = "broker-2"\n'
+     + STEP, "[placement] controller: 'broker-2' is no controller"),
+    ('[placement]\nleader = "broker-1"\nreplicas = ["broker-1"]\nrack = 1\n' + STEP,
+     "[placement] has no field 'rack'"),
+    ('placement = 3\n' + STEP, "`placement` must be a table"),
     ('[[step]]\nfault = "kill"\ntarget = "leader"\ncut = { "broker-1" = ["broker-2"] }\n',
      "line 4: step 1 (step-1): `cut`: kill takes no cut"),
     ('[[step]]\nfault = "partition"\ntarget = "leader"\ncut = { "broker-1" = ["broker-2"] }\n',
@@ -306,3 +317,48 @@ def test_a_cut_is_made_as_written_and_the_cluster_scope_changes_the_default():
     assert (ok[2]["fault"], ok[2]["detail"]["topic"], ok[2]["detail"]["to"]) == \
         ("min-isr-change", None, 1)
     assert ok[3]["detail"].get("restore") is True
+
+
+PLACED = """[placement]
+leader = "broker-2"
+replicas = ["broker-2", "broker-3", "broker-1"]
+controller = "controller-1"
+
+[[step]]
+name = "K"
+fault = "kill"
+target = "broker-3"
+until = "broker-3 not in isr"
+within_s = 5
+
+[[step]]
+name = "C"
+fault = "partition"
+cut = { "broker-2" = ["controller-1"] }
+
+[[step]]
+end = "C"
+
+[[step]]
+end = "K"
+"""
+
+
+def test_a_placed_file_plays_each_node_in_its_place_on_this_cluster():
+    """The run placed its leader on broker-2, its first follower on broker-3; here the
+    leader is broker-1 and the active controller controller-2: every node a step
+    names is the one in the same place here, in targets, cuts and waits."""
+    played, injector, _ = _player(PLACED)
+    record = _play(played)["schedule"]
+    assert record["renamed"] == {"broker-2": "broker-1", "broker-3": "broker-2",
+                                 "broker-1": "broker-3", "controller-1": "controller-2",
+                                 "controller-2": "controller-1"}
+    kill, wait = record["steps"][0]["target"], record["steps"][0]["seen"]
+    assert (kill, wait) == ("broker-2", True)
+    ok = [line for line in injector.recorder.lines if line.get("f") == "fault"
+          and line["type"] == "ok"]
+    assert ok[1]["detail"]["grudge"] == {"broker-1": ["controller-2"]}
+    from elr_harness.nemesis.schedule_writer import played_toml
+
+    again = _parse(played_toml(played.schedule, record))
+    assert again.placement == played.schedule.placement  # a replay places it the same

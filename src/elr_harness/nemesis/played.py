@@ -40,7 +40,7 @@ from elr_harness.nemesis.scenarios.base import (
     read_controller,
     wait_for_partition,
 )
-from elr_harness.nemesis.schedule_file import ScheduleFile, check_nodes
+from elr_harness.nemesis.schedule_file import Placement, ScheduleFile, check_nodes
 from elr_harness.nemesis.schedule_step import CONTROLLER, LEADER_NAME, Step
 from elr_harness.nemesis.targets import Role, Topology, all_isr_full
 
@@ -74,6 +74,8 @@ class Played:
         self.stop_event = threading.Event()
         #: name -> node name (L, and every step's `as`)
         self.names: dict[str, str] = {}
+        #: a node the file names -> the node in its place here ([placement])
+        self.renamed: dict[str, str] = {}
         self.undos: dict[str, Undo] = {}
         self.played: list[dict[str, Any]] = []
         self.started = time.monotonic()
@@ -102,6 +104,9 @@ class Played:
                 return
             self.names[LEADER_NAME] = self._name(start.leader)
             record["names"] = self.names
+            if self.schedule.placement is not None:
+                self.renamed = self._renaming(self.schedule.placement, start)
+                record["renamed"] = self.renamed
             for step in self.schedule.steps:
                 if stop.is_set() or time.monotonic() >= deadline:
                     record["stopped_before"] = step.name
@@ -174,7 +179,7 @@ class Played:
 
     def _node_of(self, name: str) -> str | None:
         """The node a bound name or a node name is (None: not bound yet)."""
-        node = self.names.get(name, name)
+        node = self.names.get(name) or self._moved(name)
         return node if node in self.topology.node_names else None
 
     def _registrations(self, name: str) -> int:
@@ -226,7 +231,8 @@ class Played:
             return {"topic": None if step.scope == CLUSTER_SCOPE else self.topic,
                     "choose": lambda _current: step.to, "fallback": self.min_isr}
         if step.cut is not None:  # a kind that TAKES_A_CUT
-            return {"grudge": step.cut}
+            return {"grudge": {self._moved(node): [self._moved(p) for p in peers]
+                               for node, peers in step.cut.items()}}
         if package.can(C.REASSIGNS):
             mine = self._mine(latest)
             return {"states": [mine] if mine else [], "role": Role(str(step.target))}
@@ -239,6 +245,31 @@ class Played:
 
     # -- targets -------------------------------------------------------------------
 
+    def _renaming(self, placed: Placement, start: PartitionState) -> dict[str, str]:
+        """Each node the file names -> the node in the same place here: the leader at
+        the start, its followers in the partition's order, the other brokers and the
+        controllers (the active one first) in name order."""
+        replicas = [self._name(b) for b in start.replicas or start.isr]
+        leader = self._name(start.leader)
+        pairs = [(placed.leader, leader),
+                 *zip([r for r in placed.replicas if r != placed.leader],
+                      [r for r in replicas if r != leader], strict=False)]
+        brokers = sorted(self.topology.brokers)
+        pairs += zip([b for b in brokers if b not in placed.replicas],
+                     [b for b in brokers if b not in replicas], strict=False)
+        named = {i: n for n, i in self.topology.controllers.items()}
+        active = named.get(self.active_controller()) if placed.controller else None
+        if placed.controller and active:
+            controllers = sorted(self.topology.controllers)
+            pairs += [(placed.controller, active),
+                      *zip([c for c in controllers if c != placed.controller],
+                           [c for c in controllers if c != active], strict=False)]
+        return {old: new for old, new in pairs if old != new}
+
+    def _moved(self, node: str) -> str:
+        """The node in the place of the file's `node` ([placement]; itself without)."""
+        return self.renamed.get(node, node)
+
     def _target(self, step: Step) -> str | None:
         """The node a step acts on: a bound name's, a node's, or one drawn of the role
         on the partition as last observed (nodes bound already are not drawn)."""
@@ -247,7 +278,7 @@ class Played:
         if step.target in self.names:
             return self.names[step.target]
         if step.target in self.topology.node_names:
-            return step.target
+            return self._moved(step.target)
         role = Role(step.target)
         if role is Role.ACTIVE_CONTROLLER:
             active = self.active_controller()
@@ -283,7 +314,7 @@ class Played:
         return state.replicas or ()
 
     def _broker(self, name: str) -> int:
-        node = self.names.get(name, name)
+        node = self.names.get(name) or self._moved(name)
         broker = self.topology.brokers.get(node)
         if broker is None:
             return -2  # a name not bound yet, or a controller: in no broker set

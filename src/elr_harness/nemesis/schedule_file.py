@@ -9,6 +9,15 @@ do.
     min_insync_replicas = 1      # at least 4 brokers, min ISR exactly 1, at least
     log_dirs = 2                 # 2 log dirs per broker
 
+    [placement]                  # where the run it came from had its nodes at the
+    leader = "broker-2"          # start (optional; a run's schedule.toml has it): the
+    replicas = ["broker-2", "broker-3", "broker-1"]   # partition's leader, its replicas
+    controller = "controller-1"  # and the active controller. Played with it, every node
+                                 # a step names is renamed to the node in the same place
+                                 # on the cluster it plays on (its leader, its first
+                                 # follower, ...), since a fresh cluster places its
+                                 # leaders elsewhere
+
     [[step]]
     name = "T0"                  # optional: step-1, step-2, ... otherwise
     fault = "partition"          # a registered kind (`harness run --help` lists them)
@@ -52,16 +61,62 @@ nothing is played before the whole file is checked.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from elr_harness.core.errors import BadInput
 from elr_harness.nemesis.faults import PACKAGES, FaultPackage
 from elr_harness.nemesis.needs import Needs
 from elr_harness.nemesis.schedule_step import NODE, Step, StepChecker
 
-_TOP = ("help", "needs", "step")
+BROKER = re.compile(r"broker-[0-9]{1,4}")
+CONTROLLER_NODE = re.compile(r"controller-[0-9]{1,4}")
+
+_TOP = ("help", "needs", "placement", "step")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a run had its nodes at its start (a file's [placement])."""
+
+    #: the partition's leader, and its replicas in the partition's order
+    leader: str
+    replicas: tuple[str, ...]
+    #: the active controller (None: not said)
+    controller: str | None = None
+
+    @classmethod
+    def from_table(cls, raw: Any, where: str) -> Placement:
+        if not isinstance(raw, dict):
+            raise BadInput(f"{where}: `placement` must be a table ([placement])")
+        known = ("leader", "replicas", "controller")
+        for key in raw:
+            if key not in known:
+                raise BadInput(f"{where}: [placement] has no field {str(key)[:40]!r}; known: "
+                               f"{', '.join(known)}")
+        replicas = raw.get("replicas")
+        if not isinstance(replicas, list) or not replicas or len(set(map(str, replicas))) != \
+                len(replicas) or not all(isinstance(r, str) and BROKER.fullmatch(r)
+                                         for r in replicas):
+            raise BadInput(f"{where}: [placement] replicas: a list of distinct brokers "
+                           "(broker-N)")
+        leader = raw.get("leader")
+        if leader not in replicas:
+            raise BadInput(f"{where}: [placement] leader: {str(leader)[:40]!r} is none of "
+                           "its replicas")
+        controller = raw.get("controller")
+        if controller is not None and not (isinstance(controller, str)
+                                           and CONTROLLER_NODE.fullmatch(controller)):
+            raise BadInput(f"{where}: [placement] controller: {str(controller)[:40]!r} is no "
+                           "controller (controller-N)")
+        return cls(leader, tuple(replicas), controller)
+
+    def table(self) -> dict[str, Any]:
+        return {"leader": self.leader, "replicas": list(self.replicas),
+                **({"controller": self.controller} if self.controller else {})}
 
 
 @dataclass(frozen=True)
@@ -72,6 +127,7 @@ class ScheduleFile:
     help: str
     steps: tuple[Step, ...]
     needs: Needs = field(default_factory=Needs)
+    placement: Placement | None = None
 
     @property
     def name(self) -> str:
@@ -128,10 +184,18 @@ def parse_schedule(text: str, path: str) -> ScheduleFile:
     for number, raw in enumerate(steps, start=1):
         checked.append(StepChecker(text, path, number, raw, checked).step())
     needs = Needs.from_table(table.get("needs", {}), f"--schedule {path}")
-    return ScheduleFile(path, help_text, tuple(checked), needs)
+    placement = Placement.from_table(table["placement"], f"--schedule {path}") \
+        if "placement" in table else None
+    return ScheduleFile(path, help_text, tuple(checked), needs, placement)
 
 def check_nodes(schedule: ScheduleFile, node_names: set[str]) -> None:
     """Every node a step names is one of the cluster's (checked before the run)."""
+    placed = schedule.placement
+    if placed is not None:
+        for name in [*placed.replicas, *([placed.controller] if placed.controller else [])]:
+            if name not in node_names:
+                raise BadInput(f"--schedule {schedule.path}: [placement]: {name!r} is no "
+                               f"node of the cluster; nodes: {', '.join(sorted(node_names))}")
     for step in schedule.steps:
         names = [step.target] if step.target and NODE.fullmatch(step.target) else []
         names += sorted({n for node, peers in (step.cut or {}).items() for n in [node, *peers]})

@@ -10,7 +10,7 @@ from typing import Any
 
 from elr_harness.core.toml_write import toml_value
 from elr_harness.nemesis.needs import Needs
-from elr_harness.nemesis.schedule_file import ScheduleFile
+from elr_harness.nemesis.schedule_file import Placement, ScheduleFile
 from elr_harness.nemesis.schedule_step import OBSERVER, Step
 
 
@@ -24,14 +24,16 @@ def played_toml(schedule: ScheduleFile, record: Mapping[str, Any]) -> str:
     names = record.get("names")
     if names:
         head.append(f"# names bound in this run: {toml_value(dict(names))}")
+    if record.get("renamed"):
+        head.append(f"# its nodes, renamed by [placement]: {toml_value(dict(record['renamed']))}")
     return schedule_toml(schedule.help, schedule.steps, head,
                          lambda step: done.get(step.name) or {"not_played": True},
-                         schedule.needs)
+                         schedule.needs, schedule.placement)
 
 
 def schedule_toml(help_text: str, steps: Sequence[Step], head: Sequence[str] = (),
                   played: Callable[[Step], Mapping[str, Any]] | None = None,
-                  needs: Needs | None = None) -> str:
+                  needs: Needs | None = None, placement: Placement | None = None) -> str:
     """`steps` as a schedule file (with each one's `played` table, when given)."""
     tables = []
     for step in steps:
@@ -41,7 +43,8 @@ def schedule_toml(help_text: str, steps: Sequence[Step], head: Sequence[str] = (
         tables.append(table)
     chosen = {k: v for k, v in dataclasses.asdict(needs).items() if v is not None} \
         if needs else {}
-    return tables_toml(help_text, tables, head, chosen)
+    return tables_toml(help_text, tables, head, chosen,
+                       placement.table() if placement else None)
 
 
 def step_table(step: Step) -> dict[str, Any]:
@@ -61,11 +64,13 @@ def step_table(step: Step) -> dict[str, Any]:
 
 
 def tables_toml(help_text: str, steps: Sequence[Mapping[str, Any]], head: Sequence[str] = (),
-                needs: Mapping[str, Any] | None = None) -> str:
+                needs: Mapping[str, Any] | None = None,
+                placement: Mapping[str, Any] | None = None) -> str:
     """A schedule file of [[step]] tables (each a mapping of its fields, `played` last)."""
     lines = [*head, f"help = {toml_value(help_text)}"]
-    if needs:
-        lines += ["", "[needs]", *(f"{k} = {toml_value(v)}" for k, v in needs.items())]
+    for name, table in (("needs", needs), ("placement", placement)):
+        if table:
+            lines += ["", f"[{name}]", *(f"{k} = {toml_value(v)}" for k, v in table.items())]
     for table in steps:
         lines += ["", "[[step]]"]
         lines += [f"{key} = {toml_value(value)}" for key, value in table.items()
@@ -81,4 +86,4 @@ def recorded_toml(record: Mapping[str, Any]) -> str:
     head = ["# the schedule this run played, step by step (drawn as it went: each",
             "# target the node it resolved to); `harness run --schedule` plays it again"]
     return tables_toml(record.get("help", ""), record.get("steps", []), head,
-                       record.get("needs"))
+                       record.get("needs"), record.get("placement"))

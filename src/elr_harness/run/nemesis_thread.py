@@ -27,16 +27,43 @@ def run_nemesis(plan: NemesisPlan, spec: RunSpec, injector, observer,
     try:
         schedule = _schedule(plan, spec, injector, observer, log)
         began_ns = time.monotonic_ns() - getattr(injector.recorder, "origin_ns", 0)
+        placement = placement_of(observer, injector, spec.topics[0].name)
         if schedule is not None:
             schedule.run(time.monotonic() + spec.run.time_limit_s, stop, result)
         if plan.scripted or plan.groups and not plan.guided:
             _record_schedule(plan, spec, injector, began_ns, result, log)
+        if placement and plan.schedule is None and isinstance(result.get("schedule"), dict):
+            result["schedule"]["placement"] = placement  # a drawn or recorded schedule
     except Exception as err:  # noqa: BLE001 - recorded; the run heals and goes on
         result["error"] = f"{type(err).__name__}: {err}"
         log(f"[red]error: {result['error']}[/red]")
     finally:
         result["latencies_s"] = injector.latencies
         result["done"] = True
+
+
+def placement_of(observer, injector, topic: str) -> dict[str, Any] | None:
+    """Where the nodes are as the schedule begins (a schedule file's [placement]): the
+    topic's partition 0's leader and replicas, and the active controller; None when
+    the partition has no leader to say."""
+    from elr_harness.nemesis.scenarios.base import partition_in
+    from elr_harness.nemesis.targets import Topology
+
+    state = partition_in(observer.latest(), topic, 0)
+    if state is None or state.leader < 0:
+        return None
+    topology = Topology.of(injector.cluster.nodes.values())
+    try:
+        placed: dict[str, Any] = {
+            "leader": topology.name_of_broker(state.leader),
+            "replicas": [topology.name_of_broker(b) for b in state.replicas or state.isr]}
+        active = injector.cluster.quorum_leader()
+    except Exception:  # noqa: BLE001 - a placement is a help to a replay, never a must
+        return None
+    named = {i: n for n, i in topology.controllers.items()}
+    if active in named:
+        placed["controller"] = named[active]
+    return placed
 
 
 def _record_schedule(plan: NemesisPlan, spec: RunSpec, injector, began_ns: int,

@@ -119,6 +119,7 @@ class Shrink:
         self.out, self.state = out, state
         parsed = parse_schedule(state["schedule"], "run")
         self.steps, self.needs = {s.name: s for s in parsed.steps}, parsed.needs
+        self.placement = parsed.placement
 
     # -- a candidate ---------------------------------------------------------------
 
@@ -129,7 +130,7 @@ class Shrink:
                   for n in names]
         return schedule_toml(self.state["help"], chosen,
                              [f"# a candidate of `harness shrink {self.state['run_dir']}`"],
-                             needs=self.needs)
+                             needs=self.needs, placement=self.placement)
 
     def reproduces(self, names: Sequence[str], holds: dict[str, float] | None = None,
                    cuts: dict[str, list[str]] | None = None) -> bool:
