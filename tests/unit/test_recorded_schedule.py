@@ -192,9 +192,9 @@ def test_the_placement_a_recorded_schedule_keeps_is_the_partitions_at_the_start(
 
     injector, _ = rig()
     injector.cluster.leader = 102  # type: ignore[attr-defined]
-    assert placement_of(FakeObserver(FULL), injector, "t") == {
+    assert placement_of(FakeObserver(FULL), injector, "t", 0.1) == {
         "leader": "broker-1", "replicas": ["broker-1", "broker-2", "broker-3"],
         "controller": "controller-2"}
     leaderless = [FULL[0].__class__("t", 0, -1, 5, (), (2,), (), None, (1, 2, 3))]
-    assert placement_of(FakeObserver(leaderless), injector, "t") is None
-    assert placement_of(FakeObserver(FULL), injector, "other") is None
+    assert placement_of(FakeObserver(leaderless), injector, "t", 0.1) is None
+    assert placement_of(FakeObserver(FULL), injector, "other", 0.1) is None

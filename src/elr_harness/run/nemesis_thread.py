@@ -27,7 +27,8 @@ def run_nemesis(plan: NemesisPlan, spec: RunSpec, injector, observer,
     try:
         schedule = _schedule(plan, spec, injector, observer, log)
         began_ns = time.monotonic_ns() - getattr(injector.recorder, "origin_ns", 0)
-        placement = placement_of(observer, injector, spec.topics[0].name)
+        placement = placement_of(observer, injector, spec.topics[0].name,
+                                 spec.run.scenario.step_timeout_s)
         if schedule is not None:
             schedule.run(time.monotonic() + spec.run.time_limit_s, stop, result)
         if plan.scripted or plan.groups and not plan.guided:
@@ -42,16 +43,23 @@ def run_nemesis(plan: NemesisPlan, spec: RunSpec, injector, observer,
         result["done"] = True
 
 
-def placement_of(observer, injector, topic: str) -> dict[str, Any] | None:
+def placement_of(observer, injector, topic: str, within_s: float) -> dict[str, Any] | None:
     """Where the nodes are as the schedule begins (a schedule file's [placement]): the
-    topic's partition 0's leader and replicas, and the active controller; None when
-    the partition has no leader to say."""
+    topic's partition 0's leader and replicas, and the active controller, from the
+    observer's first sample with a leader there (within `within_s`: the workload and
+    its observer start with the nemesis); None when none came."""
     from elr_harness.nemesis.scenarios.base import partition_in
     from elr_harness.nemesis.targets import Topology
 
-    state = partition_in(observer.latest(), topic, 0)
-    if state is None or state.leader < 0:
+    def led(states: list[Any]) -> bool:
+        found = partition_in(states, topic, 0)
+        return found is not None and found.leader >= 0
+
+    states = observer.wait_for(led, within_s)
+    if states is None:
         return None
+    state = partition_in(states, topic, 0)
+    assert state is not None
     topology = Topology.of(injector.cluster.nodes.values())
     try:
         placed: dict[str, Any] = {
