@@ -305,6 +305,10 @@ def test_a_schedule_is_cut_by_its_self_contained_groups_first(tmp_path, monkeypa
 
 RING = """help = "a mix's run"
 
+[placement]
+leader = "broker-1"
+replicas = ["broker-1", "broker-2", "broker-3"]
+
 [[step]]
 name = "m1-partition"
 fault = "partition"
@@ -345,3 +349,6 @@ def test_fewer_targets_a_cut_keeps_only_the_nodes_the_bug_needs(tmp_path, monkey
     assert "m1-partition's cut to broker-1, broker-2" in bug
     assert "1. `m1-partition`: partition: broker-1 drops broker-2; broker-2 drops broker-1" \
         in bug
+    assert "named as the run placed them: broker-1 led, the replicas were broker-1, " \
+        "broker-2, broker-3; a replay plays each on the node in the same place" in bug
+    assert "[placement]" in (out / "schedule.toml").read_text()  # the shrunk file keeps it

@@ -46,6 +46,13 @@ def bug_report(out: Path, state: dict[str, Any]) -> str:
     lines += [f"- the harness's flags: `{shlex.join(state['args'])}`", "",
               "## Steps", "",
               "On the first topic's partition 0; L is its leader at the start.", ""]
+    placed = schedule.placement
+    if placed is not None:
+        lines[-1:-1] = [
+            f"The nodes are named as the run placed them: {placed.leader} led, the replicas "
+            f"were {', '.join(placed.replicas)}"
+            f"{', ' + placed.controller + ' the active controller' if placed.controller else ''}"
+            "; a replay plays each on the node in the same place ([placement]).", ""]
     for number, step in enumerate(schedule.steps, start=1):
         lines.append(f"{number}. {_in_words(step)}")
     smallest = state.get("smallest", {})
