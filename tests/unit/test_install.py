@@ -51,7 +51,7 @@ def test_a_wheel_installs_into_a_fresh_virtualenv_and_runs(tmp_path):
                    "elr_harness/nemesis/scenario_files/fenced-last-leader.toml",
                    "elr_harness/nemesis/drawn.py", "elr_harness/core/toml_write.py",
                    "elr_harness/nemesis/recorded.py", "elr_harness/nemesis/schedule_step.py",
-                   "elr_harness/nemesis/faults/config_change.py",
+                   "elr_harness/nemesis/config_changes.py",
                    "elr_harness/run/nemesis_thread.py",
                    "elr_harness/cluster/mutants/java/probe/ElrHarnessProbe.java",
                    "elr_harness/cluster/mutants/catalog.toml",
