@@ -28,7 +28,8 @@ def run_nemesis(plan: NemesisPlan, spec: RunSpec, injector, observer,
         schedule = _schedule(plan, spec, injector, observer, log)
         began_ns = time.monotonic_ns() - getattr(injector.recorder, "origin_ns", 0)
         placement = placement_of(observer, injector, spec.topics[0].name,
-                                 spec.run.scenario.step_timeout_s)
+                                 spec.run.scenario.step_timeout_s) \
+            if schedule is not None and plan.schedule is None else None
         if schedule is not None:
             schedule.run(time.monotonic() + spec.run.time_limit_s, stop, result)
         if plan.scripted or plan.groups and not plan.guided:
@@ -55,13 +56,12 @@ def placement_of(observer, injector, topic: str, within_s: float) -> dict[str, A
         found = partition_in(states, topic, 0)
         return found is not None and found.leader >= 0
 
-    states = observer.wait_for(led, within_s)
-    if states is None:
-        return None
-    state = partition_in(states, topic, 0)
-    assert state is not None
-    topology = Topology.of(injector.cluster.nodes.values())
     try:
+        states = observer.wait_for(led, within_s)
+        state = partition_in(states or [], topic, 0)
+        if state is None:
+            return None
+        topology = Topology.of(injector.cluster.nodes.values())
         placed: dict[str, Any] = {
             "leader": topology.name_of_broker(state.leader),
             "replicas": [topology.name_of_broker(b) for b in state.replicas or state.isr]}
