@@ -227,6 +227,17 @@ def test_a_schedule_that_does_not_reproduce_says_so(tmp_path, monkeypatch):
     assert json.loads((out / "shrink.json").read_text())["ended"] == "does not reproduce"
 
 
+def _shrunk(tmp_path: Path, monkeypatch, schedule: str, model: Model) -> tuple[Path, dict]:
+    """A run of `schedule` shrunk (k = 2 of n = 3, one confirming replay) on the model's
+    replays: the shrink's folder and its shrink.json."""
+    run = _run_dir(tmp_path)
+    (run / "schedule.toml").write_text(schedule)
+    monkeypatch.setattr(shrink, "run_child", model)
+    assert shrink.start(run, tmp_path / "store", 2, 3, None, 1) == 0
+    [out] = (tmp_path / "store" / "shrink").iterdir()
+    return out, json.loads((out / "shrink.json").read_text())
+
+
 ROUNDS = """help = "a guided run's rounds"
 
 [[step]]
@@ -286,13 +297,8 @@ def test_a_schedule_is_cut_by_its_self_contained_groups_first(tmp_path, monkeypa
     steps = parse_schedule(ROUNDS, "s.toml").steps
     assert shrink.groups(steps) == [["warm-up"], ["r1-a", "r1-b"],
                                     ["T1", "T2", "r2-c", "r2-d", "r2-e"], ["r3-a", "r3-b"]]
-    run = _run_dir(tmp_path)
-    (run / "schedule.toml").write_text(ROUNDS)
     model = Model(tmp_path)
-    monkeypatch.setattr(shrink, "run_child", model)
-    assert shrink.start(run, tmp_path / "store", 2, 3, None, 1) == 0
-    [out] = (tmp_path / "store" / "shrink").iterdir()
-    state = json.loads((out / "shrink.json").read_text())
+    _, state = _shrunk(tmp_path, monkeypatch, ROUNDS, model)
     assert state["smallest"]["steps"] == ["T1", "T2"]
     tried = [t["steps"] for t in state["candidates"].values() if "runs" in t]
     round2 = ["T1", "T2", "r2-c", "r2-d", "r2-e"]
@@ -334,13 +340,7 @@ class CutModel(Model):
 def test_fewer_targets_a_cut_keeps_only_the_nodes_the_bug_needs(tmp_path, monkeypatch):
     import tomllib
 
-    run = _run_dir(tmp_path)
-    (run / "schedule.toml").write_text(RING)
-    model = CutModel(tmp_path)
-    monkeypatch.setattr(shrink, "run_child", model)
-    assert shrink.start(run, tmp_path / "store", 2, 3, None, 1) == 0
-    [out] = (tmp_path / "store" / "shrink").iterdir()
-    state = json.loads((out / "shrink.json").read_text())
+    out, state = _shrunk(tmp_path, monkeypatch, RING, CutModel(tmp_path))
     assert state["smallest"]["steps"] == ["m1-partition", "T2"]
     assert state["smallest"]["cuts"] == {"m1-partition": ["broker-1", "broker-2"]}
     written = tomllib.loads((out / "schedule.toml").read_text())["step"][0]

@@ -227,8 +227,8 @@ class Use:
 StepOf = Callable[[Mapping[str, Any], Topology, Any], dict[str, Any]]
 
 
-def on_its_node(line: Mapping[str, Any]) -> dict[str, Any]:
-    """The step of a fault made on the one node its line names."""
+def on_its_node(line: Mapping[str, Any], topology: Topology, settings: Any) -> dict[str, Any]:
+    """The step of a fault made on the one node its line names (most kinds')."""
     return {"target": line["nodes"][0]}
 
 
@@ -270,7 +270,7 @@ class FaultPackage:
     #: The step of a schedule file that makes again what its `ok` line records (a
     #: mix's or a scenario's run: nemesis.recorded): the fields besides `fault`, from
     #: the line, the cluster's nodes and the run's settings of the kind.
-    step_of: StepOf = field(default=lambda line, _topology, _settings: on_its_node(line))
+    step_of: StepOf = on_its_node
 
     @property
     def counts_against_budget(self) -> bool:
