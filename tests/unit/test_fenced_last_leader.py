@@ -1,4 +1,5 @@
-"""fenced-last-leader's step logic (KAFKA-19522's recipe) against the real
+"""fenced-last-leader's steps (KAFKA-19522's recipe; its shipped file, played as
+`--nemesis fenced-last-leader` plays it) against the real
 injector over fake nodes (tests/fakes.py), each fault in force (its `ok` line)
 moving one partition's observed state as 4.0.x's controller would: the kills in
 order, SIGSTOP only once the restarted leader has registered, the leader elected
@@ -7,22 +8,20 @@ and 4.1.1, is tests/integration/test_known_bugs.py's."""
 
 from __future__ import annotations
 
-import threading
 from dataclasses import replace
 from typing import Any
 
 import pytest
 from fakes import AnsweringRecorder, FakeCluster, FakeNode, FakeObserver, specs
+from shipped_play import play_scenario, scenario_player
 
 from elr_harness.cluster import kraft
 from elr_harness.cluster.node import ExecResult, NodeSpec
 from elr_harness.cluster.observe import PartitionState
-from elr_harness.core.config import ScenarioTimings
 from elr_harness.nemesis.injector import FaultInjector
-from elr_harness.nemesis.scenarios.fenced_last_leader import FencedLastLeader
+from elr_harness.nemesis.played import Played
 
-FAST = ScenarioTimings(step_timeout_s=0.5, warmup_high_watermark=0, hold_fenced_s=0.2,
-                       registration_poll_s=0.01)
+NAME = "fenced-last-leader"
 #: How the scenario counts a broker's registrations in its server log.
 GREP = ["grep", "-c", kraft.REGISTERED_LINE, kraft.SERVER_LOG]
 
@@ -81,14 +80,15 @@ class Broker(FakeNode):
         return super().exec(cmd, timeout_s)
 
 
-def scenario(world: World) -> tuple[FencedLastLeader, FaultInjector]:
-    """Four brokers (broker-4 is no replica of t-0) and the scenario on them."""
+def scenario(world: World) -> tuple[Played, FaultInjector]:
+    """Four brokers (broker-4 is no replica of t-0) and the scenario's file on them."""
     cluster = FakeCluster({s.name: Broker(s, world) for s in specs(controllers=0, brokers=4)})
     recorder = AnsweringRecorder(lambda line: world.answer(line))
     injector = FaultInjector(cluster, recorder)  # type: ignore[arg-type]
-    run = FencedLastLeader(injector, FakeObserver(lambda: [world.state]), "t", 0,
-                           timings=FAST, stop=threading.Event(), log=lambda _m: None)
-    return run, injector
+    # each sample a new one, as the observer takes them
+    played = scenario_player(NAME, injector, FakeObserver(lambda: [replace(world.state)]),
+                             min_isr=1, within_s=0.5)
+    return played, injector
 
 
 def faults(injector: FaultInjector) -> list[tuple[str, str, list[str]]]:
@@ -100,20 +100,22 @@ def faults(injector: FaultInjector) -> list[tuple[str, str, list[str]]]:
 
 @pytest.mark.parametrize("buggy", [True, False], ids=["4.0.x", "4.1+"])
 def test_the_steps_and_whom_the_controller_elects(buggy):
-    run, injector = scenario(World(buggy))
-    outcomes = {o.step: o for o in run.run()}
+    played, injector = scenario(World(buggy))
+    outcomes = {o.step: o for o in play_scenario(played)}
+    a, b = played.names["A"], played.names["B"]
+    assert {a, b} == {"broker-2", "broker-3"}
     assert faults(injector) == [
-        ("kill", "F0", ["broker-2"]), ("kill", "F1", ["broker-3"]), ("kill", "F2", ["broker-1"]),
-        ("start", "F3", ["broker-1"]), ("pause", "F3", ["broker-1"]),
-        ("resume", "F5", ["broker-1"]), ("start", "F5", ["broker-2"]),
-        ("start", "F5", ["broker-3"])]
+        ("kill", "F0", [a]), ("kill", "F1", [b]), ("kill", "F2", ["broker-1"]),
+        ("start", "F3", ["broker-1"]), ("pause", "F3-pause", ["broker-1"]),
+        ("resume", "F5", ["broker-1"]), ("start", "F5-a", [a]), ("start", "F5-b", [b])]
     # L was killed, started (a new process), frozen once registered, then thawed
     leader = injector.cluster.nodes["broker-1"]
     assert leader.signals == ["KILL", "STOP", "CONT"] and leader.pid == 201
     assert set(leader.commands) == {" ".join(GREP)}
-    assert injector.cluster.started == ["broker-1", "broker-2", "broker-3"]
+    assert injector.cluster.started == ["broker-1", a, b]
     assert not injector.down and not injector.paused
-    assert all(outcomes[s].reached for s in ("setup", "F0", "F1", "F2", "F3", "F5"))
+    assert all(outcomes[s].reached for s in ("setup", "F0", "F1", "F2", "F3", "F3-pause",
+                                             "F5", "F5-a", "F5-b"))
     # the F4 wait is reached only where the controller elected the fenced leader
     assert outcomes["F4"].reached is buggy
     assert outcomes["F4"].observed["leader"] == (1 if buggy else -1)
@@ -123,8 +125,8 @@ def test_a_leader_elected_once_unfenced_is_no_fenced_leader():
     """A SIGSTOP that lands after L was unfenced lets 4.1+ elect it, rightly (ISR =
     {L}): F4 waits, as the checker's fenced-leader does, for L leader and fenced in
     one observation, so this run does not read as the bug."""
-    run, _ = scenario(World(buggy=False, late_pause=True))
-    outcomes = {o.step: o for o in run.run()}
+    played, _ = scenario(World(buggy=False, late_pause=True))
+    outcomes = {o.step: o for o in play_scenario(played)}
     assert outcomes["F3"].reached is True
     assert outcomes["F4"].reached is False
     assert outcomes["F4"].observed["leader"] == 1
@@ -133,11 +135,12 @@ def test_a_leader_elected_once_unfenced_is_no_fenced_leader():
 def test_no_registration_is_recorded_as_such_and_the_scenario_goes_on():
     world = World(buggy=False)
     world.start = lambda name, step: None  # type: ignore[method-assign] # never registers
-    run, injector = scenario(world)
-    outcomes = {o.step: o for o in run.run()}
+    played, injector = scenario(world)
+    outcomes = {o.step: o for o in play_scenario(played)}
     assert outcomes["F3"].reached is False
-    assert outcomes["F3"].observed == {"registered": False, "paused": "broker-1"}
-    assert ("pause", "F3", ["broker-1"]) in faults(injector)
+    f3 = next(s for s in played.played if s["step"] == "F3")
+    assert f3["saw"] == "L not registered again"
+    assert ("pause", "F3-pause", ["broker-1"]) in faults(injector)
     assert ("resume", "F5", ["broker-1"]) in faults(injector)
 
 
@@ -172,7 +175,7 @@ def test_a_registration_the_wait_saw_stays_recorded_when_a_later_grep_fails():
     but a second grep that failed recorded F3 as not registered. The wait's answer
     is what F3 records."""
     world = World(buggy=False)
-    run, injector = scenario(world)
+    played, injector = scenario(world)
     broker = injector.cluster.nodes["broker-1"]
     seen = []
 
@@ -184,6 +187,6 @@ def test_a_registration_the_wait_saw_stays_recorded_when_a_later_grep_fails():
         return Broker.exec(broker, cmd, timeout_s)
 
     broker.exec = exec_once_then_fail  # type: ignore[method-assign]
-    outcomes = {o.step: o for o in run.run()}
-    assert outcomes["F3"].observed == {"registered": True, "paused": "broker-1"}
+    outcomes = {o.step: o for o in play_scenario(played)}
     assert outcomes["F3"].reached is True
+    assert ("pause", "F3-pause", ["broker-1"]) in faults(injector)

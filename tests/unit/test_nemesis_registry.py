@@ -33,10 +33,17 @@ def test_every_kind_is_one_module_with_a_help_line_and_a_colour(kind):
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_every_scenario_is_one_module_with_its_class_and_a_help_line(name):
+def test_every_scenario_is_one_module_with_its_steps_and_a_help_line(name):
+    """Its steps are its shipped file (which parses) or, where they measure what no
+    step can ask for yet, its Python class."""
     module = importlib.import_module(f"elr_harness.nemesis.scenarios.{name.replace('-', '_')}")
-    assert SCENARIOS[name] is module.PACKAGE
-    assert module.PACKAGE.scenario.name == name
+    package = module.PACKAGE
+    assert SCENARIOS[name] is package and package.name == name
+    if package.file is not None:
+        assert package.scenario is None and package.file == name
+        assert parse_nemesis(name).played_file.steps
+    else:
+        assert package.scenario.name == name and parse_nemesis(name).played_file is None
     assert module.PACKAGE.help.strip() and "\n" not in module.PACKAGE.help
 
 

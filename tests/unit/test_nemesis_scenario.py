@@ -1,5 +1,6 @@
-"""The unclean-last-replica scenario's step logic: roles from the observed state,
-the faults in order, waits that time out and let it go on (#13).
+"""The unclean-last-replica scenario's steps, its shipped file played as `--nemesis
+unclean-last-replica` plays it: roles from the observed state, the faults in
+order, waits that time out and let it go on (#13, #55).
 
 A unit test of the schedule only: the injector is the real one over fake nodes
 (tests/fakes.py), its lines kept in a list; a scripted partition state answers
@@ -13,7 +14,6 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Any
 
-import pytest
 from fakes import (
     AnsweringRecorder,
     FakeCluster,
@@ -22,15 +22,15 @@ from fakes import (
     cluster_of,
     specs,
 )
+from shipped_play import Outcome, play_scenario, scenario_player
 
 from elr_harness.cluster.observe import PartitionState
-from elr_harness.core.config import ScenarioTimings
 from elr_harness.nemesis import grudges
 from elr_harness.nemesis.injector import FaultInjector
-from elr_harness.nemesis.scenarios.unclean_last_replica import UncleanLastReplica
+from elr_harness.nemesis.played import Played
 
+NAME = "unclean-last-replica"
 NODES = ["broker-1", "broker-2", "broker-3", "controller-1"]
-FAST = ScenarioTimings(step_timeout_s=0.3, warmup_high_watermark=0, hold_t1_s=0.0)
 #: What the fake page-cache layer says a power loss dropped.
 DROPPED = {"t-0/00000000000000000000.log": 512}
 
@@ -40,7 +40,8 @@ class World:
 
     def __init__(self, leader: int = 2, isr: tuple[int, ...] = (2, 3, 1),
                  follow: bool = True) -> None:
-        self.state = PartitionState("t", 0, leader, 1, isr, (), (), 0, (1, 2, 3))
+        self.state = PartitionState("t", 0, leader, 1, isr, (), (), 0, (1, 2, 3),
+                                    fenced=(), elr_feature=1)
         self.follow = follow
         self.unfenced = {1, 2, 3}
 
@@ -59,6 +60,8 @@ class World:
             self.move(isr=isr, elr=removed if len(isr) < 2 else self.state.elr)
         elif line["fault"] == "page-cache-loss":
             self.move(leader=-1, isr=())
+        elif line["fault"] == "heal":
+            self.move()  # a new sample: A and B back, unfenced
         elif line["fault"] == "start":
             elr = self.state.elr or ()
             self.move(leader=elr[0] if elr else -1, isr=tuple(elr), elr=())
@@ -86,11 +89,14 @@ def injector_of(world: World) -> FaultInjector:
                          page_cache=FakePageCache(DROPPED))  # type: ignore[arg-type]
 
 
-def scenario(world: World) -> tuple[UncleanLastReplica, FaultInjector]:
+def scenario(world: World) -> tuple[Played, FaultInjector]:
     injector = injector_of(world)
-    run = UncleanLastReplica(injector, FakeObserver(lambda: [world.state]), "t", 0, elr=True,
-                             timings=FAST, stop=threading.Event(), log=lambda _m: None)
-    return run, injector
+    played = scenario_player(NAME, injector, FakeObserver(lambda: [world.state]))
+    return played, injector
+
+
+def run(played: Played) -> list[Outcome]:
+    return play_scenario(played)
 
 
 def lines(injector: FaultInjector) -> list[dict[str, Any]]:
@@ -102,24 +108,30 @@ def fault_lines(injector: FaultInjector) -> list[dict[str, Any]]:
 
 
 def test_roles_come_from_the_observed_state_and_the_steps_run_in_order() -> None:
-    run, injector = scenario(World(leader=2, isr=(2, 3, 1)))
-    outcomes = run.run()
-    # L = 2 (the leader), A and B its followers in ISR order: 3, then 1.
+    played, injector = scenario(World(leader=2, isr=(2, 3, 1)))
+    outcomes = run(played)
+    # L = 2 (the leader); A and B, followers, each drawn by the run's seed
+    a, b = played.names["A"], played.names["B"]
+    assert {a, b} == {"broker-1", "broker-3"}
     faults = fault_lines(injector)
     assert [x["type"] for x in faults] == ["invoke", "ok"] * 5
+    said = {"schedule": NAME}
     assert [(x["fault"], x["nodes"], x["detail"]) for x in faults if x["type"] == "ok"] == [
-        ("partition", NODES, {"grudge": grudges.isolate("broker-3", NODES), "step": "T0"}),
-        ("partition", NODES,
-         {"grudge": grudges.isolate_all(["broker-3", "broker-1"], NODES), "step": "T1"}),
+        ("partition", NODES, {"grudge": grudges.isolate(a, NODES), "step": "T0", **said}),
+        # B's cut, over A's still in force
+        ("partition", NODES, {"grudge": grudges.isolate(b, NODES), "step": "T1", **said}),
         ("page-cache-loss", ["broker-2"],
-         {"step": "T2", "bytes_dropped": DROPPED, "total_bytes_dropped": 512}),
-        ("heal", NODES, {"step": "T3"}),
-        ("start", ["broker-2"], {"step": "T4", "pid": 202}),
+         {"step": "T2", "bytes_dropped": DROPPED, "total_bytes_dropped": 512, **said}),
+        ("heal", NODES, {"step": "T3", **said}),  # the end of T1's cut, by T3
+        ("start", ["broker-2"], {"step": "T4", "pid": 202, **said}),
     ]
     assert injector.page_cache.losses == ["broker-2"]  # type: ignore[union-attr]
     assert not injector.down and injector.grudge == {}
     assert [(o.step, o.reached) for o in outcomes] == [
         ("setup", True), ("T0", True), ("T1", True), ("T2", True), ("T3", True), ("T4", True)]
+    b_id = int(b.split("-")[1])
+    assert outcomes[2].observed["elr"] == [b_id] and outcomes[5].observed["leader"] == b_id
+    assert outcomes[0].observed["leader"] == 2
     # T2 reads the controller's own view, and records it as an observe line.
     (line,) = [x for x in lines(injector) if x["f"] != "fault"]
     assert (line["f"], line["source"], line["leader"]) == ("observe", "controller", -1)
@@ -127,74 +139,56 @@ def test_roles_come_from_the_observed_state_and_the_steps_run_in_order() -> None
 
 def test_a_wait_that_runs_out_is_recorded_and_the_scenario_goes_on() -> None:
     world = World(follow=False)  # the cluster never shows what a step expects
-    run, injector = scenario(world)
-    outcomes = run.run()
+    played, injector = scenario(world)
+    outcomes = run(played)
     assert [x["detail"]["step"] for x in fault_lines(injector) if x["type"] == "ok"] == [
         "T0", "T1", "T2", "T3", "T4"]
     reached = {o.step: o.reached for o in outcomes}
-    assert reached == {"setup": True, "T0": False, "T1": False, "T2": False, "T3": True,
+    assert reached == {"setup": True, "T0": False, "T1": False, "T2": False, "T3": False,
                        "T4": False}
+    t0 = next(s for s in played.played if s["step"] == "T0")
+    assert t0["seen"] is False and t0["saw"].startswith("leader L, ISR [")
 
 
-def test_no_full_isr_before_t0_is_an_error_not_a_guess() -> None:
-    run, injector = scenario(World(isr=(2, 3)))
-    with pytest.raises(RuntimeError, match="never had a full ISR"):
-        run.run()
-    assert lines(injector) == []
+def test_no_full_isr_to_start_from_plays_no_step_rather_than_guess() -> None:
+    played, injector = scenario(World(isr=(2, 3)))
+    result: dict[str, Any] = {}
+    played.run(10**9, threading.Event(), result)
+    assert result["schedule"]["skipped"] == "no full ISR with a leader to start from"
+    assert result["steps"] == [] and lines(injector) == []
 
 
 def test_a_stop_ends_the_scenario_between_steps() -> None:
     world = World()
-    run, injector = scenario(world)
+    played, injector = scenario(world)
     original = world.answer
 
     def answer_then_stop(line: dict[str, Any]) -> None:
         original(line)
-        run.stop_event.set()
+        played.stop_event.set()
 
     world.answer = answer_then_stop  # type: ignore[method-assign]
-    run.run()
+    run(played)
     assert [(x["type"], x["fault"], x["detail"]["step"]) for x in fault_lines(injector)] == [
         ("invoke", "partition", "T0"), ("ok", "partition", "T0")]
 
 
-class GrowingObserver(FakeObserver):
-    """The partition's high watermark grows by 30 records a reading, as a workload's
-    commits would; wait_for polls until the predicate holds or `readings` run out."""
-
-    def __init__(self, world: World, readings: int) -> None:
-        super().__init__(lambda: [world.state])
-        self.world = world
-        self.readings = readings
-        self.seen: list[int] = []
-
-    def wait_for(self, predicate, timeout_s: float):  # noqa: ANN001 - the Observer protocol
-        for _ in range(self.readings):
-            states = self.latest()
-            self.seen.append(states[0].high_watermark)
-            if predicate(states):
-                return states
-            self.world.state = replace(self.world.state,
-                                       high_watermark=self.world.state.high_watermark + 30)
-        return None
-
-
-def test_t0_waits_for_the_warm_up_records_committed_not_for_a_sleep() -> None:
+def test_the_elr_off_cluster_is_expected_to_elect_l_again() -> None:
+    """The file's waits say what each mode shows: ELR off, T1 needs no ELR and T4 sees
+    L, the last ISR member, elected again."""
     world = World()
-    observer = GrowingObserver(world, readings=10)
-    run = UncleanLastReplica(injector_of(world), observer, "t", 0, elr=True,
-                             timings=replace(FAST, warmup_high_watermark=100),
-                             stop=threading.Event(), log=lambda _m: None)
-    run._roles()
-    # 0, 30, 60, 90 are too few; 120 >= 100 starts the scenario
-    assert observer.seen == [0, 30, 60, 90, 120]
-    assert run.outcomes[0].step == "setup" and run.outcomes[0].reached
+    world.state = replace(world.state, elr_feature=0)
+    original = world.answer
 
+    def legacy(line: dict[str, Any]) -> None:
+        original(line)
+        if line["fault"] == "partition":
+            world.move(elr=())
+        if line["fault"] == "start":  # no ELR: L, the last ISR member, comes back leader
+            world.move(leader=2, isr=(2,))
 
-def test_too_few_records_in_time_is_noted_and_the_scenario_goes_on() -> None:
-    world = World()
-    run = UncleanLastReplica(injector_of(world), GrowingObserver(world, readings=2), "t", 0,
-                             elr=True, timings=replace(FAST, warmup_high_watermark=1000),
-                             stop=threading.Event(), log=lambda _m: None)
-    assert run._roles() == (2, 3, 1)
-    assert run.outcomes[0].step == "setup" and not run.outcomes[0].reached
+    world.answer = legacy  # type: ignore[method-assign]
+    played, _ = scenario(world)
+    outcomes = run(played)
+    assert all(o.reached for o in outcomes), outcomes
+    assert outcomes[-1].observed["leader"] == 2

@@ -32,7 +32,7 @@ def _parse(text: str):
 
 def test_the_shipped_unclean_last_replica_file_is_a_valid_schedule():
     schedule = read_schedule(SHIPPED / "unclean-last-replica.toml")
-    assert [s.name for s in schedule.steps] == ["warm-up", "T0", "T1", "T2", "T3", "T4"]
+    assert [s.name for s in schedule.steps] == ["setup", "T0", "T1", "T2", "T3", "T4"]
     assert schedule.kinds == ("partition", "page-cache-loss")
     assert [s.bind for s in schedule.steps if s.bind] == ["A", "B"]
     assert [s.end for s in schedule.steps if s.end] == ["T1", "T2"]
@@ -54,6 +54,11 @@ STEP = '[[step]]\nfault = "kill"\ntarget = "follower"\nas = "A"\n'
     (STEP + 'until = "A floats"\nwithin_s = 5\n', "line 5: step 1 (step-1): `until`: "
      "'A floats' is no condition"),
     (STEP + 'until = "B in elr"\nwithin_s = 5\n', "`until`: 'B' is neither bound"),
+    (STEP + 'watch = "A leads"\n', "line 5: step 1 (step-1): `watch`: watches through the "
+     "hold: give `hold_s` too"),
+    (STEP + 'watch = "A registered"\nhold_s = 5\n', "`watch`: a watch reads the partition"),
+    (STEP + 'watch = "B leads"\nhold_s = 5\n', "`watch`: 'B' is neither bound"),
+    (STEP + 'watch = "A floats"\nhold_s = 5\n', "`watch`: 'A floats' is no condition"),
     (STEP + 'until = "A not in isr"\n', "line 1: step 1 (step-1): `within_s`: a wait needs "
      "its bound"),
     (STEP + 'until = "A not in isr"\nwithin_s = 0\n', "line 6: step 1 (step-1): `within_s`: "
@@ -137,7 +142,7 @@ def test_a_missing_file_and_a_nemesis_beside_it_are_input_errors(tmp_path):
     assert plan.faults == ("kill",) and plan.test_name == "schedule-s" and plan.ends_by_itself
 
 
-@pytest.mark.parametrize("text", ["", "A", "A in", "isr below", "A in isr or B in elr",
+@pytest.mark.parametrize("text", ["", "A", "A in", "isr below", "A in isr or B in",
                                   "isr is [A", "high-watermark at least"])
 def test_a_condition_is_one_of_its_forms(text):
     with pytest.raises(ConditionError):
@@ -160,6 +165,31 @@ def test_conditions_read_the_observed_partition():
     unknown = dataclasses.replace(state, fenced=None)
     assert not parse_condition("B unfenced").holds(unknown, names.__getitem__, 3, 2)
     assert not parse_condition("B fenced").holds(unknown, names.__getitem__, 3, 2)
+
+
+def test_a_condition_of_alternatives_holds_when_one_of_them_does():
+    """`or` joins alternatives, each of atoms joined by `and` (which binds first), and
+    `elr on` / `elr off` read the ELR feature the answering node finalized: a file
+    can say what each mode must show (ELR on, B is elected; off, L)."""
+    state = PartitionState("t", 0, 3, 3, (3,), (), (), 400, elr_feature=1)
+    names = {"L": 1, "A": 2, "B": 3}
+
+    def holds(text: str, on=state) -> bool:
+        return parse_condition(text).holds(on, names.__getitem__, 3, 2)
+
+    mode = "elr on and B leads or elr off and L leads"
+    assert holds(mode) and holds("elr on") and not holds("elr off")
+    assert not holds(mode, dataclasses.replace(state, leader=1))  # ELR on: L is wrong
+    off = dataclasses.replace(state, leader=1, elr_feature=0)
+    assert holds(mode, off) and holds("elr off", off) and not holds("elr on", off)
+    unknown = dataclasses.replace(state, elr_feature=None)
+    assert not holds("elr on", unknown) and not holds("elr off", unknown)
+    assert not holds("A leads or L leads") and holds("A leads or B leads")
+    assert [len(g) for g in parse_condition(mode).alternatives] == [2, 2]
+    with pytest.raises(ConditionError):
+        parse_condition("L registered or B leads")  # read in L's log: it stands alone
+    with pytest.raises(ConditionError):
+        parse_condition("B leads or")
 
 
 @dataclasses.dataclass
@@ -197,16 +227,24 @@ def _play(played: Played) -> dict:
     return result
 
 
+def _shipped_on_the_model(name: str):
+    """The shipped file, made fast, on the model, whose controller reads the world."""
+    from shipped_play import fast_text
+
+    played, injector, world = _player(fast_text(name, within_s=0.5))
+    injector.cluster.controller_view = lambda _topic: [world.state()]  # type: ignore
+    return played, injector, world
+
+
 def test_the_unclean_last_replica_file_plays_its_steps_on_the_model():
-    text = (SHIPPED / "unclean-last-replica.toml").read_text().replace("hold_s = 2", "") \
-        .replace("hold_s = 5", "")
-    played, injector, world = _player(text)
+    played, injector, world = _shipped_on_the_model("unclean-last-replica")
     record = _play(played)["schedule"]
     steps = {s["step"]: s for s in record["steps"]}
     assert record["names"]["L"] == "broker-1"
     a, b = steps["T0"]["target"], steps["T1"]["target"]
     assert {a, b} == {"broker-2", "broker-3"} and steps["T2"]["target"] == "broker-1"
-    assert [s.get("seen") for s in record["steps"]] == [True, True, True, None, True, True]
+    assert [s.get("seen") for s in record["steps"]] == [True] * 6
+    assert steps["T2"]["read"] == "controller" and steps["T2"]["observed"]["leader"] == -1
     # the faults as the history has them: the cuts, the power loss, the heal, the start
     kinds = [(str(line["fault"]), line["nodes"]) for line in injector.recorder.lines
              if line.get("f") == "fault" and line["type"] == "ok"]
@@ -215,21 +253,24 @@ def test_the_unclean_last_replica_file_plays_its_steps_on_the_model():
     assert kinds[2][1] == ["broker-1"] and kinds[4][1] == ["broker-1"]
     # B, the ELR member, was elected when the cut healed; then L came back
     assert world.leader == BROKERS[b]
+    assert steps["T4"]["observed"]["leader"] == BROKERS[b]
 
 
 def test_the_alone_variant_restarts_l_while_a_and_b_are_still_cut_off():
     """On the model (a KIP-966 that keeps an uncleanly restarted broker out of the
-    ELR), L's restart is seen alone, and B is elected once the cut heals."""
-    text = (SHIPPED / "unclean-last-replica-alone.toml").read_text()
-    for hold in ("hold_s = 2", "hold_s = 5", "hold_s = 15"):
-        text = text.replace(hold, "")
-    played, injector, world = _player(text)
+    ELR), L's restart is seen alone, never elected through the watch, and B is
+    elected once the cut heals."""
+    played, injector, world = _shipped_on_the_model("unclean-last-replica-alone")
     record = _play(played)["schedule"]
     kinds = [str(line["fault"]) for line in injector.recorder.lines
              if line.get("f") == "fault" and line["type"] == "ok"]
     assert kinds == ["partition", "partition", "page-cache-loss", "start", "heal"]
-    assert [s.get("seen") for s in record["steps"]] == [True, True, True, None, True, True]
-    assert world.leader == BROKERS[record["steps"][2]["target"]]
+    steps = {s["step"]: s for s in record["steps"]}
+    assert [s["step"] for s in record["steps"]] == [
+        "setup", "T0", "T1", "T2", "T3", "T3-hold", "T3-controller", "T4"]
+    assert all(s["seen"] for s in record["steps"] if "until" in s)
+    assert steps["T3-hold"]["watched"]["seen"] is False
+    assert world.leader == BROKERS[steps["T1"]["target"]]
 
 
 def test_a_wait_that_does_not_see_its_condition_says_what_it_saw_and_goes_on():

@@ -1,6 +1,7 @@
 """The conditions a schedule file's step waits for (`until = "..."`), in words a
 Kafka engineer writes: observed facts of the schedule's partition, joined by
-`and`.
+`and`; alternatives joined by `or` (`and` binds first: "elr on and B leads or elr
+off and L leads").
 
     no leader                 the partition has no leader (leader -1)
     X leads                   X is its leader
@@ -11,6 +12,8 @@ Kafka engineer writes: observed facts of the schedule's partition, joined by
     isr is [X, Y]             exactly these ISR members
     elr empty / elr not empty (and last-known-elr empty / not empty)
     high-watermark at least N records committed on the partition (a warm-up)
+    elr on / elr off          the cluster's eligible.leader.replicas.version is at
+                              least 1 / is 0 (as the answering node finalized it)
     X registered              X's own log says the controller registered it since the
                               step acted (alone: it is read in the log, at once, so
                               the next step may catch X still fenced: KAFKA-19522)
@@ -50,15 +53,20 @@ class Atom:
 
 @dataclass(frozen=True)
 class Condition:
-    """A parsed `until`: every atom must hold in one observation."""
+    """A parsed `until`: in one observation, every atom of one alternative holds."""
 
     text: str
-    atoms: tuple[Atom, ...]
+    alternatives: tuple[tuple[Atom, ...], ...]
+
+    @property
+    def atoms(self) -> tuple[Atom, ...]:
+        return tuple(a for group in self.alternatives for a in group)
 
     @property
     def registration(self) -> str | None:
         """The name of `X registered`: a condition read in X's log, not the partition."""
-        return self.atoms[0].names[0] if self.atoms[0].form == "registered" else None
+        first = self.atoms[0]
+        return first.names[0] if first.form == "registered" else None
 
     @property
     def names(self) -> set[str]:
@@ -66,8 +74,10 @@ class Condition:
 
     def holds(self, state: PartitionState, broker: Callable[[str], int],
               replication_factor: int, min_isr: int) -> bool:
-        """Whether `state` shows every atom; `broker` maps a name to its broker id."""
-        return all(_holds(a, state, broker, replication_factor, min_isr) for a in self.atoms)
+        """Whether `state` shows every atom of an alternative; `broker` maps a name to
+        its broker id."""
+        return any(all(_holds(a, state, broker, replication_factor, min_isr) for a in group)
+                   for group in self.alternatives)
 
 
 _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -83,6 +93,8 @@ _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("not-empty", re.compile(r"(elr|last-known-elr) not empty")),
     ("empty", re.compile(r"(elr|last-known-elr) empty")),
     ("hwm", re.compile(r"high-watermark at least ([0-9]{1,12})")),
+    ("elr-on", re.compile(r"elr on")),
+    ("elr-off", re.compile(r"elr off")),
     ("registered", re.compile(rf"({_NAME}) registered")),
 )
 
@@ -91,13 +103,15 @@ def parse_condition(text: str) -> Condition:
     """`text` as a Condition; ConditionError names the part that is no known form."""
     if not isinstance(text, str) or not text.strip():
         raise ConditionError("an empty condition")
-    atoms = []
-    for part in (p.strip() for p in re.split(r"\s+and\s+", text.strip())):
-        atoms.append(_atom(" ".join(part.split())))
+    alternatives = []
+    for alternative in re.split(r"\s+or\s+", text.strip()):
+        parts = re.split(r"\s+and\s+", alternative.strip())
+        alternatives.append(tuple(_atom(" ".join(p.split())) for p in parts))
+    atoms = [a for group in alternatives for a in group]
     if len(atoms) > 1 and any(a.form == "registered" for a in atoms):
         raise ConditionError("`X registered` stands alone: it is read in X's log, not in "
                              "the partition's state")
-    return Condition(text, tuple(atoms))
+    return Condition(text, tuple(alternatives))
 
 
 def _atom(part: str) -> Atom:
@@ -122,7 +136,8 @@ def _atom(part: str) -> Atom:
                          f"{'|'.join(SETS)}, X not in ..., X fenced, X unfenced, isr below "
                          "min-isr, isr full, isr is [X, ...], elr empty, elr not empty, "
                          "last-known-elr empty/not empty, high-watermark at least N, "
-                         "X registered; joined by `and`)")
+                         "elr on, elr off, X registered; joined by `and`, alternatives "
+                         "by `or`)")
 
 
 def _members(state: PartitionState, subject: str) -> Sequence[int] | None:
@@ -155,6 +170,8 @@ def _holds(atom: Atom, state: PartitionState, broker: Callable[[str], int],
         return state.high_watermark is not None and state.high_watermark >= atom.number
     if form == "registered":  # read in the broker's log (nemesis.played), never here
         return False
+    if form in ("elr-on", "elr-off"):  # None: the node could not say; neither holds
+        return state.elr_feature is not None and (state.elr_feature >= 1) == (form == "elr-on")
     members = _members(state, atom.subject)
     if members is None:
         return False

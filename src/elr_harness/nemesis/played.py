@@ -5,16 +5,24 @@ the kind's own `act`, its wait and its hold; and what was played, step by step
 not, what it saw instead) into the run's nemesis_result, so a run's schedule can
 be played again.
 
-A wait accepts only observations taken after its step acted: while every broker
-that hears the controllers is away the observer's latest sample stays the one
-from before, and a condition read there would be stale. A wait that runs out is
+A wait accepts only observations taken after the schedule last acted (its own
+step, or the last step that made or ended a fault): while every broker that hears
+the controllers is away the observer's latest sample stays the one from before,
+and a condition read there would be stale. A wait that runs out is
 recorded and the schedule goes on, as the scripted scenarios do: the checker
 judges the history, not the schedule's expectations. A wait that reads the
 controller (`read = "controller"`) asks the active controller's metadata log and
 records each reading as an `observe` line, so the checker sees what it saw; a
 wait for `X registered` reads X's own log, polled fast, so the next step can
-act on a broker the controller still holds fenced. A step whose kind cannot
-act now (NotNow) is recorded as skipped; a fault that fails ends the schedule.
+act on a broker the controller still holds fenced. A step that watches (`watch`)
+reads through its hold, where `read` says, and records whether and when its
+condition was seen. Each step records the partition as its wait or watch last
+read it (`observed`). A step whose kind cannot act now (NotNow) is recorded as
+skipped; a fault that fails ends the schedule.
+
+A scripted scenario (`--nemesis unclean-last-replica`) is its shipped file played
+here, its lines carrying the bare step names (a user's file's carry
+`schedule:<step>`); `outcomes` gives its steps as the run's nemesis_result has them.
 """
 
 from __future__ import annotations
@@ -54,7 +62,8 @@ class Played:
                  topology: Topology | None = None,
                  active_controller: Callable[[], int | None] | None = None,
                  start_within_s: float = GuidedConfig.recovery_s, partition: int = 0,
-                 timings: ScenarioTimings | None = None) -> None:
+                 timings: ScenarioTimings | None = None,
+                 scenario: str | None = None) -> None:
         self.schedule = schedule
         self.injector = injector
         self.observer = observer
@@ -77,8 +86,17 @@ class Played:
         #: a node the file names -> the node in its place here ([placement])
         self.renamed: dict[str, str] = {}
         self.undos: dict[str, Undo] = {}
+        #: each fault step's Use, so the lines of its end name the step that ended it
+        self.uses: dict[str, Use] = {}
+        #: the scripted scenario whose file this is (None: a user's --schedule)
+        self.scenario = scenario
+        #: what each line's detail.step says before a step's name
+        self.step_prefix = "" if scenario else "schedule:"
         self.played: list[dict[str, Any]] = []
         self.started = time.monotonic()
+        #: the observer's latest sample before the schedule last acted: a wait or a
+        #: watch accepts only samples taken after it
+        self.acted_after: Sequence[PartitionState] = ()
 
     def resources(self) -> set[str]:
         return {p.resource for p in self.schedule.packages}
@@ -116,6 +134,8 @@ class Played:
         finally:
             result.setdefault("injected", []).extend(
                 s["fault"] for s in self.played if s.get("fault") and not s.get("skipped"))
+            if self.scenario:
+                result["steps"] = self.outcomes()
 
     def play(self, step: Step) -> bool:
         """One step; False when its fault failed (the schedule ends there)."""
@@ -123,7 +143,9 @@ class Played:
                                                                  - self.started, 1)}
         self.played.append(done)
         self.topic, self.partition = step.partition or self.home
-        before = self._mine(self.observer.latest())
+        if step.fault is not None or step.end is not None:
+            self.acted_after = self.observer.latest()
+        before = self._mine(self.acted_after)
         registering = step.until.registration if step.until else None
         # counted before the step acts (a restart registers at once); a name the step
         # itself binds is counted once it is bound
@@ -135,6 +157,7 @@ class Played:
                 undo = self.undos.pop(step.end, None)
                 if undo is None:
                     raise NotNow(f"step {step.end} made no fault to end")
+                self.uses[step.end].end_step = f"{self.step_prefix}{step.name}"
                 undo()
             elif step.fault is not None:
                 done["fault"] = step.fault
@@ -158,14 +181,81 @@ class Played:
                     s, self._broker, self.replication_factor, self.min_isr), step.within_s,
                     fresh_after=before)
                 done["seen"] = seen is not None
+                latest = self._mine(self.observer.latest())
                 if seen is None:
-                    done["saw"] = described(self._mine(self.observer.latest()), self._ids())
+                    done["saw"] = described(latest, self._ids())
+                self._observed(done, seen or (latest if latest is not before else None))
             self.log(f"{step.name}: {step.until.text}: "
                      f"{'seen' if done['seen'] else 'not seen: ' + done['saw']}")
         if step.hold_s:
             done["hold_s"] = step.hold_s
-            self.stop_event.wait(step.hold_s)
+            if step.watch is not None:
+                self._watch(step, done)
+            else:
+                self.stop_event.wait(step.hold_s)
         return True
+
+    def _watch(self, step: Step, done: dict[str, Any]) -> None:
+        """Through the hold, whether the partition ever shows `watch` (in samples taken
+        after the step began, or the controller's log): when, and what it showed."""
+        watch = step.watch
+        assert watch is not None
+        started = time.monotonic()
+        before = self._mine(self.acted_after)
+        last: list[PartitionState | None] = [None]
+
+        def shows(state: PartitionState | None) -> bool:
+            last[0] = state or last[0]
+            return state is not None and watch.holds(
+                state, self._broker, self.replication_factor, self.min_isr)
+
+        if step.read == CONTROLLER:
+            seen = wait_until(lambda: shows(read_controller(
+                self.injector, self.topic, self.partition, self.log, step.name)),
+                step.hold_s, self.timings.controller_poll_s, self.stop_event)
+        else:
+            seen = self._state_when(lambda s: shows(s), step.hold_s,
+                                    fresh_after=before) is not None
+            latest = self._mine(self.observer.latest())
+            if not seen and latest is not before:
+                last[0] = latest
+        done["watch"] = watch.text
+        done["watched"] = {"seen": seen, "after_s": round(time.monotonic() - started, 1),
+                           "read": last[0] is not None}
+        self._observed(done, last[0])
+        self.log(f"{step.name}: watched for {watch.text}: "
+                 f"{'SEEN' if seen else 'not seen'} after {done['watched']['after_s']} s")
+        self.stop_event.wait(max(0.0, started + step.hold_s - time.monotonic()))
+
+    def _observed(self, done: dict[str, Any], state: PartitionState | None) -> None:
+        """Keep in `done` the partition as the step last read it (nothing when it read
+        none after it began)."""
+        if state is None:
+            done.pop("observed", None)
+            return
+        observed: dict[str, Any] = {"leader": state.leader, "isr": list(state.isr)}
+        for key in ("elr", "last_known_elr", "fenced"):
+            value = getattr(state, key)
+            if value is not None:
+                observed[key] = list(value)
+        done["observed"] = observed
+
+    def outcomes(self) -> list[dict[str, Any]]:
+        """Each step played as a scripted scenario's outcome (nemesis_result.steps):
+        its name, whether it did what it asked (made or ended its fault, saw what it
+        waited for, read the partition through its watch) and what it observed."""
+        out = []
+        for done in self.played:
+            reached = "error" not in done and "skipped" not in done
+            if "until" in done:
+                reached = reached and bool(done.get("seen"))
+            outcome = {"step": done["step"], "reached": reached,
+                       "observed": dict(done.get("observed") or {})}
+            if "watch" in done:
+                outcome["reached"] = reached and bool(done["watched"]["read"])
+                outcome["watched"] = {"for": done["watch"], **done["watched"]}
+            out.append(outcome)
+        return out
 
     def _wait_registered(self, step: Step, name: str, before: int | None,
                          done: dict[str, Any]) -> None:
@@ -202,6 +292,7 @@ class Played:
         done["read"] = CONTROLLER
         if not done["seen"]:
             done["saw"] = described(latest[0], self._ids())
+        self._observed(done, latest[0])
 
     def _act(self, step: Step, done: dict[str, Any]) -> None:
         package = PACKAGES[str(step.fault)]
@@ -215,9 +306,10 @@ class Played:
             settings_of(self.faults, package)
         notes: dict[str, Any] = {}
         use = Use(self.injector, self.topology, self.rng, settings, self.stop_event,
-                  f"schedule:{step.name}", {"schedule": self.schedule.name},
+                  f"{self.step_prefix}{step.name}", {"schedule": self.schedule.name},
                   self.replication_factor, notes)
         self.undos[step.name] = package.act(use, target, **self._options(step, package))
+        self.uses[step.name] = use
         if notes:
             done["notes"] = {k: str(v) for k, v in notes.items()}
 

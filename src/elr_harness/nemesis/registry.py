@@ -14,7 +14,7 @@ from elr_harness.nemesis.faults import FAULT_KINDS, NOT_IN_ALL, PACKAGES, in_all
 from elr_harness.nemesis.needs import Layer, Setting
 from elr_harness.nemesis.scenarios import SCENARIOS, ScenarioPackage
 from elr_harness.nemesis.scenarios.base import SHORT_KAFKA_TIMEOUTS
-from elr_harness.nemesis.schedule_file import ScheduleFile, read_schedule
+from elr_harness.nemesis.schedule_file import ScheduleFile, read_schedule, shipped_schedules
 from elr_harness.nemesis.schedules import check_overlap, resources_of
 
 NONE = "none"
@@ -54,6 +54,17 @@ class NemesisPlan:
     @property
     def scripted(self) -> ScenarioPackage | None:
         return SCENARIOS[self.scenario] if self.scenario else None
+
+    @property
+    def played_file(self) -> ScheduleFile | None:
+        """The schedule file the run plays: --schedule's, or its scenario's shipped one
+        (None: a mix, a guided run, a scenario still in Python)."""
+        if self.schedule is not None:
+            return self.schedule
+        scripted = self.scripted
+        if scripted is None or scripted.file is None:
+            return None
+        return read_schedule(shipped_schedules()[scripted.file])
 
     @property
     def layers(self) -> frozenset[Layer]:

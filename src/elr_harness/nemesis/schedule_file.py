@@ -30,6 +30,9 @@ do.
                                  # the brokers; controller: the active controller's
                                  # metadata log, for when no broker has a fresh view)
     hold_s = 2                   # a while before the next step (optional)
+    watch = "L leads"            # watched for through the hold (what must not happen
+                                 # while it lasts); recorded whether and when it was
+                                 # seen, read where `read` says
     partition = "t-3"            # the partition its roles and wait read (default: the
                                  # first topic's partition 0; a guided run's rounds)
     settings = { ... }           # the kind's settings, as [run.faults.<kind>] of --config
@@ -199,7 +202,7 @@ def check_nodes(schedule: ScheduleFile, node_names: set[str]) -> None:
     for step in schedule.steps:
         names = [step.target] if step.target and NODE.fullmatch(step.target) else []
         names += sorted({n for node, peers in (step.cut or {}).items() for n in [node, *peers]})
-        names += sorted(n for n in (step.until.names if step.until else ())
+        names += sorted(n for c in (step.until, step.watch) if c for n in c.names
                         if NODE.fullmatch(n))
         for name in names:
             if name not in node_names:

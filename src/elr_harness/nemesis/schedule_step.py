@@ -36,7 +36,7 @@ def to_range(package: FaultPackage) -> tuple[int, int] | None:
 #: controller's metadata log (each reading recorded as an `observe` line).
 OBSERVER, CONTROLLER = "observer", "controller"
 _FIELDS = ("name", "partition", "fault", "end", "target", "as", "to", "settings", "cut",
-           "scope", "until", "read", "within_s", "hold_s", "played")
+           "scope", "until", "read", "within_s", "hold_s", "watch", "played")
 #: A min ISR change's scope: a topic's (the step's partition's), or the cluster default.
 SCOPES = ("topic", CLUSTER_SCOPE)
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,39}")
@@ -68,6 +68,9 @@ class Step:
     partition: tuple[str, int] | None = None
     within_s: float = 0.0
     hold_s: float = 0.0
+    #: a condition watched for through the hold (what must never happen while it
+    #: lasts: "L leads" while B is away); recorded whether and when it was seen
+    watch: Condition | None = None
 
 class StepChecker:
     """Checks one [[step]] table against the steps before it."""
@@ -99,11 +102,12 @@ class StepChecker:
         if "fault" in raw and "end" in raw:
             raise self.fail("fault", "a step has either `fault` (a kind) or `end` "
                                      "(an earlier step whose fault it ends), not both")
-        if "fault" not in raw and "end" not in raw and "until" not in raw:
-            raise self.fail("fault", "a step makes a fault (`fault`), ends one (`end`) or "
-                                     "waits (`until`)")
+        if not {"fault", "end", "until", "watch"} & set(raw):
+            raise self.fail("fault", "a step makes a fault (`fault`), ends one (`end`), "
+                                     "waits (`until`) or watches (`watch`)")
         bind = self._bind()
         until = self._until(bind)
+        watch = self._until(bind, "watch")
         within_s = self._seconds("within_s", MAX_WAIT_S, above_zero=True)
         if until is None and "within_s" in raw:
             raise self.fail("within_s", "bounds a wait: give `until` too")
@@ -115,12 +119,18 @@ class StepChecker:
         if read not in (OBSERVER, CONTROLLER):
             raise self.fail("read", f"{str(read)[:40]!r}: a wait reads `{OBSERVER}` (the "
                                     f"brokers) or `{CONTROLLER}` (its metadata log)")
-        if "read" in raw and until is None:
-            raise self.fail("read", "says where a wait reads: give `until` too")
+        if "read" in raw and until is None and watch is None:
+            raise self.fail("read", "says where a wait or a watch reads: give `until` or "
+                                    "`watch` too")
         if until is not None and until.registration and read != OBSERVER:
             raise self.fail("read", "a registration is read in the broker's own log")
+        if watch is not None and watch.registration:
+            raise self.fail("watch", "a watch reads the partition; a registration is read "
+                                     "in the broker's own log (`until`)")
+        if watch is not None and not hold_s:
+            raise self.fail("watch", "watches through the hold: give `hold_s` too")
         common = {"number": self.number, "name": name, "bind": bind, "until": until,
-                  "read": read, "within_s": within_s, "hold_s": hold_s,
+                  "read": read, "within_s": within_s, "hold_s": hold_s, "watch": watch,
                   "partition": self._partition()}
         if "fault" not in raw and "end" not in raw:
             for key in ("target", "to", "settings", "as", "cut", "scope"):
@@ -166,18 +176,19 @@ class StepChecker:
                                   "at the start)")
         return bind
 
-    def _until(self, bind: str | None) -> Condition | None:
-        if "until" not in self.raw:
+    def _until(self, bind: str | None, field: str = "until") -> Condition | None:
+        """The step's condition `field` (its wait's, or its watch's), checked."""
+        if field not in self.raw:
             return None
         try:
-            condition = parse_condition(self.raw["until"])
+            condition = parse_condition(self.raw[field])
         except ConditionError as err:
-            raise self.fail("until", str(err)) from None
+            raise self.fail(field, str(err)) from None
         known = self.bound() | ({bind} if bind else set())
         for name in sorted(condition.names):
             if name not in known and not NODE.fullmatch(name):
-                raise self.fail("until", f"{name!r} is neither bound by an earlier step nor "
-                                         f"a node; bound: {', '.join(sorted(known))}")
+                raise self.fail(field, f"{name!r} is neither bound by an earlier step nor "
+                                       f"a node; bound: {', '.join(sorted(known))}")
         return condition
 
     def _partition(self) -> tuple[str, int] | None:

@@ -57,9 +57,10 @@ def step_table(step: Step) -> dict[str, Any]:
         "settings": dataclasses.asdict(step.settings) if step.settings else None,
         "cut": step.cut, "scope": step.scope,
         "until": step.until.text if step.until else None,
-        "read": step.read if step.until and step.read != OBSERVER else None,
+        "read": step.read if (step.until or step.watch) and step.read != OBSERVER else None,
         "within_s": step.within_s if step.until else None,
-        "hold_s": step.hold_s or None}
+        "hold_s": step.hold_s or None,
+        "watch": step.watch.text if step.watch else None}
     return {k: v for k, v in fields.items() if v is not None}
 
 

@@ -1,7 +1,8 @@
-"""The nemesis thread of `harness run`: the plan's schedule (a scripted scenario, a
-schedule file, a guided run, random mixes) made from the run's spec and played
-until the time limit; then, for a scenario's or a mix's run, what it played read
-back as schedule.toml's steps (nemesis.recorded)."""
+"""The nemesis thread of `harness run`: the plan's schedule (a schedule file: a
+user's or a scripted scenario's shipped one; a scenario still in Python, a guided
+run, random mixes) made from the run's spec and played until the time limit; then,
+for a Python scenario's or a mix's run, what it played read back as
+schedule.toml's steps (nemesis.recorded)."""
 
 from __future__ import annotations
 
@@ -27,14 +28,15 @@ def run_nemesis(plan: NemesisPlan, spec: RunSpec, injector, observer,
     try:
         schedule = _schedule(plan, spec, injector, observer, log)
         began_ns = time.monotonic_ns() - getattr(injector.recorder, "origin_ns", 0)
+        played_file = plan.played_file
         placement = placement_of(observer, injector, spec.topics[0].name,
                                  spec.run.scenario.step_timeout_s) \
-            if schedule is not None and plan.schedule is None else None
+            if schedule is not None and played_file is None else None
         if schedule is not None:
             schedule.run(time.monotonic() + spec.run.time_limit_s, stop, result)
-        if plan.scripted or plan.groups and not plan.guided:
+        if played_file is None and (plan.scripted or plan.groups and not plan.guided):
             _record_schedule(plan, spec, injector, began_ns, result, log)
-        if placement and plan.schedule is None and isinstance(result.get("schedule"), dict):
+        if placement and isinstance(result.get("schedule"), dict):
             result["schedule"]["placement"] = placement  # a drawn or recorded schedule
     except Exception as err:  # noqa: BLE001 - recorded; the run heals and goes on
         result["error"] = f"{type(err).__name__}: {err}"
@@ -98,7 +100,8 @@ def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):
     from elr_harness.nemesis.mix import RandomMix
     from elr_harness.nemesis.schedules import Mix, Overlap, Phases, Recovery, Scenario
 
-    if plan.scripted:
+    played_file = plan.played_file
+    if plan.scripted and plan.scripted.scenario is not None:
         scripted = plan.scripted.scenario
         expected = replication_of(spec)
         return Phases([
@@ -109,15 +112,15 @@ def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):
                      spec.run.scenario.step_timeout_s, spec.run.scenario.watch_poll_s,
                      spec.run.quiet_after_faults_s)])
     replication = min(t.replication_factor for t in spec.topics)
-    if plan.schedule:
+    if played_file is not None:  # --schedule's file, or a scenario's shipped one
         from elr_harness.nemesis.played import Played
 
         return Phases([
-            Played(plan.schedule, injector, observer, spec.topics[0].name, spec.run.seed,
+            Played(played_file, injector, observer, spec.topics[0].name, spec.run.seed,
                    spec.topics[0].replication_factor, spec.topics[0].min_insync_replicas,
                    faults=spec.run.faults, log=log,
                    start_within_s=spec.run.scenario.step_timeout_s,
-                   timings=spec.run.scenario),
+                   timings=spec.run.scenario, scenario=plan.scenario),
             Recovery(lambda: recovered(observer.latest(), replication_of(spec)),
                      spec.run.scenario.step_timeout_s, spec.run.scenario.watch_poll_s,
                      spec.run.quiet_after_faults_s)])

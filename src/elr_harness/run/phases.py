@@ -266,8 +266,9 @@ def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, la
         from elr_harness.report.atomic import write_atomically
 
         record = nemesis_result["schedule"]
-        write_atomically(run_dir / "schedule.toml", played_toml(plan.schedule, record)
-                         if plan.schedule is not None else recorded_toml(record))
+        played = plan.played_file
+        write_atomically(run_dir / "schedule.toml", played_toml(played, record)
+                         if played is not None else recorded_toml(record))
 
     def do_final_reads() -> dict[str, Any]:
         summary = final_reads(cluster.bootstrap, spec.topics, recorder, spec.workload)

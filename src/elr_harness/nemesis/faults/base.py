@@ -198,7 +198,7 @@ class Mix(Protocol):
     def settings(self, package: FaultPackage) -> Any: ...
 
 
-@dataclass(frozen=True)
+@dataclass
 class Use:
     """A schedule's use of a kind on a target it chose (a guided round): the
     injector, the cluster's nodes, the schedule's seeded RNG, the kind's
@@ -215,7 +215,8 @@ class Use:
     #: What the use did, in words and flags, for the schedule's own record (a guided
     #: round's notes): the kind fills it in (e.g. "dropped": True).
     notes: dict[str, Any] = field(default_factory=dict)
-    #: The step the lines of its end carry (None: its own step).
+    #: The step the lines of its end carry (None: its own step); a schedule file's
+    #: player sets it to the step that ends it.
     end_step: str | None = None
 
     def said(self) -> dict[str, Any]:

@@ -6,11 +6,17 @@ runs out is recorded and the scenario goes on: the checker judges the history,
 not the scenario's expectations. Its package (ScenarioPackage) says what the
 run needs for it: the layer under the brokers, the cluster settings it changes,
 the topologies it refuses, and its line of `harness run --help`.
+
+Its steps are data where data can say them: the schedule file shipped in
+nemesis/scenario_files, played as `--schedule` plays a user's (nemesis.played).
+A scenario whose steps measure what no step can ask for yet keeps them in Python
+(a ScriptedScenario subclass).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -18,6 +24,7 @@ from typing import Any, Protocol
 from elr_harness.cluster.observe import PartitionState
 from elr_harness.core.config import ClusterConfig, ScenarioTimings, TopicConfig
 from elr_harness.core.errors import HarnessError
+from elr_harness.core.wait import wait_until
 from elr_harness.nemesis.injector import FaultInjector
 from elr_harness.nemesis.needs import Layer, Setting
 
@@ -68,6 +75,18 @@ class StepOutcome:
     step: str
     reached: bool
     observed: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Roles:
+    """L, A and B as the observed state named them: broker ids and node names."""
+
+    leader: int
+    a: int
+    b: int
+    l_name: str
+    a_name: str
+    b_name: str
 
 
 def summary(state: PartitionState | None) -> dict[str, Any]:
@@ -151,12 +170,56 @@ class ScriptedScenario:
                                       (("L", leader), ("A", a_id), ("B", b_id))))
         return leader, a_id, b_id
 
+    def _named_roles(self) -> Roles:
+        """L, A and B from the observed state (a full ISR), with their node names."""
+        leader, a_id, b_id = self._roles()
+        return Roles(leader, a_id, b_id, *(self._broker_name(i) for i in (leader, a_id, b_id)))
+
     def _steps(self, steps: Sequence[tuple[str, Callable[[], object]]]) -> list[StepOutcome]:
         for _label, action in steps:
             if self.stop_event.is_set():
                 break
             action()
         return self.outcomes
+
+    def _wait_controller(self, step: str,
+                         predicate: Callable[[PartitionState], bool]) -> StepOutcome:
+        """Wait on the active controller's own metadata log (where KIP-966 keeps the
+        state while no broker has a fresh view); each reading is recorded as an
+        `observe` line with source "controller"."""
+        state = None
+        started = time.monotonic()
+
+        def reached() -> bool:
+            nonlocal state
+            state = self._read_controller(step)
+            return state is not None and predicate(state)
+
+        wait_until(reached, self.timings.step_timeout_s, self.timings.controller_poll_s,
+                   self.stop_event)
+        observed = summary(state)
+        if state is not None:
+            observed.update(last_known_elr=list(state.last_known_elr or []), source="controller")
+        return self._finish(step, state is not None and predicate(state), observed,
+                            f" after {time.monotonic() - started:.0f} s")
+
+    def _read_controller(self, step: str) -> PartitionState | None:
+        """The partition in the active controller's metadata log now (read_controller:
+        each reading an `observe` line, source controller)."""
+        return read_controller(self.injector, self.topic, self.partition, self.log, step)
+
+    def _wait_unfenced(self, step: str, broker_ids: list[int]) -> StepOutcome:
+        """Healed brokers are back when the controller reports them registered."""
+        seen: set[int] = set()
+
+        def back() -> bool:
+            nonlocal seen
+            seen = self.injector.cluster.unfenced_brokers()
+            return set(broker_ids) <= seen
+
+        wait_until(back, self.timings.step_timeout_s, self.timings.unfenced_poll_s,
+                   self.stop_event)
+        return self._finish(step, set(broker_ids) <= seen, {"unfenced": sorted(seen)})
 
 
 #: The Kafka timeouts a scenario that waits them out shortens (ScenarioTimings says
@@ -172,9 +235,14 @@ SHORT_KAFKA_TIMEOUTS = tuple(
 class ScenarioPackage:
     """One scripted scenario as `--nemesis` names it, and what the run needs for it."""
 
-    scenario: type[ScriptedScenario]
+    #: Its `--nemesis` name.
+    name: str
     #: Its line of `harness run --help`.
     help: str
+    #: Its steps as data: the stem of its file in nemesis/scenario_files.
+    file: str | None = None
+    #: Or its steps in Python, where they measure what no step can ask for yet.
+    scenario: type[ScriptedScenario] | None = None
     #: Storage layers it needs under the brokers.
     layers: frozenset[Layer] = frozenset()
     #: Config values it needs unless the user chose them.
@@ -185,9 +253,9 @@ class ScenarioPackage:
     #: Whether the soak's default plan runs it.
     in_default_soak: bool = False
 
-    @property
-    def name(self) -> str:
-        return self.scenario.name
+    def __post_init__(self) -> None:
+        if (self.file is None) == (self.scenario is None):
+            raise ValueError(f"scenario {self.name}: its steps are a file or Python, one")
 
     def refuse(self, cluster: ClusterConfig, topics: Sequence[TopicConfig]) -> None:
         """HarnessError when the run's topology cannot hold the scenario's steps."""

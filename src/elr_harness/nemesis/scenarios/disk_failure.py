@@ -37,14 +37,19 @@ from elr_harness.core.wait import wait_until
 from elr_harness.nemesis import grudges
 from elr_harness.nemesis.faults import disk_fault, partition
 from elr_harness.nemesis.needs import Layer
-from elr_harness.nemesis.scenarios.base import ScenarioPackage, StepOutcome, summary
-from elr_harness.nemesis.scenarios.unclean_last_replica import Roles, UncleanLastReplica
+from elr_harness.nemesis.scenarios.base import (
+    Roles,
+    ScenarioPackage,
+    ScriptedScenario,
+    StepOutcome,
+    summary,
+)
 
 #: The failure T0 injects: both operations, so Kafka meets it at the next write.
 ERRNO, OPERATIONS = "EIO", ("fsync", "write")
 
 
-class DiskFailure(UncleanLastReplica):
+class DiskFailure(ScriptedScenario):
     """T0..T3 on one partition; every other partition goes along."""
 
     name = "disk-failure"
@@ -117,7 +122,7 @@ def check(cluster: ClusterConfig, topics: Sequence[TopicConfig]) -> None:
 
 
 PACKAGE = ScenarioPackage(
-    DiskFailure, check=check, layers=frozenset({Layer.PAGE_CACHE}),
+    DiskFailure.name, scenario=DiskFailure, check=check, layers=frozenset({Layer.PAGE_CACHE}),
     # two log dirs, as the disk-fault kind asks for them
     cluster_settings=disk_fault.PACKAGE.cluster_settings,
     help="KIP-858's path: the leader's log dir fails (EIO) while it runs; it leaves the "

@@ -310,7 +310,7 @@ def check(cluster: ClusterConfig, topics: Sequence[TopicConfig]) -> None:
 
 
 PACKAGE = ScenarioPackage(
-    ElrDowngrade, check=check,
+    ElrDowngrade.name, scenario=ElrDowngrade, check=check,
     cluster_settings=(*SHORT_KAFKA_TIMEOUTS,
                       Setting("cluster.brokers", lambda run: run.elr_downgrade_brokers)),
     help="KIP-966's downgrade: a leaderless partition with LastKnownELR set, the ELR "

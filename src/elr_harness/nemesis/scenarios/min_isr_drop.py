@@ -39,14 +39,19 @@ from elr_harness.core.wait import wait_until
 from elr_harness.nemesis import grudges
 from elr_harness.nemesis.faults import min_isr_change, partition, stop
 from elr_harness.nemesis.needs import Setting
-from elr_harness.nemesis.scenarios.base import ScenarioPackage, StepOutcome, summary
-from elr_harness.nemesis.scenarios.unclean_last_replica import Roles, UncleanLastReplica
+from elr_harness.nemesis.scenarios.base import (
+    Roles,
+    ScenarioPackage,
+    ScriptedScenario,
+    StepOutcome,
+    summary,
+)
 
 #: The min ISR the topic starts with, and what T1 lowers it to.
 START_MIN_ISR, LOWERED_MIN_ISR = 3, 2
 
 
-class MinIsrDrop(UncleanLastReplica):
+class MinIsrDrop(ScriptedScenario):
     """T0..T4 on one partition; every other partition goes along."""
 
     name = "min-isr-drop"
@@ -108,7 +113,7 @@ def check(cluster: ClusterConfig, topics: Sequence[TopicConfig]) -> None:
 
 
 PACKAGE = ScenarioPackage(
-    MinIsrDrop, check=check,
+    MinIsrDrop.name, scenario=MinIsrDrop, check=check,
     cluster_settings=(Setting("topic.min_insync_replicas",
                               lambda run: run.min_isr_drop_min_insync_replicas),),
     help="KIP-966 / KAFKA-16540: lowering min ISR clears the ELR; the follower that "

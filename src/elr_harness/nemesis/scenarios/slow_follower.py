@@ -24,11 +24,10 @@ from __future__ import annotations
 
 from elr_harness.nemesis import grudges
 from elr_harness.nemesis.faults import partition, slow_network
-from elr_harness.nemesis.scenarios.base import ScenarioPackage, StepOutcome
-from elr_harness.nemesis.scenarios.unclean_last_replica import UncleanLastReplica
+from elr_harness.nemesis.scenarios.base import ScenarioPackage, ScriptedScenario, StepOutcome
 
 
-class SlowFollower(UncleanLastReplica):
+class SlowFollower(ScriptedScenario):
     """T0..T2 on one partition; every other partition goes along."""
 
     name = "slow-follower"
@@ -56,6 +55,6 @@ class SlowFollower(UncleanLastReplica):
 
 
 PACKAGE = ScenarioPackage(
-    SlowFollower,
+    SlowFollower.name, scenario=SlowFollower,
     help="KAFKA-19996: a throttled follower and a partitioned one hold the ISR below "
          "min ISR for a minute while producers write; durability must hold")
