@@ -20,9 +20,10 @@ NAME = "slow-follower"
 
 
 def timings_hold_s() -> float:
-    from elr_harness.core.config import ScenarioTimings
+    """The hold below min ISR its shipped file says (T1's)."""
+    from elr_harness.nemesis.registry import parse_nemesis
 
-    return ScenarioTimings().slow_follower_hold_s
+    return next(s.hold_s for s in parse_nemesis(NAME).played_file.steps if s.name == "T1")
 
 
 def test_a_slow_follower_below_min_isr_loses_nothing(capsys):
@@ -43,7 +44,8 @@ def test_a_slow_follower_below_min_isr_loses_nothing(capsys):
               f"{results['valid']}, lost-write by acks: {lost}, {len(below)} observations "
               f"below min ISR, {changes} ISR changes among them; results.json: {churn}")
 
-    assert list(steps) == ["setup", "T0", "T1", "T2"], steps
+    # its file's steps: one fault each (T2 heals, T2-slow ends A's slow links)
+    assert list(steps) == ["setup", "T0", "T1", "T2", "T2-slow"], steps
     assert all(s["reached"] for s in steps.values()), steps
     assert proc.returncode == 0, results["reason"]
     assert results["valid"] is True and lost["all"] == 0
@@ -56,6 +58,6 @@ def test_a_slow_follower_below_min_isr_loses_nothing(capsys):
     assert below, "the ISR was below min ISR while B was cut off"
     # results.json's churn stat: the hold below min ISR is counted in time
     assert churn is not None and churn["seconds_below"] >= timings_hold_s() / 2, churn
-    assert sorted(steps["T2"]["observed"]["isr"]) == sorted(
+    assert sorted(steps["T2-slow"]["observed"]["isr"]) == sorted(
         steps["setup"]["observed"]["isr"]), "the ISR is whole after the heal"
     assert_reference_agrees(run_dir)

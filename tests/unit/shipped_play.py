@@ -18,8 +18,7 @@ from elr_harness.nemesis.played import Played
 from elr_harness.nemesis.schedule_file import parse_schedule, shipped_schedules
 from elr_harness.nemesis.targets import Topology
 
-FAST = ScenarioTimings(registration_poll_s=0.01, controller_poll_s=0.01,
-                       unfenced_poll_s=0.01)
+FAST = ScenarioTimings(registration_poll_s=0.01, controller_poll_s=0.01)
 
 
 def fast_text(name: str, within_s: float = 0.2, hold_s: float = 0.05) -> str:

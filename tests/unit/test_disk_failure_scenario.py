@@ -1,20 +1,21 @@
 """disk-failure's settings: two log dirs per broker and the page-cache layer
 unless the user says otherwise, and one log dir refused before anything starts
 (Kafka would stop the broker, not take one dir offline); the step that fails
-L's dir finds the one dir holding the partition."""
+L's dir finds the one dir holding the partition; its file's T1-hold watches for L
+in the ELR or leading."""
 
 from __future__ import annotations
-
-from types import SimpleNamespace
 
 import pytest
 from fakes import FakeObserver, cluster_of, injector_rig, specs
 from run_flags import run_configs_of
+from shipped_play import fast_text
 
 from elr_harness.core.errors import HarnessError
+from elr_harness.nemesis.faults.disk_fault import dir_holding
 from elr_harness.nemesis.needs import Layer
 from elr_harness.nemesis.scenarios import SCENARIOS
-from elr_harness.nemesis.scenarios.disk_failure import DiskFailure
+from elr_harness.nemesis.schedule_file import parse_schedule
 from elr_harness.run.spec import RunSpec, validate
 
 
@@ -38,53 +39,69 @@ def test_one_log_dir_is_refused(tmp_path):
         validate(RunSpec(cluster, [topic], workload, run, checker))
 
 
-def _scenario(fail: str | None) -> DiskFailure:
+def _injector(fail: str | None):
     """broker-1's `test -d` of a log dir fails when it names `fail` (that dir does
     not hold the partition); the fake cluster's two log dirs, as Kafka names them."""
     injector, _ = injector_rig(cluster_of(specs(controllers=1, brokers=1),
                                           broker_1={"fail": fail}))
-    return DiskFailure(injector, observer=FakeObserver([]), topic="t")
+    return injector
 
 
 TESTS = ["test -d /data/kafka/dir-0/t-0", "test -d /data/kafka/dir-1/t-0"]
 
 
 def test_the_failed_dir_is_the_one_holding_the_partition():
-    scenario = _scenario(fail="/data/kafka/dir-0/t-0")
-    assert scenario._dir_of("broker-1") == "/data/kafka/dir-1"
-    assert scenario.injector.cluster.nodes["broker-1"].commands == TESTS
+    injector = _injector(fail="/data/kafka/dir-0/t-0")
+    assert dir_holding(injector, "broker-1", "t-0") == "/data/kafka/dir-1"
+    assert injector.cluster.nodes["broker-1"].commands == TESTS
 
 
 @pytest.mark.parametrize("fail", ["/t-0", None], ids=["no dir", "two dirs"])
-def test_no_dir_or_two_dirs_holding_it_is_an_error_not_a_guess(fail):
-    scenario = _scenario(fail)
-    with pytest.raises(RuntimeError, match="log dirs"):
-        scenario._dir_of("broker-1")
-    assert scenario.injector.cluster.nodes["broker-1"].commands == TESTS
+def test_no_dir_or_two_dirs_holding_it_is_no_answer_not_a_guess(fail):
+    injector = _injector(fail)
+    assert dir_holding(injector, "broker-1", "t-0") is None
+    assert injector.cluster.nodes["broker-1"].commands == TESTS
 
 
 def _watched(*states):
+    """The file's T1-hold alone, L bound to broker-1, on the states in turn."""
     from elr_harness.cluster.observe import PartitionState
-    from elr_harness.core.config import ScenarioTimings
-    from elr_harness.nemesis.scenarios.unclean_last_replica import Roles
+    from elr_harness.nemesis.played import Played
+    from elr_harness.nemesis.targets import Topology
 
     observed = [PartitionState("t", 0, leader, 5, isr, elr, (), None, (1, 2, 3))
                 for leader, isr, elr in states]
 
     def in_turn() -> list:
-        """The states in turn, then the last one for ever."""
+        """The states in turn (each a new sample), then the last one for ever."""
         return [observed.pop(0) if len(observed) > 1 else observed[0]]
 
-    scenario = DiskFailure(SimpleNamespace(), observer=FakeObserver(in_turn), topic="t",
-                           timings=ScenarioTimings(disk_failure_hold_s=0.2, watch_poll_s=0.01),
-                           log=lambda _: None)
-    return scenario._watch_l(Roles(1, 2, 3, "broker-1", "broker-2", "broker-3"))
+    class Polling(FakeObserver):
+        """An observer's wait: each new sample in turn, until one holds or none is new."""
+
+        def wait_for(self, predicate, timeout_s: float):  # noqa: ANN001
+            for _ in range(len(states)):
+                sample = self.latest()
+                if predicate(sample):
+                    return sample
+            return None
+
+    text = fast_text("disk-failure", hold_s=0.2)
+    hold = text[text.index('[[step]]\n# producers write'):text.index('[[step]]\nname = "T2"')]
+    injector = _injector(None)
+    played = Played(parse_schedule(hold, "hold.toml"), injector, Polling(in_turn), "t",
+                    7, 3, 2, log=lambda _m: None,
+                    topology=Topology.of(injector.cluster.nodes.values()),
+                    active_controller=lambda: None)
+    played.names["L"] = "broker-1"
+    played.play(played.schedule.steps[0])
+    return played.outcomes()[0]
 
 
 def test_the_hold_is_watched_for_l_in_the_elr_or_leading():
-    clean = _watched((2, (2,), (3,)))
-    assert clean.reached and clean.observed["l_named"] == []
+    clean = _watched((2, (2,), (3,)), (2, (2,), (3,)))
+    assert clean["reached"] and clean["watched"]["seen"] is False
     named = _watched((2, (2,), (3,)), (2, (2,), (1, 3)), (2, (2,), (3,)))
-    assert not named.reached and named.observed["l_named"][0]["elr"] == [1, 3]
-    led = _watched((1, (1,), ()))
-    assert not led.reached and led.observed["l_named"][0]["leader"] == 1
+    assert named["watched"]["seen"] is True and named["observed"]["elr"] == [1, 3]
+    led = _watched((2, (2,), (3,)), (1, (1,), ()))
+    assert led["watched"]["seen"] is True and led["observed"]["leader"] == 1

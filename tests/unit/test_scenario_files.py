@@ -19,6 +19,7 @@ from fakes import (
     FakeObserver,
     specs,
 )
+from shipped_play import fast_text
 from test_fenced_last_leader import GREP, Broker
 from test_fenced_last_leader import World as Kafka19522
 from test_schedule_file import _player
@@ -39,11 +40,8 @@ FAST = ScenarioTimings(registration_poll_s=0.01, controller_poll_s=0.01)
 
 
 def _fast(name: str) -> str:
-    """The shipped file with its warm-up gone, its holds dropped and its waits short."""
-    text = shipped_schedules()[name].read_text()
-    text = text.replace('until = "high-watermark at least 300"', 'until = "isr full"')
-    text = re.sub(r"hold_s = \d+", "", text)
-    return re.sub(r"within_s = \d+", "within_s = 0.5", text)
+    """The shipped file with its warm-up a full ISR, its holds and waits short."""
+    return fast_text(name, within_s=0.5)
 
 
 def _play(played: Played) -> dict:
@@ -200,8 +198,8 @@ def test_the_min_isr_drop_file_reads_the_controller_where_no_broker_sees_fresh()
     assert [k for k, _ in _faults(injector)][:4] == ["partition", "min-isr-change", "stop",
                                                      "stop"]
     assert steps["T2-b"]["read"] == "controller" and steps["T2-b"]["seen"] is True
-    assert steps["T3-watch"]["read"] == "controller"
-    assert steps["T3-watch"]["seen"] is False  # A never elected on the model
+    assert steps["T3-hold"]["read"] == "controller"
+    assert steps["T3-hold"]["watched"]["seen"] is False  # A never elected on the model
     assert asked and set(asked) == {"t"}
     observed = [x for x in injector.recorder.lines  # type: ignore[attr-defined]
                 if x.get("source") == "controller"]

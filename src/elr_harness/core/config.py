@@ -390,24 +390,24 @@ class WorkloadConfig:
 @dataclass(frozen=True)
 class ScenarioTimings:
     """The scripted scenarios' bounds on each step's wait for the observed state
-    it expects (nemesis/scenarios/)."""
+    it expects (nemesis/scenarios/). A scenario played from its shipped file says
+    its own warm-up, waits and holds there; these are the Python scenario's
+    (elr-downgrade) and the polls every schedule file's player shares."""
 
     step_timeout_s: float = 60.0
-    #: Records committed on the scenario's partition (its observed high watermark,
+    #: elr-downgrade: records committed on the scenario's partition (its observed high watermark,
     #: so on every replica of its full ISR) before T0. The acks=all writes
     #: acknowledged before T0 are nearly all the faults put at risk: from T0 an
     #: acks=all send waits for the cut-off follower to leave the ISR, and from T1
     #: it fails. At 100 (about 2 s of the default workload) ELR off lost only 3-12
     #: acks=all writes in 3 runs, a thin proof of its loss; 300 is about 5 s (it
-    #: was a fixed 8 s sleep, and ELR off lost 372-398).
+    #: was a fixed 8 s sleep, and ELR off lost 372-398); the shipped files wait for
+    #: `high-watermark at least 300` for the same reason.
     warmup_high_watermark: int = 300
-    #: unclean-last-replica: time in T1 so that acks=1 writes land on L alone (and
-    #: acks=all ones fail); at the default rate, about 40 acks=1 sends to L's
-    #: partition in 2 s.
+    #: elr-downgrade: time in T1 so that acks=1 writes land on L alone (and acks=all
+    #: ones fail); at the default rate, about 40 acks=1 sends to L's partition in
+    #: 2 s (unclean-last-replica's file holds T1 as long).
     hold_t1_s: float = 2.0
-    #: min-isr-drop: time after T1 (min ISR lowered) for acks=all writes that A
-    #: lacks, which a Kafka that kept A in the ELR would lose.
-    hold_min_isr_lowered_s: float = 5.0
     #: unclean-last-replica (and its -alone variant): the Kafka timeouts its steps
     #: wait out, shorter than the cluster's (KafkaTimings) unless --config gives
     #: [cluster.timings]. T0 and T1 wait for a cut-off follower to leave the ISR
@@ -420,31 +420,14 @@ class ScenarioTimings:
     replica_lag_time_max_ms: int = 1500
     broker_session_timeout_ms: int = 3000
     broker_heartbeat_interval_ms: int = 500
-    #: unclean-last-replica-alone: how long the uncleanly restarted L, unfenced,
-    #: is watched while B is still away (ELR on: it must never be elected).
-    hold_alone_s: float = 15.0
-    #: fenced-last-leader: how long the restarted last leader is kept paused
-    #: (registered, fenced) while the observer watches whom the controller elects.
-    hold_fenced_s: float = 20.0
-    #: fenced-last-leader: how often its log is read for the new registration
-    #: (SIGSTOP must land before it catches up and is unfenced).
+    #: How often a `X registered` wait reads X's log for the new registration
+    #: (fenced-last-leader's SIGSTOP must land before it catches up and is unfenced).
     registration_poll_s: float = 0.05
     #: The pause between two readings of the active controller's metadata log by a
     #: step waiting on it. A reading is a dump JVM of about 1 s, so at 0.2 s the
     #: readings run nearly back to back: T2 (unclean-last-replica) sees the fencing
     #: up to 0.8 s sooner than at 1.0 s, for a few more short JVMs while L is down.
     controller_poll_s: float = 0.2
-    #: How often a step waiting for healed brokers asks who is unfenced.
-    unfenced_poll_s: float = 0.5
-    #: slow-follower: the slow follower's links (below the ~70 kbit/s the default
-    #: workload's replication needs, with loss on top), and how long the ISR is
-    #: kept below min ISR while producers write.
-    slow_follower_rate_kbit: int = 32
-    slow_follower_loss: float = 0.05
-    slow_follower_hold_s: float = 60.0
-    #: disk-failure: how long the ISR is kept below min ISR (a follower cut off)
-    #: while the leader's failed log dir is offline and producers write.
-    disk_failure_hold_s: float = 20.0
     #: How often a step that watches the observations for a whole hold reads them.
     watch_poll_s: float = 0.5
     #: elr-downgrade (elect): time at ELR feature level 0 with B leading and A back in

@@ -408,8 +408,6 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "run.elr_downgrade_brokers": integer(1, 1000),
     "run.reached": each(one_of(COVERAGE_STATES)),
     "run.scenario.warmup_high_watermark": integer(0, 1_000_000_000),
-    "run.scenario.slow_follower_rate_kbit": integer(1, 100_000_000),
-    "run.scenario.slow_follower_loss": number(0, 1),
     # checker
     "checker.spark_master": spark_master,
     "checker.spark_logs_kept": integer(0, 10_000),

@@ -210,6 +210,7 @@ class Played:
                 state, self._broker, self.replication_factor, self.min_isr)
 
         if step.read == CONTROLLER:
+            done["read"] = CONTROLLER
             seen = wait_until(lambda: shows(read_controller(
                 self.injector, self.topic, self.partition, self.log, step.name)),
                 step.hold_s, self.timings.controller_poll_s, self.stop_event)

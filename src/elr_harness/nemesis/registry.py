@@ -14,7 +14,12 @@ from elr_harness.nemesis.faults import FAULT_KINDS, NOT_IN_ALL, PACKAGES, in_all
 from elr_harness.nemesis.needs import Layer, Setting
 from elr_harness.nemesis.scenarios import SCENARIOS, ScenarioPackage
 from elr_harness.nemesis.scenarios.base import SHORT_KAFKA_TIMEOUTS
-from elr_harness.nemesis.schedule_file import ScheduleFile, read_schedule, shipped_schedules
+from elr_harness.nemesis.schedule_file import (
+    ScheduleFile,
+    parse_schedule,
+    read_schedule,
+    shipped_schedules,
+)
 from elr_harness.nemesis.schedules import check_overlap, resources_of
 
 NONE = "none"
@@ -64,7 +69,8 @@ class NemesisPlan:
         scripted = self.scripted
         if scripted is None or scripted.file is None:
             return None
-        return read_schedule(shipped_schedules()[scripted.file])
+        # named as `--schedule NAME` plays it (the header of the run's schedule.toml)
+        return parse_schedule(shipped_schedules()[scripted.file].read_text(), scripted.file)
 
     @property
     def layers(self) -> frozenset[Layer]:

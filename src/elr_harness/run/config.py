@@ -43,6 +43,16 @@ RETIRED: dict[str, str | None] = {
     "run.guided.slow_loss": "run.faults.slow-network.away_loss",
     "run.scenario.quiet_after_faults_s": "run.quiet_after_faults_s",
     "run.scenario.warmup_s": None,
+    # the holds and rates of the scenarios now played from their files (#55): each
+    # file's own hold_s and settings say them
+    "run.scenario.hold_min_isr_lowered_s": None,
+    "run.scenario.hold_alone_s": None,
+    "run.scenario.hold_fenced_s": None,
+    "run.scenario.unfenced_poll_s": None,
+    "run.scenario.slow_follower_rate_kbit": None,
+    "run.scenario.slow_follower_loss": None,
+    "run.scenario.slow_follower_hold_s": None,
+    "run.scenario.disk_failure_hold_s": None,
     "checker.convert_with_duckdb": None,
     "checker.convert_threads": None,
     "checker.convert_memory": None,

@@ -16,7 +16,6 @@ A scenario whose steps measure what no step can ask for yet keeps them in Python
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -24,7 +23,6 @@ from typing import Any, Protocol
 from elr_harness.cluster.observe import PartitionState
 from elr_harness.core.config import ClusterConfig, ScenarioTimings, TopicConfig
 from elr_harness.core.errors import HarnessError
-from elr_harness.core.wait import wait_until
 from elr_harness.nemesis.injector import FaultInjector
 from elr_harness.nemesis.needs import Layer, Setting
 
@@ -75,18 +73,6 @@ class StepOutcome:
     step: str
     reached: bool
     observed: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Roles:
-    """L, A and B as the observed state named them: broker ids and node names."""
-
-    leader: int
-    a: int
-    b: int
-    l_name: str
-    a_name: str
-    b_name: str
 
 
 def summary(state: PartitionState | None) -> dict[str, Any]:
@@ -155,72 +141,12 @@ class ScriptedScenario:
     def run(self) -> list[StepOutcome]:
         raise NotImplementedError
 
-    def _roles(self) -> tuple[int, int, int]:
-        """Wait for a full ISR and the warm-up's records committed; its leader L and
-        followers A, B (ids), logged. Too few records in time is noted and the
-        scenario goes on; no full ISR ends it."""
-        start = self._wait("setup", lambda s: s.leader >= 0 and len(s.isr) >= 3 and (
-            s.high_watermark or 0) >= self.timings.warmup_high_watermark)
-        if start.observed.get("leader", -1) < 0 or len(start.observed.get("isr", [])) < 3:
-            raise RuntimeError(f"partition {self.topic}-{self.partition} never had a full "
-                               f"ISR: {start.observed}")
-        leader = start.observed["leader"]
-        a_id, b_id = [b for b in start.observed["isr"] if b != leader][:2]
-        self.log("roles: " + " ".join(f"{role}={self._broker_name(i)} ({i})" for role, i in
-                                      (("L", leader), ("A", a_id), ("B", b_id))))
-        return leader, a_id, b_id
-
-    def _named_roles(self) -> Roles:
-        """L, A and B from the observed state (a full ISR), with their node names."""
-        leader, a_id, b_id = self._roles()
-        return Roles(leader, a_id, b_id, *(self._broker_name(i) for i in (leader, a_id, b_id)))
-
     def _steps(self, steps: Sequence[tuple[str, Callable[[], object]]]) -> list[StepOutcome]:
         for _label, action in steps:
             if self.stop_event.is_set():
                 break
             action()
         return self.outcomes
-
-    def _wait_controller(self, step: str,
-                         predicate: Callable[[PartitionState], bool]) -> StepOutcome:
-        """Wait on the active controller's own metadata log (where KIP-966 keeps the
-        state while no broker has a fresh view); each reading is recorded as an
-        `observe` line with source "controller"."""
-        state = None
-        started = time.monotonic()
-
-        def reached() -> bool:
-            nonlocal state
-            state = self._read_controller(step)
-            return state is not None and predicate(state)
-
-        wait_until(reached, self.timings.step_timeout_s, self.timings.controller_poll_s,
-                   self.stop_event)
-        observed = summary(state)
-        if state is not None:
-            observed.update(last_known_elr=list(state.last_known_elr or []), source="controller")
-        return self._finish(step, state is not None and predicate(state), observed,
-                            f" after {time.monotonic() - started:.0f} s")
-
-    def _read_controller(self, step: str) -> PartitionState | None:
-        """The partition in the active controller's metadata log now (read_controller:
-        each reading an `observe` line, source controller)."""
-        return read_controller(self.injector, self.topic, self.partition, self.log, step)
-
-    def _wait_unfenced(self, step: str, broker_ids: list[int]) -> StepOutcome:
-        """Healed brokers are back when the controller reports them registered."""
-        seen: set[int] = set()
-
-        def back() -> bool:
-            nonlocal seen
-            seen = self.injector.cluster.unfenced_brokers()
-            return set(broker_ids) <= seen
-
-        wait_until(back, self.timings.step_timeout_s, self.timings.unfenced_poll_s,
-                   self.stop_event)
-        return self._finish(step, set(broker_ids) <= seen, {"unfenced": sorted(seen)})
-
 
 #: The Kafka timeouts a scenario that waits them out shortens (ScenarioTimings says
 #: why and how far), unless the user's --config gives [cluster.timings].

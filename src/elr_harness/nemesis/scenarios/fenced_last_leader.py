@@ -10,7 +10,7 @@ throughout (every observe line carries the `fenced` brokers):
     F1  kill -9 B, wait likewise                          -> ISR = {L}
     F2  kill -9 L, wait until it is fenced                -> no leader
     F3  restart L and, the moment it registers, SIGSTOP it (it stays fenced)
-    F4  watch for hold_fenced_s: 4.0.x elects L while fenced (fenced-leader);
+    F4  watch for 20 s: 4.0.x elects L while fenced (fenced-leader);
         4.1+ leaves the partition without a leader until L is unfenced. The wait
         asks what the checker's fenced-leader asks, one observation naming L
         leader and fenced: should the SIGSTOP land after L was unfenced, 4.1+
