@@ -197,7 +197,8 @@ class Played:
 
     def _watch(self, step: Step, done: dict[str, Any]) -> None:
         """Through the hold, whether the partition ever shows `watch` (in samples taken
-        after the step began, or the controller's log): when, and what it showed."""
+        after the schedule last acted, or in the controller's log): when, and what it
+        showed."""
         watch = step.watch
         assert watch is not None
         started = time.monotonic()
