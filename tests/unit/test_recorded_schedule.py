@@ -155,14 +155,16 @@ def test_a_scenarios_lines_pair_as_the_history_pairs_them():
 
 
 def test_a_scripted_scenarios_run_played_from_its_recorded_schedule_makes_its_faults_again():
-    """unclean-last-replica's Python on the scenario tests' model: its lines, read
-    back as a schedule and played on a fresh model, make the same cuts, the same
-    power loss and the same restart (a heal per cut it ends: the heal is idempotent)."""
+    """unclean-last-replica (its file, as `--nemesis` plays it) on the scenario tests'
+    model: its lines, read back as a schedule (as a scenario still in Python has its
+    lines read) and played on a fresh model, make the same cuts, the same power loss
+    and the same restart (a heal per cut it ends: the heal is idempotent)."""
+    from shipped_play import play_scenario
     from test_nemesis_scenario import World, injector_of, scenario
 
     first = World(leader=2, isr=(2, 3, 1))
     run, injector = scenario(first)
-    run.run()
+    play_scenario(run)
     for i, line in enumerate(injector.lines):  # the index and time a history gives
         line.update(index=i, time=i * 100_000_000)
     topology = Topology.of(injector.cluster.nodes.values())
