@@ -85,9 +85,9 @@ class Played:
         self.names: dict[str, str] = {}
         #: a node the file names -> the node in its place here ([placement])
         self.renamed: dict[str, str] = {}
-        self.undos: dict[str, Undo] = {}
-        #: each fault step's Use, so the lines of its end name the step that ended it
-        self.uses: dict[str, Use] = {}
+        #: each fault a step made and no step ended yet: its Use (so the lines of its
+        #: end name the step that ends it) and its undo
+        self.undos: dict[str, tuple[Use, Undo]] = {}
         #: the scripted scenario whose file this is (None: a user's --schedule)
         self.scenario = scenario
         #: what each line's detail.step says before a step's name
@@ -154,10 +154,11 @@ class Played:
         try:
             if step.end is not None:
                 done["end"] = step.end
-                undo = self.undos.pop(step.end, None)
-                if undo is None:
+                made = self.undos.pop(step.end, None)
+                if made is None:
                     raise NotNow(f"step {step.end} made no fault to end")
-                self.uses[step.end].end_step = f"{self.step_prefix}{step.name}"
+                use, undo = made
+                use.end_step = f"{self.step_prefix}{step.name}"
                 undo()
             elif step.fault is not None:
                 done["fault"] = step.fault
@@ -216,8 +217,7 @@ class Played:
                 self.injector, self.topic, self.partition, self.log, step.name)),
                 step.hold_s, self.timings.controller_poll_s, self.stop_event)
         else:
-            seen = self._state_when(lambda s: shows(s), step.hold_s,
-                                    fresh_after=before) is not None
+            seen = self._state_when(shows, step.hold_s, fresh_after=before) is not None
             latest = self._mine(self.observer.latest())
             if not seen and latest is not before:
                 last[0] = latest
@@ -310,8 +310,8 @@ class Played:
         use = Use(self.injector, self.topology, self.rng, settings, self.stop_event,
                   f"{self.step_prefix}{step.name}", {"schedule": self.schedule.name},
                   self.replication_factor, notes)
-        self.undos[step.name] = package.act(use, target, **self._options(step, package))
-        self.uses[step.name] = use
+        self.undos[step.name] = (use, package.act(use, target,
+                                                  **self._options(step, package)))
         if notes:
             done["notes"] = {k: str(v) for k, v in notes.items()}
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import textwrap
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from elr_harness.core.errors import BadInput
@@ -60,10 +61,11 @@ class NemesisPlan:
     def scripted(self) -> ScenarioPackage | None:
         return SCENARIOS[self.scenario] if self.scenario else None
 
-    @property
+    @cached_property
     def played_file(self) -> ScheduleFile | None:
         """The schedule file the run plays: --schedule's, or its scenario's shipped one
-        (None: a mix, a guided run, a scenario still in Python)."""
+        (None: a mix, a guided run, a scenario still in Python); read once, so the
+        player and the run's schedule.toml share one parse."""
         if self.schedule is not None:
             return self.schedule
         scripted = self.scripted
