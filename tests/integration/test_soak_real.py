@@ -6,14 +6,11 @@ One soak covers both (a second, uninterrupted soak cost CI 5 more minutes and
 checked nothing this one does not). Its plan is a short fault-free run with ELR
 on, whose verdict is known (valid), so the exit code is asserted exactly.
 
-The soak starts a run only when 1.1 x the longest run so far fits in the time
-left, so its duration must hold two first runs as a loaded machine makes them:
-in 5 minutes, a first run of 143 s (the unclean-last-replica scenario, on CI)
-and one of 144 s (this 40 s fault-free run, cluster start and check included,
-beside the unit tests' Spark) each left no room for a second; in 7 minutes, one
-of 212 s did the same (a machine running the suite, three more Kafka clusters one
-after another and a second Spark). 10 minutes hold a first run of up to 270 s;
-the time it adds is the resumed soak's, which runs until its duration is used.
+The soak is bounded by `--max-runs 2`, not by its duration: it is killed during
+its second run, and the resumed soak runs that slot again and stops, two runs
+done (soak.json keeps the bound). Bounded by a duration instead, the resumed
+soak ran until 600 s were used (552 s of CI); the duration here is a day, so
+only the count can stop it. How a duration stops a soak is tests/unit/test_soak.py's.
 """
 
 from __future__ import annotations
@@ -34,10 +31,10 @@ from junitparser import JUnitXml
 pytestmark = pytest.mark.integration
 
 HARNESS = str(Path(sys.executable).with_name("harness"))
-#: The soak's --duration (see the module's docstring).
-DURATION_S = 600
+#: The soak's bound (see the module's docstring).
+MAX_RUNS = 2
 PLAN = ('[[entry]]\nname = "no-faults"\n'
-        'args = ["--nemesis", "none", "--time-limit", "40"]\n')
+        'args = ["--nemesis", "none", "--time-limit", "30"]\n')
 
 
 def _soak_dir(store: Path) -> Path:
@@ -59,7 +56,9 @@ def _assert_summary_agrees(soak_dir: Path, exit_code: int) -> dict:
     runs = soak["runs"]
     assert [r["index"] for r in runs] == list(range(len(runs)))
     assert [r["seed"] for r in runs] == [7 + r["index"] for r in runs]
-    assert soak["ended_at"] and soak["stopped_because"].startswith("duration used up")
+    assert soak["ended_at"] and soak["stopped_because"] == f"{MAX_RUNS} runs done " \
+        f"(--max-runs {MAX_RUNS})"
+    assert len(runs) == MAX_RUNS
     assert exit_code == 0, soak["stopped_because"]
     assert soak["unchecked"] is None, "every recorded run was checked"
     for run in runs:
@@ -97,15 +96,14 @@ def test_a_killed_soak_resumes_without_repeating_a_finished_run(tmp_path, capsys
     soak_log = tmp_path / "soak.log"
     with soak_log.open("wb") as out:
         soak_proc = subprocess.Popen(
-            [HARNESS, "soak", "--duration", f"{DURATION_S}s", "--plan", "plan.toml",
-             "--seed", "7"],
+            [HARNESS, "soak", "--duration", "1d", "--max-runs", str(MAX_RUNS),
+             "--plan", "plan.toml", "--seed", "7"],
             cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT)
     try:
+        # mid-run: the cluster up and the producers going for 5 s (the first lines
+        # are the observer's; a SIGINT in the very first second of the workload left
+        # its test.json unfinished once: see the session note, not this test's subject)
         state_file, state = _second_run_recording(tmp_path, soak_proc, soak_log)
-        # mid-run: the cluster up and the producers going (the first lines are the
-        # observer's; a SIGINT in the very first second of the workload left its
-        # test.json unfinished once: see the session note, not this test's subject)
-        time.sleep(15)
         child = state["current"]["pid"]
         soak_proc.send_signal(signal.SIGKILL)
         soak_proc.wait(timeout=30)
@@ -119,16 +117,14 @@ def test_a_killed_soak_resumes_without_repeating_a_finished_run(tmp_path, capsys
     assert not _alive(child), "the abandoned run's process is gone"
     soak = _assert_summary_agrees(state_file.parent, resumed.returncode)
     assert soak["runs"][0] == first, "the finished run is kept as it was, not repeated"
-    assert len(soak["runs"]) >= 2, resumed.stdout[-3000:]
     [abandoned] = soak["abandoned"]
     assert abandoned["index"] == 1 and abandoned["run_dir"]
     cut = json.loads((Path(abandoned["run_dir"]) / "test.json").read_text())
     assert cut["interrupted"] is True, "the killed soak's run was ended by SIGINT, cleanly"
     run_dirs = [r["run_dir"] for r in soak["runs"]]
     assert abandoned["run_dir"] not in run_dirs and len(set(run_dirs)) == len(run_dirs)
-    assert soak["used_s"] < DURATION_S + 120, "no run started that could not finish in time"
     with capsys.disabled():
-        print(f"\n[soak {DURATION_S} s, killed and resumed] {len(soak['runs'])} runs, "
+        print(f"\n[soak of {MAX_RUNS} runs, killed and resumed] {len(soak['runs'])} runs, "
               f"{soak['used_s']:.0f} s used: {[r['status'] for r in soak['runs']]}")
 
 
@@ -137,7 +133,7 @@ def _second_run_recording(tmp_path: Path, soak_proc: subprocess.Popen,
     """soak.json and its state once the soak's second run records its history."""
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
-        time.sleep(2)
+        time.sleep(1)
         if soak_proc.poll() is not None:
             pytest.fail(f"the soak ended (exit {soak_proc.returncode}) before its second "
                         f"run recorded anything:\n{soak_log.read_text()[-3000:]}")
@@ -150,10 +146,26 @@ def _second_run_recording(tmp_path: Path, soak_proc: subprocess.Popen,
         marker = Path(state["current"]["marker"])
         run_dir = Path(marker.read_text().strip()) if marker.is_file() else None
         history = run_dir / "history.jsonl" if run_dir else None
-        if history is not None and history.is_file() and history.stat().st_size > 0:
+        if history is not None and history.is_file() and _producing_for(history, 5.0):
             return found[0], state
     pytest.fail(f"the soak's second run recorded nothing in 600 s:\n"
                 f"{soak_log.read_text()[-3000:]}")
+
+
+def _producing_for(history: Path, seconds: float) -> bool:
+    """The history holds an `ok` send recorded `seconds` after its first line."""
+    first = None
+    with history.open() as lines:
+        for line in lines:
+            try:
+                op = json.loads(line)
+            except ValueError:
+                return False  # the line being written
+            first = op["time"] if first is None else first
+            if op.get("f") == "send" and op.get("type") == "ok" and \
+                    op["time"] - first >= seconds * 1e9:
+                return True
+    return False
 
 
 def _alive(pid: int) -> bool:

@@ -577,3 +577,63 @@ def test_a_soak_on_its_own_subnet_hands_it_to_every_run_and_checks_it_on_resume(
     state["subnet"] = "10.213.122.0/33"
     with pytest.raises(Damaged, match="subnet"):
         check_state(state, run_parser)
+
+
+def test_max_runs_stops_the_soak_once_that_many_runs_are_done(tmp_path):
+    state = _state(["valid"])
+    state["store"] = str(tmp_path)
+    state["config"].update(duration_s=86400.0, max_runs=2)
+    soak = Soak(tmp_path, state)
+    assert soak._why_stop() is None, "one run done, a day left: the second starts"
+    state["runs"].append({**state["runs"][0], "index": 1})
+    assert soak._why_stop() == "2 runs done (--max-runs 2)"
+    state["config"]["max_runs"] = None
+    assert Soak(tmp_path, state)._why_stop() is None, "no bound: only the duration stops it"
+
+
+@pytest.mark.parametrize(("done", "started"), [(1, 1), (2, 0)])
+def test_a_resumed_soak_keeps_its_max_runs(tmp_path, monkeypatch, done, started):
+    """soak.json keeps --max-runs: a soak killed after `done` of its 2 runs starts
+    only what is left when resumed, however much of its duration is left."""
+    import elr_harness.soak.runner as soak_module
+
+    state = _state(["valid"] * done)
+    del state["ended_at"], state["stopped_because"]
+    state["store"] = str(tmp_path / "store")
+    (tmp_path / "store").mkdir()
+    state["config"].update(duration_s=86400.0, max_runs=2)
+    (tmp_path / "soak.json").write_text(json.dumps(state))
+    begun = []
+
+    def one_run(self, planned):
+        begun.append(planned.index)
+        self.state["runs"].append({**self.state["runs"][0], "index": planned.index})
+
+    monkeypatch.setattr(soak_module.Soak, "_one_run", one_run)
+    monkeypatch.setattr(soak_module, "SoakChecker", lambda: _FakeChecker(tmp_path))
+    run_parser = build_parser()._subparsers._group_actions[0].choices["run"]
+    assert soak_module.resume(tmp_path, run_parser) == 0
+    assert begun == list(range(done, done + started))
+    saved = json.loads((tmp_path / "soak.json").read_text())
+    assert len(saved["runs"]) == 2 and saved["stopped_because"] == "2 runs done (--max-runs 2)"
+
+
+def test_max_runs_is_a_count_from_one(tmp_path):
+    parser = build_parser()
+    assert parser.parse_args(["soak", "--max-runs", "2"]).max_runs == 2
+    assert parser.parse_args(["soak"]).max_runs is None
+    for bad in ("0", "-1", "2.5", "x", "10000000"):
+        with pytest.raises(SystemExit) as stop:
+            parser.parse_args(["soak", "--max-runs", bad])
+        assert stop.value.code == 2
+    from elr_harness.soak.state import Damaged, check_state
+
+    run_parser = parser._subparsers._group_actions[0].choices["run"]
+    state = _state(["valid"])
+    for good in (None, 1, 3):
+        state["config"]["max_runs"] = good
+        check_state(state, run_parser)
+    for bad in (0, "2", 2.5, True):
+        state["config"]["max_runs"] = bad
+        with pytest.raises(Damaged, match="config.max_runs"):
+            check_state(state, run_parser)

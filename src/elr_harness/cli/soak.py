@@ -11,7 +11,7 @@ from pathlib import Path
 from elr_harness.core.config import ClusterConfig, SoakConfig, default_store_dir
 from elr_harness.core.errors import BadInput
 from elr_harness.run.flags import add_nodes_file_flag, cluster_name, subnet
-from elr_harness.soak.plan import MAX_DURATION_S, MIN_DURATION_S
+from elr_harness.soak.plan import MAX_DURATION_S, MAX_RUNS, MIN_DURATION_S
 from elr_harness.soak.results import KEEP_CHOICES
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -51,6 +51,15 @@ def seed(value: str) -> int:
     return int(value)
 
 
+def max_runs(value: str) -> int:
+    """A count of runs in ASCII digits, from 1 to MAX_RUNS."""
+    if not re.fullmatch(r"[ \t]*[0-9]{1,7}[ \t]*", value) or \
+            not 1 <= int(value) <= MAX_RUNS:
+        raise argparse.ArgumentTypeError(f"{value[:40]!r} is not a number of runs "
+                                         f"from 1 to {MAX_RUNS}")
+    return int(value)
+
+
 def add_soak_command(sub: argparse._SubParsersAction) -> None:
     s = SoakConfig()
     p = sub.add_parser("soak", help="run tests one after another for a duration "
@@ -58,6 +67,8 @@ def add_soak_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--duration", type=duration, default=s.duration_s,
                    help="how long to soak: 8h, 30m, 90s (default 8h); no run starts that "
                         "cannot finish in the time left")
+    p.add_argument("--max-runs", type=max_runs, default=s.max_runs, metavar="N",
+                   help="stop after N runs, even with time left (--resume keeps it)")
     p.add_argument("--plan", type=Path, default=None, metavar="FILE",
                    help="TOML file of [[entry]] name/args (`harness run` flags); default: "
                         "unclean-last-replica, then a mix of every fault kind")
@@ -105,7 +116,8 @@ def _cmd_soak(args: argparse.Namespace) -> int:
     nodes_file = args.nodes_file.absolute() if args.nodes_file else None
     validate_plan(plan, args.parser_of_run, store, nodes_file)
     config = SoakConfig(duration_s=args.duration, seed=args.seed, kafka_versions=versions,
-                        keep=args.keep, min_free_bytes=args.min_free)
+                        keep=args.keep, min_free_bytes=args.min_free,
+                        max_runs=args.max_runs)
     command = shlex.join(["harness", *sys.argv[1:]]) if sys.argv[1:2] == ["soak"] else \
         "harness soak"
     # a non-UTF-8 byte of argv (a lone surrogate here) shown as \udcff: soak.json's

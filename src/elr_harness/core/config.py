@@ -544,6 +544,9 @@ class SoakConfig:
     min_free_bytes: int = 2 * 1024**3
     #: Harness errors in a row that stop the soak (the machine is sick, not Kafka).
     max_errors_in_a_row: int = 3
+    #: The soak stops once this many runs are done (None: only the duration
+    #: bounds it); soak.json keeps it, so a --resume stops at the same count.
+    max_runs: int | None = None
     #: Before a plan entry has run once, its run is expected to take its workload
     #: time plus this (cluster up, heal, final reads, collect, teardown, check)...
     run_overhead_s: float = 75.0

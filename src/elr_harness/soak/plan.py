@@ -38,6 +38,8 @@ from elr_harness.run.flags import given_flags
 MAX_DURATION_S = 7 * 86400
 #: The shortest: the message says 1 s, so 0.5 is refused too.
 MIN_DURATION_S = 1.0
+#: The largest --max-runs (a million runs outlast any --duration).
+MAX_RUNS = 10**6
 #: Flags the soak sets on every run itself; a plan entry may not.
 SOAK_OWNED = ("--seed", "--kafka-version", "--store", "--keep-cluster", "--no-check",
               "--config", "--name", "--subnet", "--nodes-file", "--reached")

@@ -180,6 +180,9 @@ class Soak:
                            len(self.state["runs"]))
 
     def _why_stop(self) -> str | None:
+        done, most = len(self.state["runs"]), self.config.max_runs
+        if most is not None and done >= most:
+            return f"{done} runs done (--max-runs {most})"
         left = self.config.duration_s - self.state["used_s"]
         if self._errors_in_a_row >= self.config.max_errors_in_a_row:
             return f"{self._errors_in_a_row} harness errors in a row"

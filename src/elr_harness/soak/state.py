@@ -22,7 +22,13 @@ from elr_harness.core.config import SoakConfig
 from elr_harness.core.errors import BadInput
 from elr_harness.core.files import read_bytes
 from elr_harness.run.flags import cluster_name
-from elr_harness.soak.plan import MAX_DURATION_S, MIN_DURATION_S, PlanEntry, validate_plan
+from elr_harness.soak.plan import (
+    MAX_DURATION_S,
+    MAX_RUNS,
+    MIN_DURATION_S,
+    PlanEntry,
+    validate_plan,
+)
 from elr_harness.soak.results import KEEP_CHOICES, MARKER_NAME
 
 #: The environment variable carrying the soak's token into its child run.
@@ -122,6 +128,7 @@ _CONFIG_RANGES = {
     "seed": (-(10**18), 10**18, True),
     "min_free_bytes": (0, 1024**5, True),
     "max_errors_in_a_row": (1, 10**6, True),
+    "max_runs": (1, MAX_RUNS, True),
     "run_overhead_s": (0, 86400, False),
     "scenario_workload_s": (0, 86400, False),
     "interrupt_grace_s": (0, MAX_GRACE_S, False),
@@ -137,7 +144,9 @@ def _config(config: Any) -> None:
     if unknown:
         raise Damaged(f"config.{unknown[0][:40]}: not a soak setting")
     for key, (low, high, integer) in _CONFIG_RANGES.items():
-        _number(config, key, low, high, "config.", integer, optional=key not in config)
+        # max_runs is null when the soak has no such bound
+        absent = key not in config or (key == "max_runs" and config[key] is None)
+        _number(config, key, low, high, "config.", integer, optional=absent)
     if "keep" in config and config["keep"] not in KEEP_CHOICES:
         raise Damaged(f"config.keep: not one of {', '.join(KEEP_CHOICES)}")
     versions = config.get("kafka_versions")
