@@ -214,7 +214,8 @@ def _heal(cluster: Cluster, injector: FaultInjector, broker: Node, directory: st
 
 def test_a_failed_log_dir_goes_offline_alone_and_comes_back_after_the_heal(rig):
     cluster, injector, history, recorder, producer = rig
-    time.sleep(5)  # acks=all writes flowing, every replica assigned to its dir
+    # acks=all writes flowing to every partition (so every replica holds data in its dir)
+    _wait("acks=all writes acknowledged", 60, lambda: producer.outcomes["ok"] >= 100)
     broker, directory, before = _target(cluster)
     broker_id, name = broker.spec.node_id, broker.spec.name
     other = next(d for d in before if d != directory)

@@ -149,6 +149,7 @@ def test_a_reassignment_a_stopped_follower_holds_back_is_cancelled_at_heal(rig) 
     assert merged != original, "the removed replica was not the last one"
     watch.until(f"replicas {merged} (the reassignment under way)",
                 lambda s: list(s.replicas) == merged)
+    # held: what is asserted is that nothing changes for a while (no condition ends it)
     time.sleep(3)
     assert list(watch.now().replicas) == merged and stopped not in watch.now().isr
 

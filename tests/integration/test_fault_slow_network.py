@@ -139,8 +139,12 @@ def test_a_throttled_follower_leaves_the_isr_unfenced_and_rejoins_once_healed(ri
     seen: list[PartitionState] = []
     full = _wait_state(observer, lambda s: s.leader >= 0 and len(s.isr) == 3, 60, seen)
     assert full is not None, seen[-3:]
-    time.sleep(3)  # acks=all traffic flowing to every replica
-    assert producer.acked and not producer.errors, producer.errors[:5]
+    # acks=all traffic flowing to every replica (each of those acks had all three)
+    flowing = time.monotonic()
+    deadline = flowing + 60
+    while producer.acked_since(flowing) < 30 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert producer.acked_since(flowing) >= 30 and not producer.errors, producer.errors[:5]
     target_id = min(b for b in full.isr if b != full.leader)
     target = cluster.broker_by_id(target_id).spec.name
     peers = peers_of(target, Topology.of(cluster.nodes.values()))

@@ -4,17 +4,22 @@ the same verdict, the same count of every anomaly (lost-write and unseen by
 acks), the same truncated lines, incomplete partitions, fault budget counts and
 checked counts; and on a malformed history, errors naming the same line.
 
-One SparkSession for the whole module (checker_fixtures.spark); a check of a
-tiny history takes 2-8 s on 2 cores, hence the modest numbers of examples; the
-type rules, which random breakage samples thinly, also get a table of their own. Under
-CI=true the runs are derandomized (tests/conftest.py's Hypothesis profile).
+One SparkSession for the whole module (checker_fixtures.spark). A check of a
+tiny history alone takes 2-8 s on 2 cores, nearly all of it Spark's fixed cost,
+so each test draws its histories first (Hypothesis, as ever) and the Spark
+checker judges them in one batch (checker.check.check_histories); every
+history is still compared with the reference, count for count, and
+tests/unit/test_checker_batch.py holds the batch to what each history's check
+alone gives. What is lost is Hypothesis's shrinking of a failing example: a
+mismatch names the history's file instead. The type rules, which random
+breakage samples thinly, also get a table of their own. Under CI=true the runs
+are derandomized (tests/conftest.py's Hypothesis profile).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,26 +30,49 @@ from hypothesis import HealthCheck, event, given, settings
 from reference_checker import MalformedLine, reference_check
 from synthetic import MIXABLE, every_anomaly, synthetic_test_json, write_run_dir
 
-from elr_harness.checker.check import check_history
+from elr_harness.checker.check import check_histories, check_history
 from elr_harness.core.errors import HarnessError
 
 pytestmark = pytest.mark.usefixtures("spark")
 
 
-def _both(history: GeneratedHistory) -> tuple[dict, dict]:
-    with tempfile.TemporaryDirectory(prefix="vs-reference-") as tmp:
-        path = history.write(Path(tmp))
+def _for_each_drawn(strategy, examples: int, take) -> None:
+    """take(example) for each example Hypothesis draws from strategy, as a @given
+    test of `examples` examples would run it (take runs under @given: it may call
+    hypothesis.event)."""
+    @settings(max_examples=examples, deadline=None,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(strategy)
+    def each(example) -> None:
+        take(example)
+
+    each()
+
+
+def _history_of(path: Path) -> str:
+    test = path.parent / "test.json"
+    return (f"history {path}:\n{path.read_text()[:4000]}\ntest.json: "
+            + (test.read_text() if test.exists() else "none"))
+
+
+def test_the_spark_checker_agrees_with_the_reference(tmp_path):
+    drawn: list[tuple[Path, dict | None, dict]] = []
+
+    def take(history: GeneratedHistory) -> None:
+        path = history.write(tmp_path / f"history-{len(drawn)}")
         ref = reference_view(reference_check(path, history.test))
-        got = spark_view(check_history(path, history.test, TEST_CONFIG))
-    return ref, got
+        _tell_the_kinds(ref)
+        drawn.append((path, history.test, ref))
 
-
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(histories())
-def test_the_spark_checker_agrees_with_the_reference(history):
-    ref, got = _both(history)
-    _tell_the_kinds(ref)
-    assert got == ref, json.dumps(differences(ref, got), indent=1)
+    _for_each_drawn(histories(), 60, take)
+    assert len(drawn) >= 50, "Hypothesis drew the histories the test is sized for"
+    results = check_histories([(path, test) for path, test, _ in drawn], TEST_CONFIG)
+    for (path, _, ref), got in zip(drawn, results, strict=True):
+        if isinstance(got, HarnessError):
+            raise AssertionError(f"{_history_of(path)}\nspark refused it: {got}")
+        got = spark_view(got)
+        assert got == ref, (json.dumps(differences(ref, got), indent=1) + "\n"
+                            + _history_of(path))
 
 
 def _tell_the_kinds(view: dict) -> None:
@@ -63,24 +91,27 @@ def _tell_the_kinds(view: dict) -> None:
 _LINE = re.compile(r"\bline (\d+)\b")
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(malformed_histories())
-def test_both_checkers_name_the_same_malformed_line(case):
-    history, number, how = case
-    with tempfile.TemporaryDirectory(prefix="vs-reference-") as tmp:
-        path = history.write(Path(tmp))
+def test_both_checkers_name_the_same_malformed_line(tmp_path):
+    drawn: list[tuple[Path, dict | None, int, str, MalformedLine]] = []
+
+    def take(case) -> None:
+        history, number, how = case
+        path = history.write(tmp_path / f"history-{len(drawn)}")
         with pytest.raises(MalformedLine) as ref_err:
             reference_check(path, history.test)
-        try:
-            results = check_history(path, history.test, TEST_CONFIG)
-        except HarnessError as err:
-            said = str(err)
-        else:
-            said = f"no error: valid={results['valid']!r}"
-    assert ref_err.value.line == number, (how, str(ref_err.value))
-    named = _LINE.search(said)
-    assert named is not None and int(named.group(1)) == number, (
-        f"line {number} broken ({how}); reference: {ref_err.value}; spark: {said}")
+        drawn.append((path, history.test, number, how, ref_err.value))
+
+    _for_each_drawn(malformed_histories(), 20, take)
+    assert len(drawn) >= 15, "Hypothesis drew the histories the test is sized for"
+    results = check_histories([(path, test) for path, test, *_ in drawn], TEST_CONFIG)
+    for (path, _, number, how, ref_err), got in zip(drawn, results, strict=True):
+        said = str(got) if isinstance(got, HarnessError) else \
+            f"no error: valid={got['valid']!r}"
+        assert ref_err.line == number, (how, str(ref_err), _history_of(path))
+        named = _LINE.search(said)
+        assert named is not None and int(named.group(1)) == number, (
+            f"line {number} broken ({how}); reference: {ref_err}; spark: {said}\n"
+            + _history_of(path))
 
 
 def test_the_reference_agrees_with_the_spark_checker_on_every_planted_anomaly(tmp_path):
@@ -153,26 +184,42 @@ _TYPE_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(_TYPE_CASES))
-def test_each_type_rule_is_the_references(tmp_path, case):
-    """The checker refuses what the reference refuses, naming the same line, and
-    accepts what it accepts (HISTORY.md's types; docs/CHECKING.md, "Lines")."""
-    at, name, raw, malformed = _TYPE_CASES[case]
+def _type_case_history(folder: Path, case: str) -> Path:
+    at, name, raw, _ = _TYPE_CASES[case]
     lines = [json.dumps(line) for line in _BASE]
     lines[at] = json.dumps({**_BASE[at], name: "@@"}).replace('"@@"', raw)
-    path = tmp_path / "history.jsonl"
+    path = folder / case / "history.jsonl"
+    path.parent.mkdir(parents=True)
     path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def type_cases(tmp_path_factory) -> dict[str, tuple[Path, dict | HarnessError]]:
+    """Every type case's history, checked by Spark in one batch."""
+    folder = tmp_path_factory.mktemp("type-cases")
+    paths = {case: _type_case_history(folder, case) for case in sorted(_TYPE_CASES)}
+    results = check_histories([(path, None) for path in paths.values()], TEST_CONFIG)
+    return {case: (path, got) for (case, path), got in zip(paths.items(), results,
+                                                           strict=True)}
+
+
+@pytest.mark.parametrize("case", sorted(_TYPE_CASES))
+def test_each_type_rule_is_the_references(type_cases, case):
+    """The checker refuses what the reference refuses, naming the same line, and
+    accepts what it accepts (HISTORY.md's types; docs/CHECKING.md, "Lines")."""
+    at, _, _, malformed = _TYPE_CASES[case]
+    path, got = type_cases[case]
     if malformed:
         with pytest.raises(MalformedLine) as ref_err:
             reference_check(path, None)
         assert ref_err.value.line == at + 1
     else:
         reference_check(path, None)
-    config = TEST_CONFIG
     if malformed:
-        with pytest.raises(HarnessError) as err:
-            check_history(path, None, config)
-        assert f"line {at + 1} is not a valid history line" in str(err.value)
-        assert "wrong type" not in str(err.value), "the message says what is wrong"
+        assert isinstance(got, HarnessError), f"no error: valid={got['valid']!r}"
+        assert f"line {at + 1} is not a valid history line" in str(got)
+        assert "wrong type" not in str(got), "the message says what is wrong"
     else:
-        assert check_history(path, None, config)["valid"] is True
+        assert not isinstance(got, HarnessError), str(got)
+        assert got["valid"] is True

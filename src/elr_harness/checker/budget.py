@@ -18,15 +18,20 @@ budget whatever the count.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from elr_harness.checker.frames import EMPTY_IDS, local_rows, sql_string
-from elr_harness.checker.observations import per_topic
+from elr_harness.checker.observations import BY_PARTITION, per_topic, runs_of
 from elr_harness.checker.testinfo import RunInfo
 
+#: A partition of a batch's run: (run, topic, partition).
+RTP = tuple[int, str, int]
 
-def observed_replicas(obs: DataFrame) -> dict[tuple[str, int], list[int]]:
+
+def observed_replicas(obs: DataFrame) -> dict[RTP, list[int]]:
     """Each observed partition's replicas: every broker id the observer saw in its
     replicas, as its leader, or in its ISR, ELR or last-known ELR (a few rows per
     partition).
@@ -42,29 +47,30 @@ def observed_replicas(obs: DataFrame) -> dict[tuple[str, int], list[int]]:
                f"coalesce(last_known_elr, {none}), "
                f"CASE WHEN leader >= 0 THEN array(leader) ELSE {none} END)))")
     # explode_outer: a partition only ever seen with no members still counts as seen
-    rows = (obs.selectExpr("topic", "partition", f"explode_outer({members}) AS broker")
+    rows = (obs.selectExpr("run", "topic", "partition", f"explode_outer({members}) AS broker")
             .distinct().collect())
-    replicas: dict[tuple[str, int], list[int]] = {}
+    replicas: dict[RTP, list[int]] = {}
     for r in rows:
         if r["topic"] is None or r["partition"] is None:
             continue  # matches no fault's partition, as a join on nulls would not
-        brokers = replicas.setdefault((r["topic"], r["partition"]), [])
+        brokers = replicas.setdefault((r["run"], r["topic"], r["partition"]), [])
         if r["broker"] is not None:
             brokers.append(r["broker"])
     return {key: sorted(brokers) for key, brokers in sorted(replicas.items())}
 
 
-def _is_replica(replicas: dict[tuple[str, int], list[int]]) -> str:
+def _is_replica(replicas: dict[RTP, list[int]]) -> str:
     """SQL: the row's broker is a replica of its partition (any broker of a
     partition the observer never saw)."""
     cases = " ".join(
-        f"WHEN topic = {sql_string(topic)} AND partition = {int(partition)} THEN "
+        f"WHEN run = {int(run)} AND topic = {sql_string(topic)} "
+        f"AND partition = {int(partition)} THEN "
         + (f"broker IN ({', '.join(str(int(b)) for b in brokers)})" if brokers else "false")
-        for (topic, partition), brokers in replicas.items())
+        for (run, topic, partition), brokers in replicas.items())
     return f"(CASE {cases} ELSE true END)" if cases else "true"
 
 
-def full_isr(info: RunInfo) -> str:
+def full_isr(info: RunInfo | Sequence[RunInfo]) -> str:
     """SQL over an observation: its ISR is full, i.e. holds every replica the same
     observation names (`replicas`, as a set); without replicas (absent, null or
     empty), at least the topic's replication factor of members (test.json). A
@@ -77,59 +83,69 @@ def full_isr(info: RunInfo) -> str:
             f"THEN size(array_except(replicas, {isr})) = 0 ELSE size({isr}) >= {rf} END)")
 
 
-def in_effect(info: RunInfo, steps: dict[str, list[tuple[int, int]]]) -> str:
-    """SQL over a row's topic and index: the lowest min ISR possibly in effect
-    there (test.json's, or the last step of its topic before the row)."""
-    cases = [f"WHEN topic = {sql_string(topic)} AND index > {int(at)} THEN {int(low)}"
-             for topic, topic_steps in sorted(steps.items())
+def in_effect(info: RunInfo | Sequence[RunInfo],
+              steps: dict[tuple[int, str], list[tuple[int, int]]]) -> str:
+    """SQL over a row's run, topic and index: the lowest min ISR possibly in effect
+    there (test.json's, or the last step of its topic before the row); steps by
+    (run, topic)."""
+    cases = [f"WHEN run = {int(run)} AND topic = {sql_string(topic)} AND index > {int(at)} "
+             f"THEN {int(low)}"
+             for (run, topic), topic_steps in sorted(steps.items())
              for at, low in reversed(topic_steps)]
     base = per_topic(info, lambda t: t.min_insync_replicas)
     return f"(CASE {' '.join(cases)} ELSE {base} END)" if cases else base
 
 
-def page_cache_losses(spark, hits: list[tuple[int, str]], obs: DataFrame,
-                      partitions: DataFrame, replicas: dict[tuple[str, int], list[int]],
-                      info: RunInfo, steps: dict[str, list[tuple[int, int]]]) -> DataFrame:
-    """Rows (topic, partition, losses, low): of the partition's full-ISR window that
-    came closest to its budget or went furthest beyond it (the most losses minus
-    the budget, then the most losses), its losses (hits, from budget_faults.loss_hits)
-    on the partition's replicas (observed_replicas) and the lowest min ISR in effect
-    in it (steps: budget_faults.min_isr_steps of each judged partition's topic).
-    Every judged partition (partitions) has a row; observed ones may too."""
+def page_cache_losses(spark, hits: list[tuple[int, str]] | Sequence[list[tuple[int, str]]],
+                      obs: DataFrame, partitions: DataFrame, replicas: dict[RTP, list[int]],
+                      info: RunInfo | Sequence[RunInfo],
+                      steps: dict[tuple[int, str], list[tuple[int, int]]]) -> DataFrame:
+    """Rows (run, topic, partition, losses, low): of the partition's full-ISR window
+    that came closest to its budget or went furthest beyond it (the most losses
+    minus the budget, then the most losses), its losses (hits, from
+    budget_faults.loss_hits) on the partition's replicas (observed_replicas) and
+    the lowest min ISR in effect in it (steps: budget_faults.min_isr_steps of each
+    judged partition's topic, by run and topic). Every judged partition
+    (partitions) has a row; observed ones may too. A batch's hits and infos: one
+    per run."""
+    runs = runs_of(info)
+    by_run = [hits] if isinstance(info, RunInfo) else hits
     # node -> broker id by the one rule (RunInfo.broker_id): a node test.json lists
     # as a controller is no broker, whatever its name
-    brokers = [(index, broker) for index, node in hits
-               if (broker := info.broker_id(node)) is not None]
-    faults = local_rows(spark, "index bigint, broker bigint", brokers)
-    judged = F.broadcast(partitions.select("topic", "partition"))
+    brokers = [(run, index, broker) for run, run_hits in enumerate(by_run)
+               for index, node in run_hits
+               if (broker := runs[run].broker_id(node)) is not None]
+    faults = local_rows(spark, "run int, index bigint, broker bigint", brokers)
+    judged = F.broadcast(partitions.select(*BY_PARTITION))
     none = F.lit(None).cast("bigint")
     base = F.expr(per_topic(info, lambda t: t.min_insync_replicas)).cast("bigint")
 
-    losses = (faults.crossJoin(judged).filter(_is_replica(replicas))
-              .select("topic", "partition", "index", F.lit(0).alias("full"),
+    losses = (faults.join(judged, "run").filter(_is_replica(replicas))
+              .select(*BY_PARTITION, "index", F.lit(0).alias("full"),
                       F.lit(1).alias("loss"), none.alias("low")))
     # the first window opens with the run at test.json's min ISR
-    starts = judged.select("topic", "partition", F.lit(-1).cast("bigint").alias("index"),
+    starts = judged.select(*BY_PARTITION, F.lit(-1).cast("bigint").alias("index"),
                            F.lit(0).alias("full"), F.lit(0).alias("loss"), base.alias("low"))
     # each min ISR change lowers (or raises) what its window may have had in effect
-    changes = (local_rows(spark, "topic string, index bigint, low bigint",
-                          [(t, at, low) for t, s in sorted(steps.items()) for at, low in s])
-               .join(judged, "topic")
-               .select("topic", "partition", "index", F.lit(0).alias("full"),
+    changes = (local_rows(spark, "run int, topic string, index bigint, low bigint",
+                          [(run, t, at, low) for (run, t), s in sorted(steps.items())
+                           for at, low in s])
+               .join(judged, ["run", "topic"])
+               .select(*BY_PARTITION, "index", F.lit(0).alias("full"),
                        F.lit(0).alias("loss"), "low"))
-    full_points = obs.select("topic", "partition", "index",
+    full_points = obs.select(*BY_PARTITION, "index",
                              F.expr(full_isr(info)).cast("int")
                              .alias("full"), F.lit(0).alias("loss"),
                              F.expr(in_effect(info, steps)).cast("bigint").alias("low")) \
         .filter("full = 1")
-    running = Window.partitionBy("topic", "partition").orderBy("index", "full") \
+    running = Window.partitionBy(*BY_PARTITION).orderBy("index", "full") \
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     windows = (losses.unionByName(starts).unionByName(changes).unionByName(full_points)
                .withColumn("window", F.sum("full").over(running))
-               .groupBy("topic", "partition", "window")
+               .groupBy(*BY_PARTITION, "window")
                .agg(F.sum("loss").cast("bigint").alias("losses"),
                     F.min("low").alias("low")))
     # the greatest (losses - budget, losses): a hash aggregate, not a sort
     worst = F.max(F.struct((F.col("losses") - F.col("low")).alias("slack"), "losses", "low"))
-    return (windows.groupBy("topic", "partition").agg(worst.alias("w"))
-            .select("topic", "partition", "w.losses", "w.low"))
+    return (windows.groupBy(*BY_PARTITION).agg(worst.alias("w"))
+            .select(*BY_PARTITION, "w.losses", "w.low"))

@@ -13,6 +13,7 @@ import os
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from functools import reduce
 from pathlib import Path
 
@@ -138,19 +139,83 @@ def _run_checks(spark, history_path: Path, info, config: CheckerConfig, started:
     from elr_harness.checker.load import load_history, release
 
     phases = _Phases()
-    spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(history_path, config)))
-    spark.conf.set("spark.sql.codegen.wholeStage", str(whole_stage_codegen(history_path, config))
-                   .lower())
+    _session_settings(spark, history_path.stat().st_size, config)
     loaded = load_history(spark, history_path, config, stage)
     try:
-        return _check_loaded(spark, loaded, info, config, started, phases)
+        [result] = _check_loaded(spark, loaded, [info], config, started, phases)
     finally:
         release(spark, loaded)
+    if isinstance(result, HarnessError):
+        raise result
+    return result
 
 
-def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
-                  phases: _Phases) -> dict:
-    """Count the lines, gather the facts, then plan and run the checks."""
+def _session_settings(spark, history_bytes: int, config: CheckerConfig) -> None:
+    spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(history_bytes, config)))
+    spark.conf.set("spark.sql.codegen.wholeStage",
+                   str(whole_stage_codegen(history_bytes, config)).lower())
+
+
+def check_histories(cases: Sequence[tuple[Path, dict | None]],
+                    config: CheckerConfig) -> list[dict | HarnessError]:
+    """Check a batch of histories in one pass: each case is (history, test.json's
+    dict or None), and each gets its results dict, or the HarnessError a check of it
+    alone would have raised (a malformed line, a bad test.json, ...).
+
+    The histories are converted together and every check runs once over all of
+    them, each run kept apart by its keys (checker/events.TopicKeys) and its `run`
+    column, in the running session (started if need be, and left running): a check
+    of a tiny history is mostly Spark's fixed cost of planning and starting its
+    jobs, paid here once for the batch. Nothing is written beside the histories
+    (no results.json, no Parquet cache). A failure of Spark itself fails the whole
+    batch (HarnessError raised)."""
+    from elr_harness.checker.load import load_batch, release
+    from elr_harness.checker.spark import get_spark
+    from elr_harness.checker.staging import Staging
+    from elr_harness.checker.testinfo import parse_test_info
+
+    started = time.monotonic()
+    out: list[dict | HarnessError | None] = [None] * len(cases)
+    paths: list[Path] = []
+    infos: list = []
+    slots: list[int] = []
+    for slot, (path, test) in enumerate(cases):
+        try:
+            resolved = resolve_history(path)
+            refuse_overlong_line(resolved, config.max_line_bytes)
+            infos.append(parse_test_info(test, config))
+        except HarnessError as err:
+            out[slot] = err
+            continue
+        paths.append(resolved)
+        slots.append(slot)
+    if paths:
+        size = sum(p.stat().st_size for p in paths)
+        with Staging() as stage:
+            spark = get_spark(config, size)
+            _session_settings(spark, size, config)
+            try:
+                loaded = load_batch(spark, paths, config, stage)
+                try:
+                    results = _check_loaded(spark, loaded, infos, config, started, _Phases())
+                finally:
+                    release(spark, loaded)
+            except HarnessError:
+                raise
+            except Exception as err:
+                if type(err).__module__.startswith(("pyspark", "py4j")):
+                    raise HarnessError(spark_failure(err)) from err
+                raise
+        for slot, result in zip(slots, results, strict=True):
+            out[slot] = result
+    return out  # type: ignore[return-value]
+
+
+def _check_loaded(spark, loaded, infos: list, config: CheckerConfig, started: float,
+                  phases: _Phases) -> list[dict | HarnessError]:
+    """Count the lines, gather the facts, then plan and run the checks: for each run
+    of the loaded tables (infos[r]: test.json's parts of run r), its results or the
+    HarnessError that refuses to judge it."""
     from pyspark import StorageLevel
 
     from elr_harness.checker import budget_faults as bf
@@ -158,47 +223,78 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
     from elr_harness.checker.budget import observed_replicas, page_cache_losses
     from elr_harness.checker.coverage import coverage_hits, coverage_summary
     from elr_harness.checker.examples import examples
-    from elr_harness.checker.facts import empty_facts, gather
+    from elr_harness.checker.facts import empty_facts, gather_runs
     from elr_harness.checker.load import checked_counts, read_overview
     from elr_harness.checker.replicas import last_replica_lines
     from elr_harness.checker.results import Findings, PartitionFacts, assemble
     from elr_harness.checker.spark import computed_meanwhile, session_conf
     from elr_harness.checker.transitions import transition_checks
 
-    overview = read_overview(loaded)
-    findings = Findings(counts=Counter(), examples={}, partitions={},
-                        history_lines=overview.history_lines,
-                        truncated_lines=overview.truncated_lines)
-    if overview.history_lines - overview.truncated_lines == 0:
-        # nothing to read, yet results.json has its documented shape: checked counts
-        # 0 (HISTORY.md: how many were read), test.json's partitions judged
-        # (docs/CHECKING.md, partitions judged) and incomplete, each in the budget
-        empty = empty_facts(info, checked_counts(overview.rows))
-        findings.checked = empty.checked
-        findings.partitions = {key: PartitionFacts(reads.complete, reads.last_final_poll,
-                                                   final_top=reads.final_top, why=reads.why)
-                               for key, reads in empty.partitions.items()}
-        return assemble(findings, info, time.monotonic() - started)
+    runs = len(infos)
+    out: list[dict | HarnessError | None] = [None] * runs
+    overviews = {}
+    for run in range(runs):
+        try:
+            overviews[run] = read_overview(loaded, run)
+        except HarnessError as err:
+            out[run] = err
+    findings: dict[int, Findings] = {}
+    for run, overview in overviews.items():
+        findings[run] = Findings(counts=Counter(), examples={}, partitions={},
+                                 history_lines=overview.history_lines,
+                                 truncated_lines=overview.truncated_lines)
+        if overview.history_lines - overview.truncated_lines == 0:
+            # nothing to read, yet results.json has its documented shape: checked counts
+            # 0 (HISTORY.md: how many were read), test.json's partitions judged
+            # (docs/CHECKING.md, partitions judged) and incomplete, each in the budget
+            empty = empty_facts(infos[run], checked_counts(overview.rows))
+            findings[run].checked = empty.checked
+            findings[run].partitions = {
+                key: PartitionFacts(reads.complete, reads.last_final_poll,
+                                    final_top=reads.final_top, why=reads.why)
+                for key, reads in empty.partitions.items()}
+            out[run] = assemble(findings[run], infos[run], time.monotonic() - started)
+    active = [run for run in overviews if out[run] is None]
+    if not active:
+        return out  # type: ignore[return-value]
     events, keys = loaded.events, loaded.keys
-    _overview(overview.rows, findings)
-    facts = gather(loaded, info, checked_counts(overview.rows))
-    findings.checked = facts.checked
-    findings.partitions = {key: PartitionFacts(reads.complete, reads.last_final_poll,
-                                               final_top=reads.final_top, why=reads.why)
-                           for key, reads in facts.partitions.items()}
-    tp_status = _tp_status(spark, findings.partitions, keys)
+    for run in active:
+        _overview(overviews[run].rows, findings[run])
+    gathered = gather_runs(loaded, {run: infos[run] for run in active},
+                           {run: checked_counts(overviews[run].rows) for run in active})
+    for run in list(active):
+        if isinstance(gathered[run], HarnessError):
+            out[run] = gathered[run]
+            active.remove(run)
+    if not active:
+        return out  # type: ignore[return-value]
+    facts = {run: gathered[run] for run in active}
+    for run in active:
+        findings[run].checked = facts[run].checked
+        findings[run].partitions = {
+            key: PartitionFacts(reads.complete, reads.last_final_poll,
+                                final_top=reads.final_top, why=reads.why)
+            for key, reads in facts[run].partitions.items()}
+    tp_status = _tp_status(spark, {run: findings[run].partitions for run in active}, keys)
     obs = observations.observations(loaded.side)
-    faults = bf.paired_faults(facts.faults)
-    hits = bf.loss_hits(faults)
+    # a run refused above has no faults here: nothing of it is read below
+    faults = [bf.paired_faults(facts[run].faults) if run in facts else []
+              for run in range(runs)]
+    hits = [bf.loss_hits(ops) for ops in faults]
     # only losses are counted against a replica set: without one, no job
-    replicas = observed_replicas(obs) if hits else {}
-    steps = {topic: s for topic in sorted({t for t, _ in findings.partitions})
-             if (s := bf.min_isr_steps(faults, topic, info.topic(topic).min_insync_replicas,
-                                       info.topic(topic).own_min_isr))}
-    for key, n in bf.per_partition(bf.unprotected_hits(faults), replicas, findings.partitions,
-                                   info.broker_id).items():
-        findings.partitions[key].unprotected_losses = n
-    replica_lines = last_replica_lines(facts.replicas)
+    replicas = observed_replicas(obs) if any(hits) else {}
+    steps = {(run, topic): s for run in active
+             for topic in sorted({t for t, _ in findings[run].partitions})
+             if (s := bf.min_isr_steps(faults[run], topic,
+                                       infos[run].topic(topic).min_insync_replicas,
+                                       infos[run].topic(topic).own_min_isr))}
+    replica_lines = {}
+    for run in active:
+        mine = {(t, p): brokers for (r, t, p), brokers in replicas.items() if r == run}
+        for key, n in bf.per_partition(bf.unprotected_hits(faults[run]), mine,
+                                       findings[run].partitions, infos[run].broker_id).items():
+            findings[run].partitions[key].unprotected_losses = n
+        replica_lines.update(last_replica_lines(facts[run].replicas, run))
     phases.done("load")
     cached = []
 
@@ -221,36 +317,42 @@ def _check_loaded(spark, loaded, info, config: CheckerConfig, started: float,
             # the two big cached tables are computed while the checks that read them
             # are planned
             with computed_meanwhile(spark, values, violations):
-                moved, judged = transition_checks(spark, obs, faults, info)
+                moved, judged = transition_checks(spark, obs, faults, infos)
                 anomalies = keep(_anomalies(spark, values, violations, obs, events, keys,
-                                            info, replica_lines, moved))
-                losses = page_cache_losses(spark, hits, obs, tp_status, replicas, info, steps)
-                churn = observations.isr_churn(obs, info)
-                reached = coverage_summary(coverage_hits(spark, obs, faults, info))
+                                            infos, replica_lines, moved))
+                losses = page_cache_losses(spark, hits, obs, tp_status, replicas, infos, steps)
+                churn = observations.isr_churn(obs, infos)
+                reached = coverage_summary(coverage_hits(spark, obs, faults, infos))
                 phases.done("plan")
                 # one job: the counts, the first examples of each anomaly, the fault
                 # budget, the ISR's churn below min ISR and the KIP-966 states reached
                 rows = _summary(anomalies, losses, churn, reached, judged, config).collect()
                 phases.done("checks")
-                _read_counts(rows, findings)
-                findings.examples = examples(
-                    spark, [r for r in rows if r["kind"] == "example"], events, keys,
-                    findings.partitions)
+                for run in active:
+                    _read_counts([r for r in rows if r["run"] == run], findings[run])
+                found = examples(spark, [r for r in rows if r["kind"] == "example"
+                                         and r["run"] in active], events, keys,
+                                 {run: findings[run].partitions for run in active})
+                for run in active:
+                    findings[run].examples = found.get(run, {})
                 phases.done("examples")
     finally:
         for df in cached:
             df.unpersist()
-    return assemble(findings, info, time.monotonic() - started)
+    for run in active:
+        out[run] = assemble(findings[run], infos[run], time.monotonic() - started)
+    return out  # type: ignore[return-value]
 
 
 def _tp_status(spark, partitions: dict, keys):
-    """The judged partitions' final-read facts as a small DataFrame (broadcast joins)."""
+    """The judged partitions' final-read facts as a small DataFrame (broadcast joins);
+    partitions: {run: {(topic, partition): facts}}."""
     from elr_harness.checker.frames import local_rows
 
-    data = [(keys.encode(t, p), t, p, f.complete, f.final_top)
-            for (t, p), f in partitions.items()]
-    return local_rows(spark, "tp bigint, topic string, partition int, complete boolean, "
-                      "final_top bigint", data)
+    data = [(keys.encode(t, p, run), run, t, p, f.complete, f.final_top)
+            for run, judged in sorted(partitions.items()) for (t, p), f in judged.items()]
+    return local_rows(spark, "tp bigint, run int, topic string, partition int, "
+                      "complete boolean, final_top bigint", data)
 
 
 def _anomalies(spark, values, violations, obs, events, keys, info, replica_lines, moved):
@@ -302,17 +404,16 @@ def _read_counts(rows: list, findings) -> None:
             facts.min_insync_replicas = r["low"]
 
 
-def shuffle_partitions(history_path: Path, config: CheckerConfig) -> int:
+def shuffle_partitions(history_bytes: int, config: CheckerConfig) -> int:
     """About one shuffle partition per 128 MB of history, at least 2, at most the config's."""
-    size = history_path.stat().st_size
-    return max(2, min(config.shuffle_partitions, -(-size // (128 << 20))))
+    return max(2, min(config.shuffle_partitions, -(-history_bytes // (128 << 20))))
 
 
-def whole_stage_codegen(history_path: Path, config: CheckerConfig) -> bool:
+def whole_stage_codegen(history_bytes: int, config: CheckerConfig) -> bool:
     """Whether Spark compiles each stage into one Java class: below
     config.interpreted_below_bytes the stages run without (the cold JVM's
     compiling costs more than it saves on a small history)."""
-    return history_path.stat().st_size >= config.interpreted_below_bytes
+    return history_bytes >= config.interpreted_below_bytes
 
 
 def _overview(rows: list[dict], findings) -> None:
@@ -344,18 +445,19 @@ def _summary(anomalies, losses, churn, reached, judged, config: CheckerConfig):
     from elr_harness.checker.examples import EXAMPLE_ORDER
     from elr_harness.core.anomalies import LOST_WRITE
 
-    counts = anomalies.groupBy("name", "acks", "topic", "partition") \
+    counts = anomalies.groupBy("run", "name", "acks", "topic", "partition") \
         .agg(F.count(F.lit(1)).alias("n")).withColumn("kind", F.lit("count"))
     examples = anomalies.selectExpr(
-        "*", f"row_number() OVER (PARTITION BY name ORDER BY {', '.join(EXAMPLE_ORDER)}) "
+        "*", f"row_number() OVER (PARTITION BY run, name ORDER BY {', '.join(EXAMPLE_ORDER)}) "
         "AS rn").filter(f"rn <= {int(config.max_examples)}") \
         .drop("rn").withColumn("kind", F.lit("example"))
-    budget = losses.selectExpr("'budget' AS kind", "topic", "partition", "losses AS n", "low")
+    budget = losses.selectExpr("'budget' AS kind", "run", "topic", "partition", "losses AS n",
+                               "low")
     # lost writes per second of the run by acks level: the report's plot draws these
     # (it never recomputes a loss)
     timeline = anomalies.filter(f"name = '{LOST_WRITE}' AND time IS NOT NULL") \
-        .selectExpr("acks", f"CAST(floor(time / {10 ** 9}) AS BIGINT) AS second") \
-        .groupBy("acks", "second").agg(F.count(F.lit(1)).alias("n")) \
+        .selectExpr("run", "acks", f"CAST(floor(time / {10 ** 9}) AS BIGINT) AS second") \
+        .groupBy("run", "acks", "second").agg(F.count(F.lit(1)).alias("n")) \
         .withColumn("kind", F.lit("timeline"))
     return counts.unionByName(examples, allowMissingColumns=True) \
         .unionByName(budget, allowMissingColumns=True) \

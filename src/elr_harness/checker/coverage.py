@@ -12,7 +12,7 @@ is worked out in Python and handed to Spark as small tables.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, Window
@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 
 from elr_harness.checker.budget_faults import FaultOp
 from elr_harness.checker.frames import EMPTY_IDS, local_rows
-from elr_harness.checker.observations import min_isr_in_effect
+from elr_harness.checker.observations import BY_PARTITION, min_isr_in_effect, runs_of
 from elr_harness.checker.testinfo import RunInfo
 from elr_harness.core.history import (
     CHANGED_FEATURE,
@@ -52,6 +52,8 @@ class Probe:
     brokers: tuple[int, ...]
     topic: str | None = None
     partition: int | None = None
+    #: the run of a batch it is of
+    run: int = 0
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ class Interval:
     #: the fault it stems from: the index and time of the line it sits at
     index: int
     time: int | None
+    #: the run of a batch it is of
+    run: int = 0
 
 
 def _brokers(op: FaultOp, broker_id: Callable[[str], int | None]) -> tuple[int, ...]:
@@ -139,11 +143,17 @@ def restarted_uncleanly(faults: list[FaultOp], broker_id) -> list[Interval]:
     return out
 
 
-def coverage_hits(spark, obs: DataFrame, faults: list[FaultOp], info: RunInfo) -> DataFrame:
-    """Rows (state, index, time): each line that reached a state (an observe line,
-    or a fault's place), once per state."""
-    seq = Window.partitionBy("topic", "partition").orderBy("index")
-    o = obs.select("index", "time", "topic", "partition", "leader", "isr", "elr",
+def coverage_hits(spark, obs: DataFrame, faults: list[FaultOp] | Sequence[list[FaultOp]],
+                  info: RunInfo | Sequence[RunInfo]) -> DataFrame:
+    """Rows (run, state, index, time): each line that reached a state (an observe
+    line, or a fault's place), once per state. A batch's faults and infos: one per
+    run."""
+    from dataclasses import replace
+
+    runs = runs_of(info)
+    by_run = [faults] if isinstance(info, RunInfo) else faults
+    seq = Window.partitionBy(*BY_PARTITION).orderBy("index")
+    o = obs.select("run", "index", "time", "topic", "partition", "leader", "isr", "elr",
                    "last_known_elr", "fenced", "replicas",
                    F.expr(min_isr_in_effect(info)).alias("low"))
     o = o.select("*", F.lag("isr").over(seq).alias("p_isr"), F.lag("elr").over(seq).alias("p_elr"))
@@ -155,12 +165,16 @@ def coverage_hits(spark, obs: DataFrame, faults: list[FaultOp], info: RunInfo) -
                             "AND array_contains(p_elr, leader)",
         "last-known-elr-not-empty": "size(last_known_elr) > 0",
     }
-    parts = [o.filter(rule).select(F.lit(state).alias("state"), "index", "time")
+    parts = [o.filter(rule).select("run", F.lit(state).alias("state"), "index", "time")
              for state, rule in rules.items()]
-    broker_id = info.broker_id
-    parts.append(_at_faults(spark, o, probes(faults, broker_id)))
-    parts.append(_elr_after_unclean_shutdown(spark, o, until_started(faults, broker_id)))
-    parts.append(_unclean_replica_unfenced(spark, o, restarted_uncleanly(faults, broker_id)))
+
+    def each(found) -> list:
+        return [replace(item, run=run) for run, ops in enumerate(by_run)
+                for item in found(ops, runs[run].broker_id)]
+
+    parts.append(_at_faults(spark, o, each(probes)))
+    parts.append(_elr_after_unclean_shutdown(spark, o, each(until_started)))
+    parts.append(_unclean_replica_unfenced(spark, o, each(restarted_uncleanly)))
     hits = parts[0]
     for part in parts[1:]:
         hits = hits.unionByName(part)
@@ -168,10 +182,12 @@ def coverage_hits(spark, obs: DataFrame, faults: list[FaultOp], info: RunInfo) -
 
 
 def coverage_summary(hits: DataFrame) -> DataFrame:
-    """Rows (state, n, first_index, first_time) of the states reached."""
+    """Rows (run, state, n, first_index, first_time) of the states reached."""
     first = F.min(F.struct("index", "time"))
-    return hits.groupBy("state").agg(F.count(F.lit(1)).alias("n"), first.alias("first")) \
-        .selectExpr("state", "n", "first.index AS first_index", "first.time AS first_time")
+    return hits.groupBy("run", "state").agg(F.count(F.lit(1)).alias("n"),
+                                            first.alias("first")) \
+        .selectExpr("run", "state", "n", "first.index AS first_index",
+                    "first.time AS first_time")
 
 
 #: Each fault state's rule over a partition's state at the fault (s: its last
@@ -195,43 +211,43 @@ _FAULT_RULES = {
 def _at_faults(spark, o: DataFrame, found: list[Probe]) -> DataFrame:
     """The probes whose rule some partition's state at their place satisfies."""
     table = local_rows(
-        spark, "state string, place bigint, at bigint, at_time bigint, "
+        spark, "run int, state string, place bigint, at bigint, at_time bigint, "
                "brokers array<bigint>, s_topic string, s_partition int",
-        [(p.state, p.place, p.index, p.time, list(p.brokers), p.topic, p.partition)
+        [(p.run, p.state, p.place, p.index, p.time, list(p.brokers), p.topic, p.partition)
          for p in found])
-    probe_rows = table.crossJoin(F.broadcast(o.select("topic", "partition").distinct())) \
+    probe_rows = table.join(F.broadcast(o.select(*BY_PARTITION).distinct()), "run") \
         .withColumn("index", F.col("place"))
-    states = o.select("topic", "partition", "index",
+    states = o.select(*BY_PARTITION, "index",
                       F.struct("isr", "elr", "low", "leader").alias("st"))
-    seq = (Window.partitionBy("topic", "partition").orderBy("index")
+    seq = (Window.partitionBy(*BY_PARTITION).orderBy("index")
            .rowsBetween(Window.unboundedPreceding, -1))
     judged = (states.unionByName(probe_rows, allowMissingColumns=True)
               .withColumn("s", F.last("st", ignorenulls=True).over(seq))
               .filter("state IS NOT NULL AND s IS NOT NULL"))
     rule = " ".join(f"WHEN state = '{name}' THEN {text}" for name, text in _FAULT_RULES.items())
     return judged.filter(f"coalesce(CASE {rule} END, false)") \
-        .selectExpr("state", "at AS index", "at_time AS time")
+        .selectExpr("run", "state", "at AS index", "at_time AS time")
 
 
 def _intervals(spark, found: list[Interval]) -> DataFrame:
     return F.broadcast(local_rows(
-        spark, "broker bigint, begin bigint, until bigint, at bigint, at_time bigint",
-        [(i.broker, i.begin, i.end, i.index, i.time) for i in found]))
+        spark, "run int, broker bigint, begin bigint, until bigint, at bigint, at_time bigint",
+        [(i.run, i.broker, i.begin, i.end, i.index, i.time) for i in found]))
 
 
 def _elr_after_unclean_shutdown(spark, o: DataFrame, found: list[Interval]) -> DataFrame:
     """Unclean shutdowns whose broker an observation before its restart lists in ELR."""
-    within = o.crossJoin(_intervals(spark, found)) \
+    within = o.join(_intervals(spark, found), "run") \
         .filter("index > begin AND index < until AND array_contains(elr, broker)")
-    return within.selectExpr("'unclean-shutdown-of-elr-member' AS state", "at AS index",
+    return within.selectExpr("run", "'unclean-shutdown-of-elr-member' AS state", "at AS index",
                              "at_time AS time")
 
 
 def _unclean_replica_unfenced(spark, o: DataFrame, found: list[Interval]) -> DataFrame:
     """Leaderless observations while a broker that restarted uncleanly, not back in
     the ISR since, is unfenced and every other ELR member is fenced."""
-    within = o.crossJoin(_intervals(spark, found)).filter("index > begin AND index < until")
-    upto = (Window.partitionBy("broker", "begin", "topic", "partition").orderBy("index")
+    within = o.join(_intervals(spark, found), "run").filter("index > begin AND index < until")
+    upto = (Window.partitionBy("broker", "begin", *BY_PARTITION).orderBy("index")
             .rowsBetween(Window.unboundedPreceding, Window.currentRow))
     rejoined = F.max(F.expr(f"array_contains(coalesce(isr, {EMPTY_IDS}), broker)")).over(upto)
     moment = ("leader = -1 AND fenced IS NOT NULL AND NOT array_contains(fenced, broker) "
@@ -239,5 +255,6 @@ def _unclean_replica_unfenced(spark, o: DataFrame, found: list[Interval]) -> Dat
               f"AND forall(coalesce(elr, {EMPTY_IDS}), "
               "b -> b = broker OR array_contains(fenced, b))")
     return within.withColumn("rejoined", rejoined).filter(f"NOT rejoined AND {moment}") \
-        .selectExpr("'leaderless-with-unclean-replica-unfenced' AS state", "index", "time")
+        .selectExpr("run", "'leaderless-with-unclean-replica-unfenced' AS state", "index",
+                    "time")
 

@@ -52,53 +52,114 @@ def spark_string(value: str) -> str:
 
 @dataclass(frozen=True)
 class TopicKeys:
-    """A topic-partition as one BIGINT, `tp`: the topic's index in this history's
-    sorted topic names in the high bits, the partition in the low 32.
+    """A topic-partition as one BIGINT, `tp`: the topic's slot in the high bits, the
+    partition in the low 32.
 
     The checks shuffle, group and sort millions of rows by partition; a long key
     hashes and compares faster than a string topic and an int (1M operations:
     the per-consumer sort 1.5 times, the per-value aggregation 1.2 times). Only
     anomaly rows are decoded back to topic and partition. A null topic gets the
-    index after the last name and a null partition a flag bit, so rows without
+    slot after the last name and a null partition a flag bit, so rows without
     them stay apart from the others, as they did when keyed by the columns.
+
+    A batch of histories checked together (check.check_histories) is keyed the
+    same way, each run with slots of its own: run 0's topics (`topics`, sorted)
+    and its null topic first, then run 1's (`others[0]`), and so on. So every
+    check that groups by `tp` judges each run apart, and one history (a batch of
+    one) has exactly the keys it always had.
     """
 
     topics: tuple[str, ...]
+    #: the topics of a batch's runs 1, 2, ... (each sorted); empty for one history
+    others: tuple[tuple[str, ...], ...] = ()
 
     @classmethod
     def of(cls, names: Iterable[str | None]) -> TopicKeys:
         """The keys of these topic names (sorted, so keys sort as topic then partition)."""
         return cls(tuple(sorted({n for n in names if n is not None})))
 
-    def encode(self, topic: str | None, partition: int | None) -> int:
-        """The key of one topic-partition, in Python (for small local tables)."""
-        index = self.topics.index(topic) if topic in self.topics else len(self.topics)
+    @classmethod
+    def of_runs(cls, runs: list[Iterable[str | None]]) -> TopicKeys:
+        """The keys of a batch: runs[r] holds the topic names of run r."""
+        sorted_runs = [tuple(sorted({n for n in names if n is not None})) for names in runs]
+        return cls(sorted_runs[0] if sorted_runs else (), tuple(sorted_runs[1:]))
+
+    @property
+    def runs(self) -> tuple[tuple[str, ...], ...]:
+        return (self.topics, *self.others)
+
+    @property
+    def _offsets(self) -> tuple[int, ...]:
+        """Each run's first slot (a run has a slot per topic, then its null topic's)."""
+        out, at = [], 0
+        for names in self.runs:
+            out.append(at)
+            at += len(names) + 1
+        return tuple(out)
+
+    def _slot(self, run: int, topic: str | None) -> int:
+        names = self.runs[run]
+        return self._offsets[run] + (names.index(topic) if topic in names else len(names))
+
+    def encode(self, topic: str | None, partition: int | None, run: int = 0) -> int:
+        """The key of one topic-partition of a run, in Python (for small local tables)."""
         low = _NO_PARTITION if partition is None else partition & _LOW32
-        return (index << 32) | low
+        return (self._slot(run, topic) << 32) | low
+
+    def decode_run(self, key: int) -> tuple[int, str | None, int | None]:
+        """encode backwards, in Python: (run, topic, partition) of a key."""
+        slot = (key >> 32) & _TOPIC_INDEX
+        offsets = self._offsets
+        run = max((r for r, first in enumerate(offsets) if first <= slot), default=0)
+        names = self.runs[run]
+        index = slot - offsets[run]
+        topic = names[index] if index < len(names) else None
+        if key & _NO_PARTITION:
+            return run, topic, None
+        low = key & _LOW32
+        return run, topic, low - (1 << 32) if low > 0x7FFFFFFF else low
 
     def decode(self, key: int) -> tuple[str | None, int | None]:
         """encode backwards, in Python: (topic, partition) of a key."""
-        index = (key >> 32) & _TOPIC_INDEX
-        topic = self.topics[index] if index < len(self.topics) else None
-        if key & _NO_PARTITION:
-            return topic, None
-        low = key & _LOW32
-        return topic, low - (1 << 32) if low > 0x7FFFFFFF else low
+        return self.decode_run(key)[1:]
 
-    def key(self, topic: str = "topic", partition: str = "partition") -> str:
-        """Spark SQL: the key of a row."""
-        cases = " ".join(f"WHEN {spark_string(t)} THEN {i << 32}"
-                         for i, t in enumerate(self.topics))
-        high = f"(CASE {topic} {cases} ELSE {len(self.topics) << 32} END)" if cases \
-            else "CAST(0 AS BIGINT)"
-        return (f"({high} | coalesce(CAST({partition} AS BIGINT) & {_LOW32}, "
-                f"{_NO_PARTITION}))")
+    def key(self, topic: str = "topic", partition: str = "partition",
+            run: str = "run") -> str:
+        """Spark SQL: the key of a row (of run `run`, in a batch)."""
+        low = f"coalesce(CAST({partition} AS BIGINT) & {_LOW32}, {_NO_PARTITION})"
+        if not self.others:
+            cases = " ".join(f"WHEN {spark_string(t)} THEN {i << 32}"
+                             for i, t in enumerate(self.topics))
+            high = f"(CASE {topic} {cases} ELSE {len(self.topics) << 32} END)" if cases \
+                else "CAST(0 AS BIGINT)"
+            return f"({high} | {low})"
+        offsets = self._offsets
+        pairs = ", ".join(f"{spark_string(f'{r}:{t}')}, CAST({(offsets[r] + i) << 32} AS BIGINT)"
+                          for r, names in enumerate(self.runs) for i, t in enumerate(names))
+        named = (f"element_at(map({pairs}), concat(CAST({run} AS STRING), ':', {topic}))"
+                 if pairs else "CAST(NULL AS BIGINT)")
+        nulls = ", ".join(f"CAST({(offsets[r] + len(names)) << 32} AS BIGINT)"
+                          for r, names in enumerate(self.runs))
+        return (f"(coalesce(CASE WHEN {topic} IS NOT NULL THEN {named} END, "
+                f"element_at(array({nulls}), CAST({run} AS INT) + 1)) | {low})")
 
     def topic(self, key: str = "tp") -> str:
-        """Spark SQL: the topic of a key (null for the null topic's index)."""
-        names = ", ".join(spark_string(t) for t in self.topics) or "CAST(NULL AS STRING)"
+        """Spark SQL: the topic of a key (null for a null topic's slot)."""
+        slots = [spark_string(t) for names in self.runs for t in (*names, None)
+                 if t is not None] if not self.others else \
+            [spark_string(t) if t is not None else "CAST(NULL AS STRING)"
+             for names in self.runs for t in (*names, None)]
+        names = ", ".join(slots) or "CAST(NULL AS STRING)"
         index = f"CAST(shiftright({key}, 32) & {_TOPIC_INDEX} AS INT)"
         return f"try_element_at(array({names}), {index} + 1)"
+
+    def run(self, key: str = "tp") -> str:
+        """Spark SQL: the run of a key (0 for one history)."""
+        if not self.others:
+            return "0"
+        runs = ", ".join(str(r) for r, names in enumerate(self.runs) for _ in (*names, None))
+        index = f"CAST(shiftright({key}, 32) & {_TOPIC_INDEX} AS INT)"
+        return f"element_at(array({runs}), {index} + 1)"
 
     @staticmethod
     def partition(key: str = "tp") -> str:
@@ -108,9 +169,10 @@ class TopicKeys:
                 f"WHEN {low} > 2147483647 THEN {low} - 4294967296 ELSE {low} END AS INT)")
 
     def decoded(self, df: DataFrame, key: str = "tp") -> DataFrame:
-        """df with topic and partition columns in place of key."""
-        rest = [c for c in df.columns if c != key]
-        return df.selectExpr(*rest, f"{self.topic(key)} AS topic",
+        """df with run, topic and partition columns in place of key."""
+        rest = [c for c in df.columns if c not in (key, "run")]
+        return df.selectExpr(*rest, f"CAST({self.run(key)} AS INT) AS run",
+                             f"{self.topic(key)} AS topic",
                              f"{self.partition(key)} AS partition")
 
 
@@ -192,7 +254,7 @@ def spark_events(ops: DataFrame, keys: TopicKeys) -> DataFrame:
         f"{keys.key()} AS tp", f"{kind} AS kind", "process", "index",
         "CAST(NULL AS INT) AS pos", "time", f"{acks} AS acks", "value", "offset")
     records = ops.filter("f = 'poll' AND type = 'ok' AND records IS NOT NULL").selectExpr(
-        "process", "index", "final", "topic", "posexplode(records) AS (pos, r)"
+        "run", "process", "index", "final", "topic", "posexplode(records) AS (pos, r)"
     ).selectExpr(
         f"{keys.key(partition='r[0]')} AS tp",
         f"CASE WHEN final THEN {FINAL_RECORD} ELSE {READ_RECORD} END AS kind", "process",
@@ -201,13 +263,14 @@ def spark_events(ops: DataFrame, keys: TopicKeys) -> DataFrame:
     seek_partition = (f"CASE WHEN p RLIKE {spark_string(_PARTITION_TEXT)} "
                       "THEN try_cast(p AS INT) END")
     seeks = ops.filter("f = 'poll' AND type = 'invoke' AND seek IS NOT NULL").selectExpr(
-        "process", "index", "topic", "explode(seek) AS (p, offset)"
+        "run", "process", "index", "topic", "explode(seek) AS (p, offset)"
     ).selectExpr(
         f"{keys.key(partition=seek_partition)} AS tp", f"{SEEK} AS kind", "process",
         "index", "-1 AS pos", "CAST(NULL AS BIGINT) AS time", "CAST(NULL AS INT) AS acks",
         "CAST(NULL AS BIGINT) AS value", "offset")
     replicas = ops.filter("f = 'replica' AND records IS NOT NULL").selectExpr(
-        "broker AS process", "index", "topic", "partition", "posexplode(records) AS (pos, r)"
+        "run", "broker AS process", "index", "topic", "partition",
+        "posexplode(records) AS (pos, r)"
     ).selectExpr(
         f"{keys.key()} AS tp", f"{REPLICA_RECORD} AS kind", "process", "index", "pos",
         "CAST(NULL AS BIGINT) AS time", "CAST(NULL AS INT) AS acks", "r[1] AS value",

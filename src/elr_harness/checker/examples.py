@@ -21,16 +21,18 @@ def example_order(r) -> tuple:
                  if c != "ops" else list(r[c]) for c in EXAMPLE_ORDER)
 
 
-def examples(spark, rows: list, events, keys, partitions: dict) -> dict[str, list[dict]]:
-    """The example rows (Spark rows of ANOMALY_COLUMNS) as results.json entries;
-    partitions: each judged partition's final-read facts (last_final_poll)."""
+def examples(spark, rows: list, events, keys,
+             partitions: dict) -> dict[int, dict[str, list[dict]]]:
+    """The example rows (Spark rows of ANOMALY_COLUMNS) as results.json entries, by
+    run; partitions: each run's judged partitions' final-read facts
+    (last_final_poll), {run: {(topic, partition): facts}}."""
     from pyspark.sql import functions as F
 
     from elr_harness.checker.events import FINAL_RECORD
     from elr_harness.checker.frames import local_rows
 
     rows = sorted(rows, key=example_order)
-    need = [(i, keys.encode(r["topic"], r["partition"]), at)
+    need = [(i, keys.encode(r["topic"], r["partition"], r["run"]), at)
             for i, r in enumerate(rows) if r["hold"] for at in r["hold_offsets"] or ()]
     holders: dict[int, set[int]] = {}
     if need:
@@ -44,11 +46,11 @@ def examples(spark, rows: list, events, keys, partitions: dict) -> dict[str, lis
                  .collect())
         for r in found:
             holders.setdefault(r["id"], set()).add(r["poll"])
-    out: dict[str, list[dict]] = {}
+    out: dict[int, dict[str, list[dict]]] = {}
     for i, r in enumerate(rows):
         ops = set(r["ops"])
         if r["hold"]:
-            facts = partitions.get((r["topic"], r["partition"]))
+            facts = partitions.get(r["run"], {}).get((r["topic"], r["partition"]))
             fallback = {facts.last_final_poll} if facts and facts.last_final_poll is not None \
                 else set()
             ops |= holders.get(i) or fallback
@@ -58,5 +60,5 @@ def examples(spark, rows: list, events, keys, partitions: dict) -> dict[str, lis
         if r["extra"]:
             for k, v in json.loads(r["extra"]).items():
                 example.setdefault(k, v)
-        out.setdefault(r["name"], []).append(example)
+        out.setdefault(r["run"], {}).setdefault(r["name"], []).append(example)
     return out

@@ -60,18 +60,41 @@ def gather(loaded, info: RunInfo, expected: dict[str, int]) -> Facts:
     """The facts of a loaded history (checker/load.LoadedHistory); `expected` is
     what the JSON pass counted. A count that differs is a harness error, never a
     verdict: the checks would judge a history they did not read."""
+    found = gather_runs(loaded, {0: info}, {0: expected})[0]
+    if isinstance(found, HarnessError):
+        raise found
+    return found
+
+
+def gather_runs(loaded, infos: dict[int, RunInfo],
+                expected: dict[int, dict[str, int]]) -> dict[int, Facts | HarnessError]:
+    """gather for each run of a batch named in infos (the same two small jobs for
+    all of them): its Facts, or the HarnessError that refuses to judge it."""
     from pyspark.sql import functions as F
 
     keys: TopicKeys = loaded.keys
     per_kind = (loaded.events.groupBy("tp", "kind")
                 .agg(F.count(F.lit(1)).alias("n"), F.max("offset").alias("top")).collect())
     side = (loaded.side.filter("f != 'observe'")
-            .select("index", "time", "process", "type", "f", "topic", "partition", "fault", "nodes",
-                    "seek", "hwm", "hwm_map", "record_partitions", "broker", "node", "detail")
-            .orderBy("index").collect())
-    side = [r.asDict() for r in side]
-    observations = loaded.side.filter("f = 'observe'").count()
+            .select("run", "index", "time", "process", "type", "f", "topic", "partition",
+                    "fault", "nodes", "seek", "hwm", "hwm_map", "record_partitions", "broker",
+                    "node", "detail")
+            .orderBy("run", "index").collect())
+    side_by_run: dict[int, list[dict]] = {}
+    for r in side:
+        side_by_run.setdefault(r["run"], []).append(r.asDict())
+    observations = {r["run"]: r["n"] for r in loaded.side.filter("f = 'observe'")
+                    .groupBy("run").agg(F.count(F.lit(1)).alias("n")).collect()}
+    per_kind_by_run: dict[int, list] = {}
+    for r in per_kind:
+        per_kind_by_run.setdefault(keys.decode_run(r["tp"])[0], []).append(r)
+    return {run: _facts(loaded.history_of(run), keys, info, per_kind_by_run.get(run, []),
+                        side_by_run.get(run, []), observations.get(run, 0), expected[run])
+            for run, info in infos.items()}
 
+
+def _facts(history, keys: TopicKeys, info: RunInfo, per_kind: list, side: list[dict],
+           observations: int, expected: dict[str, int]) -> Facts | HarnessError:
     kinds: Counter = Counter()
     named: set[TP] = set()
     final_top: dict[TP, int] = {}
@@ -101,8 +124,8 @@ def gather(loaded, info: RunInfo, expected: dict[str, int]) -> Facts:
     differ = [f"{name}: {checked[name]} in the checks' tables, {expected.get(name)} in the "
               "history" for name in checked if checked[name] != expected.get(name)]
     if differ:
-        raise HarnessError(f"{loaded.history}: the checks would not have read the whole "
-                           f"history ({'; '.join(differ)}); no verdict is given")
+        return HarnessError(f"{history}: the checks would not have read the whole "
+                            f"history ({'; '.join(differ)}); no verdict is given")
     return Facts(partitions=final_read_status(polls, named, final_top),
                  faults=[r for r in side if r["f"] == "fault"],
                  replicas=[r for r in side if r["f"] == "replica"],

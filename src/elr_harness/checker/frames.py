@@ -16,7 +16,7 @@ from elr_harness.checker.events import spark_string as sql_string
 #: to add the final polls that hold `hold_offsets` (or, holding none of them, the
 #: partition's last final poll: see check._examples).
 ANOMALY_COLUMNS = ("name", "topic", "partition", "value", "offset", "acks", "ops",
-                   "description", "hold", "hold_offsets", "extra", "time")
+                   "description", "hold", "hold_offsets", "extra", "time", "run")
 
 
 #: An empty list of broker ids (or offsets) as SQL text: what a null list counts as.
@@ -116,6 +116,8 @@ def anomaly_fields(name: str, *, ops: str, description: str, value: str | None =
         "extra": typed(extra, "STRING"),
         # when it happened (a send's completion, ns), for the report's timelines
         "time": typed(time, "BIGINT"),
+        # which history of a batch (check.check_histories) it is of
+        "run": "CAST(run AS INT)",
     }
     assert tuple(fields) == ANOMALY_COLUMNS
     return fields

@@ -66,7 +66,10 @@ _table_names = itertools.count()
 
 @dataclass
 class LoadedHistory:
-    """A history's tables, ready for the checks (read_overview counts its lines)."""
+    """A history's tables, ready for the checks (read_overview counts its lines);
+    or a batch's (load_batch): the histories of `histories`, run r the r-th, in
+    the same tables, each row naming its run (the side table's `run`, the events'
+    keys: checker/events.TopicKeys)."""
 
     history: Path
     #: DataFrame of the events table (checker/events.py), read bucketed
@@ -85,6 +88,24 @@ class LoadedHistory:
     #: the staging folder Spark reads through, when load_history made it (release()
     #: removes it)
     stage: Staging | None = None
+    #: a batch's histories, run r the r-th (one history: just `history`)
+    histories: tuple[Path, ...] = ()
+    #: per run, where its first bad line is (first_bad is run 0's)
+    first_bad_runs: dict[int, dict | None] | None = None
+    #: a batch's conversion folder, removed by release()
+    scratch: Path | None = None
+
+    @property
+    def runs(self) -> int:
+        return max(1, len(self.histories))
+
+    def history_of(self, run: int) -> Path:
+        return self.histories[run] if self.histories else self.history
+
+    def first_bad_of(self, run: int) -> dict | None:
+        if self.first_bad_runs is not None:
+            return self.first_bad_runs.get(run)
+        return self.first_bad if run == 0 else None
 
 
 @dataclass
@@ -117,9 +138,24 @@ def remove_abandoned() -> None:
 _PARSED = "_parsed"
 
 
-def _convert(spark, history: Path, tmp: Path, history_bytes: int = 0,
+#: A batch's histories as Spark sees them: staged links named run<r>-<n>.
+_RUN_LINK = "run"
+
+
+def _run_of_file(runs: int):
+    """The run of a text line (a Column): 0 for one history, else the number in the
+    name of the staged link it was read through (load_batch names them)."""
+    from pyspark.sql import functions as F
+
+    if runs == 1:
+        return F.lit(0)
+    return F.regexp_extract(F.input_file_name(), rf"/{_RUN_LINK}([0-9]+)-[0-9]+$", 1) \
+        .cast("int")
+
+
+def _convert(spark, history: Path | list[Path], tmp: Path, history_bytes: int = 0,
              parsed_in_memory_below: int = 1 << 62, cancelled_wait_s: float = 30.0,
-             cancelled_settle_s: float = 1.0) -> None:
+             cancelled_settle_s: float = 1.0, report: bool = True) -> None:
     """Spark's text reader and from_json: one row per physical line, so `[]` or a
     blank line is a row too (the JSON reader takes `[...]` for rows and skips
     blanks, losing line numbers). Writes the cache's tables into tmp, a folder not
@@ -133,13 +169,20 @@ def _convert(spark, history: Path, tmp: Path, history_bytes: int = 0,
     tables are written from the valid lines, by three jobs at once. One more
     small job finds the first bad line's number only when the overview counts a
     bad line.
+
+    A batch (a list of histories, staged as load_batch names them) is converted
+    as one history whose every line names its run (the number of its file in the
+    list): the overview, the first bad lines and the pairing go by run, the keys
+    give each run's topics their own (checker/events.TopicKeys). `report`: write
+    the report's table too (one history's; a batch has no report).
     """
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    text = spark.read.text(str(history))
+    histories = history if isinstance(history, list) else [history]
+    text = spark.read.text([str(h) for h in histories])
     typed = text.select(
-        "value",
+        "value", _run_of_file(len(histories)).alias("run"),
         F.from_json("value", f"{SCHEMA_DDL}, _corrupt STRING",
                     {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt",
                      **SPARK_JSON_OPTIONS})
@@ -153,7 +196,7 @@ def _convert(spark, history: Path, tmp: Path, history_bytes: int = 0,
     parsed = exact.withColumn("shape", F.when(F.col("_exact"),
                                                F.from_json("value", SPARK_SHAPE_DDL,
                                                            SPARK_JSON_OPTIONS)))
-    fields = parsed.select("j.*", "shape", "_exact", "_blank", "_utf8", "_blk", "_row")
+    fields = parsed.select("j.*", "shape", "_exact", "_blank", "_utf8", "_blk", "_row", "run")
     bad = F.expr(f"NOT _blank AND coalesce({spark_bad()}, true)")
     # a line of an unknown kind may be valid while its other fields do not parse:
     # its kind and common fields come from the variant read
@@ -164,7 +207,7 @@ def _convert(spark, history: Path, tmp: Path, history_bytes: int = 0,
           else common[c].alias(c) if c in common else c for c in FIELDS],
         # a fault's detail object, as JSON text, for the report table
         F.to_json(F.col("shape.detail")).alias("detail"),
-        bad.alias("_bad"), "_blank", "_blk", "_row")
+        bad.alias("_bad"), "_blank", "_blk", "_row", "run")
     in_memory = history_bytes < parsed_in_memory_below
     parsed_lines = fixes = None
     tmp.mkdir(parents=True)
@@ -188,10 +231,10 @@ def _convert(spark, history: Path, tmp: Path, history_bytes: int = 0,
         else:
             fixes.unpersist()
             fixes = None
-        first_bad = _first_bad(table, overview)
+        first_bad = _first_bad(table, overview, len(histories))
         cache.write_overview(tmp, overview, first_bad)
         written = table.filter("NOT _bad AND NOT _blank")
-        keys, buckets = cache.layout_of(overview)
+        keys, buckets = cache.layout_of(overview, len(histories))
 
         def events() -> None:
             # the bucket is computed, not left to the shuffle's partitioner: the same
@@ -205,12 +248,12 @@ def _convert(spark, history: Path, tmp: Path, history_bytes: int = 0,
         def side() -> None:
             _spark_side(written).coalesce(1).write.mode("overwrite").parquet(str(tmp / cache.SIDE))
 
-        def report() -> None:
+        def report_table() -> None:
             report_rows(written).coalesce(1).write.mode("overwrite").parquet(str(tmp / REPORT))
 
         # three jobs at once: on a small history each is mostly the driver's planning
         # and one task, so one job's planning overlaps another's tasks
-        at_once(lambda write: write(), [events, side, report])
+        at_once(lambda write: write(), [events, side, *([report_table] if report else [])])
         cache.name_buckets(tmp)
         cache.write_layout(tmp, keys, buckets)
     except BaseException:
@@ -277,21 +320,21 @@ def _pair_fixes(table):
 
     pair_fields = ("type", "topic", "partition", "acks", "value", "offset", "final")
     ops = table.filter("NOT _bad AND NOT _blank AND f IN ('send', 'poll')") \
-        .select("_blk", "_row", "process", "f", *pair_fields)
-    order = "OVER (PARTITION BY process, f ORDER BY _blk, _row)"
+        .select("run", "_blk", "_row", "process", "f", *pair_fields)
+    order = "OVER (PARTITION BY run, process, f ORDER BY _blk, _row)"
     line = f"struct({', '.join(pair_fields)})"
-    walked = ops.selectExpr("_blk", "_row", "f", f"{line} AS l",
+    walked = ops.selectExpr("run", "_blk", "_row", "f", f"{line} AS l",
                             f"lag({line}) {order} AS prev", f"lead({line}) {order} AS next")
     inv = "CASE WHEN l.type != 'invoke' AND prev.type = 'invoke' THEN prev END"
     done = "CASE WHEN l.type = 'invoke' AND next.type != 'invoke' THEN next END"
-    paired = walked.selectExpr("_blk", "_row", "l", f"{inv} AS inv", f"{done} AS done",
-                               "f")
+    paired = walked.selectExpr("run", "_blk", "_row", "l", f"{inv} AS inv",
+                               f"{done} AS done", "f")
     columns = {c: f"l.{c}" for c in _PAIRED}
     for column, sql in _FROM_INVOKE:
         columns[column] = f"CASE WHEN inv IS NOT NULL THEN {sql} ELSE {columns[column]} END"
     for column, sql in _FROM_COMPLETION:
         columns[column] = f"CASE WHEN done IS NOT NULL THEN {sql} ELSE {columns[column]} END"
-    fixed = paired.selectExpr("_blk", "_row", "l",
+    fixed = paired.selectExpr("run", "_blk", "_row", "l",
                               *(f"{sql} AS p_{c}" for c, sql in columns.items()))
     changed = " OR ".join(f"NOT (p_{c} <=> l.{c})" for c in _PAIRED)
     return (fixed.filter(changed).drop("l").withColumn("_paired", F.lit(True))
@@ -303,7 +346,7 @@ def _with_fixes(table, fixes):
     are joined back by their place in the file, a broadcast of a few rows."""
     from pyspark.sql import functions as F
 
-    joined = table.join(F.broadcast(fixes), ["_blk", "_row"], "left")
+    joined = table.join(F.broadcast(fixes), ["run", "_blk", "_row"], "left")
     # a fixed value may be null (an acks "0" send's offset): the marker, not coalesce
     return joined.select(*[F.when(F.col("_paired"), F.col(f"p_{c}")).otherwise(F.col(c))
                            .alias(c) if c in _PAIRED else c for c in table.columns])
@@ -342,33 +385,46 @@ def _overview_and_count(table, fixes) -> tuple[list[dict], int]:
     return lines, int(counted[0])
 
 
-def _first_bad(table, overview: list[dict]) -> dict | None:
-    """Where the first bad line is, when the overview counts one: its 1-based number
-    (blank lines counted) and whether it is the last line that is not blank. The
-    number is the lines of the splits before its own, plus its place in its split
-    (monotonically_increasing_id numbers a split's rows from its first)."""
-    if not any(r["_bad"] for r in overview):
-        return None
-    blocks: dict[int, dict] = {}
-    for r in overview:
-        b = blocks.setdefault(r["_blk"], {"n": 0, "first": r["first"], "last": None})
-        b["n"] += r["count"]
-        b["first"] = min(b["first"], r["first"])
-        if not r["_blank"]:
-            b["last"] = r["last"] if b["last"] is None else max(b["last"], r["last"])
-    before, running = {}, 0
-    for blk in sorted(blocks):
-        before[blk] = running
-        running += blocks[blk]["n"]
+def _first_bad(table, overview: list[dict], runs: int = 1) -> dict[int, dict | None]:
+    """Per run, where its first bad line is, when the overview counts one: its
+    1-based number in its history (blank lines counted) and whether it is the last
+    line that is not blank. The number is the lines of the splits before its own,
+    plus its place in its split (monotonically_increasing_id numbers a split's rows
+    from its first)."""
+    from pyspark.sql import functions as F
 
-    def number(blk: int, row: int) -> int:
-        return before[blk] + (row - blocks[blk]["first"]) + 1
+    out: dict[int, dict | None] = dict.fromkeys(range(runs))
+    with_bad = sorted({r["run"] for r in overview if r["_bad"]})
+    if not with_bad:
+        return out
+    firsts = {r["run"]: r for r in (
+        table.filter("_bad").groupBy("run")
+        .agg(F.min(F.struct("_blk", "_row")).alias("first"))
+        .selectExpr("run", "first._blk AS _blk", "first._row AS _row").collect())}
+    for run in with_bad:
+        blocks: dict[int, dict] = {}
+        for r in overview:
+            if r["run"] != run:
+                continue
+            b = blocks.setdefault(r["_blk"], {"n": 0, "first": r["first"], "last": None})
+            b["n"] += r["count"]
+            b["first"] = min(b["first"], r["first"])
+            if not r["_blank"]:
+                b["last"] = r["last"] if b["last"] is None else max(b["last"], r["last"])
+        before, running = {}, 0
+        for blk in sorted(blocks):
+            before[blk] = running
+            running += blocks[blk]["n"]
 
-    first = (table.filter("_bad").select("_blk", "_row")
-             .orderBy("_blk", "_row").limit(1).collect())[0]
-    last = max(number(blk, b["last"]) for blk, b in blocks.items() if b["last"] is not None)
-    line = number(first["_blk"], first["_row"])
-    return {"line": line, "last": line == last}
+        def number(blk: int, row: int, before=before, blocks=blocks) -> int:
+            return before[blk] + (row - blocks[blk]["first"]) + 1
+
+        first = firsts[run]
+        last = max(number(blk, b["last"]) for blk, b in blocks.items() if b["last"] is not None)
+        line = number(first["_blk"], first["_row"])
+        out[run] = {"line": line, "last": line == last}
+    return out
+
 
 
 def _spark_side(valid):
@@ -425,47 +481,75 @@ def _load(spark, history: Path, config: CheckerConfig, stage: Staging,
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise
         cache.install(tmp, parquet, marker)
-    seen = stage.link(parquet, "parquet")
-    layout = json.loads((parquet / cache.LAYOUT).read_text())
+    return _read_tables(spark, history, parquet, stage.link(parquet, "parquet"),
+                        stage if own else None)
+
+
+def _read_tables(spark, history: Path, folder: Path, seen: Path,
+                 stage: Staging | None, histories: tuple[Path, ...] = ()) -> LoadedHistory:
+    """The tables of a conversion in `folder` (seen by Spark as `seen`)."""
+    layout = json.loads((folder / cache.LAYOUT).read_text())
     events_table = f"elr_events_{os.getpid()}_{next(_table_names)}"
     spark.sql(f"CREATE TABLE {events_table} ({EVENTS_DDL}) USING parquet "
               f"CLUSTERED BY ({BUCKET_COLUMN}) INTO {int(layout['buckets'])} BUCKETS "
               f"LOCATION {spark_string(str(seen / cache.EVENTS))}")
     # an explicit schema: no job to read the footers
     side = spark.read.schema(cache.SIDE_DDL).parquet(str(seen / cache.SIDE))
-    overview = json.loads((parquet / cache.OVERVIEW).read_text())
+    overview = json.loads((folder / cache.OVERVIEW).read_text())
+    runs = overview.get("first_bad_runs")
     return LoadedHistory(history=history, events=spark.table(events_table), side=side,
-                         keys=TopicKeys(tuple(layout["topics"])),
+                         keys=cache.keys_of_layout(layout),
                          events_table=events_table, overview_rows=overview["rows"],
-                         first_bad=overview["first_bad"], stage=stage if own else None)
+                         first_bad=overview["first_bad"], stage=stage,
+                         histories=histories,
+                         first_bad_runs=None if runs is None else
+                         {int(r): at for r, at in runs.items()})
 
 
-def read_overview(loaded: LoadedHistory) -> Overview:
-    """Count the history's lines, applying the malformed/cut-short-line rules: a
-    bad line is a HistoryError naming its number, unless it is the last non-blank
-    line and not JSON at all (a crash cut it): that one is skipped and counted.
+def load_batch(spark, histories: list[Path], config: CheckerConfig,
+               stage: Staging) -> LoadedHistory:
+    """The tables of a batch of histories, converted together into a scratch folder
+    of the staging folder (no cache is written beside them: the batch is checked
+    once, and release() removes the folder). Run r is histories[r]."""
+    histories = [cache.require_absolute(h) for h in histories]
+    seen = [stage.link(h, f"{_RUN_LINK}{run}") for run, h in enumerate(histories)]
+    out = stage.folder("batch")
+    size = sum(h.stat().st_size for h in histories)
+    _convert(spark, seen, out, size, config.parsed_in_memory_below_bytes,
+             config.cancelled_tasks_wait_s, config.cancelled_tasks_settle_s, report=False)
+    loaded = _read_tables(spark, histories[0], out, out, None, tuple(histories))
+    loaded.scratch = out
+    return loaded
+
+
+def read_overview(loaded: LoadedHistory, run: int = 0) -> Overview:
+    """Count the history's lines (run `run`'s, of a batch), applying the
+    malformed/cut-short-line rules: a bad line is a HistoryError naming its number,
+    unless it is the last non-blank line and not JSON at all (a crash cut it): that
+    one is skipped and counted.
 
     Spark judged every line (_bad) and numbered the first bad one; only that line
     is read again here, to word what is wrong with it and to tell a line that is
     not JSON at all from a malformed one (describe).
     """
-    rows = loaded.overview_rows
+    rows = [r for r in loaded.overview_rows if r.get("run", 0) == run]
+    history = loaded.history_of(run)
     bad_lines = sum(r["count"] for r in rows if r["_bad"])
     lines = sum(r["count"] for r in rows if not r["_blank"])
     truncated = 0
     if bad_lines:
-        first = loaded.first_bad
+        first = loaded.first_bad_of(run)
         if first is None:
-            raise HistoryError(f"{loaded.history}: its Parquet cache counts bad lines but "
+            raise HistoryError(f"{history}: its Parquet cache counts bad lines but "
                                "does not say where; delete history.parquet and check again")
         number = first["line"]
-        text, _ = read_line(loaded.history, number)
+        text, _ = read_line(history, number)
         reason, is_json = describe(text)
         if bad_lines == 1 and first["last"] and not is_json:
             truncated = 1
         else:
             raise HistoryError(
-                f"{loaded.history}: line {number} is not a valid history line: "
+                f"{history}: line {number} is not a valid history line: "
                 f"{reason or 'a field is missing or of the wrong type'}; only a cut-short "
                 "last line may be skipped")
     return Overview(history_lines=lines, truncated_lines=truncated,
@@ -494,5 +578,7 @@ def release(spark, loaded: LoadedHistory) -> None:
     try:
         spark.sql(f"DROP TABLE IF EXISTS {loaded.events_table}")
     finally:
+        if loaded.scratch is not None:
+            shutil.rmtree(loaded.scratch, ignore_errors=True)
         if loaded.stage is not None:
             loaded.stage.close()

@@ -18,6 +18,8 @@ holding -1 or an id that is no broker of test.json.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -41,32 +43,56 @@ from elr_harness.core.anomalies import (
     LAST_KNOWN_ELR_INVALID,
 )
 
+#: A partition's observations, in order, apart from every other's (a batch's runs
+#: apart too: check.check_histories).
+BY_PARTITION = ("run", "topic", "partition")
+
 
 def observations(side: DataFrame) -> DataFrame:
     """The observe lines of the side table, with the columns the checks read."""
     return side.filter(F.col("f") == "observe").select(
-        "index", "time", "topic", "partition", "leader", "leader_epoch", "isr", "elr",
+        "run", "index", "time", "topic", "partition", "leader", "leader_epoch", "isr", "elr",
         "last_known_elr", "fenced", "hwm", "min_isr", "replicas", "elr_feature")
 
 
-def per_topic(info: RunInfo, pick) -> str:
-    """A per-topic setting from test.json as SQL text, the default elsewhere."""
-    cases = " ".join(f"WHEN topic = {sql_string(name)} THEN {int(pick(topic))}"
-                     for name, topic in info.topics.items())
-    default = int(pick(info.default_topic))
-    return f"(CASE {cases} ELSE {default} END)" if cases else str(default)
+def runs_of(info: RunInfo | Sequence[RunInfo]) -> tuple[RunInfo, ...]:
+    """test.json's parts of each run of a batch (run r the r-th); one RunInfo is a
+    batch of one."""
+    return (info,) if isinstance(info, RunInfo) else tuple(info)
 
 
-def min_isr_in_effect(info: RunInfo) -> str:
+def per_run(info: RunInfo | Sequence[RunInfo], sql) -> str:
+    """SQL text that differs by run: sql(RunInfo) of the row's run (one run: its own,
+    with no test of `run` at all)."""
+    runs = runs_of(info)
+    if len(runs) == 1:
+        return sql(runs[0])
+    cases = " ".join(f"WHEN {r} THEN {sql(one)}" for r, one in enumerate(runs))
+    return f"(CASE run {cases} END)"
+
+
+def per_topic(info: RunInfo | Sequence[RunInfo], pick) -> str:
+    """A per-topic setting from test.json as SQL text, the default elsewhere (of the
+    row's run, in a batch)."""
+    def one(run: RunInfo) -> str:
+        cases = " ".join(f"WHEN topic = {sql_string(name)} THEN {int(pick(topic))}"
+                         for name, topic in run.topics.items())
+        default = int(pick(run.default_topic))
+        return f"(CASE {cases} ELSE {default} END)" if cases else str(default)
+
+    return per_run(info, one)
+
+
+def min_isr_in_effect(info: RunInfo | Sequence[RunInfo]) -> str:
     """An observation's min ISR in effect as SQL text: its own `min_isr`, else
     test.json's for its topic (elr-invariant, the ISR churn and coverage agree)."""
     return f"coalesce(min_isr, {per_topic(info, lambda t: t.min_insync_replicas)})"
 
 
 def hwm_regressions(obs: DataFrame) -> DataFrame:
-    seq = Window.partitionBy("topic", "partition").orderBy("index")
+    seq = Window.partitionBy(*BY_PARTITION).orderBy("index")
     with_prev = obs.filter(F.col("hwm").isNotNull()).select(
-        "topic", "partition", "index", "hwm",
+        "run", "topic", "partition", "index", "hwm",
         F.lag("hwm").over(seq).alias("prev_hwm"), F.lag("index").over(seq).alias("prev_index"))
     return anomaly(
         with_prev.filter("hwm < prev_hwm"), HWM_REGRESSION, offset="hwm",
@@ -75,7 +101,7 @@ def hwm_regressions(obs: DataFrame) -> DataFrame:
                              tp_name(), text("prev_hwm"), text("hwm")))
 
 
-def isr_churn(obs: DataFrame, info: RunInfo) -> DataFrame:
+def isr_churn(obs: DataFrame, info: RunInfo | Sequence[RunInfo]) -> DataFrame:
     """Rows (topic, partition, expansions, shrinks, below_ns): the ISR's changes
     while it was below min ISR (SCENARIOS.md's slow-follower, KAFKA-19996: a slow
     follower that rejoins and leaves over and over). Over each two consecutive
@@ -84,22 +110,22 @@ def isr_churn(obs: DataFrame, info: RunInfo) -> DataFrame:
     the brokers that joined (expansions) and left (shrinks), as sets; and the
     nanoseconds from each observation below min ISR to the next (exact: decimal)."""
     min_isr = min_isr_in_effect(info)
-    seq = Window.partitionBy("topic", "partition").orderBy("index")
-    pairs = (obs.select("topic", "partition", "index", "time", "isr",
+    seq = Window.partitionBy(*BY_PARTITION).orderBy("index")
+    pairs = (obs.select("run", "topic", "partition", "index", "time", "isr",
                         F.expr(min_isr).alias("low"))
-             .select("topic", "partition", "time", "isr", "low",
+             .select("run", "topic", "partition", "time", "isr", "low",
                      *[F.lag(c).over(seq).alias(f"p_{c}") for c in ("time", "isr", "low")])
              .filter("isr IS NOT NULL AND p_isr IS NOT NULL")
              .withColumn("p_below", F.expr("size(p_isr) < p_low"))
              .filter("p_below OR size(isr) < low"))
     elapsed = "CAST(time AS DECIMAL(20, 0)) - CAST(p_time AS DECIMAL(20, 0))"
-    return pairs.groupBy("topic", "partition").agg(
+    return pairs.groupBy(*BY_PARTITION).agg(
         F.sum(F.expr("size(array_except(isr, p_isr))")).cast("bigint").alias("expansions"),
         F.sum(F.expr("size(array_except(p_isr, isr))")).cast("bigint").alias("shrinks"),
         F.sum(F.expr(f"CASE WHEN p_below THEN {elapsed} ELSE 0 END")).alias("below_ns"))
 
 
-def elr_invariant(obs: DataFrame, info: RunInfo) -> DataFrame:
+def elr_invariant(obs: DataFrame, info: RunInfo | Sequence[RunInfo]) -> DataFrame:
     """Observations that break a KIP-966 invariant (HISTORY.md): ELR and ISR overlap;
     or ELR or LastKnownELR not empty while the ISR has at least the min ISR in
     effect. A null ISR is an empty one; a null ELR or LastKnownELR (the cluster
@@ -162,11 +188,11 @@ def elr_while_disabled(obs: DataFrame) -> DataFrame:
     observation of the stretch shows another leader, leader epoch or ISR than
     its first, or other replicas than its first with replicas (as sets). A change
     before the stretch's first observation is not seen, so not judged."""
-    seq = Window.partitionBy("topic", "partition").orderBy("index")
+    seq = Window.partitionBy(*BY_PARTITION).orderBy("index")
     upto = seq.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     stretched = obs.withColumn(
         "_stretch", F.sum(F.expr("CASE WHEN elr_feature = 0 THEN 0 ELSE 1 END")).over(upto))
-    inner = (Window.partitionBy("topic", "partition", "_stretch").orderBy("index")
+    inner = (Window.partitionBy(*BY_PARTITION, "_stretch").orderBy("index")
              .rowsBetween(Window.unboundedPreceding, Window.currentRow))
     zero = (stretched.filter("elr_feature = 0")
             .withColumn("_state", F.expr(_STATE))
@@ -198,12 +224,15 @@ def fenced_leaders(obs: DataFrame) -> DataFrame:
                              text("leader"), tp_name(), "to_json(fenced)"))
 
 
-def last_known_elr_invalid(obs: DataFrame, info: RunInfo) -> DataFrame:
+def last_known_elr_invalid(obs: DataFrame, info: RunInfo | Sequence[RunInfo]) -> DataFrame:
     """Leaderless observations with empty ISR and ELR whose last known ELR holds -1
     or an id that is no broker of test.json (only -1 without test.json's nodes)."""
-    brokers = sorted(set(info.node_ids.values()))
-    known = (f"NOT array_contains(array({', '.join(str(int(b)) for b in brokers)}), b)"
-             if brokers else "false")
+    def unknown(run: RunInfo) -> str:
+        brokers = sorted(set(run.node_ids.values()))
+        return (f"NOT array_contains(array({', '.join(str(int(b)) for b in brokers)}), b)"
+                if brokers else "false")
+
+    known = per_run(info, unknown)
     empty = f"size(coalesce({{0}}, {EMPTY_IDS})) = 0"
     bad = obs.filter(f"leader = -1 AND {empty.format('isr')} AND elr IS NOT NULL "
                      f"AND size(elr) = 0 AND last_known_elr IS NOT NULL "

@@ -31,8 +31,9 @@ from elr_harness.core.errors import BadInput, HarnessError
 from elr_harness.core.files import read_json
 
 #: Bumped whenever the Parquet layout or a rule for a line changes, so old caches
-#: are rebuilt (17: a line that is not UTF-8 is malformed).
-CACHE_VERSION = 17
+#: are rebuilt (17: a line that is not UTF-8 is malformed; 18: the side table and
+#: the overview name each line's run, for batches of histories).
+CACHE_VERSION = 18
 MARKER = "_elr_source.json"
 #: The topics the events table's keys were made from, and its bucket count.
 LAYOUT = "_elr_layout.json"
@@ -51,7 +52,9 @@ INT_HWM = ", ".join(repr(k) for k in INT_HWM_KINDS)
 _SIDE_FIELDS = tuple(c for c in FIELDS if c not in ("records", "high_watermark"))
 _SIDE_SCHEMA = (*((name, kind) for name, kind in SCHEMA if name in _SIDE_FIELDS),
                 ("hwm", "BIGINT"), ("hwm_map", "MAP<STRING, BIGINT>"),
-                ("record_partitions", "ARRAY<INT>"), ("detail", "STRING"))
+                ("record_partitions", "ARRAY<INT>"), ("detail", "STRING"),
+                # which history of a batch the line is of (0 for one history)
+                ("run", "INT"))
 SIDE_DDL = ", ".join(f"{name} {kind}" for name, kind in _SIDE_SCHEMA)
 SIDE_COLUMNS = tuple(name for name, _ in _SIDE_SCHEMA)
 #: Where the converter writes the events by bucket before naming them as Spark's.
@@ -60,7 +63,7 @@ BY_BUCKET = "_events_by_bucket"
 #: bookkeeping (per input split), the counts by f/type/acks, the fault kinds and
 #: the partitions sends went to, and the records the lines carry.
 OVERVIEW_KEYS = (
-    "_blk", "_bad", "_blank", "f", "type", "acks", "fault", "final", "topic",
+    "run", "_blk", "_bad", "_blank", "f", "type", "acks", "fault", "final", "topic",
     "CASE WHEN f = 'send' THEN partition END AS partition",
 )
 _CARRIES_RECORDS = "(f = 'replica' OR (f = 'poll' AND type = 'ok'))"
@@ -137,25 +140,35 @@ def name_buckets(tmp: Path) -> None:
         shutil.rmtree(staging)
 
 
-def layout_of(overview: list[dict]) -> tuple[TopicKeys, int]:
-    """From the overview's valid rows: the topics' keys and the events table's
-    bucket count (choose_buckets, over the partitions sends went to)."""
+def layout_of(overview: list[dict], runs: int = 1) -> tuple[TopicKeys, int]:
+    """From the overview's valid rows (of `runs` histories): the topics' keys and
+    the events table's bucket count (choose_buckets, over the partitions sends
+    went to)."""
     valid = [r for r in overview if not r["_bad"] and not r["_blank"]]
-    keys = TopicKeys.of(r["topic"] for r in valid)
-    sent_keys = sorted({keys.encode(r["topic"], r["partition"])
+    keys = TopicKeys.of_runs([[r["topic"] for r in valid if r.get("run", 0) == run]
+                              for run in range(runs)])
+    sent_keys = sorted({keys.encode(r["topic"], r["partition"], r.get("run", 0))
                         for r in valid if r["f"] == "send"})
     return keys, choose_buckets(sent_keys)
 
 
 def write_layout(tmp: Path, keys: TopicKeys, buckets: int) -> None:
-    (tmp / LAYOUT).write_text(json.dumps({"topics": list(keys.topics), "buckets": buckets}))
+    (tmp / LAYOUT).write_text(json.dumps({"topics": list(keys.topics), "buckets": buckets,
+                                          "others": [list(t) for t in keys.others]}))
 
 
-def write_overview(tmp: Path, rows: list[dict], first_bad: dict | None) -> None:
-    """The overview's rows (few: each of its keys takes few values), and where the
-    first bad line is (None when every line is valid)."""
+def keys_of_layout(layout: dict) -> TopicKeys:
+    return TopicKeys(tuple(layout["topics"]), tuple(tuple(t) for t in layout.get("others", ())))
+
+
+def write_overview(tmp: Path, rows: list[dict], first_bad: dict[int, dict | None]) -> None:
+    """The overview's rows (few: each of its keys takes few values), and per run
+    where its first bad line is (None when every line is valid): `first_bad` of
+    run 0, `first_bad_runs` of every run."""
     rows = sorted(rows, key=lambda r: json.dumps(r, sort_keys=True))
-    (tmp / OVERVIEW).write_text(json.dumps({"rows": rows, "first_bad": first_bad}))
+    (tmp / OVERVIEW).write_text(json.dumps({
+        "rows": rows, "first_bad": first_bad.get(0),
+        "first_bad_runs": {str(run): at for run, at in sorted(first_bad.items())}}))
 
 
 def temporary_name(parquet: Path) -> Path:

@@ -46,11 +46,11 @@ def order_events(events: DataFrame) -> DataFrame:
         f"{expected} AS expected")
 
 
-def _first_per_poll(df: DataFrame, *columns: str) -> DataFrame:
-    """One row per poll (process, index): its first partition's row."""
+def _first_per_poll(df: DataFrame, keys: TopicKeys, *columns: str) -> DataFrame:
+    """One row per poll (its run of a batch, process, index): its first partition's row."""
     first = F.min(F.struct("tp", *columns)).alias("first")
-    return df.groupBy("process", "index").agg(first).selectExpr(
-        "process", "index", "first.tp AS tp", *(f"first.{c} AS {c}" for c in columns))
+    return df.groupBy(F.expr(keys.run("tp")).alias("_run"), "process", "index").agg(first) \
+        .selectExpr("process", "index", "first.tp AS tp", *(f"first.{c} AS {c}" for c in columns))
 
 
 def nonmonotonic_polls(violations: DataFrame, keys: TopicKeys) -> DataFrame:
@@ -58,7 +58,7 @@ def nonmonotonic_polls(violations: DataFrame, keys: TopicKeys) -> DataFrame:
     per_partition = violations.filter("nonmono").groupBy(*_SEQ, "index").agg(
         F.min("prev_index").alias("prev_index"), F.min("offset").alias("offset"),
         F.max("prev_offset").alias("prev_offset"))
-    per_poll = _first_per_poll(per_partition, "prev_index", "offset", "prev_offset")
+    per_poll = _first_per_poll(per_partition, keys, "prev_index", "offset", "prev_offset")
     return anomaly(
         keys.decoded(per_poll), NONMONOTONIC_POLL, offset="offset",
         ops=op_list("prev_index", "index"),
@@ -97,7 +97,7 @@ def poll_skips(violations: DataFrame, events: DataFrame, keys: TopicKeys) -> Dat
                .selectExpr("tp", "point AS expected", "next_fl")
                .distinct())
     skips = jumps.hint("merge").join(nearest, ["tp", "expected"]).filter("next_fl < offset")
-    skipped = keys.decoded(_first_per_poll(skips, "expected", "offset", "prev_index",
+    skipped = keys.decoded(_first_per_poll(skips, keys, "expected", "offset", "prev_index",
                                            "next_fl"))
     return anomaly(
         skipped, POLL_SKIP, offset="offset", ops=op_list("prev_index", "index"),

@@ -27,25 +27,28 @@ from elr_harness.checker.frames import (
 from elr_harness.core.anomalies import REPLICA_DIVERGENCE
 
 TP = tuple[str, int]
+#: A partition of a batch's run: (run, topic, partition).
+RTP = tuple[int, str, int]
 
 
-def last_replica_lines(rows: list[dict]) -> dict[TP, dict[int, dict]]:
-    """Per partition and broker, its last replica line (index order)."""
-    out: dict[TP, dict[int, dict]] = {}
+def last_replica_lines(rows: list[dict], run: int = 0) -> dict[RTP, dict[int, dict]]:
+    """Per partition (of run `run` of a batch) and broker, its last replica line
+    (index order)."""
+    out: dict[RTP, dict[int, dict]] = {}
     for row in sorted(rows, key=lambda r: r["index"]):
         if row["topic"] is None or row["partition"] is None or row["broker"] is None:
             continue
-        out.setdefault((row["topic"], row["partition"]), {})[row["broker"]] = row
+        out.setdefault((run, row["topic"], row["partition"]), {})[row["broker"]] = row
     return out
 
 
-def replica_divergence(spark, events: DataFrame, lines: dict[TP, dict[int, dict]],
+def replica_divergence(spark, events: DataFrame, lines: dict[RTP, dict[int, dict]],
                        keys: TopicKeys) -> DataFrame:
     """One anomaly per (topic, partition, offset) where two replicas disagree below
     the lower of their high watermarks."""
     last, pairs = [], []
-    for (topic, partition), by_broker in sorted(lines.items()):
-        tp = keys.encode(topic, partition)
+    for (run, topic, partition), by_broker in sorted(lines.items()):
+        tp = keys.encode(topic, partition, run)
         last += [(tp, broker, row["index"]) for broker, row in sorted(by_broker.items())]
         marked = sorted(b for b, row in by_broker.items() if row["hwm"] is not None)
         for i, a in enumerate(marked):

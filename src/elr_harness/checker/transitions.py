@@ -21,6 +21,7 @@ Spark as small broadcast tables.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, Window
@@ -36,7 +37,13 @@ from elr_harness.checker.frames import (
     text,
     tp_name,
 )
-from elr_harness.checker.observations import min_isr_in_effect, per_topic
+from elr_harness.checker.observations import (
+    BY_PARTITION,
+    min_isr_in_effect,
+    per_run,
+    per_topic,
+    runs_of,
+)
 from elr_harness.checker.testinfo import RunInfo
 from elr_harness.core.anomalies import ELECTION_OUTSIDE_ELR, ELR_MEMBER_DROPPED
 from elr_harness.core.history import Fault
@@ -88,47 +95,55 @@ def unclean_stretches(faults: list[FaultOp], broker_id) -> list[tuple[int, Span]
     return out
 
 
-def _pairs(obs: DataFrame, info: RunInfo) -> DataFrame:
+#: A batch's faults: run r's the r-th (one history: a list of one).
+FaultsByRun = Sequence[list[FaultOp]]
+
+
+def _pairs(obs: DataFrame, info: RunInfo | Sequence[RunInfo]) -> DataFrame:
     """Each observation with the previous one of its partition (`p`)."""
-    seq = Window.partitionBy("topic", "partition").orderBy("index")
+    seq = Window.partitionBy(*BY_PARTITION).orderBy("index")
     cols = ("index", "leader", "leader_epoch", "isr", "elr", "replicas", "elr_feature", "low")
-    o = obs.select("topic", "partition", "index", "time", "leader", "leader_epoch", "isr",
+    o = obs.select("run", "topic", "partition", "index", "time", "leader", "leader_epoch", "isr",
                    "elr", "replicas", "elr_feature",
                    F.expr(min_isr_in_effect(info)).alias("low"))
     return o.withColumn("p", F.lag(F.struct(*cols)).over(seq)).filter("p IS NOT NULL")
 
 
-def _judged(pairs: DataFrame, spark, info: RunInfo, faults: list[FaultOp]) -> DataFrame:
+def _judged(pairs: DataFrame, spark, info: RunInfo | Sequence[RunInfo],
+            faults: FaultsByRun) -> DataFrame:
     """The pairs both rules judge: ELR on in both (their `elr_feature`, else
     test.json's word), the same min ISR in effect, the same replicas as sets where
     both say, the topic's unclean leader election off, and no admin fault in force
     between them."""
-    on = 1 if info.elr_enabled else 0
+    on = per_run(info, lambda run: "1" if run.elr_enabled else "0")
     unclean_election = per_topic(info, lambda t: t.unclean_leader_election)
     same = (f"coalesce(p.elr_feature, {on}) >= 1 AND coalesce(elr_feature, {on}) >= 1 "
             f"AND p.low = low AND {unclean_election} = 0 "
             "AND (p.replicas IS NULL OR replicas IS NULL OR "
             "array_sort(array_distinct(p.replicas)) = array_sort(array_distinct(replicas)))")
     kept = pairs.filter(same)
-    spans = admin_spans(faults)
+    spans = [(run, s.begin, s.end) for run, ops in enumerate(faults)
+             for s in admin_spans(ops)]
     if not spans:
         return kept
-    table = F.broadcast(local_rows(spark, "s_begin bigint, s_end bigint",
-                                   [(s.begin, s.end) for s in spans]))
-    return kept.join(table, F.expr("s_begin < index AND s_end > p.index"), "left_anti")
+    table = F.broadcast(local_rows(spark, "s_run int, s_begin bigint, s_end bigint", spans))
+    return kept.join(table, F.expr("s_run = run AND s_begin < index AND s_end > p.index"),
+                     "left_anti")
 
 
-def _unclean(spark, faults: list[FaultOp], info: RunInfo) -> DataFrame:
+def _unclean(spark, faults: FaultsByRun, info: RunInfo | Sequence[RunInfo]) -> DataFrame:
+    runs = runs_of(info)
     return F.broadcast(local_rows(
-        spark, "u_broker bigint, u_begin bigint, u_end bigint",
-        [(b, s.begin, s.end) for b, s in unclean_stretches(faults, info.broker_id)]))
+        spark, "u_run int, u_broker bigint, u_begin bigint, u_end bigint",
+        [(run, b, s.begin, s.end) for run, ops in enumerate(faults)
+         for b, s in unclean_stretches(ops, runs[run].broker_id)]))
 
 
 def _clean_at(rows: DataFrame, unclean: DataFrame, broker: str) -> DataFrame:
     """The rows whose `broker`'s most recent shutdown before the row's `index` (the
     second observation) was not unclean: a stop, or none."""
-    return rows.join(unclean, F.expr(f"u_broker = {broker} AND u_begin < index "
-                                     "AND index < u_end"), "left_anti")
+    return rows.join(unclean, F.expr(f"u_run = run AND u_broker = {broker} AND "
+                                     "u_begin < index AND index < u_end"), "left_anti")
 
 
 #: A judged pair's lists, where the rule needs them known (a null list: the cluster
@@ -142,10 +157,12 @@ _ELECTION = ("p.leader = -1 AND p.isr IS NOT NULL AND size(p.isr) = 0 "
              "AND leader_epoch = p.leader_epoch + 1")
 
 
-def transition_checks(spark, obs: DataFrame, faults: list[FaultOp],
-                      info: RunInfo) -> tuple[DataFrame, DataFrame]:
-    """(anomalies of both rules in the common schema, rows (name, n): how many
-    observation pairs each rule judged)."""
+def transition_checks(spark, obs: DataFrame, faults: list[FaultOp] | FaultsByRun,
+                      info: RunInfo | Sequence[RunInfo]) -> tuple[DataFrame, DataFrame]:
+    """(anomalies of both rules in the common schema, rows (run, name, n): how many
+    observation pairs each rule judged). A batch's faults and infos: one per run."""
+    if isinstance(info, RunInfo):
+        faults = [faults]
     judged = _judged(_pairs(obs, info), spark, info, faults)
     unclean = _unclean(spark, faults, info)
 
@@ -166,7 +183,7 @@ def transition_checks(spark, obs: DataFrame, faults: list[FaultOp],
     outside = elections.filter("NOT array_contains(p.elr, leader)") \
         .select("*", F.explode("p.elr").alias("m"))
     clean_member = _clean_at(outside, unclean, "m")
-    first = Window.partitionBy("topic", "partition", "index").orderBy("m")
+    first = Window.partitionBy(*BY_PARTITION, "index").orderBy("m")
     elected = anomaly(
         clean_member.withColumn("_n", F.row_number().over(first)).filter("_n = 1"),
         ELECTION_OUTSIDE_ELR, ops=op_list("p.index", "index"),
@@ -176,7 +193,7 @@ def transition_checks(spark, obs: DataFrame, faults: list[FaultOp],
             "member %s had no unclean shutdown", tp_name(), "to_json(p.elr)", text("leader"),
             text("m")))
 
-    counted = (members.select(F.lit(ELR_MEMBER_DROPPED).alias("name"))
-               .unionByName(elections.select(F.lit(ELECTION_OUTSIDE_ELR).alias("name")))
-               .groupBy("name").agg(F.count(F.lit(1)).alias("n")))
+    counted = (members.select("run", F.lit(ELR_MEMBER_DROPPED).alias("name"))
+               .unionByName(elections.select("run", F.lit(ELECTION_OUTSIDE_ELR).alias("name")))
+               .groupBy("run", "name").agg(F.count(F.lit(1)).alias("n")))
     return dropped.unionByName(elected), counted
