@@ -48,7 +48,12 @@ else
         remove_own_clusters
         exit 1' INT TERM
   echo "== integration tests: in the background (their output follows the other tests')"
-  setsid "$python" -m pytest -q -rs -p no:cacheprovider --durations=15 tests/integration \
+  # In two workers, a test file each at a time (pytest-xdist, --dist loadfile): a
+  # file's tests share its cluster, and every file's clusters have their own name
+  # and subnet (the README's test alone runs on the default one), so two run side
+  # by side; they mostly wait on Kafka, and one worker took 47 minutes.
+  setsid "$python" -m pytest -q -rs -p no:cacheprovider --durations=15 \
+    -n 2 --dist loadfile tests/integration \
     >"$log" 2>&1 &
   integration=$!
   echo "== unit and browser tests"

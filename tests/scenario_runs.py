@@ -12,6 +12,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 STORE = ROOT / "store"
 
+#: Each scenario's own cluster name and subnet, so that the integration tests can
+#: run in two workers side by side (scripts/test.sh): two runs on one subnet would
+#: take each other's network. A scenario not listed here may not be run.
+NETWORKS = {
+    "unclean-last-replica-alone": ("it-alone", "10.213.150.0/24"),
+    "disk-failure": ("it-disk-failure", "10.213.151.0/24"),
+    "min-isr-drop": ("it-min-isr-drop", "10.213.152.0/24"),
+    "slow-follower": ("it-slow-follower", "10.213.153.0/24"),
+}
+
+
+def own_network(name: str) -> tuple[str, ...]:
+    """`--name` and `--subnet` flags of scenario `name`'s own cluster."""
+    cluster, subnet = NETWORKS[name]
+    return ("--name", cluster, "--subnet", subnet)
+
 
 @dataclass(frozen=True)
 class ScenarioRun:
@@ -38,7 +54,10 @@ class ScenarioRun:
 
 
 def run_scenario(name: str, *flags: str, seed: int = 1) -> ScenarioRun:
-    """Run scenario `name` (its seed, flags added) and read the run folder it added."""
+    """Run scenario `name` (its seed, flags added) and read the run folder it added;
+    on its own network (NETWORKS) unless the flags name one."""
+    if "--subnet" not in flags:
+        flags = (*flags, *own_network(name))
     runs = STORE / name
     before = set(runs.iterdir()) if runs.exists() else set()
     proc = subprocess.run(

@@ -25,7 +25,8 @@ HARNESS = str(Path(sys.executable).with_name("harness"))
 @pytest.mark.parametrize(("version", "exit_code"), [("4.0.2", 1), ("4.1.1", 0)])
 def test_fenced_last_leader_before_and_after_the_fix(tmp_path, capsys, version, exit_code):
     proc = subprocess.run([HARNESS, "run", "--nemesis", "fenced-last-leader",
-                           "--kafka-version", version], cwd=tmp_path, capture_output=True,
+                           "--kafka-version", version, "--name", "it-fenced",
+                           "--subnet", "10.213.156.0/24"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=1200)
     run_dir = (tmp_path / "store" / "latest").resolve()
     test = json.loads((run_dir / "test.json").read_text())

@@ -26,7 +26,7 @@ def _history(run_dir: Path) -> list[dict]:
 
 def test_run_without_faults_records_a_complete_valid_history(tmp_path):
     proc = _harness("run", "--nemesis", "none", "--time-limit", "20", "--name", "it-run",
-                    store=tmp_path)
+                    "--subnet", "10.213.154.0/24", store=tmp_path)
     run_dir = (tmp_path / "latest").resolve()
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     history = _history(run_dir)
@@ -104,7 +104,8 @@ def test_random_mix_of_all_faults_heals_everything(tmp_path):
     # the tenth (seed 3: kill) and 180 s held the round; twelve kinds got 240 s,
     # thirteen (reassign) get 270 s, which held fourteen (one-way-partition) too
     proc = _harness("run", "--nemesis", "all", "--time-limit", "270", "--interval", "4",
-                    "--seed", "3", "--name", "it-mix", store=tmp_path)
+                    "--seed", "3", "--name", "it-mix", "--subnet", "10.213.155.0/24",
+                    store=tmp_path)
     run_dir = (tmp_path / "latest").resolve()
     test = json.loads((run_dir / "test.json").read_text())
     assert "error" not in test and (run_dir / "results.json").exists(), (

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from checker_agreement import assert_reference_agrees
+from scenario_runs import own_network
 
 pytestmark = pytest.mark.integration
 
@@ -31,7 +32,7 @@ def _run(elr: str) -> tuple[subprocess.CompletedProcess, Path]:
     before = set(runs.iterdir()) if runs.exists() else set()
     proc = subprocess.run(
         [sys.executable, "-m", "elr_harness.cli", "run", "--nemesis", NAME, "--seed", "1",
-         "--elr", elr, "--store", str(STORE)],
+         "--elr", elr, "--store", str(STORE), *own_network(NAME)],
         cwd=ROOT, capture_output=True, text=True, timeout=1200)
     added = sorted(set(runs.iterdir()) - before) if runs.exists() else []
     assert len(added) == 1, proc.stdout[-3000:] + proc.stderr[-3000:]

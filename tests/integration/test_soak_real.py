@@ -33,6 +33,8 @@ pytestmark = pytest.mark.integration
 HARNESS = str(Path(sys.executable).with_name("harness"))
 #: The soak's bound (see the module's docstring).
 MAX_RUNS = 2
+#: its own cluster, so that it runs beside the other integration tests' (scripts/test.sh)
+CLUSTER, SUBNET = "it-soak", "10.213.157.0/24"
 PLAN = ('[[entry]]\nname = "no-faults"\n'
         'args = ["--nemesis", "none", "--time-limit", "30"]\n')
 
@@ -45,7 +47,7 @@ def _soak_dir(store: Path) -> Path:
 def _no_container_left() -> None:
     client = docker.from_env()
     try:
-        left = client.containers.list(all=True, filters={"label": "elr-harness.cluster=elr"})
+        left = client.containers.list(all=True, filters={"label": f"elr-harness.cluster={CLUSTER}"})
         assert left == [], [c.name for c in left]
     finally:
         client.close()
@@ -97,7 +99,7 @@ def test_a_killed_soak_resumes_without_repeating_a_finished_run(tmp_path, capsys
     with soak_log.open("wb") as out:
         soak_proc = subprocess.Popen(
             [HARNESS, "soak", "--duration", "1d", "--max-runs", str(MAX_RUNS),
-             "--plan", "plan.toml", "--seed", "7"],
+             "--plan", "plan.toml", "--seed", "7", "--name", CLUSTER, "--subnet", SUBNET],
             cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT)
     try:
         # mid-run: the cluster up and the producers going for 5 s (the first lines
