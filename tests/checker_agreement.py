@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from reference_checker import ACKS, ANOMALIES, Reference, reference_check
+from reference_txn import TXN_ANOMALIES
 
 _BY_ACKS = ("lost-write", "unseen")
 _PAIR_RULES = ("elr-member-dropped", "election-outside-elr")
@@ -37,6 +38,11 @@ def reference_view(r: Reference) -> dict:
         "coverage": r.coverage,
         "judged": {name: {"pairs": r.judged.get(name, 0), "found": r.counts[name]}
                    for name in _PAIR_RULES},
+        # contract v4
+        "by_protocol": {name: r.by_protocol[name] for name in TXN_ANOMALIES
+                        if r.counts[name]},
+        "transactions": r.transactions,
+        "rc_incomplete": sorted(r.rc_incomplete),
     }
 
 
@@ -63,6 +69,11 @@ def spark_view(results: dict) -> dict:
                       for key, c in sorted(results["stats"]["isr_churn_below_min_isr"].items())},
         "coverage": results["coverage"],
         "judged": results["judged"],
+        "by_protocol": {name: anomalies[name]["by_protocol"] for name in TXN_ANOMALIES
+                        if name in anomalies},
+        # absent from a history without transactions or read_committed reads (v3's)
+        "transactions": results.get("transactions", []),
+        "rc_incomplete": sorted(results["stats"].get("read_committed_incomplete", [])),
     }
 
 

@@ -1,5 +1,6 @@
-"""A plain reference checker of shared/HISTORY.md (contract version 3), with the
+"""A plain reference checker of shared/HISTORY.md (contract version 4), with the
 readings of docs/CHECKING.md: the oracle the tests compare the Spark checker with.
+Version 4's transactions are judged in tests/reference_txn.py.
 
 Written straight from those two pages, one small function per rule, over Python
 lists and dicts: no Spark, and no import of the checkers package (it
@@ -19,6 +20,18 @@ from pathlib import Path
 from reference_budget import fault_budget
 from reference_coverage import reference_coverage
 from reference_transitions import reference_transitions
+from reference_txn import (
+    TXN_ALWAYS_BAD,
+    TXN_ANOMALIES,
+    TXN_FIELDS,
+    V4_ANY_KIND,
+    Txn,
+    group_offsets,
+    misaligned,
+    required_txn,
+    txn_checks,
+    v4_offsets,
+)
 
 from elr_harness.core.errors import HistoryError
 
@@ -29,13 +42,14 @@ ANOMALIES = ("lost-write", "lost-committed-read", "inconsistent-offset", "duplic
              "aborted-read", "realtime-order", "nonmonotonic-poll", "poll-skip",
              "garbage-read", "hwm-regression", "elr-invariant", "elr-outside-replicas",
              "elr-member-dropped", "election-outside-elr", "elr-while-disabled",
-             "fenced-leader", "last-known-elr-invalid", "replica-divergence", "unseen")
+             "fenced-leader", "last-known-elr-invalid", "replica-divergence", "unseen",
+             *TXN_ANOMALIES)
 #: Bad whenever found (lost-write and duplicate have conditions, unseen never is).
 ALWAYS_BAD = ("lost-committed-read", "inconsistent-offset", "aborted-read", "realtime-order",
               "nonmonotonic-poll", "poll-skip", "garbage-read", "hwm-regression",
               "elr-invariant", "elr-outside-replicas", "elr-member-dropped",
               "election-outside-elr", "elr-while-disabled", "fenced-leader",
-              "last-known-elr-invalid", "replica-divergence")
+              "last-known-elr-invalid", "replica-divergence", *TXN_ALWAYS_BAD)
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 TP = tuple[str, int]
@@ -73,6 +87,12 @@ class Reference:
     coverage: dict[str, dict] = field(default_factory=dict)
     #: per rule over consecutive observations: how many pairs it judged
     judged: dict[str, int] = field(default_factory=dict)
+    #: per txn anomaly (contract v4): its count by protocol in effect
+    by_protocol: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: the transactions by client, transaction.version and outcome
+    transactions: list[dict] = field(default_factory=list)
+    #: the partitions whose read_committed final read is incomplete ("topic-partition")
+    rc_incomplete: set[str] = field(default_factory=set)
 
 
 # -- lines -------------------------------------------------------------------------
@@ -168,16 +188,26 @@ def _records(value_slot: int):
 
 
 #: The fields of each kind of line, with their type checks (HISTORY.md's tables).
+def _isolation(name, v):
+    return None if v in ("read_committed", "read_uncommitted") else \
+        f"field {name!r} must be read_committed or read_uncommitted"
+
+
 KIND_FIELDS = {
     "send": {"topic": _str, "partition": _int, "acks": _acks, "value": _int, "offset": _int,
              "error": _str},
     "poll": {"topic": _str, "records": _records(2), "high_watermark": _partition_map,
-             "final": _bool, "seek": _partition_map, "error": _str},
+             "final": _bool, "seek": _partition_map, "error": _str,
+             "isolation": _isolation, "group": _str, "position": _partition_map,
+             "last_stable_offset": _partition_map},
+    "txn": TXN_FIELDS,
     "fault": {"fault": _str, "nodes": _str_list, "detail": _object},
     "observe": {"topic": _str, "partition": _int, "leader": _int, "leader_epoch": _int,
                 "isr": _int_list, "elr": _int_list, "last_known_elr": _int_list,
                 "high_watermark": _int, "fenced": _int_list, "min_isr": _int,
-                "replicas": _int_list, "elr_feature": _int},
+                "replicas": _int_list, "elr_feature": _int,
+                "last_stable_offset": _int, "open_txn_offsets": _int_list,
+                "group_offsets": group_offsets},
     "replica": {"topic": _str, "partition": _int, "node": _str, "broker": _int,
                 "high_watermark": _int, "log_end_offset": _int, "records": _records(1)},
 }
@@ -193,6 +223,8 @@ ANY_KIND_FIELDS = {
     **dict.fromkeys(("isr", "elr", "last_known_elr", "fenced", "replicas"), _int_list),
     "nodes": _str_list, "detail": _object, "final": _bool, "seek": _partition_map,
     "records": _records(2),
+    # contract version 4's, of one type on every kind (HISTORY.md "Transactions (v4)")
+    **V4_ANY_KIND,
 }
 
 
@@ -214,6 +246,8 @@ def _required(op: dict) -> tuple[str, ...]:
         return ("topic", "partition", "leader", "leader_epoch")
     if f == "replica":
         return ("topic", "partition", "node", "broker", "log_end_offset", "records")
+    if f == "txn":
+        return required_txn(op)
     return ()
 
 
@@ -248,7 +282,7 @@ def line_problem(op) -> str | None:
     for name in _required(op):
         if op.get(name) is None:
             return f"field {name!r} is required on a {op['type']} {op['f']} line"
-    return _unreportable(op) or _undocumented_detail(op)
+    return _unreportable(op) or _undocumented_detail(op) or misaligned(op)
 
 
 def _unreportable(op: dict) -> str | None:
@@ -265,6 +299,7 @@ def _unreportable(op: dict) -> str | None:
         offsets += list(hwm.values())
     elif op["f"] in ("observe", "replica"):
         offsets.append(hwm)
+    offsets += v4_offsets(op)
     if any(o is not None and o < 0 for o in offsets):
         return "a negative offset, high watermark or log end offset"
     if op.get("min_isr") is not None and op["min_isr"] < 1:
@@ -363,12 +398,23 @@ class Poll:
     hwm: dict[int, int] = field(default_factory=dict)
     #: for an open final invoke: what the process's earlier final polls of the topic covered
     earlier: set[int] = field(default_factory=set)
+    #: contract v4: the invoke's isolation (absent: read_uncommitted), the ok
+    #: completion's position and last stable offsets, and its time
+    isolation: str = "read_uncommitted"
+    position: dict[int, int] = field(default_factory=dict)
+    lso: dict[int, int] = field(default_factory=dict)
+    completion_time: int | None = None
+    #: the invoke's index (None: a completion without one)
+    invoke_position: int | None = None
 
     def covers(self) -> set[int]:
-        """The partitions this final poll covers (docs/CHECKING.md)."""
+        """The partitions this final poll covers (docs/CHECKING.md); a read_committed
+        one's position and last stable offsets too."""
         out = set(self.seek)
         if self.completion == "ok":
             out |= {p for p, _, _ in self.records} | set(self.hwm)
+            if self.isolation == "read_committed":
+                out |= set(self.position) | set(self.lso)
         return out
 
 
@@ -402,6 +448,7 @@ class _Ops:
     replicas: list[dict] = field(default_factory=list)
     #: in history order: ("seek", poll) at an invoke, ("records", poll) at an ok
     timeline: list[tuple[str, object]] = field(default_factory=list)
+    txns: list[Txn] = field(default_factory=list)
 
 
 def build_ops(lines: list[tuple[int, dict]]) -> _Ops:
@@ -453,21 +500,41 @@ def build_ops(lines: list[tuple[int, dict]]) -> _Ops:
             key = (op["process"], f)
             if t == "invoke":
                 poll = Poll(op["process"], op["topic"], op.get("final") is True,
-                            _pmap(op.get("seek")))
+                            _pmap(op.get("seek")),
+                            isolation=op.get("isolation") or "read_uncommitted",
+                            invoke_position=op["index"])
                 ops.polls.append(poll)
                 open_client[key] = poll
                 ops.timeline.append(("seek", poll))
                 continue
             poll = open_client.pop(key, None)
-            if poll is None:
-                poll = Poll(op["process"], op["topic"], False, {})
+            if poll is None:  # a completion without its invoke: its own isolation
+                poll = Poll(op["process"], op["topic"], False, {},
+                            isolation=op.get("isolation") or "read_uncommitted")
                 ops.polls.append(poll)
             poll.completion = t
+            poll.completion_time = op["time"]
             poll.final = poll.final or op.get("final") is True
             if t == "ok":
                 poll.records = [tuple(r) for r in op["records"]]
                 poll.hwm = _pmap(op.get("high_watermark"))
+                poll.position = _pmap(op.get("position"))
+                poll.lso = _pmap(op.get("last_stable_offset"))
                 ops.timeline.append(("records", poll))
+        elif f == "txn":
+            key = (op["process"], f)
+            if t == "invoke":
+                txn = Txn(op["process"], op["txn_id"], [tuple(s) for s in op["sends"]],
+                          op.get("abort") is True, op.get("client"), op["time"], position)
+                ops.txns.append(txn)
+                open_client[key] = txn
+                continue
+            txn = open_client.pop(key, None)
+            if txn is None:
+                continue  # a completion without its invoke names no value: nothing to judge
+            txn.status, txn.completed = t, True
+            txn.offsets = list(op.get("offsets") or [])
+            txn.end_time = op.get("end_time")
     return ops
 
 
@@ -509,10 +576,14 @@ def reference_check(history: Path, test: dict | None) -> Reference:
         judged |= {(name, p) for p in range(int(t.get("partitions") or 0))}
     for s in ops.sends:
         judged.add((s.topic, s.partition))
+    for txn in ops.txns:
+        judged |= {(t, p) for t, p, _ in txn.sends}
     for poll in ops.polls:
         judged |= {(poll.topic, p) for p in poll.seek}
         judged |= {(poll.topic, p) for p, _, _ in poll.records}
         judged |= {(poll.topic, p) for p in poll.hwm}
+        if poll.final:  # v4: a final poll's position and last stable offsets name them too
+            judged |= {(poll.topic, p) for p in (*poll.position, *poll.lso)}
 
     # final logs: (offset, value) pairs of the final records
     final_log: dict[TP, set[tuple[int, int | None]]] = defaultdict(set)
@@ -520,12 +591,17 @@ def reference_check(history: Path, test: dict | None) -> Reference:
     final_hwm: dict[TP, int] = {}
     ok_covered: set[TP] = set()
     open_covered: set[TP] = set()
+    position: dict[TP, int] = {}
     finals = [poll for poll in ops.polls if poll.final]
     covered_before: dict[tuple[int, str], set[int]] = defaultdict(set)
     for poll in finals:  # in invoke order
         poll.earlier = set(covered_before[(poll.process, poll.topic)])
         covered_before[(poll.process, poll.topic)] |= poll.covers()
-    for poll in finals:
+    # the read_uncommitted final read is the partition's whole log (v4: the
+    # read_committed one is judged in reference_txn)
+    for poll in (poll for poll in finals if poll.isolation == "read_uncommitted"):
+        for p, at in poll.position.items() if poll.completion == "ok" else ():
+            position[(poll.topic, p)] = max(position.get((poll.topic, p), at), at)
         if poll.completion == "ok":
             ok_covered |= {(poll.topic, p) for p in poll.covers()}
             for p, o, v in poll.records:
@@ -543,7 +619,8 @@ def reference_check(history: Path, test: dict | None) -> Reference:
     final_top = {key: max(o for o, _ in log) for key, log in final_log.items() if log}
     complete: dict[TP, bool] = {}
     for key in judged:
-        reach = final_top[key] + 1 if key in final_top else 0
+        # v4: a trailing marker or aborted record is read past, not returned
+        reach = max(final_top[key] + 1 if key in final_top else 0, position.get(key, 0))
         complete[key] = (key in ok_covered and reach >= final_hwm.get(key, 0)
                          and key not in open_covered)
 
@@ -585,6 +662,14 @@ def reference_check(history: Path, test: dict | None) -> Reference:
                 and (s.topic, s.partition, s.offset, s.value) not in read_at):
             continue
         claims[(s.topic, s.partition, s.offset)].add(s.value)
+    # v4: a transaction's values "like plain sends" (acks=all: they always claim): the
+    # offsets its ok completion's delivery reports gave
+    for txn in ops.txns:
+        if txn.status != "ok":
+            continue
+        for i, (t, p, v) in enumerate(txn.sends):
+            if (o := txn.offset_of(i)) is not None:
+                claims[(t, p, o)].add(v)
     counts["inconsistent-offset"] = sum(1 for vs in claims.values() if len(vs) > 1)
 
     # duplicate: a value at two or more offsets of its partition's final log
@@ -634,7 +719,10 @@ def reference_check(history: Path, test: dict | None) -> Reference:
                 inverted.add((b.topic, b.partition, b.value))
     counts["realtime-order"] = len(inverted)
 
-    _order_checks(ops, final_log, counts)
+    txn = txn_checks(ops.txns, ops.polls, ops.observes, ops.faults, judged, final_log,
+                     complete, test)
+    counts.update(txn.counts)
+    _order_checks(ops, final_log, txn.rc_log, counts)
     counts["garbage-read"] = sum(1 for _, _, _, v in polled if v is None)
     _observe_checks(ops, test, counts)
     moved, judged_pairs = reference_transitions(
@@ -656,12 +744,21 @@ def reference_check(history: Path, test: dict | None) -> Reference:
     bad = {name for name in ALWAYS_BAD if counts[name]}
     if lost_in_budget:
         bad.add("lost-write")
+    bad |= {name for name in TXN_ALWAYS_BAD if counts[name]}
+    unclean = {name for name, t in ((test or {}).get("topics") or {}).items()
+               if t.get("unclean_leader_election") is True}
+    for name, findings in txn.scoped.items():
+        # bad unless a partition it needs went beyond the budget or has unclean on
+        if any(not any(key in beyond or key[0] in unclean for key in needs)
+               for needs in findings):
+            bad.add(name)
     if counts["duplicate"] and (test or {}).get("idempotent_producers") is True:
         bad.add("duplicate")
     incomplete = {f"{t}-{p}" for (t, p), ok in complete.items() if not ok}
     if bad:
         valid: bool | str = False
-    elif truncated or incomplete or not judged or not finals:
+    elif truncated or incomplete or not judged or not finals or txn.rc_incomplete:
+        # v4: an incomplete read_committed final read leaves transactions unjudged
         valid = "unknown"
     else:
         valid = True
@@ -682,6 +779,8 @@ def reference_check(history: Path, test: dict | None) -> Reference:
                      unprotected_losses={f"{t}-{p}": n for (t, p), n in unprotected.items()},
                      beyond_budget={f"{t}-{p}" for t, p in beyond},
                      isr_churn=_isr_churn(ops, test), judged=judged_pairs,
+                     by_protocol=txn.by_protocol, transactions=txn.transactions,
+                     rc_incomplete={f"{t}-{p}" for t, p in txn.rc_incomplete},
                      coverage=reference_coverage(
                          ops.faults, ops.observes, lambda topic: _topic_info(test, topic)[1],
                          lambda node: _broker_of(node, test)))
@@ -716,9 +815,11 @@ def _isr_churn(ops: _Ops, test: dict | None) -> dict[str, tuple[int, int, int]]:
     return {key: tuple(row) for key, row in out.items()}
 
 
-def _order_checks(ops: _Ops, final_log: dict, counts: dict[str, int]) -> None:
+def _order_checks(ops: _Ops, final_log: dict, rc_log: dict, counts: dict[str, int]) -> None:
     """nonmonotonic-poll and poll-skip, per poll: each process's records of each
-    partition in history order, a seek positioning the partitions it names."""
+    partition in history order, a seek positioning the partitions it names. A
+    read_committed poll is judged against the read_committed final read (rc_log):
+    it skips aborted records and markers by right (HISTORY.md v4)."""
     state: dict[tuple[int, str, int], tuple[str, int]] = {}
     back, skip = set(), set()
     for kind, poll in ops.timeline:
@@ -734,8 +835,9 @@ def _order_checks(ops: _Ops, final_log: dict, counts: dict[str, int]) -> None:
                     if was == "record" and o <= at:
                         back.add(id(poll))
                     expected = at + 1 if was == "record" else at
+                    log = rc_log if poll.isolation == "read_committed" else final_log
                     if o > expected and any(expected <= fo < o
-                                            for fo, _ in final_log.get((poll.topic, p), ())):
+                                            for fo, _ in log.get((poll.topic, p), ())):
                         skip.add(id(poll))
                 state[key] = ("record", o)
     counts["nonmonotonic-poll"] = len(back)

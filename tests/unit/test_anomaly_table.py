@@ -21,7 +21,8 @@ def test_the_table_is_the_contracts_rows_as_the_independent_oracle_lists_them():
     assert BY_ACKS == ("lost-write", "unseen")
     assert {a.name: a.bad for a in ANOMALIES if a.bad is not Bad.ALWAYS} == {
         "lost-write": Bad.ACKS_ALL_WITHIN_BUDGET, "duplicate": Bad.IDEMPOTENT,
-        "unseen": Bad.NEVER}
+        "unseen": Bad.NEVER, "txn-lost-write": Bad.TXN_WITHIN_BUDGET,
+        "txn-torn": Bad.TXN_WITHIN_BUDGET, "hanging-txn": Bad.TXN_WITHIN_BUDGET}
 
 
 def test_checking_md_lists_every_anomaly_as_the_table_says_it():

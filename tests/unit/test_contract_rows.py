@@ -650,13 +650,17 @@ def test_row_unseen(check, case):
 
 
 def test_every_row_of_the_table_has_its_cases():
-    """The 19 rows of HISTORY.md's anomaly table, each broken and nearly broken."""
+    """The 19 rows of HISTORY.md's anomaly table, each broken and nearly broken, and
+    version 4's five (tests/unit/test_contract_rows_v4.py)."""
+    import test_contract_rows_v4 as v4
+
     tables = (LOST_WRITE, LOST_COMMITTED_READ, INCONSISTENT_OFFSET, DUPLICATE, ABORTED_READ,
               REALTIME_ORDER, NONMONOTONIC_POLL, POLL_SKIP, GARBAGE_READ, HWM_REGRESSION,
               ELR_INVARIANT, ELR_OUTSIDE_REPLICAS, ELR_MEMBER_DROPPED, ELECTION_OUTSIDE_ELR,
               ELR_WHILE_DISABLED, FENCED_LEADER, LAST_KNOWN_ELR_INVALID, REPLICA_DIVERGENCE,
-              UNSEEN)
-    assert len(tables) == len(ANOMALIES) == 19
+              UNSEEN, v4.TXN_ABORTED_READ, v4.TXN_LOST_WRITE, v4.TXN_TORN,
+              v4.TXN_PRECOMMITTED_READ, v4.HANGING_TXN)
+    assert len(tables) == len(ANOMALIES) == 24
     broken = {name for table in tables for case in table.values() for name in case.counts}
     assert broken == set(ANOMALIES)
     for table in tables:

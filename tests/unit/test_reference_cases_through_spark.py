@@ -1,6 +1,7 @@
-"""The hand-written reference cases (tests/unit/test_reference_checker.py and,
-for contract version 3's rules, test_reference_checker_v3.py) run through the
-Spark checker too (#32).
+"""The hand-written reference cases (tests/unit/test_reference_checker.py, for
+contract version 3's rules test_reference_checker_v3.py, and the contract's rows,
+test_contract_rows.py and for version 4's transactions test_contract_rows_v4.py)
+run through the Spark checker too (#32).
 
 Each case builds its small history and asserts what the reference oracle
 (tests/reference_checker.py) says of it; here the same case runs with a `check`
@@ -26,6 +27,7 @@ from pathlib import Path
 
 import pytest
 import test_contract_rows as cases_rows
+import test_contract_rows_v4 as cases_rows_v4
 import test_reference_checker as cases
 import test_reference_checker_v3 as cases_v3
 from _pytest.mark.structures import ParameterSet
@@ -43,7 +45,7 @@ def _cases() -> list:
     """Every case of the two case files that takes `check`, its parametrized ones
     expanded, in the files' order."""
     found = []
-    functions = [item for module in (cases, cases_v3, cases_rows) for item in sorted(
+    functions = [item for module in (cases, cases_v3, cases_rows, cases_rows_v4) for item in sorted(
         ((name, fn) for name, fn in vars(module).items()
          if name.startswith("test_") and inspect.isfunction(fn)
          and fn.__module__ == module.__name__
@@ -73,9 +75,10 @@ _LINE = re.compile(r"\bline (\d+)\b")
 def test_every_case_that_checks_a_history_is_taken():
     """82 functions of the first file take `check` (5 of them parametrized; the one
     that does not tests reference_check's own path handling), 10 of the second, 22
-    of test_contract_rows (every one parametrized)."""
-    assert len({p.values[0].__name__ for p in CASES}) == 82 + 10 + 22
-    assert len(CASES) == 82 + 10 - 5 + sum(
+    of test_contract_rows (every one parametrized) and 11 of test_contract_rows_v4
+    (8 of them parametrized)."""
+    assert len({p.values[0].__name__ for p in CASES}) == 82 + 10 + 22 + 11
+    assert len(CASES) == 82 + 10 - 5 + 3 + sum(
         len(next(m for m in fn.pytestmark if m.name == "parametrize").args[1])
         for fn in {p.values[0] for p in CASES} if getattr(fn, "pytestmark", None))
 

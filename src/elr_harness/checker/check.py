@@ -273,7 +273,8 @@ def _check_loaded(spark, loaded, infos: list, config: CheckerConfig, started: fl
         findings[run].checked = facts[run].checked
         findings[run].partitions = {
             key: PartitionFacts(reads.complete, reads.last_final_poll,
-                                final_top=reads.final_top, why=reads.why)
+                                final_top=reads.final_top, why=reads.why,
+                                rc_complete=reads.rc_complete, final_lso=reads.final_lso)
             for key, reads in facts[run].partitions.items()}
     tp_status = _tp_status(spark, {run: findings[run].partitions for run in active}, keys)
     obs = observations.observations(loaded.side)
@@ -288,6 +289,8 @@ def _check_loaded(spark, loaded, infos: list, config: CheckerConfig, started: fl
              if (s := bf.min_isr_steps(faults[run], topic,
                                        infos[run].topic(topic).min_insync_replicas,
                                        infos[run].topic(topic).own_min_isr))}
+    # contract v4: the transactions, planned only for a batch that has a txn line
+    txn = _Transactions.of(spark, loaded, overviews, active, infos, faults, findings)
     replica_lines = {}
     for run in active:
         mine = {(t, p): brokers for (r, t, p), brokers in replicas.items() if r == run}
@@ -319,7 +322,9 @@ def _check_loaded(spark, loaded, infos: list, config: CheckerConfig, started: fl
             with computed_meanwhile(spark, values, violations):
                 moved, judged = transition_checks(spark, obs, faults, infos)
                 anomalies = keep(_anomalies(spark, values, violations, obs, events, keys,
-                                            infos, replica_lines, moved))
+                                            infos, replica_lines, moved,
+                                            txn.anomalies(values, tp_status, obs, keys),
+                                            txn.claims()))
                 losses = page_cache_losses(spark, hits, obs, tp_status, replicas, infos, steps)
                 churn = observations.isr_churn(obs, infos)
                 reached = coverage_summary(coverage_hits(spark, obs, faults, infos))
@@ -330,6 +335,7 @@ def _check_loaded(spark, loaded, infos: list, config: CheckerConfig, started: fl
                 phases.done("checks")
                 for run in active:
                     _read_counts([r for r in rows if r["run"] == run], findings[run])
+                    findings[run].transactions = txn.tallied.get(run, [])
                 found = examples(spark, [r for r in rows if r["kind"] == "example"
                                          and r["run"] in active], events, keys,
                                  {run: findings[run].partitions for run in active})
@@ -349,13 +355,81 @@ def _tp_status(spark, partitions: dict, keys):
     partitions: {run: {(topic, partition): facts}}."""
     from elr_harness.checker.frames import local_rows
 
-    data = [(keys.encode(t, p, run), run, t, p, f.complete, f.final_top)
+    data = [(keys.encode(t, p, run), run, t, p, f.complete, f.final_top, f.rc_complete,
+             f.final_lso)
             for run, judged in sorted(partitions.items()) for (t, p), f in judged.items()]
     return local_rows(spark, "tp bigint, run int, topic string, partition int, "
-                      "complete boolean, final_top bigint", data)
+                      "complete boolean, final_top bigint, rc_complete boolean, "
+                      "final_lso bigint", data)
 
 
-def _anomalies(spark, values, violations, obs, events, keys, info, replica_lines, moved):
+class _Transactions:
+    """Contract v4's checks of a loaded batch (checker/transactions.py): nothing is
+    planned, and no job runs, for a batch without a txn line."""
+
+    def __init__(self, spark, txns, claims_of, tallied: dict, has_rc: list[int],
+                 cuts: dict[int, int], infos) -> None:
+        self.spark, self.txns, self.tallied = spark, txns, tallied
+        self.has_rc, self.cuts, self.infos = has_rc, cuts, infos
+        self.values = claims_of
+
+    @classmethod
+    def of(cls, spark, loaded, overviews: dict, active: list[int], infos, faults,
+           findings: dict) -> _Transactions:
+        from elr_harness.checker import transactions as tx
+
+        with_txns = [run for run in active
+                     if any(r["f"] == "txn" for r in overviews[run].rows)]
+        if not with_txns:
+            return cls(spark, None, None, {}, [], {}, infos)
+        txns = tx.transactions(loaded.side, infos)
+        tallied: dict[int, list[dict]] = {}
+        last_invoke: dict[int, int] = {}
+        for r in tx.tally(txns):
+            tallied.setdefault(r["run"], []).append(
+                {"client": r["client"], "transaction_version": infos[r["run"]].transaction_version,
+                 "protocol": r["protocol"], "committed": r["committed"],
+                 "aborted_on_purpose": r["aborted_on_purpose"], "failed": r["failed"],
+                 "unknown": r["unknown"]})
+            if r["last_invoke"] is not None:
+                last_invoke[r["run"]] = max(last_invoke.get(r["run"], r["last_invoke"]),
+                                            r["last_invoke"])
+        for rows in tallied.values():
+            # by client (a transaction that names none last), then protocol: as the
+            # reference orders them
+            rows.sort(key=lambda row: (row["client"] is None, row["client"] or "",
+                                       row["protocol"]))
+        cuts = {}
+        for run in with_txns:
+            times = [op.time for op in faults[run] if op.time is not None]
+            times += [last_invoke[run]] if run in last_invoke else []
+            cuts[run] = max(times, default=0)
+        has_rc = [run for run in with_txns
+                  if any(f.rc_complete is not None for f in findings[run].partitions.values())]
+        return cls(spark, txns, tx.txn_values(txns, loaded.keys), tallied, has_rc, cuts,
+                   infos)
+
+    def claims(self):
+        """inconsistent-offset's claims of the transactions' values (None: none)."""
+        from elr_harness.checker.transactions import txn_claims
+
+        return None if self.values is None else txn_claims(self.values)
+
+    def anomalies(self, value_facts, tp_status, obs, keys) -> list:
+        """The v4 rows' anomaly tables (none without a txn line)."""
+        from elr_harness.checker import transactions as tx
+
+        if self.values is None:
+            return []
+        values = self.values.persist()
+        stuck, writers = tx.hanging(self.spark, obs, values, self.infos, self.cuts)
+        return [tx.value_anomalies(values, value_facts, tp_status, keys),
+                tx.torn(values, value_facts, tp_status, keys, self.has_rc),
+                tx.hanging_anomalies(stuck, writers, values, keys)]
+
+
+def _anomalies(spark, values, violations, obs, events, keys, info, replica_lines, moved,
+               txn_parts: list | None = None, txn_claims=None):
     """Every check's anomalies in one table, shuffled by name.
 
     Both the counts and the examples' window accept that partitioning as it is,
@@ -369,7 +443,7 @@ def _anomalies(spark, values, violations, obs, events, keys, info, replica_lines
     parts = [
         durability.value_anomalies(values, keys),
         durability.realtime_orders(values, keys),
-        durability.inconsistent_offsets(values, events, keys),
+        durability.inconsistent_offsets(values, events, keys, txn_claims),
         polls.nonmonotonic_polls(violations, keys),
         polls.poll_skips(violations, events, keys),
         polls.garbage_reads(violations, keys),
@@ -381,14 +455,20 @@ def _anomalies(spark, values, violations, obs, events, keys, info, replica_lines
         observations.last_known_elr_invalid(obs, info),
         replica_divergence(spark, events, replica_lines, keys),
         moved,
+        *(txn_parts or []),
     ]
     return reduce(lambda a, b: a.unionByName(b), parts).repartition("name")
 
 
 def _read_counts(rows: list, findings) -> None:
     """The summary's count, timeline and budget rows into findings."""
-    findings.counts = Counter({(r["name"], r["acks"], r["topic"], r["partition"]): r["n"]
-                               for r in rows if r["kind"] == "count"})
+    findings.counts = Counter()
+    for r in rows:
+        if r["kind"] == "count":
+            findings.counts[(r["name"], r["acks"], r["topic"], r["partition"])] += r["n"]
+            if r["protocol"] is not None:  # contract v4: a transaction's anomaly
+                findings.txn_counts[(r["name"], r["topic"], r["partition"], r["protocol"],
+                                     r["scope"])] += r["n"]
     findings.lost_over_time = Counter({(r["acks"], r["second"]): r["n"]
                                        for r in rows if r["kind"] == "timeline"})
     findings.isr_churn = {(r["topic"], r["partition"]): (r["expansions"], r["shrinks"],
@@ -445,7 +525,8 @@ def _summary(anomalies, losses, churn, reached, judged, config: CheckerConfig):
     from elr_harness.checker.examples import EXAMPLE_ORDER
     from elr_harness.core.anomalies import LOST_WRITE
 
-    counts = anomalies.groupBy("run", "name", "acks", "topic", "partition") \
+    counts = anomalies.groupBy("run", "name", "acks", "topic", "partition", "protocol",
+                               "scope") \
         .agg(F.count(F.lit(1)).alias("n")).withColumn("kind", F.lit("count"))
     examples = anomalies.selectExpr(
         "*", f"row_number() OVER (PARTITION BY run, name ORDER BY {', '.join(EXAMPLE_ORDER)}) "

@@ -17,6 +17,9 @@ from pyspark.sql import functions as F
 from elr_harness.checker.events import (
     ACKS_CODES,
     FINAL_RECORD,
+    POLLED,
+    RC_FINAL_RECORD,
+    RC_READ_RECORD,
     READ_RECORD,
     SEND_KINDS,
     TopicKeys,
@@ -60,10 +63,12 @@ def values_table(events: DataFrame, tp_status: DataFrame) -> DataFrame:
     are kept as sets: a value read at any one of its final offsets was not lost.
     """
     comp = "kind BETWEEN 1 AND 3"
-    final, read = f"kind = {FINAL_RECORD}", f"kind = {READ_RECORD}"
+    # the final log is the read_uncommitted final read's; a read is any other poll's
+    final, read = f"kind = {FINAL_RECORD}", f"kind IN ({READ_RECORD}, {RC_READ_RECORD})"
+    rc = f"kind IN ({RC_FINAL_RECORD}, {RC_READ_RECORD})"
+    polled = ", ".join(str(k) for k in POLLED)
     sends_and_records = events.filter(
-        f"kind < {FINAL_RECORD} OR (kind IN ({FINAL_RECORD}, {READ_RECORD}) "
-        "AND value IS NOT NULL)")
+        f"kind < {FINAL_RECORD} OR (kind IN ({polled}) AND value IS NOT NULL)")
     agg = sends_and_records.groupBy("tp", "value").agg(*exprs(
         "max(acks) AS acks",
         "min(CASE WHEN kind = 0 THEN index END) AS inv_index",
@@ -82,7 +87,11 @@ def values_table(events: DataFrame, tp_status: DataFrame) -> DataFrame:
         f"min(CASE WHEN {read} THEN offset END) AS r_off_min",
         f"max(CASE WHEN {read} THEN offset END) AS r_off_max",
         f"min(CASE WHEN {read} THEN index END) AS r_poll_min",
-        f"max(CASE WHEN {read} THEN index END) AS r_poll_max"))
+        f"max(CASE WHEN {read} THEN index END) AS r_poll_max",
+        # contract v4: where the read_committed final read holds it, and the first
+        # read_committed poll that returned it (its completion time, its index)
+        f"min(CASE WHEN kind = {RC_FINAL_RECORD} THEN offset END) AS rc_f_off_min",
+        f"min(CASE WHEN {rc} THEN struct(time, index) END) AS rc_first"))
     # an invoke with no completion by the end of the history counts as info. Status
     # and acks stay codes (SEND_KINDS, ACKS_CODES): the table is cached, and ints
     # cost less to cache and compare than texts; only anomaly rows carry the texts
@@ -189,8 +198,8 @@ def _found(name: str, condition: str, offset: str, ops: str, description: str,
     return f"CASE WHEN {condition} THEN {struct_of(fields)} END"
 
 
-def inconsistent_offsets(values: DataFrame, events: DataFrame,
-                         keys: TopicKeys) -> DataFrame:
+def inconsistent_offsets(values: DataFrame, events: DataFrame, keys: TopicKeys,
+                         txn_claims: DataFrame | None = None) -> DataFrame:
     """One (tp, offset) holding two values across acked sends and polls,
     with the first op that carried the lowest and the highest of them.
 
@@ -207,7 +216,10 @@ def inconsistent_offsets(values: DataFrame, events: DataFrame,
         f"OR f_off_min IS NOT NULL OR NOT {_REACHED} "
         "OR array_contains(r_offsets, send_offset))"
     ).selectExpr("tp", "value", "send_offset AS offset", "comp_index AS index")
-    recs = events.filter(f"kind IN ({FINAL_RECORD}, {READ_RECORD}) AND value IS NOT NULL") \
+    if txn_claims is not None:  # contract v4: a transaction's values, like acks=all sends
+        sends = sends.unionByName(txn_claims)
+    polled = ", ".join(str(k) for k in POLLED)
+    recs = events.filter(f"kind IN ({polled}) AND value IS NOT NULL") \
         .select("tp", "value", "offset", "index")
     # the first op of each (offset, value), then the lowest and highest value. Both
     # sides are partitioned by tp (the events' buckets, and the values table grouped

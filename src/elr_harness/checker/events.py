@@ -29,6 +29,12 @@ SEND_KINDS = {"invoke": 0, "ok": 1, "fail": 2, "info": 3}
 #: a record of a final poll, of any other ok poll, one partition of a poll's seek,
 #: and a record of a replica line (its `process` is the replica's broker id)
 FINAL_RECORD, READ_RECORD, SEEK, REPLICA_RECORD = 4, 5, 6, 7
+#: contract v4: a record of a read_committed final poll, of any other read_committed
+#: ok poll (with the poll's completion time: txn-precommitted-read reads it); the
+#: read_uncommitted ones stay FINAL_RECORD and READ_RECORD (the final log is theirs)
+RC_FINAL_RECORD, RC_READ_RECORD = 8, 9
+#: every kind of polled record, and the final ones
+POLLED = (FINAL_RECORD, READ_RECORD, RC_FINAL_RECORD, RC_READ_RECORD)
 #: acks levels by strength, so max() picks the strongest claim of a value
 ACKS_CODES = {"all": 3, "1": 2, "0": 1}
 
@@ -253,12 +259,15 @@ def spark_events(ops: DataFrame, keys: TopicKeys) -> DataFrame:
     sends = ops.filter("f = 'send'").selectExpr(
         f"{keys.key()} AS tp", f"{kind} AS kind", "process", "index",
         "CAST(NULL AS INT) AS pos", "time", f"{acks} AS acks", "value", "offset")
+    committed = "coalesce(isolation = 'read_committed', false)"
     records = ops.filter("f = 'poll' AND type = 'ok' AND records IS NOT NULL").selectExpr(
-        "run", "process", "index", "final", "topic", "posexplode(records) AS (pos, r)"
+        "run", "process", "index", "time", "final", f"{committed} AS rc", "topic",
+        "posexplode(records) AS (pos, r)"
     ).selectExpr(
         f"{keys.key(partition='r[0]')} AS tp",
-        f"CASE WHEN final THEN {FINAL_RECORD} ELSE {READ_RECORD} END AS kind", "process",
-        "index", "pos", "CAST(NULL AS BIGINT) AS time", "CAST(NULL AS INT) AS acks",
+        f"CASE WHEN rc THEN (CASE WHEN final THEN {RC_FINAL_RECORD} ELSE {RC_READ_RECORD} END) "
+        f"WHEN final THEN {FINAL_RECORD} ELSE {READ_RECORD} END AS kind", "process",
+        "index", "pos", "CASE WHEN rc THEN time END AS time", "CAST(NULL AS INT) AS acks",
         "r[2] AS value", "r[1] AS offset")
     seek_partition = (f"CASE WHEN p RLIKE {spark_string(_PARTITION_TEXT)} "
                       "THEN try_cast(p AS INT) END")

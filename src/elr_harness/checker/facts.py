@@ -16,12 +16,14 @@ from dataclasses import dataclass
 
 from elr_harness.checker.events import (
     FINAL_RECORD,
+    RC_FINAL_RECORD,
+    RC_READ_RECORD,
     READ_RECORD,
     REPLICA_RECORD,
     SEND_KINDS,
     TopicKeys,
 )
-from elr_harness.checker.final_reads import PartitionReads, final_read_status
+from elr_harness.checker.final_reads import PartitionReads, final_read_status, rc_final_status
 from elr_harness.checker.testinfo import RunInfo
 from elr_harness.core.errors import HarnessError
 
@@ -75,10 +77,10 @@ def gather_runs(loaded, infos: dict[int, RunInfo],
     keys: TopicKeys = loaded.keys
     per_kind = (loaded.events.groupBy("tp", "kind")
                 .agg(F.count(F.lit(1)).alias("n"), F.max("offset").alias("top")).collect())
-    side = (loaded.side.filter("f != 'observe'")
+    side = (loaded.side.filter("f NOT IN ('observe', 'txn')")
             .select("run", "index", "time", "process", "type", "f", "topic", "partition",
                     "fault", "nodes", "seek", "hwm", "hwm_map", "record_partitions", "broker",
-                    "node", "detail")
+                    "node", "detail", "isolation", "position", "lso_map")
             .orderBy("run", "index").collect())
     side_by_run: dict[int, list[dict]] = {}
     for r in side:
@@ -88,16 +90,62 @@ def gather_runs(loaded, infos: dict[int, RunInfo],
     per_kind_by_run: dict[int, list] = {}
     for r in per_kind:
         per_kind_by_run.setdefault(keys.decode_run(r["tp"])[0], []).append(r)
+    written = txn_partitions(loaded.side)
+    observed_lso = _final_observed_lso(loaded.side, side_by_run)
     return {run: _facts(loaded.history_of(run), keys, info, per_kind_by_run.get(run, []),
-                        side_by_run.get(run, []), observations.get(run, 0), expected[run])
+                        side_by_run.get(run, []), observations.get(run, 0), expected[run],
+                        written.get(run, set()), observed_lso.get(run, {}))
             for run, info in infos.items()}
 
 
+def txn_partitions(side) -> dict[int, set[TP]]:
+    """Per run, the partitions its transactions sent to (contract v4: judged, as a
+    send's partition is). No job for a history without a txn line."""
+    rows = (side.filter("f = 'txn' AND type = 'invoke' AND sends IS NOT NULL")
+            .selectExpr("run", "explode(sends) AS s")
+            .selectExpr("run", "s[0] AS topic", "CAST(s[1] AS INT) AS partition")
+            .distinct().collect())
+    out: dict[int, set[TP]] = {}
+    for r in rows:
+        if r["topic"] is not None and r["partition"] is not None:
+            out.setdefault(r["run"], set()).add((r["topic"], r["partition"]))
+    return out
+
+
+def _final_observed_lso(side, polls_by_run: dict[int, list[dict]]) -> dict[int, dict[TP, int]]:
+    """Per run with a read_committed final poll: the highest last stable offset each
+    partition's final observations (after the first final poll's invoke) reported.
+    No job for a run without one."""
+    from elr_harness.checker.frames import local_rows
+
+    firsts = []
+    for run, lines in polls_by_run.items():
+        finals = [r for r in lines if r["f"] == "poll"]
+        if any(r.get("isolation") == "read_committed" for r in finals):
+            invokes = [r["index"] for r in finals if r["type"] == "invoke"]
+            if invokes:
+                firsts.append((run, min(invokes)))
+    if not firsts:
+        return {}
+    spark = side.sparkSession
+    after = local_rows(spark, "run int, first bigint", firsts)
+    rows = (side.filter("f = 'observe' AND lso IS NOT NULL").join(after, "run")
+            .filter("index > first").groupBy("run", "topic", "partition")
+            .agg({"lso": "max"}).withColumnRenamed("max(lso)", "lso").collect())
+    out: dict[int, dict[TP, int]] = {}
+    for r in rows:
+        if r["topic"] is not None and r["partition"] is not None:
+            out.setdefault(r["run"], {})[(r["topic"], r["partition"])] = r["lso"]
+    return out
+
+
 def _facts(history, keys: TopicKeys, info: RunInfo, per_kind: list, side: list[dict],
-           observations: int, expected: dict[str, int]) -> Facts | HarnessError:
+           observations: int, expected: dict[str, int], written: set[TP],
+           observed_lso: dict[TP, int]) -> Facts | HarnessError:
     kinds: Counter = Counter()
-    named: set[TP] = set()
+    named: set[TP] = set(written)
     final_top: dict[TP, int] = {}
+    rc_top: dict[TP, int] = {}
     for r in per_kind:
         kinds[r["kind"]] += r["n"]
         if r["kind"] == REPLICA_RECORD:
@@ -108,16 +156,21 @@ def _facts(history, keys: TopicKeys, info: RunInfo, per_kind: list, side: list[d
         named.add(key)
         if r["kind"] == FINAL_RECORD and r["top"] is not None:
             final_top[key] = r["top"]
+        if r["kind"] == RC_FINAL_RECORD and r["top"] is not None:
+            rc_top[key] = r["top"]
     polls = [r for r in side if r["f"] == "poll"]
     for r in polls:
         if r["type"] == "ok" and r["topic"] is not None:
-            named.update((r["topic"], int(p)) for p in (r["hwm_map"] or {}))
+            # v4: a final poll's position and last stable offsets name partitions too
+            named.update((r["topic"], int(p)) for p in (*(r["hwm_map"] or {}),
+                                                       *(r["position"] or {}),
+                                                       *(r["lso_map"] or {})))
     named |= test_partitions(info)
 
     checked = {
         "sends": sum(kinds[SEND_KINDS[t]] for t in ("ok", "fail", "info")),
-        "polled_records": kinds[READ_RECORD],
-        "final_records": kinds[FINAL_RECORD],
+        "polled_records": kinds[READ_RECORD] + kinds[RC_READ_RECORD],
+        "final_records": kinds[FINAL_RECORD] + kinds[RC_FINAL_RECORD],
         "observations": observations,
         "replica_records": kinds[REPLICA_RECORD],
     }
@@ -126,7 +179,9 @@ def _facts(history, keys: TopicKeys, info: RunInfo, per_kind: list, side: list[d
     if differ:
         return HarnessError(f"{history}: the checks would not have read the whole "
                             f"history ({'; '.join(differ)}); no verdict is given")
-    return Facts(partitions=final_read_status(polls, named, final_top),
+    partitions = final_read_status(polls, named, final_top)
+    rc_final_status(polls, named, rc_top, observed_lso, partitions)
+    return Facts(partitions=partitions,
                  faults=[r for r in side if r["f"] == "fault"],
                  replicas=[r for r in side if r["f"] == "replica"],
                  checked=checked)

@@ -16,7 +16,8 @@ from elr_harness.checker.events import spark_string as sql_string
 #: to add the final polls that hold `hold_offsets` (or, holding none of them, the
 #: partition's last final poll: see check._examples).
 ANOMALY_COLUMNS = ("name", "topic", "partition", "value", "offset", "acks", "ops",
-                   "description", "hold", "hold_offsets", "extra", "time", "run")
+                   "description", "hold", "hold_offsets", "extra", "time", "run", "protocol",
+                   "scope")
 
 
 #: An empty list of broker ids (or offsets) as SQL text: what a null list counts as.
@@ -95,7 +96,8 @@ def json_of(**fields: str) -> str:
 def anomaly_fields(name: str, *, ops: str, description: str, value: str | None = None,
                    offset: str | None = None, acks: str | None = None,
                    hold: str | None = None, hold_offsets: str | None = None,
-                   extra: str | None = None, time: str | None = None) -> dict[str, str]:
+                   extra: str | None = None, time: str | None = None,
+                   protocol: str | None = None, scope: str | None = None) -> dict[str, str]:
     """The common anomaly schema (ANOMALY_COLUMNS, in order) as SQL expressions over
     a row with topic and partition; the other arguments are SQL expressions."""
     def typed(expr: str | None, kind: str) -> str:
@@ -118,6 +120,11 @@ def anomaly_fields(name: str, *, ops: str, description: str, value: str | None =
         "time": typed(time, "BIGINT"),
         # which history of a batch (check.check_histories) it is of
         "run": "CAST(run AS INT)",
+        # contract v4: a transaction's protocol in effect (results.json counts by it),
+        # and the partitions that must all be excused for it not to count as bad
+        # (txn-torn's partitions lacking a value; null: its own partition)
+        "protocol": typed(protocol, "STRING"),
+        "scope": typed(scope, "STRING"),
     }
     assert tuple(fields) == ANOMALY_COLUMNS
     return fields

@@ -23,6 +23,7 @@ from elr_harness.core.history import (
     DETAIL_LOWEST,
     FAULT_DETAILS,
     FEATURE_LEVEL_LOWEST,
+    ISOLATIONS,
     MAY_HOLD_MINUS_ONE,
     MIN_ISR_LOWEST,
     DetailType,
@@ -43,6 +44,16 @@ SCHEMA = (
     ("fenced", "ARRAY<BIGINT>"), ("node", "STRING"), ("broker", "BIGINT"),
     ("log_end_offset", "BIGINT"), ("high_watermark", "STRING"),
     ("min_isr", "BIGINT"), ("replicas", "ARRAY<BIGINT>"), ("elr_feature", "BIGINT"),
+    # contract version 4 (transactions). sends and inputs mix texts and ints: read
+    # as texts here, their types judged on the variant read (spark_bad_v4);
+    # last_stable_offset is an int on observe lines and an object on polls, read as
+    # JSON text like high_watermark
+    ("txn_id", "STRING"), ("sends", "ARRAY<ARRAY<STRING>>"), ("abort", "BOOLEAN"),
+    ("inputs", "ARRAY<ARRAY<STRING>>"), ("group", "STRING"),
+    ("commit_offsets", "MAP<STRING, BIGINT>"), ("offsets", "ARRAY<BIGINT>"),
+    ("end_time", "BIGINT"), ("client", "STRING"), ("isolation", "STRING"),
+    ("position", "MAP<STRING, BIGINT>"), ("last_stable_offset", "STRING"),
+    ("open_txn_offsets", "ARRAY<BIGINT>"), ("group_offsets", "MAP<STRING, MAP<STRING, BIGINT>>"),
 )
 SCHEMA_DDL = ", ".join(f"{name} {kind}" for name, kind in SCHEMA)
 FIELDS = tuple(name for name, _ in SCHEMA)
@@ -61,9 +72,13 @@ SPARK_BLANK = "trim(BOTH ' \\t\\r\\n' FROM value) = ''"
 SPARK_UTF8 = "is_valid_utf8(value)"
 REQUIRED = ("index", "time", "process", "type", "f")
 INT_FIELDS = ("index", "time", "process", "partition", "value", "offset", "leader",
-              "leader_epoch", "broker", "log_end_offset", "min_isr", "elr_feature")
+              "leader_epoch", "broker", "log_end_offset", "min_isr", "elr_feature", "end_time")
 INT_LIST_FIELDS = ("isr", "elr", "last_known_elr", "fenced", "replicas")
-TEXT_FIELDS = ("type", "f", "topic", "acks", "error", "fault", "node")
+TEXT_FIELDS = ("type", "f", "topic", "acks", "error", "fault", "node", "txn_id", "group",
+               "client", "isolation")
+#: Version 4's lists of mixed texts and ints, judged on the variant read: sends'
+#: entries are [topic, partition, value], inputs' [topic, partition, offset, value].
+TUPLE_FIELDS = {"sends": "sii", "inputs": "siii"}
 #: The kinds of line the contract defines. A line of another kind (a newer
 #: recorder's) is ignored once its common fields are valid.
 KINDS = tuple(str(k) for k in Kind)
@@ -73,13 +88,15 @@ ACKS_VALUES = ACKS_LEVELS
 #: string from a number; the common ints are typed there too, so a line whose
 #: other fields do not parse still has a kind and an index.
 SPARK_SHAPE = (("index", "BIGINT"), ("time", "BIGINT"), ("process", "BIGINT"),
-               *((c, "VARIANT") for c in (*TEXT_FIELDS, "nodes", "detail")))
+               *((c, "VARIANT") for c in (*TEXT_FIELDS, "nodes", "detail", *TUPLE_FIELDS)))
 SPARK_SHAPE_DDL = ", ".join(f"{name} {kind}" for name, kind in SPARK_SHAPE)
 #: Spark's JSON reader takes single-quoted names and strings unless told not to;
 #: JSON (RFC 8259), and so the contract, has none.
 SPARK_JSON_OPTIONS = {"allowSingleQuotes": "false"}
 #: Lines whose high_watermark is one int (on polls it is an object).
 INT_HWM_KINDS = ("observe", "replica")
+#: Lines whose last_stable_offset is one int (on polls it is an object; v4).
+INT_LSO_KINDS = ("observe",)
 #: A partition's name in a JSON object's key (seek, a poll's high_watermark).
 PARTITION_KEY = "^-?[0-9]{1,10}$"
 #: The JSON text of an object of ints keyed by partitions (Spark re-serializes an
@@ -104,13 +121,15 @@ def value_slot(f: str) -> int:
 KIND_REQUIRES = {
     "send": ("topic", "partition", "acks", "value"),
     "poll": ("topic",),
+    "txn": ("txn_id",),
     "fault": ("fault", "nodes"),
     "observe": ("topic", "partition", "leader", "leader_epoch"),
     "replica": ("topic", "partition", "node", "broker", "log_end_offset", "records"),
 }
 TYPE_REQUIRES = {("send", "fail"): ("error",), ("send", "info"): ("error",),
                  ("poll", "fail"): ("error",), ("poll", "info"): ("error",),
-                 ("poll", "ok"): ("records",)}
+                 ("poll", "ok"): ("records",), ("txn", "invoke"): ("sends",),
+                 ("txn", "fail"): ("error",), ("txn", "info"): ("error",)}
 #: Kinds whose lines are always `ok` (no invoke, no failure).
 ALWAYS_OK = ("observe", "replica")
 
@@ -155,7 +174,7 @@ def spark_needs_shape(corrupt: str = "_corrupt", value: str = "value") -> str:
     (index, time and process are BIGINT in both; every text field is a string or
     absent), so it is skipped: it cost most of a large history's conversion."""
     keys = " OR ".join(f"contains({value}, {spark_string(chr(34) + k + chr(34))})"
-                       for k in ("nodes", "detail"))
+                       for k in ("nodes", "detail", *TUPLE_FIELDS))
     return (f"{corrupt} IS NOT NULL OR contains({value}, '\\\\u') "
             f"OR {keys} "
             f"OR {value} RLIKE {spark_string(_NON_TEXT_VALUE)}")
@@ -194,6 +213,15 @@ def spark_impossible() -> list[str]:
         f"(f IN ({', '.join(repr(k) for k in INT_HWM_KINDS)}) "
         "AND try_cast(high_watermark AS BIGINT) < 0)",
         "(f = 'poll' AND exists(map_values(from_json(high_watermark, "
+        "'MAP<STRING, BIGINT>')), o -> o < 0))",
+        # version 4's offsets
+        "exists(offsets, o -> o < 0)", "exists(map_values(position), o -> o < 0)",
+        "exists(open_txn_offsets, o -> o < 0)", "exists(map_values(commit_offsets), o -> o < 0)",
+        "exists(map_values(group_offsets), g -> exists(map_values(g), o -> o < 0))",
+        "exists(inputs, e -> try_cast(e[2] AS BIGINT) < 0)",
+        f"(f IN ({', '.join(repr(k) for k in INT_LSO_KINDS)}) "
+        "AND try_cast(last_stable_offset AS BIGINT) < 0)",
+        "(f = 'poll' AND exists(map_values(from_json(last_stable_offset, "
         "'MAP<STRING, BIGINT>')), o -> o < 0))",
     ]
     for name in BROKER_ID_FIELDS:
@@ -237,6 +265,45 @@ def spark_bad_detail(shape: str = "shape", exact: str = "_exact") -> str:
     return f"coalesce(f = 'fault' AND CASE fault {' '.join(cases)} ELSE false END, false)"
 
 
+def spark_bad_v4(shape: str = "shape", exact: str = "_exact") -> list[str]:
+    """Spark SQL clauses over a typed line of a known kind, each true when one of
+    contract version 4's fields breaks its type (HISTORY.md, "Transactions (v4)"):
+    `sends` and `inputs` entries of [text, int, int] and [text, int, int, int] (on
+    the variant read, made for every line naming either: spark_needs_shape), inputs
+    not aligned with sends, an isolation level not the contract's, an
+    open_txn_offsets entry that is null, a position keyed by no partition, and a
+    last_stable_offset that is not an int (observe lines) or an object of ints
+    keyed by partitions (polls). False, never null, on a valid line."""
+    def tuples(name: str, kinds: str) -> str:
+        v = f"{shape}.{name}"
+        entry = "try_variant_get(e, '$', 'ARRAY<VARIANT>')"
+        typed = " AND ".join(
+            f"schema_of_variant({entry}[{i}]) = '{'STRING' if k == 's' else 'BIGINT'}'"
+            for i, k in enumerate(kinds))
+        fits = (f"schema_of_variant({v}) LIKE 'ARRAY%' AND forall(try_variant_get({v}, '$', "
+                f"'ARRAY<VARIANT>'), e -> coalesce(size({entry}) = {len(kinds)} AND {typed}, "
+                "false))")
+        return (f"({exact} AND {v} IS NOT NULL AND schema_of_variant({v}) != 'VOID' "
+                f"AND NOT coalesce({fits}, false))")
+
+    lso = "last_stable_offset"
+    isolations = ", ".join(spark_string(i) for i in ISOLATIONS)
+    return [f"coalesce({c}, false)" for c in (
+        *(tuples(name, kinds) for name, kinds in TUPLE_FIELDS.items()),
+        # size(null) is -1 without ANSI: both must be there to be compared
+        "inputs IS NOT NULL AND sends IS NOT NULL AND size(inputs) != size(sends)",
+        f"isolation NOT IN ({isolations})",
+        "exists(open_txn_offsets, o -> o IS NULL)",
+        f"position IS NOT NULL AND NOT forall(map_keys(position), k -> k RLIKE "
+        f"{spark_string(PARTITION_KEY)})",
+        f"f = 'poll' AND {lso} IS NOT NULL AND NOT ({lso} RLIKE {spark_string(INT_OBJECT)} "
+        f"AND from_json({lso}, 'MAP<STRING, BIGINT>') IS NOT NULL)",
+        f"f IN ({', '.join(repr(k) for k in INT_LSO_KINDS)}) AND {lso} IS NOT NULL "
+        f"AND NOT ({lso} RLIKE {spark_string(INT_TEXT)} AND try_cast({lso} AS BIGINT) "
+        "IS NOT NULL)",
+    )]
+
+
 def spark_bad(corrupt: str = "_corrupt", shape: str = "shape", exact: str = "_exact",
               utf8: str = "_utf8") -> str:
     """Spark SQL over the parsed row (its typed fields, the corrupt-record column,
@@ -278,6 +345,7 @@ def spark_bad(corrupt: str = "_corrupt", shape: str = "shape", exact: str = "_ex
         f"coalesce({required_by_kind(_spark_q)}, false)",
         *spark_impossible(),
         spark_bad_detail(shape, exact),
+        *spark_bad_v4(shape, exact),
     ])
     the_type = (f"CASE WHEN {exact} THEN try_variant_get({shape}.type, '$', 'string') "
                 "ELSE type END")
@@ -408,6 +476,8 @@ def _kind_problem(op: dict) -> str | None:
             return problem
         if op["f"] in INT_HWM_KINDS and (problem := _int_problem("high_watermark", hwm)):
             return problem
+    if problem := _v4_problem(op):
+        return problem
     if op["f"] == "send" and op.get("acks") is not None and op["acks"] not in ACKS_VALUES:
         return f"acks {op['acks']!r} is none of {', '.join(ACKS_VALUES)}"
     if op["f"] in ALWAYS_OK and op["type"] != "ok":
@@ -416,6 +486,68 @@ def _kind_problem(op: dict) -> str | None:
         if op.get(name) is None:
             return f"field {name!r} is required on {op['type']} {op['f']} lines"
     return _impossible_value(op) or _detail_problem(op)
+
+
+def _v4_problem(op: dict) -> str | None:
+    """What breaks a type of contract version 4's fields (spark_bad_v4's rules and the
+    typed read's, in words), or None."""
+    for name, kinds in TUPLE_FIELDS.items():
+        entries = op.get(name)
+        if entries is None:
+            continue
+        if not isinstance(entries, list):
+            return f"field {name!r} must be a list"
+        for entry in entries:
+            fits = isinstance(entry, list) and len(entry) == len(kinds) and all(
+                isinstance(item, str) if kind == "s" else _int_problem(name, item) is None
+                for kind, item in zip(kinds, entry, strict=True))
+            if not fits:
+                return (f"field {name!r} holds {json.dumps(entry)[:40]}, not "
+                        f"[{', '.join('text' if k == 's' else 'int' for k in kinds)}]")
+    if op.get("inputs") is not None and op.get("sends") is not None \
+            and len(op["inputs"]) != len(op["sends"]):
+        return "field 'inputs' is not aligned with 'sends' (another length)"
+    if op.get("abort") is not None and not isinstance(op["abort"], bool):
+        return "field 'abort' must be true or false"
+    if op.get("isolation") is not None and op["isolation"] not in ISOLATIONS:
+        return f"isolation {op['isolation']!r} is none of {', '.join(ISOLATIONS)}"
+    offsets = op.get("offsets")
+    if offsets is not None:
+        if not isinstance(offsets, list):
+            return "field 'offsets' must be a list of ints or nulls"
+        for item in offsets:
+            if item is not None and (problem := _int_problem("offsets", item)):
+                return problem
+    opens = op.get("open_txn_offsets")
+    if opens is not None:
+        if not isinstance(opens, list):
+            return "field 'open_txn_offsets' must be a list of ints"
+        for item in opens:
+            if problem := _int_problem("open_txn_offsets", item):
+                return problem
+    if op.get("position") is not None and (problem := _object_of_ints("position",
+                                                                       op["position"])):
+        return problem
+    for name, value in (("commit_offsets", op.get("commit_offsets")),
+                        *((f"group_offsets.{g}", v) for g, v in
+                          (op.get("group_offsets") or {}).items()
+                          if isinstance(op.get("group_offsets"), dict))):
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            return f"field {name!r} must be an object of ints"
+        for key, item in value.items():
+            if problem := _int_problem(f"{name}.{key}", item):
+                return problem
+    if op.get("group_offsets") is not None and not isinstance(op["group_offsets"], dict):
+        return "field 'group_offsets' must be an object of objects of ints"
+    lso = op.get("last_stable_offset")
+    if lso is not None:
+        if op["f"] == "poll" and (problem := _object_of_ints("last_stable_offset", lso)):
+            return problem
+        if op["f"] in INT_LSO_KINDS and (problem := _int_problem("last_stable_offset", lso)):
+            return problem
+    return None
 
 
 def _impossible_value(op: dict) -> str | None:
@@ -430,11 +562,22 @@ def _impossible_value(op: dict) -> str | None:
     hwm = op.get("high_watermark")
     hwms = (list(hwm.values()) if op["f"] == "poll" and isinstance(hwm, dict)
             else [hwm] if op["f"] in INT_HWM_KINDS else [])
+    lso = op.get("last_stable_offset")
+    lsos = (list(lso.values()) if op["f"] == "poll" and isinstance(lso, dict)
+            else [lso] if op["f"] in INT_LSO_KINDS else [])
     found = (negative("offset", [op.get("offset")])
              or negative("log_end_offset", [op.get("log_end_offset")])
              or negative("records", [r[at] for r in records])
              or negative("seek", list((op.get("seek") or {}).values()))
-             or negative("high_watermark", hwms))
+             or negative("high_watermark", hwms)
+             or negative("offsets", op.get("offsets") or [])
+             or negative("inputs", [entry[2] for entry in op.get("inputs") or []])
+             or negative("commit_offsets", list((op.get("commit_offsets") or {}).values()))
+             or negative("position", list((op.get("position") or {}).values()))
+             or negative("open_txn_offsets", op.get("open_txn_offsets") or [])
+             or negative("group_offsets", [o for g in (op.get("group_offsets") or {}).values()
+                                           for o in g.values()])
+             or negative("last_stable_offset", lsos))
     if found:
         return found
     if op.get("min_isr") is not None and op["min_isr"] < MIN_ISR_LOWEST:

@@ -288,6 +288,8 @@ def _convert(spark, history: Path | list[Path], tmp: Path, history_bytes: int = 
 #: differs): a poll is final when its invoke or its completion says so.
 _FROM_INVOKE = (
     ("final", "l.final OR (f = 'poll' AND inv.final)"),
+    # a poll's isolation is its invoke's (contract v4)
+    ("isolation", "CASE WHEN f = 'poll' THEN inv.isolation ELSE l.isolation END"),
     # a send's topic, partition, acks and value are the invoke's: a completion that
     # says otherwise does not make another send; an acks "0" send has no offset
     ("topic", "CASE WHEN f = 'send' THEN inv.topic ELSE l.topic END"),
@@ -318,7 +320,8 @@ def _pair_fixes(table):
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    pair_fields = ("type", "topic", "partition", "acks", "value", "offset", "final")
+    pair_fields = ("type", "topic", "partition", "acks", "value", "offset", "final",
+                   "isolation")
     ops = table.filter("NOT _bad AND NOT _blank AND f IN ('send', 'poll')") \
         .select("run", "_blk", "_row", "process", "f", *pair_fields)
     order = "OVER (PARTITION BY run, process, f ORDER BY _blk, _row)"
@@ -432,6 +435,9 @@ def _spark_side(valid):
     extra = {
         "hwm": f"CASE WHEN f IN ({cache.INT_HWM}) THEN CAST(high_watermark AS BIGINT) END",
         "hwm_map": "CASE WHEN f = 'poll' THEN from_json(high_watermark, "
+                   "'MAP<STRING, BIGINT>') END",
+        "lso": "CASE WHEN f = 'observe' THEN CAST(last_stable_offset AS BIGINT) END",
+        "lso_map": "CASE WHEN f = 'poll' THEN from_json(last_stable_offset, "
                    "'MAP<STRING, BIGINT>') END",
         "record_partitions": "CASE WHEN f = 'poll' AND final THEN array_sort(array_distinct("
                              "transform(records, r -> CAST(r[0] AS INT)))) END",

@@ -52,7 +52,9 @@ def observations(side: DataFrame) -> DataFrame:
     """The observe lines of the side table, with the columns the checks read."""
     return side.filter(F.col("f") == "observe").select(
         "run", "index", "time", "topic", "partition", "leader", "leader_epoch", "isr", "elr",
-        "last_known_elr", "fenced", "hwm", "min_isr", "replicas", "elr_feature")
+        "last_known_elr", "fenced", "hwm", "min_isr", "replicas", "elr_feature",
+        # contract v4: the LSO and the open transactions' first offsets
+        "lso", "open_txn_offsets")
 
 
 def runs_of(info: RunInfo | Sequence[RunInfo]) -> tuple[RunInfo, ...]:

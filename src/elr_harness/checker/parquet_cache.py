@@ -32,8 +32,9 @@ from elr_harness.core.files import read_json
 
 #: Bumped whenever the Parquet layout or a rule for a line changes, so old caches
 #: are rebuilt (17: a line that is not UTF-8 is malformed; 18: the side table and
-#: the overview name each line's run, for batches of histories).
-CACHE_VERSION = 18
+#: the overview name each line's run, for batches of histories; 19: contract
+#: version 4, transactions).
+CACHE_VERSION = 19
 MARKER = "_elr_source.json"
 #: The topics the events table's keys were made from, and its bucket count.
 LAYOUT = "_elr_layout.json"
@@ -43,15 +44,18 @@ OVERVIEW = "_elr_overview.json"
 #: The tables of a conversion.
 EVENTS, SIDE = "events", "side"
 #: Which valid lines the side table holds (without their records).
-SIDE_WHERE = "f IN ('fault', 'observe', 'replica') OR (f = 'poll' AND final)"
+SIDE_WHERE = "f IN ('fault', 'observe', 'replica', 'txn') OR (f = 'poll' AND final)"
 INT_HWM = ", ".join(repr(k) for k in INT_HWM_KINDS)
 #: The side table: the fields but records, an int high watermark (observe and
 #: replica lines), a poll's high watermarks by partition, the partitions of a
 #: final poll's records, a line's detail object as JSON text (the fault budget
 #: reads a fault's).
-_SIDE_FIELDS = tuple(c for c in FIELDS if c not in ("records", "high_watermark"))
+_SIDE_FIELDS = tuple(c for c in FIELDS
+                     if c not in ("records", "high_watermark", "last_stable_offset"))
 _SIDE_SCHEMA = (*((name, kind) for name, kind in SCHEMA if name in _SIDE_FIELDS),
                 ("hwm", "BIGINT"), ("hwm_map", "MAP<STRING, BIGINT>"),
+                # v4's last stable offset: an observation's int, a poll's by partition
+                ("lso", "BIGINT"), ("lso_map", "MAP<STRING, BIGINT>"),
                 ("record_partitions", "ARRAY<INT>"), ("detail", "STRING"),
                 # which history of a batch the line is of (0 for one history)
                 ("run", "INT"))

@@ -15,7 +15,14 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from elr_harness.checker.events import FINAL_RECORD, READ_RECORD, SEEK, TopicKeys
+from elr_harness.checker.events import (
+    FINAL_RECORD,
+    RC_FINAL_RECORD,
+    RC_READ_RECORD,
+    READ_RECORD,
+    SEEK,
+    TopicKeys,
+)
 from elr_harness.checker.frames import anomaly, json_of, op_list, sentence, text, tp_name
 from elr_harness.core.anomalies import GARBAGE_READ, NONMONOTONIC_POLL, POLL_SKIP
 
@@ -30,9 +37,12 @@ def order_events(events: DataFrame) -> DataFrame:
     kind here is 1 for a record and 0 for a seek: the offset expected next is the
     previous offset plus it."""
     over = f"OVER (PARTITION BY {', '.join(_SEQ)} ORDER BY index, pos)"
-    sequence = events.filter(f"kind IN ({FINAL_RECORD}, {READ_RECORD}, {SEEK})").selectExpr(
+    kinds = f"{FINAL_RECORD}, {READ_RECORD}, {RC_FINAL_RECORD}, {RC_READ_RECORD}, {SEEK}"
+    sequence = events.filter(f"kind IN ({kinds})").selectExpr(
         *_SEQ, "index", "pos", "offset", f"CASE WHEN kind = {SEEK} THEN 0 ELSE 1 END AS kind",
-        f"kind != {SEEK} AND value IS NULL AS garbage")
+        f"kind != {SEEK} AND value IS NULL AS garbage",
+        # a read_committed poll's record: judged against the read_committed final read
+        f"kind IN ({RC_FINAL_RECORD}, {RC_READ_RECORD}) AS rc")
     walked = sequence.selectExpr(
         "*", f"lag(kind) {over} AS prev_kind", f"lag(offset) {over} AS prev_offset",
         f"lag(index) {over} AS prev_index")
@@ -41,7 +51,7 @@ def order_events(events: DataFrame) -> DataFrame:
     expected = "prev_offset + prev_kind"
     jump = f"({is_record} AND offset > {expected})"
     return walked.filter(f"{nonmono} OR {jump} OR garbage").selectExpr(
-        *_SEQ, "index", "offset", "prev_index", "prev_offset", "garbage",
+        *_SEQ, "index", "offset", "prev_index", "prev_offset", "garbage", "rc",
         f"coalesce({nonmono}, false) AS nonmono", f"coalesce({jump}, false) AS jump",
         f"{expected} AS expected")
 
@@ -77,26 +87,30 @@ def poll_skips(violations: DataFrame, events: DataFrame, keys: TopicKeys) -> Dat
     # every jump of a poll is judged (its first may pass over nothing the final log
     # holds while a later one does), and the poll counted once
     jumps = violations.filter("jump").select(*_SEQ, "index", "expected", "offset",
-                                             "prev_index")
+                                             "prev_index", "rc")
     # only the partitions with a jump walk their final log (usually none). The joins
     # merge rather than broadcast: a broadcast of the jumps would make every other
     # check wait for the consumers' order window, their input. This one needs no
     # shuffle (both sides are partitioned by tp, the events' buckets); the last one
     # shuffles only jumps and jump points
     jumped = jumps.select("tp").distinct().hint("merge")
-    finals = events.filter(f"kind = {FINAL_RECORD}").select("tp", "offset") \
+    # a read_committed poll's jump against the read_committed final read (it skips
+    # aborted records and markers by right), any other's against the final log
+    finals = events.filter(f"kind IN ({FINAL_RECORD}, {RC_FINAL_RECORD})") \
+        .selectExpr("tp", "offset", f"kind = {RC_FINAL_RECORD} AS rc") \
         .join(jumped, ["tp"], "left_semi") \
-        .selectExpr("tp", "offset AS point", "0 AS kind", "offset AS fl_offset")
-    points = jumps.selectExpr("tp", "expected AS point", "1 AS kind",
+        .selectExpr("tp", "rc", "offset AS point", "0 AS kind", "offset AS fl_offset")
+    points = jumps.selectExpr("tp", "rc", "expected AS point", "1 AS kind",
                               "CAST(NULL AS BIGINT) AS fl_offset")
     nearest = (finals.unionByName(points)
-               .selectExpr("*", "last(fl_offset, true) OVER (PARTITION BY tp "
+               .selectExpr("*", "last(fl_offset, true) OVER (PARTITION BY tp, rc "
                            "ORDER BY point DESC, kind ROWS BETWEEN UNBOUNDED PRECEDING AND "
                            "CURRENT ROW) AS next_fl")
                .filter("kind = 1")
-               .selectExpr("tp", "point AS expected", "next_fl")
+               .selectExpr("tp", "rc", "point AS expected", "next_fl")
                .distinct())
-    skips = jumps.hint("merge").join(nearest, ["tp", "expected"]).filter("next_fl < offset")
+    skips = jumps.hint("merge").join(nearest, ["tp", "rc", "expected"]) \
+        .filter("next_fl < offset")
     skipped = keys.decoded(_first_per_poll(skips, keys, "expected", "offset", "prev_index",
                                            "next_fl"))
     return anomaly(

@@ -7,6 +7,7 @@ shared/HISTORY.md are tested without Spark.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -18,9 +19,11 @@ from elr_harness.core.anomalies import (
     ELECTION_OUTSIDE_ELR,
     ELR_MEMBER_DROPPED,
     LOST_WRITE,
+    TXN_ANOMALIES,
+    TXN_BUDGETED,
     UNSEEN,
 )
-from elr_harness.core.history import ACKS_LEVELS, COVERAGE_STATES
+from elr_harness.core.history import ACKS_LEVELS, COVERAGE_STATES, PROTOCOLS
 
 #: acks levels as the history spells them (the contract's)
 ACKS = ACKS_LEVELS
@@ -45,6 +48,10 @@ class PartitionFacts:
     min_insync_replicas: int | None = None
     #: losses on its replicas while the ELR feature was off
     unprotected_losses: int = 0
+    #: contract v4: its read_committed final read is complete (None: none was made),
+    #: and the final LSO that read reached
+    rc_complete: bool | None = None
+    final_lso: int | None = None
 
 
 @dataclass
@@ -70,6 +77,12 @@ class Findings:
     coverage: dict = field(default_factory=dict)
     #: per rule over pairs of observations: the pairs it judged (checker/transitions.py)
     judged: dict = field(default_factory=dict)
+    #: contract v4: the transactions' anomalies by (name, topic, partition, protocol,
+    #: scope: the JSON list of partitions that must all be excused, or None for its own)
+    txn_counts: Counter = field(default_factory=Counter)
+    #: the transactions by client and protocol: committed, aborted on purpose, failed,
+    #: unknown (checker/transactions.tally)
+    transactions: list = field(default_factory=list)
 
 
 def tp_key(topic: str, partition: int) -> str:
@@ -151,6 +164,26 @@ def coverage(reached: dict) -> dict[str, dict]:
     return out
 
 
+def txn_bad(findings: Findings, info: RunInfo, guar: dict[str, dict]) -> dict[str, int]:
+    """Of the transactions' anomalies that are bad within the fault budget (HISTORY.md
+    v4), how many count as bad: those with a partition they need (their own, or for
+    txn-torn every partition lacking a value) that stayed within the budget and has
+    unclean leader election off. A finding is excused when any of them is not."""
+    def excused(name: str) -> bool:
+        topic = name.rsplit("-", 1)[0]
+        kept = guar.get(name, {}).get("within_budget", True)
+        return not kept or info.topic(topic).unclean_leader_election
+
+    bad: Counter = Counter()
+    for (name, topic, part, _protocol, scope), n in findings.txn_counts.items():
+        if name not in TXN_BUDGETED:
+            continue
+        needs = json.loads(scope) if scope else [tp_key(topic, part)]
+        if not any(excused(key) for key in needs):
+            bad[name] += n
+    return bad
+
+
 def assemble(findings: Findings, info: RunInfo, checker_seconds: float) -> dict:
     """The results.json dict: verdict, reason, anomalies, stats, guarantee, test."""
     totals: Counter = Counter()
@@ -167,11 +200,14 @@ def assemble(findings: Findings, info: RunInfo, checker_seconds: float) -> dict:
     if totals[DUPLICATE] and info.idempotent:
         bad.append(DUPLICATE)
     bad += [n for n in ALWAYS_BAD if totals[n]]
+    txn_bad_counts = txn_bad(findings, info, guar)
+    bad += [n for n in TXN_BUDGETED if txn_bad_counts[n]]
     bad.sort()
 
     bad_counts = Counter({name: totals[name] for name in ALWAYS_BAD})
     bad_counts[LOST_WRITE] = lost_in_budget
     bad_counts[DUPLICATE] = totals[DUPLICATE] if info.idempotent else 0
+    bad_counts.update(txn_bad_counts)
     anomalies = {}
     for name in sorted(n for n in totals if totals[n]):
         entry: dict = {"count": totals[name], "bad": bad_counts[name]}
@@ -183,16 +219,32 @@ def assemble(findings: Findings, info: RunInfo, checker_seconds: float) -> dict:
             entry["over_time"] = {a: sorted([s, n] for (acks, s), n in
                                             findings.lost_over_time.items() if acks == a)
                                   for a in ACKS}
+        if name in TXN_ANOMALIES:
+            entry["by_protocol"] = {proto: sum(n for (nm, _t, _p, pr, _s), n
+                                               in findings.txn_counts.items()
+                                               if nm == name and pr == proto)
+                                    for proto in PROTOCOLS}
         entry["examples"] = findings.examples.get(name, [])
         anomalies[name] = entry
 
     incomplete = sorted(tp_key(t, p) for (t, p), f in findings.partitions.items()
                         if not f.complete)
+    rc_incomplete = sorted(tp_key(t, p) for (t, p), f in findings.partitions.items()
+                           if f.rc_complete is False)
     complete = bool(findings.partitions) and not incomplete and findings.any_final_reads
     sends_ok = {a: findings.ops.get("send", {}).get("ok", {}).get(a, 0) for a in ACKS}
     loss_rates = {a: (by_acks[LOST_WRITE][a] / sends_ok[a] if sends_ok[a] else 0.0)
                   for a in ACKS}
-    valid, reason = _verdict(findings, totals, by_acks, bad, guar, incomplete, lost_in_budget)
+    valid, reason = _verdict(findings, totals, by_acks, bad, guar, incomplete, lost_in_budget,
+                             rc_incomplete, bad_counts)
+    final_lso = {tp_key(t, p): f.final_lso for (t, p), f in sorted(findings.partitions.items())
+                 if f.final_lso is not None}
+    # contract v4: the read_committed final reads that did not reach the LSO, and each
+    # partition's final LSO (where its read_committed read is complete); with the
+    # transactions' tally only in a history that has transactions or read_committed
+    # reads, so that a v3 history's results.json is what it always was
+    v4_stats = ({"read_committed_incomplete": rc_incomplete, "final_lso": final_lso}
+                if findings.transactions or rc_incomplete or final_lso else {})
     return {
         "valid": valid,
         "reason": reason,
@@ -213,7 +265,9 @@ def assemble(findings: Findings, info: RunInfo, checker_seconds: float) -> dict:
             "faults": findings.faults,
             "isr_churn_below_min_isr": isr_churn(findings.isr_churn),
             "checker_seconds": round(checker_seconds, 3),
+            **v4_stats,
         },
+        **({"transactions": findings.transactions} if v4_stats else {}),
         "guarantee": guar,
         "coverage": coverage(findings.coverage),
         "judged": {name: {"pairs": findings.judged.get(name, 0), "found": totals[name]}
@@ -224,13 +278,16 @@ def assemble(findings: Findings, info: RunInfo, checker_seconds: float) -> dict:
 
 
 def _verdict(findings: Findings, totals: Counter, by_acks: dict[str, Counter], bad: list[str],
-             guar: dict, incomplete: list[str], lost_in_budget: int) -> tuple:
+             guar: dict, incomplete: list[str], lost_in_budget: int,
+             rc_incomplete: list[str] | None = None, bad_counts: Counter | None = None) -> tuple:
     """(valid, reason) by HISTORY.md: false if anything bad, else unknown, else true."""
     if bad:
         parts = []
         for name in bad:
             if name == LOST_WRITE:
                 parts.append(f"{lost_in_budget} acks=all lost-write within the fault budget")
+            elif name in TXN_BUDGETED and bad_counts is not None:
+                parts.append(f"{bad_counts[name]} {name} within the fault budget")
             else:
                 parts.append(f"{totals[name]} {name}")
         return False, "invalid: " + ", ".join(parts)
@@ -246,6 +303,10 @@ def _verdict(findings: Findings, totals: Counter, by_acks: dict[str, Counter], b
         unknown.append(f"{_plural(by_acks['unseen']['all'], 'acks=all write')} unseen")
     if findings.truncated_lines:
         unknown.append("the history was cut short (last line truncated)")
+    if rc_incomplete:
+        shown = ", ".join(rc_incomplete[:5]) + (" ..." if len(rc_incomplete) > 5 else "")
+        unknown.append(f"read_committed final reads incomplete for {shown} (transactions "
+                       "left unjudged)")
     if not findings.partitions and findings.any_final_reads:
         unknown.append("no partition was written or read")
     if unknown:
@@ -259,6 +320,11 @@ def _verdict(findings: Findings, totals: Counter, by_acks: dict[str, Counter], b
             notes.append(f"{by_acks['lost-write'][acks]} acks={acks} lost-write")
     if totals[DUPLICATE]:
         notes.append(f"{_plural(totals['duplicate'], 'duplicate')} (producers not idempotent)")
+    for name in TXN_BUDGETED:
+        excused = totals[name] - (bad_counts or Counter())[name]
+        if excused:
+            notes.append(f"{excused} {name} (beyond the fault budget, or unclean leader "
+                         "election on)")
     reason = (f"valid: no bad anomaly, final reads complete for "
               f"{_plural(len(findings.partitions), 'partition')}")
     if notes:

@@ -46,6 +46,11 @@ class RunInfo:
     node_names: frozenset[str] = frozenset()
     kafka_version: str | None = None
     seed: int | None = None
+    #: contract v4 (test.json's `transactions`): the cluster's transaction.version
+    #: (None: not said), and hanging-txn's T in nanoseconds (transaction_timeout_ms +
+    #: abort_check_interval_ms + hang_margin_ms; None: not said, so not judged)
+    transaction_version: int | None = None
+    hang_ns: int | None = None
 
     def topic(self, name: str) -> TopicInfo:
         return self.topics.get(name, self.default_topic)
@@ -95,7 +100,15 @@ def parse_test_info(test: dict | None, config: CheckerConfig) -> RunInfo:
                     if isinstance(n, dict) and n.get("id") is not None
                     and n.get("role") == "broker"}
         seed = test.get("seed")
+        txn = test.get("transactions") or {}
+        version = txn.get("transaction_version")
+        parts = [txn.get(k) for k in ("transaction_timeout_ms", "abort_check_interval_ms",
+                                      "hang_margin_ms")]
+        whole = all(isinstance(p, int) and not isinstance(p, bool) for p in parts)
         return RunInfo(
+            transaction_version=version if isinstance(version, int)
+            and not isinstance(version, bool) else None,
+            hang_ns=sum(parts) * 1_000_000 if whole else None,
             topics=topics, default_topic=default,
             elr_enabled=bool(test.get("elr_enabled", True)),
             idempotent=bool(test.get("idempotent_producers", False)),

@@ -30,6 +30,11 @@ FENCED_LEADER = "fenced-leader"
 LAST_KNOWN_ELR_INVALID = "last-known-elr-invalid"
 REPLICA_DIVERGENCE = "replica-divergence"
 UNSEEN = "unseen"
+TXN_ABORTED_READ = "txn-aborted-read"
+TXN_LOST_WRITE = "txn-lost-write"
+TXN_TORN = "txn-torn"
+TXN_PRECOMMITTED_READ = "txn-precommitted-read"
+HANGING_TXN = "hanging-txn"
 
 
 class Bad(StrEnum):
@@ -42,6 +47,9 @@ class Bad(StrEnum):
     IDEMPOTENT = "with idempotent producers"
     #: never: it makes a verdict unknown (acks=all), not invalid
     NEVER = "never (unknown)"
+    #: a partition within the fault budget whose topic has unclean leader election off
+    #: (a transaction's value counts as acks=all)
+    TXN_WITHIN_BUDGET = "within the fault budget, unclean leader election off"
 
 
 @dataclass(frozen=True)
@@ -97,6 +105,20 @@ ANOMALIES: tuple[Anomaly, ...] = (
     Anomaly(UNSEEN, Bad.NEVER,
             "an acknowledged write is absent from a final read that was incomplete",
             by_acks=True),
+    Anomaly(TXN_ABORTED_READ, Bad.ALWAYS,
+            "a read_committed poll returned a value of an aborted transaction"),
+    Anomaly(TXN_LOST_WRITE, Bad.TXN_WITHIN_BUDGET,
+            "a committed transaction's value is gone from the log, or hidden from "
+            "read_committed readers"),
+    Anomaly(TXN_TORN, Bad.TXN_WITHIN_BUDGET,
+            "an unknown transaction is partly committed: some of its values are read "
+            "committed, some are not"),
+    Anomaly(TXN_PRECOMMITTED_READ, Bad.ALWAYS,
+            "a read_committed poll returned a transaction's value before its commit was "
+            "called"),
+    Anomaly(HANGING_TXN, Bad.TXN_WITHIN_BUDGET,
+            "a partition's last stable offset stayed below its high watermark past the "
+            "transaction timeout"),
 )
 
 BY_NAME: dict[str, Anomaly] = {a.name: a for a in ANOMALIES}
@@ -105,3 +127,9 @@ NAMES: tuple[str, ...] = tuple(a.name for a in ANOMALIES)
 ALWAYS_BAD: tuple[str, ...] = tuple(a.name for a in ANOMALIES if a.bad is Bad.ALWAYS)
 #: Counted by acks level (and partition) in results.json.
 BY_ACKS: tuple[str, ...] = tuple(a.name for a in ANOMALIES if a.by_acks)
+#: Bad within the fault budget where the topic's unclean leader election is off.
+TXN_BUDGETED: tuple[str, ...] = tuple(a.name for a in ANOMALIES
+                                      if a.bad is Bad.TXN_WITHIN_BUDGET)
+#: The transactions' anomalies (contract v4), counted by protocol in results.json.
+TXN_ANOMALIES: tuple[str, ...] = (TXN_ABORTED_READ, TXN_LOST_WRITE, TXN_TORN,
+                                  TXN_PRECOMMITTED_READ, HANGING_TXN)

@@ -128,6 +128,13 @@ class KafkaTimings:
     #: How often the controller moves leadership back to preferred replicas
     #: (Kafka's default, 300 s, unless a bounce-leader mix asks for 5 s).
     leader_imbalance_check_interval_s: int = 300
+    #: transaction.abort.timed.out.transaction.cleanup.interval.ms: how often a
+    #: transaction coordinator aborts the transactions past their timeout (Kafka's
+    #: default is 10 s; short, so an abandoned transaction ends before the final
+    #: read_committed read, and is not taken for a hanging one).
+    transaction_abort_check_interval_ms: int = 2000
+    #: transaction.max.timeout.ms: the longest transaction.timeout.ms a client may ask.
+    transaction_max_timeout_ms: int = 60000
 
 
 @dataclass(frozen=True)
@@ -239,6 +246,13 @@ class ClusterConfig:
     controllers: int = 3
     brokers: int = 3
     elr: bool = True
+    #: transaction.version finalized at format time (--txn-version): None leaves
+    #: the release's default (2 on 4.x where the feature exists)
+    transaction_version: int | None = None
+    #: The transactions' internal topics (__transaction_state, __consumer_offsets)
+    #: get replication factor 3 and min ISR 2, so ELR guards them too (a run with
+    #: --workload txn or eos)
+    guard_internal_topics: bool = False
     kafka_version: str = DEFAULT_KAFKA_VERSION
     #: A user's tarball, unpacked distribution or Kafka build tree instead of Maven.
     kafka_dist: Path | None = None
@@ -307,6 +321,13 @@ class TopicConfig:
 #: How a producer picks a partition, and where a consumer starts (WorkloadConfig).
 PARTITION_CHOICES = ("round-robin", "random")
 CONSUMER_STARTS = ("earliest", "latest")
+#: What `--workload` may name: the plain sends and polls, and transactions
+#: (contract v4); LATER_WORKLOADS are named in the contract but not built yet.
+WORKLOADS = ("plain", "txn")
+LATER_WORKLOADS = ("eos",)
+#: The transactional clients (`--txn-client`), and the levels of the Java one's log.
+TXN_CLIENTS = ("java", "librdkafka")
+JAVA_LOG_LEVELS = ("ERROR", "WARN", "INFO", "DEBUG")
 
 
 @dataclass(frozen=True)
@@ -380,6 +401,54 @@ class WorkloadConfig:
     unassigned_wait_s: float = 0.2
     #: A final read whose watermark query went unanswered asks again after this.
     watermark_retry_s: float = 0.2
+    # -- transactions (contract v4; --workload txn) -----------------------------
+    #: What the run drives: "plain" (the sends and polls above), "txn"
+    #: (transactional producers and read_committed consumers), or both.
+    workloads: tuple[str, ...] = ("plain",)
+    #: The transactional client: "java" (the Kafka under test's kafka-clients,
+    #: KIP-890 with transaction.version 2) or "librdkafka" (confluent-kafka).
+    txn_client: str = "java"
+    #: Transactional producers, each its own transactional.id.
+    txn_producers: int = 2
+    #: Records one transaction sends, at least and at most (across partitions and topics).
+    txn_min_sends: int = 2
+    txn_max_sends: int = 5
+    #: Share of transactions a producer aborts on purpose (`abort: true`).
+    txn_abort_ratio: float = 0.1
+    #: The producers' transaction.timeout.ms: a transaction a dead producer left
+    #: open is aborted by its coordinator after this (plus the abort check).
+    txn_timeout_ms: int = 10000
+    #: Transactions per second over all transactional producers; 0 means unbounded.
+    txn_rate: float = 20.0
+    #: read_committed consumer processes, beside the plain consumers.
+    read_committed_consumers: int = 1
+    #: hanging-txn's margin beyond the transaction timeout and the abort check
+    #: (HISTORY.md v4): an LSO stuck longer than all three is hanging.
+    txn_hang_margin_ms: int = 10000
+    #: The Java client's values start here (librdkafka's transactions share the
+    #: plain producers' counter, which starts at 0): unique in the run, and a
+    #: value says which client wrote it.
+    txn_value_base: int = 10**15
+    #: Bound on one blocking transactional call: the Java client's max.block.ms
+    #: (init, commit, abort), librdkafka's init_transactions timeout (its commit and
+    #: abort take the transaction's remaining time, as librdkafka recommends).
+    txn_max_block_ms: int = 5000
+    #: Commit (or abort) calls a transaction makes while they time out (both
+    #: clients document a timed-out call as safe to retry); after the last the
+    #: outcome is `info` (a commit) and the producer instance is replaced.
+    txn_commit_attempts: int = 3
+    #: The Java client's delivery.timeout.ms (at least linger.ms + request.timeout.ms).
+    txn_delivery_timeout_ms: int = 8000
+    #: Pause before a producer instance that could not initialize tries again.
+    txn_init_retry_s: float = 0.5
+    #: The Java client's JVM: heap, and the level of kafka-clients' own log
+    #: (to the run's harness.log; its stdout carries only the client's JSON lines).
+    txn_java_heap: str = "-Xms64m -Xmx256m"
+    txn_java_log_level: str = "WARN"
+    #: Bound on the Java client's JVM starting (its first line), and on compiling
+    #: it with javac against the Kafka under test's kafka-clients (once per jar).
+    txn_java_start_s: float = 60.0
+    txn_compile_timeout_s: float = 120.0
 
 
 # --------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The history contract (shared/HISTORY.md, version 3) in code.
+"""The history contract (shared/HISTORY.md, version 4) in code.
 
 The one place the contract's names, process ids and levels are spelled: the
 recorder, the nemesis, the checker and the report import them from here. The
@@ -27,6 +27,8 @@ class Kind(StrEnum):
 
     SEND = "send"
     POLL = "poll"
+    #: a transactional producer's transaction (contract v4)
+    TXN = "txn"
     FAULT = "fault"
     OBSERVE = "observe"
     REPLICA = "replica"
@@ -200,4 +202,28 @@ COVERAGE_STATES = (
 #: first four always, the rest only where the cluster could say.
 OBSERVE_FIELDS = ("topic", "partition", "leader", "leader_epoch", "isr", "elr",
                   "last_known_elr", "high_watermark", "fenced", "min_isr", "replicas",
-                  "elr_feature")
+                  "elr_feature", "last_stable_offset", "open_txn_offsets", "group_offsets")
+
+# -- transactions (HISTORY.md, "Transactions (v4)") ------------------------------------
+
+#: A poll's `isolation`; absent means READ_UNCOMMITTED.
+READ_COMMITTED, READ_UNCOMMITTED = "read_committed", "read_uncommitted"
+ISOLATIONS = (READ_COMMITTED, READ_UNCOMMITTED)
+#: A txn invoke's `client`: the one whose transactions use KIP-890's protocol when
+#: test.json's transaction_version is at least KIP_890_VERSION.
+JAVA_CLIENT, LIBRDKAFKA_CLIENT = "java", "librdkafka"
+KIP_890_VERSION = 2
+#: The protocol in effect for a transaction, as results.json counts txn anomalies
+#: by it: Kafka's Java client at transaction.version 2 (KIP-890), or the older one
+#: (where KAFKA-17754 can make Kafka commit or abort a later transaction).
+KIP_890, PRE_KIP_890 = "kip-890", "pre-kip-890"
+PROTOCOLS = (KIP_890, PRE_KIP_890)
+#: A txn value's outcome: ok without abort; ok with abort, or fail; info or no completion.
+COMMITTED, ABORTED, UNKNOWN = "committed", "aborted", "unknown"
+
+
+def protocol_of(client: str | None, transaction_version: int | None) -> str:
+    """The protocol in effect for a transaction of `client` on a cluster at
+    `transaction_version` (test.json's)."""
+    return KIP_890 if client == JAVA_CLIENT and (transaction_version or 0) >= KIP_890_VERSION \
+        else PRE_KIP_890

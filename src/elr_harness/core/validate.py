@@ -19,7 +19,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from elr_harness.core.config import CONSUMER_STARTS, PARTITION_CHOICES
+from elr_harness.core.config import (
+    CONSUMER_STARTS,
+    JAVA_LOG_LEVELS,
+    LATER_WORKLOADS,
+    PARTITION_CHOICES,
+    TXN_CLIENTS,
+    WORKLOADS,
+)
 from elr_harness.core.errors import BadInput
 from elr_harness.core.history import ACKS_LEVELS, COVERAGE_STATES
 
@@ -318,6 +325,24 @@ def debug_contexts(value: str) -> str:
     return value
 
 
+def workloads(values: tuple) -> tuple:
+    """What a run drives (`--workload plain,txn`): at least one, each once, each
+    one built (eos, a later issue, is said to be not yet)."""
+    if isinstance(values, str) or not isinstance(values, tuple | list):
+        raise Invalid(f"{_shown(values)} is not a list of workloads")
+    if not values:
+        raise Invalid(f"name at least one workload of {', '.join(WORKLOADS)}")
+    for value in values:
+        if value in LATER_WORKLOADS:
+            raise Invalid(f"{_shown(value)} is not yet built (consume-transform-produce "
+                          f"comes with a later issue); use {' or '.join(WORKLOADS)}")
+        if value not in WORKLOADS:
+            raise Invalid(f"{_shown(value)} is no workload; use some of {', '.join(WORKLOADS)}")
+    if len(set(values)) != len(values):
+        raise Invalid(f"workloads repeat in {list(values)}: name each once")
+    return tuple(values)
+
+
 # -- the rules of every field ---------------------------------------------------
 
 _TINY = integer(1, 1_000_000)
@@ -333,6 +358,11 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "cluster.controllers": integer(-1000, 1000),
     "cluster.brokers": integer(-1000, 1000),
     "cluster.elr": boolean,
+    # transaction.version finalized at format time: 1 or 2 (None: the release's own)
+    "cluster.transaction_version": optional(integer(1, 2)),
+    "cluster.guard_internal_topics": boolean,
+    "cluster.timings.transaction_abort_check_interval_ms": positive_ms,
+    "cluster.timings.transaction_max_timeout_ms": positive_ms,
     "cluster.kafka_version": _matching(_KAFKA_VERSION, "a Kafka version"),
     "cluster.kafka_dist": local_path,
     "cluster.subnet": subnet,
@@ -387,6 +417,19 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "workload.observe": boolean,
     "workload.final_read_parallelism": integer(1, 256),
     "workload.last_errors_kept": integer(1, 10_000),
+    # transactions (the rules across fields: workloads/validation.py)
+    "workload.workloads": workloads,
+    "workload.txn_client": one_of(TXN_CLIENTS),
+    "workload.txn_producers": integer(1, 1024),
+    "workload.txn_min_sends": integer(1, 1000),
+    "workload.txn_max_sends": integer(1, 1000),
+    "workload.txn_abort_ratio": number(0, 1),
+    "workload.txn_rate": number(0, 1_000_000),
+    "workload.read_committed_consumers": integer(0, 1024),
+    "workload.txn_value_base": integer(1, 2**62),
+    "workload.txn_commit_attempts": integer(1, 100),
+    "workload.txn_java_heap": jvm_heap,
+    "workload.txn_java_log_level": one_of(JAVA_LOG_LEVELS),
     # a crash loses at most one second of what was recorded
     "workload.recorder_flush_interval_s": number(0, 1, above_low=True),
     # run
