@@ -135,8 +135,10 @@ def _cmd_logs(args: argparse.Namespace) -> int:
 
 
 def _print_status(cluster) -> None:
+    transactions = cluster.has_transactions()
     nodes = Table(title=f"cluster '{cluster.config.name}'  Kafka {cluster.kafka_version()}  "
-                        f"ELR {cluster.elr_label()}")
+                        f"ELR {cluster.elr_label()}"
+                        + ("  transactions on" if transactions else ""))
     for column in ("node", "role", "id", "address", "container", "kafka"):
         nodes.add_column(column)
     for status in cluster.node_status():
@@ -156,13 +158,17 @@ def _print_status(cluster) -> None:
         console.print("no topics")
         return
     table = Table(title="partitions")
+    # with transactions the guarded internal topics are rows too, and each data
+    # partition's last stable offset a column
     for column in ("topic", "partition", "leader", "epoch", "replicas", "ISR", "ELR",
-                   "LastKnownELR", "HWM"):
+                   "LastKnownELR", "HWM", *(("LSO",) if transactions else ())):
         table.add_column(column)
     for s in states:
+        lso = ("-" if s.last_stable_offset is None else str(s.last_stable_offset),)
         table.add_row(s.topic, str(s.partition), str(s.leader), str(s.leader_epoch),
                       _ids(s.replicas), _ids(s.isr), _ids(s.elr), _ids(s.last_known_elr),
-                      "-" if s.high_watermark is None else str(s.high_watermark))
+                      "-" if s.high_watermark is None else str(s.high_watermark),
+                      *(lso if transactions else ()))
     console.print(table)
 
 

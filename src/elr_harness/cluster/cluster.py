@@ -1,10 +1,11 @@
 """A real KRaft cluster on nodes a provider makes: bring it up, watch it, take it down.
 
 `up` goes: validate -> sweep leftovers -> Kafka distribution -> nodes (for
-Docker: image, network, containers) -> configs -> format (ELR on/off) ->
-start controllers and brokers -> ready (every broker registered and
-unfenced, the quorum has a leader). A node that fails to start has its last
-log lines shown and everything is torn down.
+Docker: image, network, containers) -> configs -> format (ELR on/off,
+transaction.version) -> start controllers and brokers -> ready (every broker
+registered and unfenced, the quorum has a leader) -> with transactions, the
+internal topics made and guarded (internal_topics). A node that fails to start
+has its last log lines shown and everything is torn down.
 
 One way to talk to Kafka per purpose: the AdminClient creates topics; the
 harness's own wire client (kafka_wire) observes (DescribeTopicPartitions for
@@ -13,9 +14,10 @@ watermarks); the controllers' quorum-state files name the active controller
 (Kafka's metadata-quorum tool where none does); its log dump tool decodes the
 controller's metadata log.
 
-It runs a little over 400 lines because it is the one class the layers above
-talk to for a cluster (the node seam's KafkaCluster); the pieces that stand
-alone already live beside it (kraft, kafka_wire, observe, replica_logs).
+It runs about 500 lines because it is the one class the layers above talk to
+for a cluster (the node seam's KafkaCluster); the pieces that stand alone
+already live beside it (kraft, kafka_wire, observe, replica_logs,
+internal_topics).
 """
 
 from __future__ import annotations
@@ -130,6 +132,10 @@ class Cluster:
             self._create_nodes()
             self._format_and_start()
             self.wait_ready()
+            if self.config.guard_internal_topics:  # transactions: ELR guards them too
+                from elr_harness.cluster.internal_topics import guard_internal_topics
+
+                guard_internal_topics(self)
         except BaseException:
             self.down(quiet=True)
             raise
@@ -150,6 +156,8 @@ class Cluster:
         assert self.distribution is not None
         self.facts = {"kafka-version": self.distribution.version,
                       "elr": "on" if self.config.elr else "off"}
+        if self.config.guard_internal_topics:
+            self.facts["transactions"] = "on"
         self.nodes = dict(self.provider.create(self.specs, str(self.distribution.home),
                                                self.facts, self.log))
 
@@ -361,7 +369,21 @@ class Cluster:
         timeout_s = self.config.timeouts.describe_s if timeout_s is None else timeout_s
         addresses = {n.spec.node_id: f"{n.spec.address}:{self.config.broker_port}"
                      for n in self.brokers}
-        return PartitionObserver(self.bootstrap, timeout_s, avoid=avoid, addresses=addresses)
+        return PartitionObserver(self.bootstrap, timeout_s, avoid=avoid, addresses=addresses,
+                                 transactions=self.has_transactions())
+
+    def has_transactions(self) -> bool:
+        """Built for transactions (guarded internal topics), by its config or, for a
+        cluster found running, by what its nodes were created with."""
+        return self.config.guard_internal_topics or self.facts.get("transactions") == "on"
+
+    def transaction_coordinator(self, transactional_id: str) -> int | None:
+        """The broker id of `transactional_id`'s transaction coordinator now (None:
+        no broker names one yet)."""
+        from elr_harness.cluster.kafka_wire_txn import transaction_coordinator
+
+        return transaction_coordinator(self.bootstrap, transactional_id,
+                                       self.config.timeouts.describe_s)
 
     def controller_view(self, topic: str) -> list[PartitionState]:
         """The partitions of `topic` as the active controller's metadata log has them.
@@ -413,10 +435,15 @@ class Cluster:
                              self.config.timeouts.metadata_dump_s)
 
     def describe_all(self) -> list[PartitionState]:
-        """Every user topic's partitions (internal topics left out)."""
+        """Every user topic's partitions (internal topics left out, but for the
+        guarded ones of a cluster built for transactions)."""
+        from elr_harness.cluster.kraft import INTERNAL_TOPICS
+
+        shown = INTERNAL_TOPICS if self.has_transactions() else ()
         observer = self.observer()
         try:
-            return [s for s in observer.describe([]) if not s.topic.startswith("__")]
+            return [s for s in observer.describe([])
+                    if not s.topic.startswith("__") or s.topic in shown]
         finally:
             observer.close()
 

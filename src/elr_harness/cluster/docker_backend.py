@@ -202,7 +202,8 @@ class DockerProvider:
         nodes: dict[str, Node] = {s.name: DockerNode(s, by_name[s.name], self.config.timeouts)
                                   for s in specs if s.name in by_name}
         labels_of_one = containers[0].labels if containers else {}
-        facts = {key: labels_of_one[f"{LABEL}.{key}"] for key in ("kafka-version", "elr")
+        facts = {key: labels_of_one[f"{LABEL}.{key}"]
+                 for key in ("kafka-version", "elr", "transactions")
                  if f"{LABEL}.{key}" in labels_of_one}
         return Attached(specs, nodes, facts)
 

@@ -11,7 +11,8 @@ clients/src/main/resources/common/message/DescribeTopicPartitions*.json, v0,
 a "flexible" version: compact arrays/strings and tagged fields.
 
 High watermarks come from ListOffsets v4 (LATEST, READ_UNCOMMITTED), a plain
-non-flexible version, asked of each partition's leader with the leader epoch
+non-flexible version (last stable offsets from the same at READ_COMMITTED,
+cluster.kafka_wire_txn), asked of each partition's leader with the leader epoch
 the observer just saw: a broker with another epoch (a stale leader) answers
 FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH instead of its own high watermark. librdkafka's admin
 client did this before, but under faults it once aborted the whole harness
@@ -20,6 +21,8 @@ is only an unknown high watermark. For the same reason the registered,
 unfenced brokers come from a Metadata v8 request with no topics (a KRaft
 broker lists only unfenced brokers), not from librdkafka's DescribeCluster,
 which hit the same assertion while brokers were being fenced.
+DescribeProducers and FindCoordinator (transactions) are in
+cluster.kafka_wire_txn.
 
 Which brokers are fenced comes from DescribeCluster v2 (KIP-1073, Kafka 4.0+)
 with IncludeFencedBrokers: the `fenced` field of observe lines, which the
@@ -57,6 +60,10 @@ LIST_OFFSETS_KEY = 2
 LIST_OFFSETS_VERSION = 4
 #: ListOffsets' timestamp for "the latest offset" (the high watermark).
 LATEST_TIMESTAMP = -1
+#: ListOffsets' isolation levels: the latest offset is the high watermark at
+#: READ_UNCOMMITTED, the last stable offset (LSO) at READ_COMMITTED.
+READ_UNCOMMITTED = 0
+READ_COMMITTED = 1
 METADATA_KEY = 3
 METADATA_VERSION = 8
 #: DescribeCluster v2 (KIP-1073, Kafka 4.0+) lists fenced brokers when asked to.
@@ -110,14 +117,17 @@ def encode_describe_request(correlation_id: int, client_id: str, topics: Sequenc
 
 
 def encode_list_offsets_request(correlation_id: int, client_id: str,
-                                partitions: dict[tuple[str, int], int]) -> bytes:
+                                partitions: dict[tuple[str, int], int],
+                                isolation_level: int = READ_UNCOMMITTED) -> bytes:
     """A size-prefixed ListOffsets v4 request (request header v1) for the latest
-    offset, read-uncommitted, of each (topic, partition) -> current leader epoch."""
+    offset of each (topic, partition) -> current leader epoch: the high watermark
+    at READ_UNCOMMITTED, the last stable offset at READ_COMMITTED."""
     header = header_v1(LIST_OFFSETS_KEY, LIST_OFFSETS_VERSION, correlation_id, client_id)
     by_topic: dict[str, list[tuple[int, int]]] = {}
     for (topic, partition), epoch in partitions.items():
         by_topic.setdefault(topic, []).append((partition, epoch))
-    body = struct.pack(">ibi", -1, 0, len(by_topic))  # replica id, isolation, topics
+    # replica id, isolation level, topics
+    body = struct.pack(">ibi", -1, isolation_level, len(by_topic))
     for topic, numbers in by_topic.items():
         body += string(topic) + struct.pack(">i", len(numbers))
         for number, epoch in numbers:
@@ -267,11 +277,14 @@ class WireConnection:
             if cursor is None:
                 return _merge_topics(result)
 
-    def latest_offsets(self, partitions: dict[tuple[str, int], int]
+    def latest_offsets(self, partitions: dict[tuple[str, int], int],
+                       isolation_level: int = READ_UNCOMMITTED
                        ) -> dict[tuple[str, int], tuple[int, int]]:
-        """(error code, latest offset) of each (topic, partition) -> leader epoch asked."""
+        """(error code, latest offset) of each (topic, partition) -> leader epoch asked:
+        high watermarks, or last stable offsets at READ_COMMITTED."""
         _, result = decode_list_offsets_response(self._exchange(
-            lambda c: encode_list_offsets_request(c, self.client_id, partitions)))
+            lambda c: encode_list_offsets_request(c, self.client_id, partitions,
+                                                  isolation_level)))
         return result
 
     def broker_ids(self) -> list[int]:
@@ -314,23 +327,34 @@ class WireConnection:
         """One request a caller encodes itself (cluster.reassignments); its answer."""
         return self._exchange(build)
 
-    def _exchange(self, build: Callable[[int], bytes]) -> bytes:
-        """Send build(correlation id) and return the response for exactly that id
-        (every response header starts with it); anything else closes the socket."""
-        self._correlation += 1
-        payload = self._roundtrip(build(self._correlation))
-        if payload[:4] != struct.pack(">i", self._correlation):
+    def exchange_all(self, builds: Sequence[Callable[[int], bytes]]) -> list[bytes]:
+        """Several requests written at once and their responses read in order: one
+        round trip where one after another would take one each (a broker answers a
+        connection's requests in the order sent). Each response must carry its own
+        request's correlation id; anything else closes the socket."""
+        ids = [self._correlation + n for n in range(1, len(builds) + 1)]
+        self._correlation += len(builds)
+        requests = b"".join(build(i) for build, i in zip(builds, ids, strict=True))
+        payloads = self._roundtrip(requests, len(ids))
+        if any(p[:4] != struct.pack(">i", i) for p, i in zip(payloads, ids, strict=True)):
             self.close()
             raise WireError("response out of order")
-        return payload
+        return payloads
 
-    def _roundtrip(self, request: bytes) -> bytes:
+    def _exchange(self, build: Callable[[int], bytes]) -> bytes:
+        """Send build(correlation id) and return the response for exactly that id."""
+        return self.exchange_all([build])[0]
+
+    def _roundtrip(self, requests: bytes, responses: int) -> list[bytes]:
         self.connect()
         assert self._sock is not None
         try:
-            self._sock.sendall(request)
-            size = struct.unpack(">i", self._recv_exactly(4))[0]
-            return self._recv_exactly(size)
+            self._sock.sendall(requests)
+            payloads = []
+            for _ in range(responses):
+                size = struct.unpack(">i", self._recv_exactly(4))[0]
+                payloads.append(self._recv_exactly(size))
+            return payloads
         except (OSError, struct.error) as err:
             self.close()
             raise WireError(f"{self.host}:{self.port}: {err}") from err

@@ -43,6 +43,16 @@ CLASS_ARCHIVE_QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 CLASS_ARCHIVE_OPTIONS = (f"-XX:SharedArchiveFile={CLASS_ARCHIVE}", *CLASS_ARCHIVE_QUIET)
 #: pgrep/pkill pattern that matches the Kafka JVM and nothing else in a node.
 KAFKA_PROCESS_PATTERN = r"kafka\.Kafka /opt/harness"
+#: Kafka's internal topics of transactions and consumer groups: with transactions
+#: (ClusterConfig.guard_internal_topics) they run with replication factor 3 and
+#: min ISR 2, so ELR guards them too (cluster/internal_topics.py).
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
+INTERNAL_TOPICS = (CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)
+GUARDED_REPLICATION_FACTOR = 3
+GUARDED_MIN_ISR = 2
+#: Partitions of each internal topic (Kafka's defaults, 50, are slow to create).
+INTERNAL_TOPIC_PARTITIONS = 3
 #: Largest node count of one test cluster: what fits the /24 network and one
 #: machine's containers, and the most nodes a nodes file may name too.
 MAX_NODES = 32
@@ -84,6 +94,13 @@ def validate_topology(config: ClusterConfig) -> None:
     network = ipaddress.ip_network(config.subnet)
     if config.first_host + config.controllers + config.brokers >= network.num_addresses - 1:
         raise BadInput(f"subnet {config.subnet} is too small for the topology")
+    if config.guard_internal_topics and config.brokers < GUARDED_REPLICATION_FACTOR:
+        raise BadInput(f"transactions need at least {GUARDED_REPLICATION_FACTOR} brokers "
+                       f"(--brokers): their internal topics run with replication factor "
+                       f"{GUARDED_REPLICATION_FACTOR} and min ISR {GUARDED_MIN_ISR}")
+    if config.transaction_version is not None and config.transaction_version < 0:
+        raise BadInput(f"transaction.version {config.transaction_version} is not a "
+                       f"feature level (0, 1 or 2)")
 
 
 def node_specs(config: ClusterConfig) -> list[NodeSpec]:
@@ -142,6 +159,7 @@ def server_properties(spec: NodeSpec, specs: list[NodeSpec], config: ClusterConf
         }
     else:
         internal_rf = min(3, brokers)
+        guarded = config.guard_internal_topics
         props = {
             **common,
             "process.roles": "broker",
@@ -153,11 +171,16 @@ def server_properties(spec: NodeSpec, specs: list[NodeSpec], config: ClusterConf
             "broker.session.timeout.ms": t.broker_session_timeout_ms,
             "replica.lag.time.max.ms": t.replica_lag_time_max_ms,
             "auto.create.topics.enable": "false",
-            "offsets.topic.replication.factor": internal_rf,
-            "offsets.topic.num.partitions": 3,
-            "transaction.state.log.replication.factor": internal_rf,
-            "transaction.state.log.min.isr": 1,
-            "transaction.state.log.num.partitions": 3,
+            "offsets.topic.replication.factor":
+                GUARDED_REPLICATION_FACTOR if guarded else internal_rf,
+            "offsets.topic.num.partitions": INTERNAL_TOPIC_PARTITIONS,
+            "transaction.state.log.replication.factor":
+                GUARDED_REPLICATION_FACTOR if guarded else internal_rf,
+            "transaction.state.log.min.isr": GUARDED_MIN_ISR if guarded else 1,
+            "transaction.state.log.num.partitions": INTERNAL_TOPIC_PARTITIONS,
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms":
+                t.transaction_abort_check_interval_ms,
+            "transaction.max.timeout.ms": t.transaction_max_timeout_ms,
             "share.coordinator.state.topic.replication.factor": internal_rf,
             "share.coordinator.state.topic.min.isr": 1,
             "group.initial.rebalance.delay.ms": 0,
@@ -243,11 +266,17 @@ def tool_command(heap: str, main_class: str, *args: str) -> list[str]:
 
 
 def format_command(config: ClusterConfig, cluster_id: str, properties: str) -> list[str]:
-    """Kafka's storage tool: format the node's log dirs with ELR on or off."""
+    """Kafka's storage tool: format the node's log dirs with ELR on or off, and
+    transaction.version finalized at the level asked (None: the release's default).
+    `--feature NAME=LEVEL`, given once per feature, is the storage tool's syntax in
+    every release 4.0 to 4.4 (kafka.tools.StorageTool format)."""
+    features = [f"eligible.leader.replicas.version={1 if config.elr else 0}"]
+    if config.transaction_version is not None:
+        features.append(f"transaction.version={config.transaction_version}")
     return tool_command(
         "128m", "kafka.tools.StorageTool", "format",
         "--config", properties, "--cluster-id", cluster_id, "--ignore-formatted",
-        "--feature", f"eligible.leader.replicas.version={1 if config.elr else 0}")
+        *(arg for feature in features for arg in ("--feature", feature)))
 
 
 def registrations(node: Node) -> int:

@@ -11,6 +11,12 @@ eligible.leader.replicas.version (ApiVersions); each is recorded only where
 both answers agree (a change in between is not attributed to either side). All
 go over the harness's own small wire client (cluster.kafka_wire). Nothing is
 derived: the checker judges Kafka by exactly what Kafka said.
+
+With transactions (contract v4) the observer also watches the internal topics
+`__transaction_state` and `__consumer_offsets` once they exist, and asks each
+data partition's leader, in the same round trip as its high watermark, for its
+last stable offset and the first offset of each transaction it holds open
+(cluster.kafka_wire_txn). Without them, nothing of this is asked or recorded.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from elr_harness.cluster.kafka_wire import WireConnection, WireError
+from elr_harness.cluster.kafka_wire_txn import leader_view, open_txn_offsets
+from elr_harness.cluster.kraft import INTERNAL_TOPICS
 from elr_harness.core.config import NodeTimeouts
 from elr_harness.core.history import ELR_FEATURE, OBSERVER_PROCESS
 
@@ -47,6 +55,12 @@ class PartitionState:
     min_isr: int | None = None
     #: The finalized level of eligible.leader.replicas.version, by the same rule.
     elr_feature: int | None = None
+    #: The partition's LSO as its leader reports it (None: not asked, or no answer,
+    #: OFFSET_NOT_AVAILABLE included).
+    last_stable_offset: int | None = None
+    #: The first offset of each transaction the leader holds open (None: not asked,
+    #: or no answer; empty: none open).
+    open_txn_offsets: tuple[int, ...] | None = None
 
     def as_observation(self) -> dict:
         """A history `observe` line's fields (HISTORY.md) without index and time: the
@@ -74,6 +88,10 @@ class PartitionState:
             fields["replicas"] = list(self.replicas)
         if self.elr_feature is not None:
             fields["elr_feature"] = self.elr_feature
+        if self.last_stable_offset is not None and self.last_stable_offset >= 0:
+            fields["last_stable_offset"] = self.last_stable_offset
+        if self.open_txn_offsets is not None:
+            fields["open_txn_offsets"] = list(self.open_txn_offsets)
         return fields
 
 
@@ -129,20 +147,38 @@ class ObservationError(Exception):
     """No broker answered DescribeTopicPartitions."""
 
 
+@dataclass(frozen=True)
+class _Offsets:
+    """What the leaders said of their partitions' offsets, by (topic, partition)."""
+
+    high_watermarks: dict[tuple[str, int], int]
+    stable: dict[tuple[str, int], int]
+    open_txns: dict[tuple[str, int], tuple[int, ...]]
+
+
+def is_data_topic(topic: str) -> bool:
+    """A topic the workload writes, not one of Kafka's internal ones (all "__")."""
+    return not topic.startswith("__")
+
+
 class PartitionObserver:
     """Describes partitions through whichever broker answers first."""
 
     def __init__(self, bootstrap: list[str], timeout_s: float = NodeTimeouts.describe_s,
                  with_high_watermark: bool = True,
                  avoid: Callable[[], set[str]] | None = None,
-                 addresses: dict[int, str] | None = None) -> None:
+                 addresses: dict[int, str] | None = None,
+                 transactions: bool = False) -> None:
         """`avoid()` names broker addresses (host:port) not to ask right now: a broker
         cut off from the controllers still answers, from a stale metadata cache.
-        `addresses` maps broker ids to those addresses."""
+        `addresses` maps broker ids to those addresses. `transactions`: a run with
+        transactions (contract v4): the internal topics are described too, and each
+        data partition's LSO and open transactions are asked with its high watermark."""
         self._avoid = avoid or (lambda: set())
         self._addresses = addresses or {}
         self._connections = [WireConnection(address, timeout_s) for address in bootstrap]
         self._with_high_watermark = with_high_watermark
+        self._transactions = transactions
         #: The highest leader epoch seen per partition.
         self._epochs: dict[tuple[str, int], int] = {}
         #: The topics the last description found (asked for every topic, their
@@ -150,13 +186,21 @@ class PartitionObserver:
         self._known_topics: list[str] = []
 
     def describe(self, topics: Sequence[str]) -> list[PartitionState]:
+        """Every partition of `topics` (every topic when none is named), and with
+        transactions the internal topics that exist."""
         avoid = self._avoid()
+        if self._transactions and topics:
+            topics = [*topics, *(t for t in INTERNAL_TOPICS if t not in topics)]
         described, around = self._describe_any(topics, avoid)
         partitions = [p for t in described for p in t.partitions]
         # A leader with a stale view may report an old high watermark: not asked.
-        hwms = self._high_watermarks({
-            (p.topic, p.partition): (p.leader, p.leader_epoch) for p in partitions
-            if p.leader >= 0 and self._addresses.get(p.leader) not in avoid}, avoid)
+        leaders = {(p.topic, p.partition): (p.leader, p.leader_epoch) for p in partitions
+                   if p.leader >= 0 and self._addresses.get(p.leader) not in avoid}
+        if self._transactions:
+            offsets = self._leader_views(leaders, avoid)
+        else:
+            offsets = _Offsets(self._high_watermarks(leaders, avoid), {}, {})
+        hwms = offsets.high_watermarks
         return [
             PartitionState(
                 topic=p.topic, partition=p.partition, leader=p.leader,
@@ -166,6 +210,8 @@ class PartitionObserver:
                 high_watermark=hwms.get((p.topic, p.partition)), replicas=tuple(p.replicas),
                 fenced=around.fenced, min_isr=around.min_isr.get(p.topic),
                 elr_feature=around.elr_feature,
+                last_stable_offset=offsets.stable.get((p.topic, p.partition)),
+                open_txn_offsets=offsets.open_txns.get((p.topic, p.partition)),
             )
             for p in sorted(partitions, key=lambda p: (p.topic, p.partition))
         ]
@@ -236,30 +282,62 @@ class PartitionObserver:
         return any(p.leader_epoch < self._epochs.get((p.topic, p.partition), -1)
                    for t in topics for p in t.partitions)
 
-    def _high_watermarks(self, leaders: dict[tuple[str, int], tuple[int, int]],
-                         avoid: set[str]) -> dict[tuple[str, int], int]:
-        """Each partition's latest offset as its leader reports it; unknown (left
-        out) where it did not answer. Where broker addresses are known only the
-        described leader is asked; otherwise every broker that may answer is
-        (only the leader answers without an error), and the first answer counts."""
+    def _asks(self, leaders: dict[tuple[str, int], tuple[int, int]], avoid: set[str]
+              ) -> dict[str, dict[tuple[str, int], int]]:
+        """Whom to ask for which partitions' offsets (each at its described leader
+        epoch): where broker addresses are known only the described leader; otherwise
+        every broker that may answer (only the leader answers without an error)."""
         if not self._with_high_watermark or not leaders:
             return {}
-        connections = {f"{c.host}:{c.port}": c for c in self._connections}
+        connections = [f"{c.host}:{c.port}" for c in self._connections]
         asks: dict[str, dict[tuple[str, int], int]] = {}
         for key, (leader, epoch) in sorted(leaders.items()):
             address = self._addresses.get(leader)
             for target in [address] if address is not None else connections:
                 if target in connections and target not in avoid:
                     asks.setdefault(target, {})[key] = epoch
+        return asks
+
+    def _connection(self, address: str) -> WireConnection:
+        return next(c for c in self._connections if f"{c.host}:{c.port}" == address)
+
+    def _high_watermarks(self, leaders: dict[tuple[str, int], tuple[int, int]],
+                         avoid: set[str]) -> dict[tuple[str, int], int]:
+        """Each partition's latest offset as its leader reports it; unknown (left
+        out) where it did not answer; the first answer counts."""
         result: dict[tuple[str, int], int] = {}
-        for address, epochs in asks.items():
+        for address, epochs in self._asks(leaders, avoid).items():
             try:
-                offsets = connections[address].latest_offsets(epochs)
+                offsets = self._connection(address).latest_offsets(epochs)
             except (WireError, UnicodeDecodeError):
                 continue
             for key, (error_code, offset) in offsets.items():
                 if error_code == 0 and offset >= 0 and key in epochs:
                     result.setdefault(key, offset)
+        return result
+
+    def _leader_views(self, leaders: dict[tuple[str, int], tuple[int, int]],
+                      avoid: set[str]) -> _Offsets:
+        """With transactions: each partition's high watermark and, of each data
+        partition, the LSO and the open transactions' first offsets, one round trip
+        per leader (kafka_wire_txn.leader_view). The open transactions count only
+        from a broker that the same round trip showed leading at the described epoch
+        (any replica answers DescribeProducers)."""
+        result = _Offsets({}, {}, {})
+        for address, epochs in self._asks(leaders, avoid).items():
+            data = {key: epoch for key, epoch in epochs.items() if is_data_topic(key[0])}
+            try:
+                view = leader_view(self._connection(address), epochs, data)
+            except (WireError, UnicodeDecodeError):
+                continue
+            for answers, into in ((view.high_watermarks, result.high_watermarks),
+                                  (view.stable_offsets, result.stable)):
+                for key, (error_code, offset) in (answers or {}).items():
+                    if error_code == 0 and offset >= 0 and key in epochs:
+                        into.setdefault(key, offset)
+            for key, (error_code, producers) in (view.producers or {}).items():
+                if error_code == 0 and key in data and view.leads(key):
+                    result.open_txns.setdefault(key, open_txn_offsets(producers))
         return result
 
     def close(self) -> None:
