@@ -64,6 +64,10 @@ BAD_INPUTS = [
     (["run", "--concurrency", "-3"], "--concurrency: -3 is not between 1 and"),
     (["run", "--client-debug", "bogus"], "--client-debug: 'bogus' is no librdkafka debug"),
     (["run", "--client-debug", "msg,,x"], "--client-debug: 'x' is no librdkafka debug"),
+    (["run", "--workload", "eos"], "--workload: 'eos' is not yet built"),
+    (["run", "--workload", "plain,bogus"], "--workload: 'bogus' is no workload"),
+    (["run", "--txn-client", "go"], "--txn-client: 'go' is not one of java, librdkafka"),
+    (["run", "--txn-version", "3"], "--txn-version: 3 is not between 1 and 2"),
     # run: the cluster and the topic
     (["run", "--name", ""], "argument --name: '' is not a cluster name"),
     (["run", "--name=-x"], "argument --name: '-x' is not a cluster name"),

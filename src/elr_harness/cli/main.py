@@ -29,6 +29,7 @@ from elr_harness.run.flags import (
     port,
     seconds,
     spark_master,
+    workload_list,
 )
 
 
@@ -71,6 +72,18 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--client-debug", default=w.client_debug, metavar="CONTEXTS",
                    help="librdkafka debug contexts for the clients, e.g. msg,protocol "
                         "(logged to the run's harness.log)")
+    g.add_argument("--workload", type=workload_list, default=",".join(w.workloads),
+                   metavar="plain|txn|plain,txn",
+                   help="what the clients do: plain sends and polls, transactions "
+                        "(transactional producers and read_committed consumers), or both "
+                        f"(default {','.join(w.workloads)})")
+    g.add_argument("--txn-client", default=w.txn_client, metavar="java|librdkafka",
+                   help="the transactional client: Kafka's own Java client of the Kafka under "
+                        "test (KIP-890 with --txn-version 2), or librdkafka "
+                        f"(default {w.txn_client})")
+    g.add_argument("--txn-version", type=ascii_int, default=None, metavar="1|2",
+                   help="transaction.version finalized at format time (default: the "
+                        "release's own; 2 is KIP-890's protocol, from Kafka 4.0)")
     p.add_argument("--spark-master", default=CheckerConfig.spark_master, type=spark_master,
                    help="Spark master URL for the check (default: local[*])")
     p.add_argument("--config", type=Path, default=None, metavar="FILE",

@@ -148,6 +148,8 @@ FLAG_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
     "seed": (("run", "seed"), ("workload", "seed")),
     "time_limit": (("run", "time_limit_s"), ("workload", "time_limit_s")),
     "spark_master": (("checker", "spark_master"),),
+    "workload": (("workload", "workloads"),), "txn_client": (("workload", "txn_client"),),
+    "txn_version": (("cluster", "transaction_version"),),
 }
 
 
@@ -215,6 +217,9 @@ def run_configs(args: argparse.Namespace, note: Callable[[str], None] | None = N
     if "seed" not in given and "seed" in settings.get("run", {}):
         sections["workload"] = replace(sections["workload"], seed=run.seed)
     sections["workload"] = replace(sections["workload"], time_limit_s=run.time_limit_s)
+    if "txn" in sections["workload"].workloads:
+        # the transactions' internal topics get ELR's protection too (the cluster's job)
+        sections["cluster"] = replace(sections["cluster"], guard_internal_topics=True)
     sections["run"] = run
     # run before workload: the workload's seed and time limit are copied from the run's,
     # so a bad one is named where it was set

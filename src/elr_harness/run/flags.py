@@ -95,6 +95,13 @@ def coverage_states(value: str) -> tuple[str, ...]:
     return _flag_type(validate.RULES["run.reached"], "coverage_states")(names)
 
 
+def workload_list(value: str) -> tuple[str, ...]:
+    """`--workload plain,txn` as a tuple; which names are allowed is the rule a
+    --config file's workload.workloads meets (core/validate.py), judged with the
+    rest of the config so that a refusal is one line."""
+    return tuple(name.strip() for name in value.split(",") if name.strip())
+
+
 def port(value: str) -> int:
     if not _ASCII_INT.fullmatch(value):
         raise argparse.ArgumentTypeError(f"{value[:60]!r} is not a port number")

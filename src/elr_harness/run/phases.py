@@ -98,8 +98,11 @@ def run_test(spec: RunSpec) -> int:
     def say(message: str) -> None:
         console.print(f"[dim]·[/dim] {message}")
 
-    resolve_distribution(spec.cluster.kafka_version, spec.cluster.kafka_dist, say,
-                         spec.cluster.releases)
+    dist = resolve_distribution(spec.cluster.kafka_version, spec.cluster.kafka_dist, say,
+                                spec.cluster.releases)
+    from elr_harness.run.transactions import check_transactions, transactions_json
+
+    check_transactions(spec.cluster, spec.workload, dist, say)
     provider = provider_for(spec.cluster)
     provider.preflight(say)
     from elr_harness.nemesis.pagecache import PageCacheLayer
@@ -113,6 +116,9 @@ def run_test(spec: RunSpec) -> int:
     phases = Phases()
     started_at = datetime.now(UTC)
     test = started_test_json(spec, plan, started_at)
+    transactions = transactions_json(spec.cluster, spec.workload, dist.version)
+    if transactions is not None:
+        test["transactions"] = transactions
     write_json(run_dir / "test.json", test)
     layer = PageCacheLayer() if plan.needs_page_cache_layer else None
     cluster = Cluster(spec.cluster, log=say,
@@ -244,7 +250,8 @@ def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, la
     try:
         phases.enter("workload + nemesis")
         workload.start(cluster.bootstrap, spec.topics, recorder, spec.workload,
-                       observer=observer)
+                       observer=observer,
+                       kafka_libs=cluster.distribution.libs if cluster.distribution else None)
         nemesis_thread = threading.Thread(
             target=run_nemesis, name="nemesis",
             args=(plan, spec, injector, observer, stop_nemesis, nemesis_result),
@@ -271,10 +278,20 @@ def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, la
                          if played is not None else recorded_toml(record))
 
     def do_final_reads() -> dict[str, Any]:
-        summary = final_reads(cluster.bootstrap, spec.topics, recorder, spec.workload)
-        return {"complete": summary.complete,
+        # with transactions: the read_committed read waits out the transaction timeout
+        # and the coordinators' abort check once (an abandoned one is aborted first)
+        settle_s = (spec.workload.txn_timeout_ms +
+                    spec.cluster.timings.transaction_abort_check_interval_ms) / 1000
+        summary = final_reads(cluster.bootstrap, spec.topics, recorder, spec.workload,
+                              txn_settle_s=settle_s)
+        done = {"complete": summary.complete,
                 "incomplete": [f"{t}-{p}" for t, p in summary.incomplete],
                 "end_offsets": summary.end_offsets()}
+        if summary.committed:
+            done["read_committed"] = {
+                "incomplete": [f"{t}-{p}" for t, p in summary.incomplete_committed],
+                "last_stable_offsets": summary.end_offsets(committed=True)}
+        return done
 
     _heal_and_finish(cluster, injector, observer, phases, spec, outcome, run_dir,
                      final=do_final_reads, recorder=recorder, before_collect=before_collect)
@@ -295,6 +312,9 @@ def _progress(phases: Phases, workload, nemesis_thread: threading.Thread, spec: 
             line = (f"{phases.name}  {phases.elapsed():4.0f} s  {stats.ops_per_s:6.0f} ops/s  "
                     + "  ".join(f"acks={a}: {c.get('ok', 0)} ok {c.get('fail', 0)} fail "
                                 f"{c.get('info', 0)} info" for a, c in sorted(sends.items())))
+            if any(f == "txn" for f, _ in stats.completions):
+                line += "  txn: " + " ".join(f"{stats.count('txn', t)} {t}"
+                                             for t in ("ok", "fail", "info"))
             if stats.last_errors:
                 line += f"  last error: {stats.last_errors[-1].error}"
             status.update(line)

@@ -29,6 +29,7 @@ from elr_harness.nemesis.schedule_file import check_nodes, check_partitions
 from elr_harness.run.config import FAULT_RULES, TEST_JSON_FORMAT
 from elr_harness.run.store import check_store
 from elr_harness.workloads.validation import validate as validate_workload
+from elr_harness.workloads.validation import validate_txn_cluster
 
 console = Console(highlight=False)
 
@@ -60,6 +61,7 @@ def validate(spec: RunSpec) -> NemesisPlan:
     for topic in spec.topics:
         validate_topic(topic, spec.cluster)
     validate_workload(spec.workload)
+    validate_txn_cluster(spec.workload, spec.cluster.timings)
     check_request(spec.cluster.kafka_version, spec.cluster.kafka_dist)
     check_store(spec.run.store, plan.test_name)
     if spec.run.time_limit_s <= 0:

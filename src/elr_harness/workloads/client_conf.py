@@ -91,6 +91,22 @@ def producer_conf(bootstrap: Sequence[str], acks: str, config: WorkloadConfig,
     return _with_debug(conf, config)
 
 
+def txn_producer_conf(bootstrap: Sequence[str], txn_id: str,
+                      config: WorkloadConfig) -> dict[str, Any]:
+    """One librdkafka transactional producer (idempotent and acks=all by itself)."""
+    return _with_debug({
+        "bootstrap.servers": ",".join(bootstrap),
+        "transactional.id": txn_id,
+        "transaction.timeout.ms": config.txn_timeout_ms,
+        "message.timeout.ms": config.message_timeout_ms,
+        "request.timeout.ms": config.request_timeout_ms,
+        "socket.timeout.ms": config.socket_timeout_ms,
+        "linger.ms": config.linger_ms,
+        "topic.metadata.refresh.interval.ms": config.metadata_refresh_interval_ms,
+        "logger": CLIENT_LOGGER,
+    }, config)
+
+
 def _with_debug(conf: dict[str, Any], config: WorkloadConfig,
                 always: str = "") -> dict[str, Any]:
     """librdkafka's debug contexts: those a client needs, plus the user's, which are
@@ -104,9 +120,14 @@ def _with_debug(conf: dict[str, Any], config: WorkloadConfig,
 
 
 def consumer_conf(bootstrap: Sequence[str], config: WorkloadConfig, client_name: str,
-                  on_stats: Callable[[str], None] | None = None) -> dict[str, Any]:
+                  on_stats: Callable[[str], None] | None = None, *,
+                  isolation: str = "read_uncommitted",
+                  partition_eof: bool = False) -> dict[str, Any]:
     """One consumer client: manual assignment, no commits, no silent jumps;
-    `on_stats` gets librdkafka's statistics JSON (the fetch high watermarks)."""
+    `on_stats` gets librdkafka's statistics JSON (the fetch high watermarks).
+    `partition_eof`: an event at each partition's end (the high watermark, or the
+    LSO at read_committed) carrying the position there, past markers and aborted
+    records that return nothing (the transactional workload's positions)."""
     conf = _with_debug({
         "bootstrap.servers": ",".join(bootstrap),
         # librdkafka's consumer wants a group id; with assign() it never joins it.
@@ -116,8 +137,8 @@ def consumer_conf(bootstrap: Sequence[str], config: WorkloadConfig, client_name:
         # Never move the position behind our back: out-of-range and log
         # truncation become errors the consumer handles and records.
         "auto.offset.reset": "error",
-        "enable.partition.eof": False,
-        "isolation.level": "read_uncommitted",
+        "enable.partition.eof": partition_eof,
+        "isolation.level": isolation,
         "check.crcs": True,
         "fetch.wait.max.ms": config.fetch_wait_max_ms,
         "socket.timeout.ms": config.socket_timeout_ms,

@@ -27,6 +27,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from elr_harness.core.config import WorkloadConfig
 from elr_harness.core.errors import HistoryError
+from elr_harness.core.history import READ_COMMITTED, READ_UNCOMMITTED
 from elr_harness.workloads.classify import error_name, needs_reposition
 from elr_harness.workloads.client_conf import consumer_conf
 from elr_harness.workloads.client_thread import ClientThread
@@ -36,6 +37,8 @@ from elr_harness.workloads.stats import StatsCollector
 log = logging.getLogger(__name__)
 
 _DECIMAL = re.compile(rb"-?(?:0|[1-9][0-9]*)")
+#: librdkafka's event at a partition's end (enable.partition.eof).
+PARTITION_EOF = "_PARTITION_EOF"
 
 
 def parse_value(raw: bytes | None) -> int | None:
@@ -69,6 +72,12 @@ class PositionBook:
     def advance(self, partition: int, offset: int) -> None:
         """A record at `offset` was read: the partition continues after it."""
         self._next[partition] = offset + 1
+
+    def reached(self, partition: int, offset: int) -> None:
+        """The consumer reached the partition's end at `offset` (a partition-EOF event):
+        it continues there, past markers and aborted records that returned nothing."""
+        current = self._next.get(partition)
+        self._next[partition] = offset if current is None else max(current, offset)
 
     def mark_lost(self, partition: int) -> None:
         """The client stopped fetching this partition; it needs an explicit seek."""
@@ -111,12 +120,18 @@ class PollOutcome:
 
 
 def collect(messages: Iterable[Any], book: PositionBook) -> PollOutcome:
-    """Turn a consume() batch into records and errors, advancing the book."""
+    """Turn a consume() batch into records and errors, advancing the book (a
+    partition-EOF event, where the consumer asked for them, is no error: it says
+    where the partition's end is)."""
     outcome = PollOutcome()
     for message in messages:
         err = message.error()
         if err is not None:
             name = err.name()
+            if name == PARTITION_EOF and message.partition() is not None \
+                    and message.offset() is not None and message.offset() >= 0:
+                book.reached(message.partition(), message.offset())
+                continue
             outcome.errors.append(name)
             partition = message.partition()
             if needs_reposition(name) and partition is not None and partition >= 0:
@@ -141,6 +156,7 @@ class FetchWatermarks:
     def __init__(self, topic: str) -> None:
         self.topic = topic
         self._marks: dict[int, int] = {}
+        self._stable: dict[int, int] = {}
 
     def on_stats(self, text: str) -> None:
         try:
@@ -149,13 +165,35 @@ class FetchWatermarks:
         except (orjson.JSONDecodeError, KeyError, TypeError):
             return
         for key, partition in partitions.items():
-            high = partition.get("hi_offset") if isinstance(partition, dict) else None
-            if key.isdigit() and isinstance(high, int) and high >= 0:
+            if not key.isdigit() or not isinstance(partition, dict):
+                continue
+            high, stable = partition.get("hi_offset"), partition.get("ls_offset")
+            if isinstance(high, int) and high >= 0:
                 self._marks[int(key)] = high
+            if isinstance(stable, int) and stable >= 0:
+                self._stable[int(key)] = stable
 
     def latest(self, partitions: Iterable[int]) -> dict[int, int]:
         """{partition: hwm} as last reported, for the partitions that have one."""
         return {p: self._marks[p] for p in partitions if p in self._marks}
+
+    def stable(self, partitions: Iterable[int]) -> dict[int, int]:
+        """{partition: LSO} as the last fetch response said it (its LastStableOffset,
+        librdkafka's ls_offset), for the partitions that have one."""
+        return {p: self._stable[p] for p in partitions if p in self._stable}
+
+
+def positions(book: PositionBook, partitions: Iterable[int]) -> dict[int, int]:
+    """{partition: next offset} of the partitions the book has a position for."""
+    found = {p: book.position(p) for p in partitions}
+    return {p: offset for p, offset in found.items() if offset is not None}
+
+
+def committed_fields(book: PositionBook, marks: FetchWatermarks,
+                     partitions: Sequence[int]) -> dict[str, Any]:
+    """A read_committed ok poll's `position` and `last_stable_offset` (HISTORY.md v4)."""
+    return {"position": positions(book, partitions),
+            "last_stable_offset": marks.stable(partitions)}
 
 
 def query_watermarks(consumer: Any, topic: str, partition: int,
@@ -181,9 +219,13 @@ class ConsumerProcess(ClientThread):
                  partitions: Sequence[int], recorder: HistoryRecorder,
                  stats: StatsCollector, config: WorkloadConfig, stop: threading.Event,
                  deadline: float, consumer_factory: ConsumerFactory = Consumer,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 isolation: str = READ_UNCOMMITTED) -> None:
         super().__init__(f"consumer-{name}")
         self.topic = topic
+        #: read_committed: polls say so, and carry `position` and `last_stable_offset`
+        #: instead of `high_watermark` (librdkafka's fetch at that level ends at the LSO)
+        self.isolation = isolation
         self.partitions = tuple(partitions)
         self._recorder = recorder
         self._stats = stats
@@ -193,7 +235,9 @@ class ConsumerProcess(ClientThread):
         self._clock = clock
         self._factory = consumer_factory
         self._watermarks = FetchWatermarks(topic)
-        self._conf = consumer_conf(bootstrap, config, name, on_stats=self._watermarks.on_stats)
+        committed = isolation == READ_COMMITTED
+        self._conf = consumer_conf(bootstrap, config, name, on_stats=self._watermarks.on_stats,
+                                   isolation=isolation, partition_eof=committed)
         self._conf["error_cb"] = self._client_error
         self.process = recorder.new_process()
         self.book = PositionBook()
@@ -232,6 +276,8 @@ class ConsumerProcess(ClientThread):
         """One recorded poll: invoke (with any seek), consume, completion."""
         invoke: dict[str, Any] = {"process": self.process, "type": "invoke", "f": "poll",
                                   "topic": self.topic}
+        if self.isolation == READ_COMMITTED:
+            invoke["isolation"] = READ_COMMITTED
         seek = self.book.take_seek()
         if seek is not None:
             invoke["seek"] = seek
@@ -246,7 +292,9 @@ class ConsumerProcess(ClientThread):
             return
         outcome = collect(messages, self.book)
         op_type, fields = outcome.completion()
-        if op_type == "ok":
+        if op_type == "ok" and self.isolation == READ_COMMITTED:
+            fields.update(committed_fields(self.book, self._watermarks, sorted(self._assigned)))
+        elif op_type == "ok":
             fields["high_watermark"] = self._watermarks.latest(sorted(self._assigned))
         self._complete(op_type, fields)
 

@@ -4,9 +4,14 @@ Leader, leader epoch, ISR, ELR, LastKnownELR and high watermark of every
 partition go into the history (process -2, type ok), with, where the cluster
 could say, the fenced brokers, the replicas, the topic's effective min ISR and
 the ELR feature's level (cluster/observe.py), so the checker can test KIP-966's
-invariants and the report can draw them beside the faults. The
+invariants and the report can draw them beside the faults. With transactions
+(contract v4) a data partition's line also holds its last stable offset and its
+open transactions' first offsets, and the internal topics `__transaction_state`
+and `__consumer_offsets` are sampled like the test topics once they exist (the
+source adds them: the loop records whatever partitions it describes). The
 latest sample is also kept for the nemesis, so a scenario waits on observed
-state without polling the cluster a second time.
+state without polling the cluster a second time; with transactions it holds the
+internal topics' partitions too.
 
 The loop depends only on a `describe(topics)` source (cluster/observe.py's
 PartitionObserver in a run); a describe that raises skips that tick and is

@@ -28,7 +28,7 @@ from elr_harness.core.errors import HarnessError, HistoryError
 #: `type` values of the contract.
 OP_TYPES = frozenset({"invoke", "ok", "fail", "info"})
 #: `f` values of the contract.
-OP_FUNCTIONS = frozenset({"send", "poll", "fault", "observe", "replica"})
+OP_FUNCTIONS = frozenset({"send", "poll", "txn", "fault", "observe", "replica"})
 #: Process ids the contract reserves.
 
 #: orjson because encoding is most of a record's cost (0.3 us against 3.7 us for

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from elr_harness.core.config import TopicConfig, WorkloadConfig
+from elr_harness.core.config import KafkaTimings, TopicConfig, WorkloadConfig
 from elr_harness.core.errors import BadInput
 from elr_harness.core.validate import validate_config
 
@@ -37,13 +37,44 @@ def validate(config: WorkloadConfig) -> None:
     if config.socket_timeout_ms < config.fetch_wait_max_ms + 1000:
         raise BadInput("socket timeout must be at least fetch_wait_max_ms + 1000 ms "
                        "(librdkafka's rule)")
+    if "txn" in config.workloads:
+        _validate_txn(config)
+
+
+def _validate_txn(config: WorkloadConfig) -> None:
+    """The transactional workload's rules across fields (each field's own: core.validate)."""
+    if config.txn_min_sends > config.txn_max_sends:
+        raise BadInput(f"[workload] txn_min_sends ({config.txn_min_sends}) is more than "
+                       f"txn_max_sends ({config.txn_max_sends})")
+    for name, count in (("txn_producers", config.txn_producers),
+                        ("read_committed_consumers", config.read_committed_consumers)):
+        if count > config.max_clients:
+            raise BadInput(f"[workload] {name} {count} is more than {config.max_clients} "
+                           "clients")
+    if config.txn_client == "librdkafka" and config.txn_timeout_ms < config.message_timeout_ms:
+        # librdkafka refuses a transactional producer whose messages outlive its transaction
+        raise BadInput(f"[workload] txn_timeout_ms ({config.txn_timeout_ms}) must be at least "
+                       f"the message timeout ({config.message_timeout_ms} ms) for librdkafka")
+    if config.txn_delivery_timeout_ms < config.linger_ms + config.request_timeout_ms:
+        raise BadInput(f"[workload] txn_delivery_timeout_ms ({config.txn_delivery_timeout_ms}) "
+                       "must be at least linger_ms + request_timeout_ms (Kafka's rule)")
+
+
+def validate_txn_cluster(config: WorkloadConfig, timings: KafkaTimings) -> None:
+    """A transaction timeout the brokers accept (transaction.max.timeout.ms), checked
+    before anything starts instead of failing every InitProducerId."""
+    if "txn" in config.workloads and config.txn_timeout_ms > timings.transaction_max_timeout_ms:
+        raise BadInput(f"[workload] txn_timeout_ms ({config.txn_timeout_ms}) is more than the "
+                       f"brokers' transaction.max.timeout.ms "
+                       f"({timings.transaction_max_timeout_ms})")
 
 
 #: The flags that set workload fields (the messages name them).
 _FLAGS = {"producers": "--producers", "consumers": "--consumers", "acks": "--acks",
           "processes_per_client": "--concurrency", "rate": "--rate",
           "time_limit_s": "--time-limit", "idempotent": "--idempotent",
-          "client_debug": "--client-debug"}
+          "client_debug": "--client-debug", "workloads": "--workload",
+          "txn_client": "--txn-client"}
 
 
 def _named(path: str) -> str:

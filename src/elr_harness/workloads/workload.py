@@ -19,13 +19,16 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
 
 from confluent_kafka import KafkaException
 
 from elr_harness.core.config import TopicConfig, WorkloadConfig
 from elr_harness.core.errors import HarnessError
 from elr_harness.workloads.classify import error_name
+from elr_harness.workloads.client_thread import ClientThread
 from elr_harness.workloads.consumers import ConsumerFactory, ConsumerProcess
 from elr_harness.workloads.observer import ObserverLoop, PartitionStateSource
 from elr_harness.workloads.producers import (
@@ -36,6 +39,8 @@ from elr_harness.workloads.producers import (
 )
 from elr_harness.workloads.recorder import HistoryRecorder
 from elr_harness.workloads.stats import StatsCollector, WorkloadStats
+from elr_harness.workloads.txn_librdkafka import ProducerFactory as TxnProducerFactory
+from elr_harness.workloads.txn_workload import TxnClients, build_txn, txn_stop_bound_s
 from elr_harness.workloads.validation import validate, validate_targets
 
 log = logging.getLogger(__name__)
@@ -60,11 +65,16 @@ class Workload:
     """Starts and stops every client of one run; thread-safe stats for the display."""
 
     def __init__(self, *, producer_factory: ProducerFactory | None = None,
-                 consumer_factory: ConsumerFactory | None = None) -> None:
+                 consumer_factory: ConsumerFactory | None = None,
+                 txn_producer_factory: TxnProducerFactory | None = None,
+                 java_popen: Callable[..., Any] | None = None) -> None:
         self._producer_factory = producer_factory
         self._consumer_factory = consumer_factory
+        self._txn_producer_factory = txn_producer_factory
+        self._java_popen = java_popen
         self._producers: list[ProducerClient] = []
         self._consumers: list[ConsumerProcess] = []
+        self._txn = TxnClients()
         self._observer: ObserverLoop | None = None
         self._owns_observer = False
         self._observer_source: PartitionStateSource | None = None
@@ -81,8 +91,13 @@ class Workload:
     def start(self, bootstrap: Sequence[str], topics: Sequence[TopicConfig],
               recorder: HistoryRecorder, config: WorkloadConfig, *,
               observer: ObserverLoop | None = None,
-              state_source: PartitionStateSource | None = None) -> None:
+              state_source: PartitionStateSource | None = None,
+              kafka_libs: Path | None = None) -> None:
         """Start every client; they stop by themselves after config.time_limit_s.
+
+        config.workloads says which: the plain producers and consumers, the
+        transactional ones (txn_workload.py; the Java client is compiled against
+        `kafka_libs`' kafka-clients and its JVM started here), or both.
 
         `observer`: an observer loop the caller started and owns (to observe
         beyond the workload, e.g. through heal and final reads). Otherwise, if
@@ -98,19 +113,30 @@ class Workload:
         self._config = config
         self._stats = StatsCollector(config.last_errors_kept)
         deadline = time.monotonic() + config.time_limit_s
+        values = itertools.count()
         try:
-            self._build_clients(bootstrap, topics, recorder, config, deadline, self._stats)
+            if "plain" in config.workloads:
+                self._build_clients(bootstrap, topics, recorder, config, deadline,
+                                    self._stats, values)
+            if "txn" in config.workloads:
+                self._txn = build_txn(
+                    bootstrap=bootstrap, topics=topics, recorder=recorder, config=config,
+                    stats=self._stats, stop=self._stop, deadline=deadline, values=values,
+                    kafka_libs=kafka_libs, consumer_factory=self._consumer_factory,
+                    producer_factory=self._txn_producer_factory, java_popen=self._java_popen)
         except KafkaException as err:  # librdkafka refused a client configuration
             raise HarnessError(f"cannot create a Kafka client: {error_name(err)} "
                                f"({err})") from err
         self._start_observer(bootstrap, topics, recorder, config, observer, state_source)
-        for client in [*self._producers, *self._consumers]:
+        for client in self._clients():
             client.start()
+
+    def _clients(self) -> list[ClientThread]:
+        return [*self._producers, *self._consumers, *self._txn.loops, *self._txn.consumers]
 
     def _build_clients(self, bootstrap: Sequence[str], topics: Sequence[TopicConfig],
                        recorder: HistoryRecorder, config: WorkloadConfig,
-                       deadline: float, stats: StatsCollector) -> None:
-        values = itertools.count()
+                       deadline: float, stats: StatsCollector, values: Iterator[int]) -> None:
         limiter = RateLimiter(config.rate)
         targets = [(t.name, p) for t in topics for p in range(t.partitions)]
         extra = {} if self._producer_factory is None else {
@@ -154,7 +180,7 @@ class Workload:
     def wait(self, timeout_s: float | None = None) -> bool:
         """Block until every client finished (time limit or stop); True if they did."""
         end = None if timeout_s is None else time.monotonic() + timeout_s
-        for client in [*self._producers, *self._consumers]:
+        for client in self._clients():
             remaining = None if end is None else max(0.0, end - time.monotonic())
             if not client.join(remaining):
                 return False
@@ -166,14 +192,17 @@ class Workload:
             return
         self._stop.set()
         bound = self._config.stop_timeout_s + self._config.poll_timeout_s + 5.0
+        if self._txn.loops:  # a transaction in flight ends (bounded) before its JVM goes
+            bound = max(bound, txn_stop_bound_s(self._config))
         if not self.wait(bound):
             log.warning("workload clients still running %.0f s after stop", bound)
+        self._txn.close(self._config.txn_max_block_ms / 1000 + 10.0)
         if self._owns_observer and self._observer is not None:
             self._observer.stop(self._config.observe_timeout_s + 5.0)
             close = getattr(self._observer_source, "close", None)
             if close is not None:
                 close()
-        crashed = [c.name for c in [*self._producers, *self._consumers] if c.crashed]
+        crashed = [c.name for c in self._clients() if c.crashed]
         if crashed:
             raise HarnessError(f"workload clients crashed: {', '.join(crashed)} "
                                "(see the log); the history stays consistent")
