@@ -9,7 +9,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from elr_harness.report.phases import phases_bar, recorded_phases, workload_start_s
-from elr_harness.report.plots import _finish
+from elr_harness.report.plots import finish_time_axis
 
 PHASES = [{"name": "setup", "start_s": 0.5, "duration_s": 25.0},
           {"name": "workload + nemesis", "start_s": 25.5, "duration_s": 60.0},
@@ -56,6 +56,6 @@ def test_malformed_phases_are_left_out():
 ])
 def test_the_time_axis_starts_where_the_workload_did(start, end, xlim, label):
     ax = Figure().subplots()
-    _finish(ax, end, start)
+    finish_time_axis(ax, end, start)
     assert ax.get_xlim() == pytest.approx(xlim)
     assert ax.get_xlabel() == label

@@ -25,6 +25,7 @@ from elr_harness.report.lost_writes import lost_writes_of
 from elr_harness.report.render import render_report
 from elr_harness.report.report_inputs import ReportInputs
 from elr_harness.report.rundir import RunFiles, load_run, store_of
+from elr_harness.report.transactions import lso_of
 
 REPORT_NAME = "report.html"
 
@@ -84,6 +85,7 @@ def build_report(run_dir: Path, config: ReportConfig) -> Path:
         bands=coloured(pair_faults(tables.fault_events), fault_colours(run.test)),
         lost=lost_writes_of(run.results),
         config=config,
+        lso=lso_of(run, tables.problem),
     )
     # a run directory's name, or a text of test.json, may hold what UTF-8 cannot
     page = shown(render_report(inputs))

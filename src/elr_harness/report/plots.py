@@ -132,7 +132,7 @@ def legend(ax, bands: list[FaultBand], **kwargs) -> None:
               **kwargs)
 
 
-def _finish(ax, end_s: float, start_s: float = 0.0) -> None:
+def finish_time_axis(ax, end_s: float, start_s: float = 0.0) -> None:
     """The time axis from start_s (where the workload began: the set-up before it
     holds no operation) to just past end_s."""
     start = start_s if 0 < start_s < end_s else 0.0
@@ -161,7 +161,7 @@ def latency_plot(tables: CheckedTables, bands: list[FaultBand], max_points: int,
     ax.set_title("Operation latency (completion time)")
     draw_fault_bands(ax, bands, tables.end_time_s, max_labels)
     legend(ax, bands, markerscale=2)
-    _finish(ax, tables.end_time_s, start_s)
+    finish_time_axis(ax, tables.end_time_s, start_s)
     return to_data_uri(fig, dpi)
 
 
@@ -196,7 +196,7 @@ def throughput_plot(tables: CheckedTables, bands: list[FaultBand], max_points: i
     ax.set_title("Throughput by outcome")
     draw_fault_bands(ax, bands, tables.end_time_s, max_labels)
     legend(ax, bands)
-    _finish(ax, tables.end_time_s, start_s)
+    finish_time_axis(ax, tables.end_time_s, start_s)
     return to_data_uri(fig, dpi)
 
 
@@ -258,7 +258,7 @@ def membership_plot(key: PartitionKey, states: list[ObservedState], brokers: lis
                        "broker (hatched: the cluster could not say)"), fontsize=9)
     draw_fault_bands(ax, bands, end_s, max_labels)
     legend(ax, bands)
-    _finish(ax, end_s, start_s)
+    finish_time_axis(ax, end_s, start_s)
     return to_data_uri(fig, dpi)
 
 
@@ -301,7 +301,7 @@ def hwm_plot(tables: CheckedTables, bands: list[FaultBand], max_points: int, max
     ax.set_title("High watermark (observer)")
     draw_fault_bands(ax, bands, tables.end_time_s, max_labels)
     legend(ax, bands)
-    _finish(ax, tables.end_time_s, start_s)
+    finish_time_axis(ax, tables.end_time_s, start_s)
     return to_data_uri(fig, dpi)
 
 
@@ -328,5 +328,5 @@ def lost_writes_plot(lost: LostWrites, bands: list[FaultBand], end_s: float, max
     ax.set_title("Lost writes by acks level (send completion time)")
     draw_fault_bands(ax, bands, end_s, max_labels)
     legend(ax, bands)
-    _finish(ax, end_s, start_s)
+    finish_time_axis(ax, end_s, start_s)
     return to_data_uri(fig, dpi)

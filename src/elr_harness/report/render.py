@@ -3,7 +3,8 @@
 The sections live beside it: anomalies with their evidence (report/evidence.py),
 the KIP-966 states reached (report/coverage.py),
 partitions, faults and the metadata log (report/timeline.py), statistics
-(report/stats.py); each reads ReportInputs (report/report_inputs.py). Every
+(report/stats.py), and for a run with transactions only, transactions
+(report/transactions.py); each reads ReportInputs (report/report_inputs.py). Every
 section renders something for every run: a run never checked, a missing file
 or an empty history gives a "not available" note saying why, never an exception.
 What the history holds comes from the checker (results.json and its Parquet
@@ -41,6 +42,7 @@ from elr_harness.report.report_inputs import (
 )
 from elr_harness.report.stats import stats_section
 from elr_harness.report.timeline import faults_section, metadata_section, partitions_section
+from elr_harness.report.transactions import transactions_enabled, transactions_section
 from elr_harness.report.verdict import checked_line, verdict_of
 
 # --------------------------------------------------------------------------
@@ -220,6 +222,16 @@ SECTIONS = (
     ("stats", "Statistics", stats_section),
     ("metadata", "Controller metadata log", metadata_section),
 )
+#: A run with transactions adds its section after the plots (same clock as theirs).
+TRANSACTIONS = ("transactions", "Transactions", transactions_section)
+
+
+def sections_of(inputs: ReportInputs) -> tuple:
+    """The page's sections: SECTIONS, with Transactions for a run that had them."""
+    if not transactions_enabled(inputs.run.test):
+        return SECTIONS
+    at = [anchor for anchor, _label, _f in SECTIONS].index("plots") + 1
+    return (*SECTIONS[:at], TRANSACTIONS, *SECTIONS[at:])
 
 
 def render_report(inputs: ReportInputs) -> str:
@@ -227,10 +239,11 @@ def render_report(inputs: ReportInputs) -> str:
     test = inputs.run.test
     _css, word = verdict_of(inputs.run.results)
     title = f"{word} · {test.get('test', inputs.run.run_dir.name)} · {inputs.run.run_dir.name}"
+    sections = sections_of(inputs)
     nav = join([tag("a", "Verdict", href="#verdict"),
-                *(tag("a", label, href=f"#{anchor}") for anchor, label, _f in SECTIONS)])
+                *(tag("a", label, href=f"#{anchor}") for anchor, label, _f in sections)])
     body = [banner(inputs), history_warnings(inputs)]
-    for anchor, label, section in SECTIONS:
+    for anchor, label, section in sections:
         body.append(tag("section", join([tag("h2", label), section(inputs)]), id=anchor))
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     body.append(tag("p", f"{REPORT_GENERATED_BY} {generated}.",

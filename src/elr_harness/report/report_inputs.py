@@ -11,6 +11,7 @@ from elr_harness.core.config import ReportConfig
 from elr_harness.report.checked_tables import CheckedTables
 from elr_harness.report.faults import FaultBand
 from elr_harness.report.lost_writes import LostWrites
+from elr_harness.report.lso import LsoTables
 from elr_harness.report.rundir import RunFiles
 
 
@@ -23,6 +24,9 @@ class ReportInputs:
     bands: list[FaultBand]
     lost: LostWrites
     config: ReportConfig
+    #: a run with transactions: each partition's LSO against its high watermark
+    #: (None for a run without them: its report reads and shows nothing of them)
+    lso: LsoTables | None = None
 
 
 def seconds(time_ns: Any) -> str:
