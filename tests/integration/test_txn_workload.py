@@ -19,7 +19,13 @@ from elr_harness.workloads.workload import Workload
 
 pytestmark = pytest.mark.integration
 
-TOPICS = [TopicConfig(name="it-txn-a", partitions=3), TopicConfig(name="it-txn-b", partitions=1)]
+
+
+def _topics(client: str) -> list[TopicConfig]:
+    """Each test's own topics on the shared cluster: its final reads read the whole
+    log, and each workload's values start again at 0."""
+    return [TopicConfig(name=f"it-txn-a-{client}", partitions=3),
+            TopicConfig(name=f"it-txn-b-{client}", partitions=1)]
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +37,6 @@ def cluster(docker_client):
                       client=docker_client)
     try:
         cluster.up()
-        for topic in TOPICS:
-            cluster.create_topic(topic)
         yield cluster
     finally:
         cluster.down()
@@ -45,20 +49,25 @@ def test_transactions_are_recorded_as_kafka_committed_them(cluster, client: str,
                      time_limit_s=12, txn_abort_ratio=0.3, rate=50, observe=False,
                      message_timeout_ms=30_000, request_timeout_ms=10_000,
                      socket_timeout_ms=30_000, txn_timeout_ms=30_000,
-                     txn_max_block_ms=20_000)
+                     txn_max_block_ms=20_000, txn_delivery_timeout_ms=25_000)
+    topics = _topics(client)
+    for topic in topics:
+        cluster.create_topic(topic)
     path = tmp_path / "history.jsonl"
     with HistoryRecorder(path) as recorder:
         workload = Workload()
-        workload.start(cluster.bootstrap, TOPICS, recorder, config,
+        workload.start(cluster.bootstrap, topics, recorder, config,
                        kafka_libs=cluster.distribution.libs)
         assert workload.wait(config.time_limit_s + 90)
         workload.stop()
-        summary = final_reads(cluster.bootstrap, TOPICS, recorder, config, txn_settle_s=0)
+        summary = final_reads(cluster.bootstrap, topics, recorder, config, txn_settle_s=0)
     assert summary.complete and summary.committed
     ops = [json.loads(line) for line in path.read_text().splitlines()]
     invokes = [op for op in ops if op["f"] == "txn" and op["type"] == "invoke"]
     done = [op for op in ops if op["f"] == "txn" and op["type"] != "invoke"]
-    assert len(done) >= 20 and {op["client"] for op in invokes} == {client}
+    # the planners' choices follow the seed (0): producer 0 aborts its first transaction
+    # and commits its second, so a few transactions each make both kinds
+    assert len(done) >= 8 and {op["client"] for op in invokes} == {client}
     committed, aborted = set(), set()
     by_process: dict[int, dict] = {}
     for op in ops:
