@@ -290,6 +290,7 @@ def _check_loaded(spark, loaded, infos: list, config: CheckerConfig, started: fl
                                        infos[run].topic(topic).min_insync_replicas,
                                        infos[run].topic(topic).own_min_isr))}
     # contract v4: the transactions, planned only for a batch that has a txn line
+    # or a test.json with the transactions' timeouts
     txn = _Transactions.of(spark, loaded, overviews, active, infos, faults, findings)
     replica_lines = {}
     for run in active:
@@ -378,8 +379,11 @@ class _Transactions:
            findings: dict) -> _Transactions:
         from elr_harness.checker import transactions as tx
 
+        # a run with a txn line, or whose test.json gives hanging-txn's timeouts: that
+        # row reads observations alone, so it holds without a txn line too
         with_txns = [run for run in active
-                     if any(r["f"] == "txn" for r in overviews[run].rows)]
+                     if any(r["f"] == "txn" for r in overviews[run].rows)
+                     or infos[run].hang_ns is not None]
         if not with_txns:
             return cls(spark, None, None, {}, [], {}, infos)
         txns = tx.transactions(loaded.side, infos)
