@@ -16,6 +16,9 @@ times the collector's replica lines. Anomalies are injected at random (the
 checkers decide what they amount to: the model predicts nothing). Lines carry
 only the contract's fields, plus at random unknown extra fields, and at times
 blank lines.
+
+txn_histories() (contract version 4, at the end of this file) extends that model
+with transactions; histories() draws what it always drew.
 """
 
 from __future__ import annotations
@@ -597,15 +600,25 @@ def _dress(draw, test: dict | None, lines: list[dict]) -> GeneratedHistory:
     cut-short last line."""
     out: list[dict | str] = []
     time = 0
+    times: list[int] = []
+    #: txn completions whose end_time is the time of a line (the model's _END_AT)
+    ends: list[tuple[dict, int]] = []
     for i, line in enumerate(lines):
         time += draw(st.sampled_from([0, 1, 1000, 1000]))
+        time += line.pop(_GAP, 0)  # the txn model's final observations: a clock jump
+        end_at = line.pop(_END_AT, None)
         line = {"index": i, "time": time, **line}
+        times.append(time)
+        if end_at is not None:
+            ends.append((line, end_at))
         if draw(st.integers(0, 9)) == 9:
             name = draw(st.sampled_from(EXTRA_FIELDS))
             line[name] = draw(st.sampled_from([None, 3, "x", [1, "y"], {"a": 1.5}]))
         if draw(st.integers(0, 19)) == 19:
             out.append(draw(st.sampled_from(["", "  ", "\t"])))
         out.append(line)
+    for line, end_at in ends:  # commit (or abort) was called just after line end_at - 1
+        line["end_time"] = times[end_at - 1] if end_at > 0 else 0
     if lines and draw(st.integers(0, 11)) == 11:
         cut = json.dumps({"index": len(lines), "time": time + 1, "process": -2, "type": "ok",
                           "f": "observe", "topic": "t", "partition": 0, "leader": 1})
@@ -714,3 +727,544 @@ def malformed_histories(draw) -> tuple[GeneratedHistory, int, str]:
                       "topic": "t", "partition": 0, "leader": 1, "leader_epoch": 1})
     lines[at] = text
     return history, at + 1, name
+
+
+# -- contract version 4: transactions -------------------------------------------------------
+#
+# txn_histories() extends the model above with HISTORY.md's "Transactions (v4)":
+# transactional producers whose transactions send across partitions and end ok,
+# fail, info or never (some meant to abort), each value landing in its partition's
+# log as an open record that a commit or abort marker (a control record, which no
+# consumer returns but which takes an offset) later settles; a producer that ends
+# info is replaced by a new instance, at times of the same transactional.id, whose
+# start settles the old one's dangling transaction (commit only if commit had been
+# called), and a coordinator that at times settles a dangling one on its own
+# (timeout). read_committed consumers read up to the last stable offset (the first
+# open record), beside the read_uncommitted ones; the observer at times says the
+# LSO and the open transactions' first offsets; the final reads are made at both
+# isolations with positions; test.json has "transactions". As above, the model
+# predicts nothing: anomalies are injected at random (a marker lost, a commit that
+# lands as an abort or half of one, a value dropped, an aborted or open record
+# returned to a read_committed reader, a wrong delivery offset, an end_time
+# missing, a final read short of the LSO) and the checkers decide.
+
+#: Private keys of the model's lines, consumed by _dress: a clock jump in ns before
+#: the line, and the position of the line after which commit (or abort) was called
+#: (the completion's end_time is that line's predecessor's time).
+_GAP = "_gap"
+_END_AT = "_end_at"
+#: Version 4's field names (CONTRACT_FIELDS holds version 3's).
+V4_FIELDS = frozenset((
+    "txn_id", "sends", "abort", "inputs", "group", "commit_offsets", "offsets", "end_time",
+    "client", "isolation", "position", "last_stable_offset", "open_txn_offsets",
+    "group_offsets"))
+TXN_CLIENTS = ("java", "librdkafka")
+_TXN_ERRORS = {
+    "fail": ("INVALID_TXN_STATE", "NOT_ENOUGH_REPLICAS", "PRODUCER_FENCED"),
+    "info": ("REQUEST_TIMED_OUT", "TRANSACTION_TIMED_OUT", "COORDINATOR_NOT_AVAILABLE")}
+
+
+class _Control:
+    """A commit or abort marker in a model log: an offset no consumer returns."""
+
+    def __repr__(self) -> str:
+        return "MARKER"
+
+
+MARKER = _Control()
+
+
+@dataclass(eq=False)
+class _Txn:
+    txn_id: str
+    sends: list[tuple[str, int, int]]
+    abort: bool
+    #: how many of sends were made (each landed in its partition's log)
+    sent: int = 0
+    #: aligned with sends: the offset each landed at, None before it was sent
+    offsets: list[int | None] = field(default_factory=list)
+    #: the partitions holding a record of it with no marker yet
+    open_keys: set[tuple[str, int]] = field(default_factory=set)
+    #: len(lines) when commit (or abort) was called; None: never called
+    end_at: int | None = None
+    #: what its end decided for its markers (True: commit), None while undecided
+    decided: bool | None = None
+
+
+@dataclass
+class _TxnProducer:
+    pid: int
+    txn_id: str
+    pending: _Txn | None = None
+
+
+@dataclass
+class _TxnConsumer(_Consumer):
+    isolation: str = "read_committed"
+
+
+class _TxnModel(_Model):
+    def __init__(self, draw, test: dict | None, parts: dict[str, int], broker_ids: list[int],
+                 min_isr: int, inject: bool, client: str, producers: int) -> None:
+        super().__init__(draw, test, parts, broker_ids, min_isr, inject)
+        self.client = client
+        self.txn_producers = [_TxnProducer(self.pid(), f"tx-{i}") for i in range(producers)]
+        self.next_txn_id = producers
+        self.consumers += [_TxnConsumer(self.pid(), t) for t in (*parts, TOPICS[0])]
+        #: a txn value's state: open, committed or aborted (a plain value has none)
+        self.vstate: dict[int, str] = {}
+        self.txn_of: dict[int, _Txn] = {}
+        #: transactions left with records but no marker by no live producer's doing
+        self.unresolved: list[_Txn] = []
+        #: injected: the LSO the final observations of a partition report, stuck
+        self.stuck_lso: dict[tuple[str, int], int] = {}
+
+    # -- what the log says
+
+    def lso(self, key: tuple[str, int]) -> int:
+        """The last stable offset: the first open record's offset, else the log's end."""
+        log = self.logs[key]
+        return next((o for o, v in enumerate(log) if self.vstate.get(v) == "open"), len(log))
+
+    def open_offsets(self, key: tuple[str, int]) -> list[int]:
+        firsts: dict[int, int] = {}
+        for o, v in enumerate(self.logs[key]):
+            if self.vstate.get(v) == "open":
+                firsts.setdefault(id(self.txn_of[v]), o)
+        return sorted(firsts.values())
+
+    def visible(self, v, committed: bool) -> bool:
+        """A record a consumer at that isolation returns (below its end)."""
+        if isinstance(v, _Control):
+            return False
+        return not committed or self.vstate.get(v) in (None, "committed")
+
+    # -- transactional producers
+
+    def txn_step(self) -> None:
+        if not self.txn_producers:  # a run whose transactional producers never began
+            return
+        prod = self.txn_producers[self.draw(st.integers(0, len(self.txn_producers) - 1))]
+        txn = prod.pending
+        if txn is None:
+            self.begin_txn(prod)
+        elif txn.sent < len(txn.sends):
+            if self.draw(st.integers(0, 5)) == 0:  # an error before commit was called
+                self.complete_txn(prod, self.draw(st.sampled_from(["fail", "info"])))
+            else:
+                for _ in range(self.draw(st.integers(1, 2))):
+                    self.txn_send(txn)
+        elif txn.end_at is None:
+            txn.end_at = len(self.lines)  # commit (or abort) called now
+        else:
+            self.complete_txn(prod, self.draw(st.sampled_from(["ok"] * 4 + ["fail", "info"])))
+
+    def begin_txn(self, prod: _TxnProducer) -> None:
+        # a new instance's InitProducerId settles what the old one of its id left
+        for old in [t for t in self.unresolved if t.txn_id == prod.txn_id]:
+            self.resolve(old, self.prepared(old))
+        sends = []
+        for _ in range(self.draw(st.integers(1, 4))):
+            topic, p = self.key()
+            sends.append((topic, p, self.next_value))
+            self.next_value += 1
+        txn = _Txn(prod.txn_id, sends, abort=self.draw(st.integers(0, 4)) == 0,
+                   offsets=[None] * len(sends))
+        prod.pending = txn
+        line = {"process": prod.pid, "type": "invoke", "f": "txn", "txn_id": prod.txn_id,
+                "sends": [list(s) for s in sends]}
+        if txn.abort:
+            line["abort"] = True
+        client = self.draw(st.sampled_from([self.client] * 4 + [None, *TXN_CLIENTS]))
+        if client is not None:
+            line["client"] = client
+        self.emit(**line)
+        if self.draw(st.booleans()):
+            self.txn_send(txn)
+
+    def txn_send(self, txn: _Txn) -> None:
+        if txn.sent >= len(txn.sends):
+            return
+        topic, p, value = txn.sends[txn.sent]
+        log = self.logs[(topic, p)]
+        log.append(value)
+        txn.offsets[txn.sent] = len(log) - 1
+        txn.sent += 1
+        self.vstate[value] = "open"
+        self.txn_of[value] = txn
+        txn.open_keys.add((topic, p))
+
+    def prepared(self, txn: _Txn) -> bool:
+        """How a dangling transaction is settled by its fencing or its timeout: commit
+        only when it had called commit (and then not always: it may not have been
+        prepared yet), or when its end had decided so."""
+        if txn.decided is not None:
+            return txn.decided
+        return txn.end_at is not None and not txn.abort and self.draw(st.booleans())
+
+    def complete_txn(self, prod: _TxnProducer, outcome: str) -> None:
+        txn = prod.pending
+        prod.pending = None
+        line = {"process": prod.pid, "type": outcome, "f": "txn", "txn_id": txn.txn_id}
+        if outcome != "ok":
+            line["error"] = self.draw(st.sampled_from(_TXN_ERRORS[outcome]))
+        if outcome != "fail" and self.draw(st.integers(0, 3)) > 0:
+            offsets = list(txn.offsets)
+            if self.inject and self.draw(st.integers(0, 5)) == 0:  # a wrong delivery report
+                i = self.draw(st.integers(0, len(offsets) - 1))
+                offsets[i] = (offsets[i] or 0) + self.draw(st.integers(1, 2))
+            line["offsets"] = offsets
+        if txn.end_at is not None and (outcome != "ok" or self.draw(st.integers(0, 9)) > 0):
+            line[_END_AT] = txn.end_at  # an ok's end_time missing at times: a recorder's slip
+        self.emit(**line)
+        if outcome == "ok":
+            self.resolve(txn, not txn.abort)
+        elif outcome == "fail":
+            self.resolve(txn, False)
+        else:
+            fates = ["abort", "dangle", "dangle"]
+            if txn.end_at is not None and not txn.abort:
+                fates += ["commit", "commit"]
+            fate = self.draw(st.sampled_from(fates))
+            if fate == "dangle":
+                self.unresolved.append(txn)
+            else:
+                self.resolve(txn, fate == "commit")
+            prod.pid = self.pid()  # Jepsen: after info a new process id (a new instance)
+            if self.draw(st.booleans()):
+                prod.txn_id = f"tx-{self.next_txn_id}"
+                self.next_txn_id += 1
+
+    def resolve(self, txn: _Txn, commit: bool) -> None:
+        """The markers of txn's partitions (commit or abort); at times, injected, a
+        partition settled the other way (torn), all of them the other way, one left
+        without a marker (it hangs), or one of its values dropped from the log."""
+        txn.decided = commit
+        keys = sorted(txn.open_keys)
+        decisions = dict.fromkeys(keys, commit)
+        if self.inject and keys and self.draw(st.integers(0, 3)) == 0:
+            kind = self.draw(st.sampled_from(["torn", "torn", "flip", "no-marker", "drop"]))
+            key = self.draw(st.sampled_from(keys))
+            if kind == "torn":
+                decisions[key] = not commit
+            elif kind == "flip":
+                decisions = dict.fromkeys(keys, not commit)
+            elif kind == "no-marker":
+                del decisions[key]
+            else:
+                log = self.logs[key]
+                mine = [v for t, p, v in txn.sends if (t, p) == key and v in log]
+                if mine:
+                    log.remove(self.draw(st.sampled_from(mine)))
+        for key, settled in decisions.items():
+            for t, p, v in txn.sends:
+                if (t, p) == key and self.vstate.get(v) == "open":
+                    self.vstate[v] = "committed" if settled else "aborted"
+            self.logs[key].append(MARKER)
+            txn.open_keys.discard(key)
+        if txn.open_keys and txn not in self.unresolved:
+            self.unresolved.append(txn)
+        elif not txn.open_keys and txn in self.unresolved:
+            self.unresolved.remove(txn)
+
+    def coordinator_step(self) -> None:
+        """The coordinator settles a dangling transaction (its timeout, or a marker
+        written late)."""
+        if self.unresolved:
+            txn = self.unresolved[self.draw(st.integers(0, len(self.unresolved) - 1))]
+            self.resolve(txn, self.prepared(txn))
+
+    # -- consumers at both isolations
+
+    def poll_step(self) -> None:
+        before = len(self.lines)
+        super().poll_step()
+        line = self.lines[-1]
+        if len(self.lines) == before or line["type"] != "invoke":
+            return
+        con = next(c for c in self.consumers if c.pid == line["process"])
+        if isinstance(con, _TxnConsumer):
+            line["isolation"] = con.isolation
+        elif self.draw(st.integers(0, 3)) == 0:
+            line["isolation"] = "read_uncommitted"
+        if self.draw(st.integers(0, 3)) == 0:
+            line["group"] = f"g-{con.topic}"
+
+    def complete_poll(self, con: _Consumer) -> None:
+        committed = isinstance(con, _TxnConsumer)
+        parts = range(self.parts[con.topic])
+        con.pending = False
+        outcome = self.draw(st.sampled_from(["ok"] * 6 + ["fail", "info"]))
+        head = {"process": con.pid, "f": "poll", "topic": con.topic}
+        if outcome != "ok":
+            self.emit(**head, type=outcome, error="NOT_COORDINATOR")
+            if outcome == "info":
+                con.pid, con.pos = self.pid(), {}
+            return
+        records = []
+        order = self.draw(st.permutations(list(parts)))
+        for p in order:
+            key = (con.topic, p)
+            log = self.logs[key]
+            end = self.lso(key) if committed else len(log)
+            at = o = con.pos.get(p, 0)
+            batch = self.draw(st.integers(0, 3))
+            taken = 0
+            while o < end and taken < batch:
+                if self.visible(log[o], committed):
+                    records.append([p, o, log[o]])
+                    taken += 1
+                o += 1
+            con.pos[p] = max(at, o)
+        if records and self.inject and self.draw(st.integers(0, 3)) == 3:
+            records = self.misread(con.topic, records, committed)
+        line = {**head, "type": "ok", "records": records}
+        if self.draw(st.booleans()):
+            shown = self.draw(st.lists(st.sampled_from(list(parts)), unique=True))
+            line["high_watermark"] = {str(p): len(self.logs[(con.topic, p)]) for p in shown}
+        if self.draw(st.integers(0, 3)) < (3 if committed else 2):
+            line["position"] = {str(p): con.pos[p] for p in order}
+        if committed and self.draw(st.booleans()):
+            line["last_stable_offset"] = {str(p): self.lso((con.topic, p)) for p in order}
+        self.emit(**line)
+
+    def misread(self, topic: str, records: list[list], committed: bool = False) -> list[list]:
+        """One injected consumer anomaly in a poll's records (the v3 kinds, and for a
+        read_committed reader a record of an aborted or still open transaction)."""
+        i = self.draw(st.integers(0, len(records) - 1))
+        p, o, v = records[i]
+        kinds = ["back", "skip", "garbage", "other-value", "failed-value"]
+        if committed:
+            kinds += ["aborted-value", "open-value", "open-value"]
+        kind = self.draw(st.sampled_from(kinds))
+        records = [list(r) for r in records]
+        if kind == "back":
+            records.insert(i + 1, [p, max(0, o - self.draw(st.integers(0, 2))), v])
+        elif kind == "skip":
+            records[i] = [p, o + self.draw(st.integers(1, 2)), v]
+        elif kind == "garbage":
+            records[i] = [p, o, None]
+        elif kind == "other-value":
+            values = [x for x in self.logs[(topic, p)] if isinstance(x, int)]
+            if values:
+                records[i] = [p, o, self.draw(st.sampled_from(values))]
+        elif kind in ("aborted-value", "open-value"):
+            state = "aborted" if kind == "aborted-value" else "open"
+            hidden = [[q, at, x] for q in range(self.parts[topic])
+                      for at, x in enumerate(self.logs[(topic, q)])
+                      if self.vstate.get(x) == state]
+            if hidden:
+                records.append(self.draw(st.sampled_from(hidden)))
+        elif self.failed_values:
+            value, _ = self.draw(st.sampled_from(self.failed_values))
+            records[i] = [p, o, value]
+        return records
+
+    # -- the observer
+
+    def observe_step(self) -> None:
+        super().observe_step()
+        line = self.lines[-1]
+        key = (line["topic"], line["partition"])
+        if self.draw(st.integers(0, 2)) > 0:
+            lso = self.lso(key)
+            if self.inject and self.draw(st.integers(0, 7)) == 0:  # a wrong or stale LSO
+                lso = self.draw(st.integers(0, len(self.logs[key]) + 1))
+            line["last_stable_offset"] = lso
+        if self.draw(st.booleans()):
+            line["open_txn_offsets"] = self.open_offsets(key)
+
+
+def _txn_final_reads(m: _TxnModel, topic: str, committed: bool) -> list[dict]:
+    """The final reads of one topic's partitions at one isolation by one or two
+    readers, each poll with its position (and, read_committed, the LSO), complete or
+    incomplete in one of the contract's ways; returns the invokes left open."""
+    draw = m.draw
+    parts = list(range(m.parts[topic]))
+    split = draw(st.integers(1, len(parts)))
+    groups = [g for g in (parts[:split], parts[split:]) if g]
+    tail: list[dict] = []
+    for group in groups:
+        iso = {"isolation": "read_committed"} if committed else (
+            {"isolation": "read_uncommitted"} if draw(st.booleans()) else {})
+        modes = ["complete"] * 5 + ["retried", "retried-info", "no-seek", "hwm-some",
+                                    "no-position"]
+        if m.inject:
+            modes += ["no-ok", "short", "open", "hole", "moved"]
+            if committed:
+                modes += ["extra", "lso-ahead"]
+        mode = draw(st.sampled_from(modes))
+        pid = m.pid()
+        head = {"f": "poll", "topic": topic, "final": True}
+        if mode in ("retried", "retried-info", "no-ok"):
+            outcome = "info" if mode == "retried-info" else "fail"
+            m.emit(process=pid, type="invoke", **head, **iso, seek={str(p): 0 for p in group})
+            m.emit(process=pid, type=outcome, **head, error="BROKER_NOT_AVAILABLE")
+            if mode == "no-ok":
+                continue
+            if outcome == "info":
+                pid = m.pid()
+        ends = {q: m.lso((topic, q)) if committed else len(m.logs[(topic, q)]) for q in group}
+        logs = {q: [(o, v) for o, v in enumerate(m.logs[(topic, q)][:ends[q]])
+                    if m.visible(v, committed)] for q in group}
+        p = draw(st.sampled_from(group))
+        if mode == "hole" and logs[p]:
+            del logs[p][draw(st.integers(0, len(logs[p]) - 1))]
+        elif mode == "moved" and logs[p]:
+            i = draw(st.integers(0, len(logs[p]) - 1))
+            logs[p][i] = (logs[p][i][0] + draw(st.integers(1, 2)), logs[p][i][1])
+            logs[p].sort(key=lambda r: r[0])
+        elif mode == "short":  # the reader stops short of the end
+            logs[p] = logs[p][:draw(st.integers(0, max(0, len(logs[p]) - 1)))]
+        elif mode == "extra":  # an aborted or open record returned at read_committed
+            hidden = [(o, v) for o, v in enumerate(m.logs[(topic, p)])
+                      if m.vstate.get(v) in ("aborted", "open")]
+            if hidden:
+                o, v = draw(st.sampled_from(hidden))
+                logs[p] = sorted([*logs[p], (o, v)], key=lambda r: r[0])
+                ends[p] = max(ends[p], o + 1)
+        batch = draw(st.integers(1, 4))
+        pos = dict.fromkeys(group, 0)
+        first = True
+        while True:
+            invoke = {"process": pid, "type": "invoke", **head, **iso}
+            if first and mode != "no-seek":
+                invoke["seek"] = {str(q): 0 for q in group}
+            records = []
+            for q in group:
+                rest = [r for r in logs[q] if r[0] >= pos[q]]
+                taken = rest[:batch]
+                records += [[q, o, v] for o, v in taken]
+                if taken:
+                    pos[q] = taken[-1][0] + 1
+                if len(rest) <= batch and not (mode == "short" and q == p):
+                    pos[q] = max(pos[q], ends[q])  # past trailing markers, hidden records
+            m.emit(**invoke)
+            done = {"process": pid, "type": "ok", **head, "records": records}
+            shown = group if mode != "hwm-some" else group[:1]
+            done["high_watermark"] = {str(q): len(m.logs[(topic, q)]) for q in shown}
+            if mode != "no-position":
+                done["position"] = {str(q): pos[q] for q in group}
+            if committed:
+                done["last_stable_offset"] = {
+                    str(q): m.lso((topic, q)) + int(mode == "lso-ahead" and q == p)
+                    for q in group}
+            m.emit(**done)
+            first = False
+            if not records:
+                break
+        if mode == "open":
+            open_invoke = {"process": pid, "type": "invoke", **head, **iso}
+            if draw(st.booleans()):
+                open_invoke["seek"] = {str(q): 0 for q in group}
+            tail.append(open_invoke)
+    return tail
+
+
+def _final_observations(m: _TxnModel) -> None:
+    """A round of observations after the final reads began, the clock jumping
+    (0 to 5 ms) before each: enough, at times, to outlast hanging-txn's T; and,
+    injected, an LSO stuck below the high watermark whatever the transactions did
+    (where the partition's last observation put it, or anywhere below its end),
+    from then on."""
+    for _ in range(m.draw(st.integers(1, len(m.keys) + 1))):
+        m.observe_step()
+        line = m.lines[-1]
+        line[_GAP] = m.draw(st.sampled_from([0, 1_000_000, 2_500_000, 5_000_000]))
+        key = (line["topic"], line["partition"])
+        if key not in m.stuck_lso and m.inject and m.draw(st.integers(0, 3)) == 0:
+            last = next((seen["last_stable_offset"] for seen in reversed(m.lines[:-1])
+                         if seen.get("f") == "observe" and "last_stable_offset" in seen
+                         and (seen["topic"], seen["partition"]) == key), None)
+            end = len(m.logs[key])
+            m.stuck_lso[key] = (last if last is not None and last < end
+                                else m.draw(st.integers(0, max(0, end - 1))))
+        if key in m.stuck_lso and m.draw(st.integers(0, 3)) > 0:
+            line["last_stable_offset"] = m.stuck_lso[key]
+
+
+def _txn_replicas(m: _TxnModel) -> None:
+    """The collector's replica lines, a marker's value null (its bytes are no int)."""
+    logs = m.logs
+    m.logs = {key: [None if isinstance(v, _Control) else v for v in log]
+              for key, log in logs.items()}
+    try:
+        _replicas(m)
+    finally:
+        m.logs = logs
+
+
+_TXN_STEPS = (["send"] * 2 + ["txn"] * 7 + ["poll"] * 5 + ["observe"] * 2
+              + ["fault", "log", "coordinator"])
+
+
+@st.composite
+def transactions_jsons(draw, producers: int) -> dict:
+    """test.json's `transactions`: T = timeout + check interval + margin is 1-4 ms
+    (the histories' clock moves in microseconds), at times a part of it missing."""
+    conf = {"enabled": True, "client": draw(st.sampled_from(["java", "java", "librdkafka"])),
+            "transaction_version": draw(st.sampled_from([2, 2, 1, None])),
+            "transaction_timeout_ms": draw(st.integers(1, 2)),
+            "abort_check_interval_ms": draw(st.integers(0, 1)),
+            "hang_margin_ms": draw(st.integers(0, 1)), "producers": producers}
+    if draw(st.integers(0, 7)) == 0:
+        del conf[draw(st.sampled_from(["transaction_timeout_ms", "hang_margin_ms"]))]
+    return conf
+
+
+@st.composite
+def txn_histories(draw, max_steps: int = 80) -> GeneratedHistory:
+    """A random history of contract version 4: the v3 model's plain producers,
+    consumers, observer and nemesis, with transactional producers, read_committed
+    consumers, LSO observations and final reads at both isolations."""
+    test, parts, ids, min_isr = draw(test_jsons())
+    producers = draw(st.sampled_from([0, 1, 2, 2, 3, 3]))
+    txn_conf = draw(transactions_jsons(producers))
+    if test is not None:
+        test["transactions"] = txn_conf
+        if draw(st.booleans()):
+            test["observer"] = {"fenced_first": draw(st.booleans()),
+                                "same_broker": draw(st.booleans())}
+    m = _TxnModel(draw, test, parts, ids, min_isr, inject=draw(st.integers(0, 2)) > 0,
+                  client=txn_conf["client"], producers=producers)
+    for _ in range(draw(st.integers(min(8, max_steps), max_steps))):
+        getattr(m, f"{draw(st.sampled_from(_TXN_STEPS))}_step")()
+    # wind down: some operations complete, the others never do
+    for prod in m.producers:
+        if prod.pending is not None and draw(st.booleans()):
+            m.complete_send(prod, draw(st.sampled_from(["ok", "fail", "info"])))
+    for tp in m.txn_producers:
+        if tp.pending is None:
+            continue
+        if draw(st.booleans()):
+            if tp.pending.sent == len(tp.pending.sends) and tp.pending.end_at is None:
+                tp.pending.end_at = len(m.lines)
+            done = tp.pending.end_at is not None
+            m.complete_txn(tp, draw(st.sampled_from(["ok", "fail", "info"] if done
+                                                    else ["fail", "info"])))
+        elif tp.pending.open_keys:
+            m.unresolved.append(tp.pending)  # never completed: it dangles
+    for con in m.consumers:
+        if con.pending and draw(st.booleans()):
+            m.complete_poll(con)
+    if draw(st.booleans()):  # healed: a full ISR observed
+        m.alive = set(m.brokers)
+        for _ in range(draw(st.integers(1, 2))):
+            m.observe_step()
+    # the final reads: read_uncommitted, observations (the coordinator settling
+    # dangling transactions at times between them), read_committed
+    tail = []
+    for topic in parts:
+        tail += _txn_final_reads(m, topic, committed=False)
+    for _ in range(draw(st.integers(0, 3))):
+        if draw(st.integers(0, 2)) == 0:
+            m.coordinator_step()
+        _final_observations(m)
+    for topic in parts:
+        tail += _txn_final_reads(m, topic, committed=True)
+    if draw(st.booleans()):
+        _final_observations(m)
+    if draw(st.booleans()):
+        _txn_replicas(m)
+    m.lines += tail
+    return _dress(draw, test, m.lines)

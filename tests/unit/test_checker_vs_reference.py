@@ -3,6 +3,9 @@ random histories that follow shared/HISTORY.md (tests/history_strategies.py):
 the same verdict, the same count of every anomaly (lost-write and unseen by
 acks), the same truncated lines, incomplete partitions, fault budget counts and
 checked counts; and on a malformed history, errors naming the same line.
+Contract version 4's transactions get a test of their own, on histories of
+history_strategies.txn_histories (the txn tally, the txn anomalies by protocol
+and the read_committed final reads' completeness compared too).
 
 One SparkSession for the whole module (checker_fixtures.spark). A check of a
 tiny history alone takes 2-8 s on 2 cores, nearly all of it Spark's fixed cost,
@@ -25,7 +28,12 @@ from pathlib import Path
 import pytest
 from checker_agreement import differences, reference_view, spark_view
 from checker_fixtures import TEST_CONFIG
-from history_strategies import GeneratedHistory, histories, malformed_histories
+from history_strategies import (
+    GeneratedHistory,
+    histories,
+    malformed_histories,
+    txn_histories,
+)
 from hypothesis import HealthCheck, event, given, settings
 from reference_checker import MalformedLine, reference_check
 from synthetic import MIXABLE, every_anomaly, synthetic_test_json, write_run_dir
@@ -66,6 +74,29 @@ def test_the_spark_checker_agrees_with_the_reference(tmp_path):
 
     _for_each_drawn(histories(), 60, take)
     assert len(drawn) >= 50, "Hypothesis drew the histories the test is sized for"
+    _assert_spark_agrees(drawn)
+
+
+def test_the_spark_checker_agrees_with_the_reference_on_transactions(tmp_path):
+    """Contract version 4: histories with transactional producers, read_committed
+    consumers, LSO observations and final reads at both isolations
+    (history_strategies.txn_histories), anomalies injected at random."""
+    drawn: list[tuple[Path, dict | None, dict]] = []
+
+    def take(history: GeneratedHistory) -> None:
+        path = history.write(tmp_path / f"txn-history-{len(drawn)}")
+        ref = reference_view(reference_check(path, history.test))
+        _tell_the_kinds(ref)
+        drawn.append((path, history.test, ref))
+
+    _for_each_drawn(txn_histories(), 40, take)
+    assert len(drawn) >= 30, "Hypothesis drew the histories the test is sized for"
+    _assert_spark_agrees(drawn)
+
+
+def _assert_spark_agrees(drawn: list[tuple[Path, dict | None, dict]]) -> None:
+    """The Spark checker, judging every drawn history in one batch, gives each the
+    reference's view."""
     results = check_histories([(path, test) for path, test, _ in drawn], TEST_CONFIG)
     for (path, _, ref), got in zip(drawn, results, strict=True):
         if isinstance(got, HarnessError):
