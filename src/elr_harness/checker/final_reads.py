@@ -46,6 +46,14 @@ def _partitions(mapping: dict | None) -> set[int]:
     return {int(k) for k in (mapping or {})}
 
 
+def _unfinished_cover(op, topic: str, seek: set[int], judged: set[TP]) -> set[TP]:
+    """What a final invoke without a completion covers (docs/CHECKING.md): its seek's
+    partitions and those its process's earlier final polls of the topic covered;
+    with neither, every judged partition of its topic."""
+    cover = seek | op.earlier or {p for t, p in judged if t == topic}
+    return {(topic, p) for p in cover}
+
+
 def is_read_committed(line: dict) -> bool:
     return line.get("isolation") == "read_committed"
 
@@ -93,10 +101,7 @@ def final_read_status(polls: Iterable[dict], judged: set[TP],
         topic = (invoke or done)["topic"]
         seek = _partitions(invoke.get("seek")) if invoke else set()
         if done is None:
-            cover = seek | op.earlier
-            if not cover:
-                cover = {p for t, p in judged if t == topic}
-            open_cover.update((topic, p) for p in cover)
+            open_cover.update(_unfinished_cover(op, topic, seek, judged))
             continue
         if done["type"] != "ok":
             continue
@@ -179,10 +184,7 @@ def rc_final_status(polls: Iterable[dict], judged: set[TP], rc_top: dict[TP, int
         topic = (invoke or done)["topic"]
         seek = _partitions(invoke.get("seek")) if invoke else set()
         if done is None:
-            cover = seek | op.earlier
-            if not cover:
-                cover = {p for t, p in judged if t == topic}
-            open_cover.update((topic, p) for p in cover)
+            open_cover.update(_unfinished_cover(op, topic, seek, judged))
             continue
         if done["type"] != "ok":
             continue
