@@ -36,6 +36,8 @@ from elr_harness.nemesis.targets import Topology
 #: The scenarios the issue asks as files (elr-downgrade's feature dance stays Python).
 AS_FILES = ("unclean-last-replica", "unclean-last-replica-alone", "fenced-last-leader",
             "min-isr-drop", "slow-follower", "disk-failure")
+#: The transactions' scenarios (contract v4), files from the start (test_txn_scenarios).
+TXN_FILES = ("txn-delayed-end", "txn-unclean-marker", "txn-coordinator-loss")
 FAST = ScenarioTimings(registration_poll_s=0.01, controller_poll_s=0.01)
 
 
@@ -57,7 +59,7 @@ def _faults(injector: FaultInjector) -> list[tuple[str, list[str]]]:
 
 def test_every_scenario_the_issue_names_ships_as_a_file_of_a_known_scenario():
     shipped = shipped_schedules()
-    assert sorted(shipped) == sorted(AS_FILES)
+    assert sorted(shipped) == sorted(AS_FILES + TXN_FILES)
     for name, path in shipped.items():
         assert name in SCENARIOS
         schedule = read_schedule(path)

@@ -20,6 +20,12 @@ condition was seen. Each step records the partition as its wait or watch last
 read it (`observed`). A step whose kind cannot act now (NotNow) is recorded as
 skipped; a fault that fails ends the schedule.
 
+With transactions the run names its first transactional producer's
+transactional.id: C is bound to its coordinator at the start, the role
+`coordinator` is that coordinator when a step acts, and `partition =
+"coordinator"` reads its `__transaction_state` partition (nemesis.coordinator);
+the nodes are chosen in nemesis.played_targets.
+
 A scripted scenario (`--nemesis unclean-last-replica`) is its shipped file played
 here, its lines carrying the bare step names (a user's file's carry
 `schedule:<step>`); `outcomes` gives its steps as the run's nemesis_result has them.
@@ -39,21 +45,28 @@ from elr_harness.core.config import GuidedConfig, ScenarioTimings
 from elr_harness.core.errors import BadInput
 from elr_harness.core.wait import wait_until
 from elr_harness.nemesis.conditions import described
+from elr_harness.nemesis.coordinator import Coordinator
 from elr_harness.nemesis.faults import PACKAGES
 from elr_harness.nemesis.faults.base import CLUSTER_SCOPE, NotNow, Undo, Use, settings_of
 from elr_harness.nemesis.faults.base import Capability as C
+from elr_harness.nemesis.played_targets import StepTargets
 from elr_harness.nemesis.scenarios.base import (
     Observer,
     partition_in,
     read_controller,
     wait_for_partition,
 )
-from elr_harness.nemesis.schedule_file import Placement, ScheduleFile, check_nodes
-from elr_harness.nemesis.schedule_step import CONTROLLER, LEADER_NAME, Step
+from elr_harness.nemesis.schedule_file import ScheduleFile, check_nodes
+from elr_harness.nemesis.schedule_step import (
+    CONTROLLER,
+    COORDINATOR_NAME,
+    LEADER_NAME,
+    Step,
+)
 from elr_harness.nemesis.targets import Role, Topology, all_isr_full
 
 
-class Played:
+class Played(StepTargets):
     """The schedule (nemesis.schedules.Schedule) of `harness run --schedule FILE`."""
 
     def __init__(self, schedule: ScheduleFile, injector: Any, observer: Observer,
@@ -63,7 +76,7 @@ class Played:
                  active_controller: Callable[[], int | None] | None = None,
                  start_within_s: float = GuidedConfig.recovery_s, partition: int = 0,
                  timings: ScenarioTimings | None = None,
-                 scenario: str | None = None) -> None:
+                 scenario: str | None = None, transactional_id: str | None = None) -> None:
         self.schedule = schedule
         self.injector = injector
         self.observer = observer
@@ -78,11 +91,16 @@ class Played:
         cluster = getattr(injector, "cluster", None)
         self.topology = topology or Topology.of(cluster.nodes.values())
         self.active_controller = active_controller or cluster.quorum_leader
+        #: the coordinator of the run's first transactional producer (role `coordinator`)
+        self.coordinator = Coordinator(transactional_id, getattr(
+            cluster, "transaction_coordinator", None))
         self.start_within_s = start_within_s
         self.timings = timings or ScenarioTimings()
         self.stop_event = threading.Event()
-        #: name -> node name (L, and every step's `as`)
+        #: name -> node name (L, C, and every step's `as`)
         self.names: dict[str, str] = {}
+        #: L and C -> the partition each is the start's leader of
+        self.start_of: dict[str, tuple[str, int]] = {LEADER_NAME: self.home}
         #: a node the file names -> the node in its place here ([placement])
         self.renamed: dict[str, str] = {}
         #: each fault a step made and no step ended yet: its Use (so the lines of its
@@ -121,6 +139,13 @@ class Played:
                 record["skipped"] = "no full ISR with a leader to start from"
                 return
             self.names[LEADER_NAME] = self._name(start.leader)
+            if self.coordinator.transactional_id is not None:
+                try:  # C: the coordinator at the start
+                    latest = self.observer.latest()
+                    self.names[COORDINATOR_NAME] = self._name(self.coordinator.broker(latest))
+                    self.start_of[COORDINATOR_NAME] = self.coordinator.partition(latest)
+                except NotNow as err:
+                    record["no_coordinator"] = str(err)
             record["names"] = self.names
             if self.schedule.placement is not None:
                 self.renamed = self._renaming(self.schedule.placement, start)
@@ -142,7 +167,12 @@ class Played:
         done: dict[str, Any] = {"step": step.name, "at_s": round(time.monotonic()
                                                                  - self.started, 1)}
         self.played.append(done)
-        self.topic, self.partition = step.partition or self.home
+        try:
+            self.topic, self.partition = self._where(step)
+        except NotNow as err:
+            done["skipped"] = str(err)
+            self.log(f"{step.name}: skipped: {err}")
+            return True
         if step.fault is not None or step.end is not None:
             self.acted_after = self.observer.latest()
         before = self._mine(self.acted_after)
@@ -336,91 +366,6 @@ class Played:
             return {"may_drop": all_isr_full(latest, self.replication_factor),
                     "holding": f"{self.topic}-{self.partition}"}
         return {}
-
-    # -- targets -------------------------------------------------------------------
-
-    def _renaming(self, placed: Placement, start: PartitionState) -> dict[str, str]:
-        """Each node the file names -> the node in the same place here: the leader at
-        the start, its followers in the partition's order, the other brokers and the
-        controllers (the active one first) in name order."""
-        replicas = [self._name(b) for b in start.replicas or start.isr]
-        leader = self._name(start.leader)
-        pairs = [(placed.leader, leader),
-                 *zip([r for r in placed.replicas if r != placed.leader],
-                      [r for r in replicas if r != leader], strict=False)]
-        brokers = sorted(self.topology.brokers)
-        pairs += zip([b for b in brokers if b not in placed.replicas],
-                     [b for b in brokers if b not in replicas], strict=False)
-        named = {i: n for n, i in self.topology.controllers.items()}
-        active = named.get(self.active_controller()) if placed.controller else None
-        if placed.controller and active:
-            controllers = sorted(self.topology.controllers)
-            pairs += [(placed.controller, active),
-                      *zip([c for c in controllers if c != placed.controller],
-                           [c for c in controllers if c != active], strict=False)]
-        return {old: new for old, new in pairs if old != new}
-
-    def _moved(self, node: str) -> str:
-        """The node in the place of the file's `node` ([placement]; itself without)."""
-        return self.renamed.get(node, node)
-
-    def _target(self, step: Step) -> str | None:
-        """The node a step acts on: a bound name's, a node's, or one drawn of the role
-        on the partition as last observed (nodes bound already are not drawn)."""
-        if step.target is None or PACKAGES[str(step.fault)].can(C.REASSIGNS):
-            return None
-        if step.target in self.names:
-            return self.names[step.target]
-        if step.target in self.topology.node_names:
-            return self._moved(step.target)
-        role = Role(step.target)
-        if role is Role.ACTIVE_CONTROLLER:
-            active = self.active_controller()
-            named = {i: n for n, i in self.topology.controllers.items()}
-            if active in named:
-                return named[active]
-            return self.rng.choice(sorted(self.topology.controllers))
-        state = self._mine(self.observer.latest())
-        if role is Role.LEADER:
-            if state is None or state.leader < 0:
-                raise NotNow("the partition has no leader to act on")
-            return self._name(state.leader)
-        bound = set(self.names.values())
-        pool = self._pool(role, state)
-        chosen = [b for b in sorted(pool) if self._name(b) not in bound]
-        if not chosen:
-            chosen = [b for b in sorted(self.topology.brokers.values())
-                      if self.topology.broker_name(b) not in bound]
-        if not chosen:
-            raise NotNow(f"no broker left for the role {role.value}")
-        return self._name(self.rng.choice(chosen))
-
-    @staticmethod
-    def _pool(role: Role, state: PartitionState | None) -> Sequence[int]:
-        if state is None:
-            return ()
-        if role is Role.FOLLOWER:
-            return [b for b in state.isr if b != state.leader]
-        if role is Role.ISR:
-            return state.isr
-        if role is Role.ELR:
-            return state.elr or ()
-        return state.replicas or ()
-
-    def _broker(self, name: str) -> int:
-        node = self.names.get(name) or self._moved(name)
-        broker = self.topology.brokers.get(node)
-        if broker is None:
-            return -2  # a name not bound yet, or a controller: in no broker set
-        return broker
-
-    def _name(self, broker: int) -> str:
-        return self.topology.name_of_broker(broker)
-
-    def _ids(self) -> dict[int, str]:
-        """Broker ids to the names the schedule bound them to (for what a wait saw)."""
-        by_node = {node: name for name, node in self.names.items()}
-        return {i: by_node.get(n, n) for n, i in self.topology.brokers.items()}
 
     # -- the observed partition ----------------------------------------------------
 

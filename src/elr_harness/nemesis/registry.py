@@ -12,7 +12,7 @@ from pathlib import Path
 
 from elr_harness.core.errors import BadInput
 from elr_harness.nemesis.faults import FAULT_KINDS, NOT_IN_ALL, PACKAGES, in_all
-from elr_harness.nemesis.needs import Layer, Setting
+from elr_harness.nemesis.needs import Layer, Needs, Setting
 from elr_harness.nemesis.scenarios import SCENARIOS, ScenarioPackage
 from elr_harness.nemesis.scenarios.base import SHORT_KAFKA_TIMEOUTS
 from elr_harness.nemesis.schedule_file import (
@@ -73,6 +73,13 @@ class NemesisPlan:
             return None
         # named as `--schedule NAME` plays it (the header of the run's schedule.toml)
         return parse_schedule(shipped_schedules()[scripted.file].read_text(), scripted.file)
+
+    @property
+    def needs(self) -> Needs:
+        """What the file it plays needs of the run ([needs]; nothing for a mix): checked
+        against the run before anything starts (run.spec)."""
+        played = self.played_file
+        return played.needs if played is not None else Needs()
 
     @property
     def layers(self) -> frozenset[Layer]:

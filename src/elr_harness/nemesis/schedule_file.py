@@ -7,7 +7,10 @@ do.
     [needs]                      # what the cluster must be (optional); set unless the
     brokers = 4                  # user chose otherwise, refused when the run's is less:
     min_insync_replicas = 1      # at least 4 brokers, min ISR exactly 1, at least
-    log_dirs = 2                 # 2 log dirs per broker
+    log_dirs = 2                 # 2 log dirs per broker,
+    workloads = ["txn"]          # these workloads driven (set: the default ones and these),
+    unclean_leader_election = "elr-off"   # the topic's unclean leader election: true,
+                                 # false, or "elr-off" (on exactly when --elr is off)
 
     [placement]                  # where the run it came from had its nodes at the
     leader = "broker-2"          # start (optional; a run's schedule.toml has it): the
@@ -21,9 +24,13 @@ do.
     [[step]]
     name = "T0"                  # optional: step-1, step-2, ... otherwise
     fault = "partition"          # a registered kind (`harness run --help` lists them)
-    target = "follower"          # leader | follower | isr | elr | any | active-controller,
-                                 # a name an earlier step bound, or a node (broker-2)
-    as = "A"                     # binds the node chosen (L: the leader at the start)
+    target = "follower"          # leader | follower | isr | elr | any | active-controller
+                                 # | coordinator (the transaction coordinator of the run's
+                                 # first transactional producer, now), a name an earlier
+                                 # step bound, or a node (broker-2)
+    as = "A"                     # binds the node chosen (L: the leader at the start; C:
+                                 # the transaction coordinator at the start, with --workload
+                                 # txn: its transactional.id's __transaction_state leader)
     until = "A not in isr"       # a wait (nemesis.conditions), bounded by within_s
     within_s = 30
     read = "controller"          # where the wait reads the partition (default: observer,
@@ -34,7 +41,8 @@ do.
                                  # while it lasts); recorded whether and when it was
                                  # seen, read where `read` says
     partition = "t-3"            # the partition its roles and wait read (default: the
-                                 # first topic's partition 0; a guided run's rounds)
+                                 # first topic's partition 0; a guided run's rounds);
+                                 # "coordinator": C's __transaction_state partition
     settings = { ... }           # the kind's settings, as [run.faults.<kind>] of --config
     cut = { "broker-1" = ["broker-2", "controller-1"] }   # a network cut, exactly:
                                  # each node and the peers it drops (no target then)
@@ -215,8 +223,8 @@ def check_partitions(schedule: ScheduleFile, partitions: dict[str, int]) -> None
     """Every partition a step names is one of the run's topics' (`partitions`: topic ->
     its count), checked before the run."""
     for step in schedule.steps:
-        if step.partition is None:
-            continue
+        if step.partition is None or isinstance(step.partition, str):
+            continue  # the schedule's own, or the coordinator's (found as it plays)
         topic, number = step.partition
         if number >= partitions.get(topic, 0):
             raise BadInput(f"--schedule {schedule.path}: step {step.number} ({step.name}): "

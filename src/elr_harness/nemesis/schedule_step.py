@@ -20,6 +20,11 @@ from elr_harness.nemesis.targets import Role
 
 #: The name the partition's leader at the start is bound to.
 LEADER_NAME = "L"
+#: The name the transaction coordinator of the run's first transactional producer
+#: at the start is bound to (unbound in a run without transactions).
+COORDINATOR_NAME = "C"
+#: A step's `partition` naming that coordinator's `__transaction_state` partition.
+COORDINATOR_PARTITION = "coordinator"
 #: Bounds of a wait and of a hold (seconds).
 MAX_WAIT_S = 600.0
 MAX_HOLD_S = 600.0
@@ -64,13 +69,21 @@ class Step:
     scope: str | None = None
     until: Condition | None = None
     read: str = OBSERVER
-    #: (topic, partition) its roles and wait read; None: the schedule's own
-    partition: tuple[str, int] | None = None
+    #: (topic, partition) its roles and wait read, or COORDINATOR_PARTITION (the
+    #: coordinator's __transaction_state partition); None: the schedule's own
+    partition: tuple[str, int] | str | None = None
     within_s: float = 0.0
     hold_s: float = 0.0
     #: a condition watched for through the hold (what must never happen while it
     #: lasts: "L leads" while B is away); recorded whether and when it was seen
     watch: Condition | None = None
+
+    @property
+    def partition_text(self) -> str | None:
+        """Its `partition` as the file writes it (None: the schedule's own)."""
+        if self.partition is None or isinstance(self.partition, str):
+            return self.partition
+        return f"{self.partition[0]}-{self.partition[1]}"
 
 class StepChecker:
     """Checks one [[step]] table against the steps before it."""
@@ -87,7 +100,7 @@ class StepChecker:
                         f"({str(self.name)[:40]}): `{field}`: {why}")
 
     def bound(self) -> set[str]:
-        return {LEADER_NAME} | {s.bind for s in self.before if s.bind}
+        return {LEADER_NAME, COORDINATOR_NAME} | {s.bind for s in self.before if s.bind}
 
     def step(self) -> Step:
         raw = self.raw
@@ -173,7 +186,7 @@ class StepChecker:
                                   "node name")
         if bind in self.bound():
             raise self.fail("as", f"{bind!r} is bound already (L is the partition's leader "
-                                  "at the start)")
+                                  "at the start, C the transaction coordinator)")
         return bind
 
     def _until(self, bind: str | None, field: str = "until") -> Condition | None:
@@ -191,13 +204,15 @@ class StepChecker:
                                        f"a node; bound: {', '.join(sorted(known))}")
         return condition
 
-    def _partition(self) -> tuple[str, int] | None:
+    def _partition(self) -> tuple[str, int] | str | None:
         text = self.raw.get("partition")
-        if text is None:
-            return None
+        if text is None or text == COORDINATOR_PARTITION:
+            return text
         match = PARTITION.fullmatch(text) if isinstance(text, str) else None
         if match is None:
-            raise self.fail("partition", f"{str(text)[:40]!r} is no partition: topic-N")
+            raise self.fail("partition", f"{str(text)[:40]!r} is no partition: topic-N, or "
+                                         f"{COORDINATOR_PARTITION!r} (the transaction "
+                                         "coordinator's __transaction_state partition)")
         return match.group(1), int(match.group(2))
 
     def _seconds(self, field: str, most: float, above_zero: bool = False) -> float:
@@ -241,6 +256,10 @@ class StepChecker:
         if target == Role.ACTIVE_CONTROLLER.value and Role.ACTIVE_CONTROLLER not in \
                 package.roles:
             raise self.fail("target", f"{package.name} does not act on a controller")
+        if target in (Role.COORDINATOR.value, COORDINATOR_NAME) and \
+                not set(package.roles) - {Role.ACTIVE_CONTROLLER}:
+            raise self.fail("target", f"{package.name} acts on a controller only, and the "
+                                      "transaction coordinator is a broker")
         return target
 
     def _to(self, package: FaultPackage) -> int | None:

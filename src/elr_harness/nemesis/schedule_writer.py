@@ -51,7 +51,7 @@ def step_table(step: Step) -> dict[str, Any]:
     """One step as its [[step]] table has it."""
     fields: dict[str, Any] = {
         "name": step.name,
-        "partition": f"{step.partition[0]}-{step.partition[1]}" if step.partition else None,
+        "partition": step.partition_text,
         "fault": step.fault, "end": step.end, "target": step.target, "as": step.bind,
         "to": step.to,
         "settings": dataclasses.asdict(step.settings) if step.settings else None,

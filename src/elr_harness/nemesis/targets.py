@@ -29,6 +29,10 @@ class Role(StrEnum):
     ELR = "elr"
     ANY = "any"
     ACTIVE_CONTROLLER = "active-controller"
+    #: The transaction coordinator of the run's first transactional producer: the
+    #: leader of its transactional.id's `__transaction_state` partition (a schedule
+    #: step's role; a mix draws no such target).
+    COORDINATOR = "coordinator"
 
 
 #: Broker roles: one (randomly chosen) partition's leader, a follower in its ISR, a
@@ -83,6 +87,9 @@ def choose_target(role: Role | str, states: Sequence[PartitionState], topology: 
     caller), or any controller when that is unknown.
     """
     role = Role(role)
+    if role is Role.COORDINATOR:
+        raise ValueError("the coordinator is a schedule step's role (nemesis.played "
+                         "resolves it by the run's transactional.id), drawn by no mix")
     if role is Role.ACTIVE_CONTROLLER:
         for name, node_id in sorted(topology.controllers.items()):
             if active_controller is not None and node_id == active_controller:
@@ -129,3 +136,36 @@ def isr_full(state: PartitionState, replication_factor: int) -> bool:
 def all_isr_full(states: Sequence[PartitionState], replication_factor: int) -> bool:
     """Every observed partition has a full ISR (nothing observed: not known to be)."""
     return bool(states) and all(isr_full(s, replication_factor) for s in states)
+
+
+# -- the transaction coordinator ---------------------------------------------------
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode of `text` (a signed 32-bit int over its UTF-16 units)."""
+    value = 0
+    units = text.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        value = (31 * value + int.from_bytes(units[i:i + 2], "big")) & 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def transaction_partition(transactional_id: str, partitions: int) -> int:
+    """The `__transaction_state` partition that holds `transactional_id`'s state, as
+    Kafka computes it (TransactionStateManager.partitionFor: Utils.abs(hashCode) %
+    partitions, where Utils.abs(Integer.MIN_VALUE) is 0)."""
+    if partitions < 1:
+        raise ValueError(f"{partitions} partitions of __transaction_state")
+    code = java_string_hash(transactional_id)
+    return (0 if code == -(1 << 31) else abs(code)) % partitions
+
+
+def coordinator_of(states: Sequence[PartitionState], transactional_id: str, topic: str,
+                   partitions: int) -> tuple[int, int | None]:
+    """`transactional_id`'s `topic` (__transaction_state) partition and the broker
+    observed leading it (None: not observed, or no leader), from an observed
+    sample. The partition count is the observed one (`partitions` when none is)."""
+    seen = {s.partition: s for s in states if s.topic == topic}
+    number = transaction_partition(transactional_id, len(seen) or partitions)
+    state = seen.get(number)
+    return number, (state.leader if state is not None and state.leader >= 0 else None)

@@ -213,7 +213,8 @@ def run_configs(args: argparse.Namespace, note: Callable[[str], None] | None = N
     for setting in plan.cluster_settings if plan else ():
         if not _chosen(setting.chosen_by, given, settings):
             section, *path = setting.path.split(".")
-            sections[section] = _with(sections[section], path, setting.value(run))
+            sections[section] = _with(sections[section], path,
+                                      setting.value_in(run, sections))
     if "seed" not in given and "seed" in settings.get("run", {}):
         sections["workload"] = replace(sections["workload"], seed=run.seed)
     sections["workload"] = replace(sections["workload"], time_limit_s=run.time_limit_s)

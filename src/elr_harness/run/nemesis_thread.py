@@ -13,10 +13,21 @@ from typing import Any
 from rich.console import Console
 
 from elr_harness.cluster.observe import recovered
+from elr_harness.core.config import WorkloadConfig
 from elr_harness.nemesis.registry import NemesisPlan
 from elr_harness.run.spec import RunSpec
 
 console = Console(highlight=False)
+
+
+def first_transactional_id(workload: WorkloadConfig) -> str | None:
+    """The transactional.id whose coordinator a schedule's `coordinator` (and C)
+    names: the first transactional producer's (None: the run has none)."""
+    if "txn" not in workload.workloads or workload.txn_producers < 1:
+        return None
+    from elr_harness.workloads.txn_workload import txn_ids
+
+    return txn_ids(workload)[0]
 
 
 def run_nemesis(plan: NemesisPlan, spec: RunSpec, injector, observer,
@@ -120,7 +131,8 @@ def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):
                    spec.topics[0].replication_factor, spec.topics[0].min_insync_replicas,
                    faults=spec.run.faults, log=log,
                    start_within_s=spec.run.scenario.step_timeout_s,
-                   timings=spec.run.scenario, scenario=plan.scenario),
+                   timings=spec.run.scenario, scenario=plan.scenario,
+                   transactional_id=first_transactional_id(spec.workload)),
             Recovery(lambda: recovered(observer.latest(), replication_of(spec)),
                      spec.run.scenario.step_timeout_s, spec.run.scenario.watch_poll_s,
                      spec.run.quiet_after_faults_s)])

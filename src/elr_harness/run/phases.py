@@ -44,6 +44,9 @@ if TYPE_CHECKING:
     from elr_harness.checker.spark import EarlyStart
 
 console = Console(highlight=False)
+#: How much longer than hanging-txn's T the final reads of a run with transactions
+#: observe: a few more observations at a loaded machine's pace (~1.3 s apart).
+HANG_OBSERVED_S = 4.0
 
 
 class Phases:
@@ -279,9 +282,13 @@ def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, la
 
     def do_final_reads() -> dict[str, Any]:
         # with transactions: the read_committed read waits out the transaction timeout
-        # and the coordinators' abort check once (an abandoned one is aborted first)
+        # and the coordinators' abort check once (an abandoned one is aborted first),
+        # and hanging-txn's margin: the observer observes meanwhile, so an LSO stuck
+        # since the heal spans more than hanging-txn's T in the history (it could not
+        # otherwise: the read_committed read ends at once at a stuck LSO)
         settle_s = (spec.workload.txn_timeout_ms +
-                    spec.cluster.timings.transaction_abort_check_interval_ms) / 1000
+                    spec.cluster.timings.transaction_abort_check_interval_ms +
+                    spec.workload.txn_hang_margin_ms) / 1000 + HANG_OBSERVED_S
         summary = final_reads(cluster.bootstrap, spec.topics, recorder, spec.workload,
                               txn_settle_s=settle_s)
         done = {"complete": summary.complete,

@@ -75,10 +75,15 @@ def validate(spec: RunSpec) -> NemesisPlan:
                       "quorum is the usual choice")
     if plan.scripted:
         plan.scripted.refuse(spec.cluster, spec.topics)
+    # what its file needs ([needs]): a scenario's own check first, in its words
+    plan.needs.refuse(plan.schedule.path if plan.schedule else spec.run.nemesis.strip(),
+                      spec.cluster.brokers, spec.cluster.log_dirs,
+                      [t.min_insync_replicas for t in spec.topics],
+                      workloads=spec.workload.workloads, elr=spec.cluster.elr,
+                      unclean_leader_election=[t.unclean_leader_election
+                                               for t in spec.topics],
+                      flag="--schedule" if plan.schedule else "--nemesis")
     if plan.schedule:
-        plan.schedule.needs.refuse(plan.schedule.path, spec.cluster.brokers,
-                                   spec.cluster.log_dirs,
-                                   [t.min_insync_replicas for t in spec.topics])
         check_partitions(plan.schedule, {t.name: t.partitions for t in spec.topics})
         if spec.cluster.nodes_file is None:  # a nodes file's names: checked as the run starts
             check_nodes(plan.schedule, {n.name for n in node_specs(spec.cluster)})

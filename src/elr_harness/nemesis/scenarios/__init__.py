@@ -13,6 +13,9 @@ from elr_harness.nemesis.scenarios import (
     fenced_last_leader,
     min_isr_drop,
     slow_follower,
+    txn_coordinator_loss,
+    txn_delayed_end,
+    txn_unclean_marker,
     unclean_last_replica,
     unclean_last_replica_alone,
 )
@@ -23,4 +26,5 @@ __all__ = ["SCENARIOS", "ScenarioPackage"]
 #: Every scenario by its `--nemesis` name, in the order help and plans list them.
 SCENARIOS: dict[str, ScenarioPackage] = {m.PACKAGE.name: m.PACKAGE for m in (
     unclean_last_replica, unclean_last_replica_alone, min_isr_drop, slow_follower,
-    disk_failure, fenced_last_leader, elr_downgrade)}
+    disk_failure, fenced_last_leader, elr_downgrade, txn_delayed_end, txn_unclean_marker,
+    txn_coordinator_loss)}

@@ -190,3 +190,21 @@ class ScenarioPackage:
                                "(a leader and two followers)")
         if self.check is not None:
             self.check(cluster, topics)
+
+
+def from_file(name: str, help: str, in_default_soak: bool = False) -> ScenarioPackage:
+    """A scenario that is its shipped file alone (nemesis/scenario_files/<name>.toml):
+    the layers its kinds need and the settings its [needs] asks, as `--schedule NAME`
+    takes them (Kafka's timeouts shortened unless it says short_kafka_timeouts =
+    false); the run refuses what its [needs] refuses (run.spec)."""
+    from elr_harness.nemesis.faults import PACKAGES
+    from elr_harness.nemesis.schedule_file import parse_schedule, shipped_schedules
+
+    schedule = parse_schedule(shipped_schedules()[name].read_text(encoding="utf-8"), name)
+    needs = schedule.needs
+    short = SHORT_KAFKA_TIMEOUTS if needs.short_kafka_timeouts is not False else ()
+    kinds = tuple(s for k in schedule.kinds for s in PACKAGES[k].cluster_settings)
+    return ScenarioPackage(
+        name, help, file=name, in_default_soak=in_default_soak,
+        layers=frozenset().union(*(PACKAGES[k].layers for k in schedule.kinds)),
+        cluster_settings=(*short, *kinds, *needs.settings()))
