@@ -7,6 +7,15 @@ histories contain no anomaly; `Injection`s plant one anomaly each at a known
 place, and the generator returns the op indices the checker must report, using
 the same rules as the checker (see checker/anomalies.py for the ops of each
 example).
+
+With `transactions` (contract v4, HISTORY.md "Transactions (v4)") transactional
+producers and read_committed consumers join the plain clients: each transaction
+sends records across partitions (appended to the logs one by one, between the
+other clients' steps), then commits or aborts, which appends a marker to each
+partition it wrote; the observer reports each partition's LSO and open
+transactions, and the final reads run at both isolation levels. Such a history
+is clean (no injection can be planted in it). Without it every output is as it
+was before transactions existed, byte for byte.
 """
 
 from __future__ import annotations
@@ -62,6 +71,21 @@ class SyntheticSpec:
     idempotent: bool = False
     leave_pending: bool = True
     injections: tuple[Injection, ...] = ()
+    #: Contract v4: transactional producers (the Java client's, on
+    #: transaction.version 2) and read_committed consumers beside the plain clients.
+    transactions: bool = False
+    txn_producers: int = 2
+    read_committed_consumers: int = 1
+    #: Share of the simulation's steps given to the transactional producers (a
+    #: transaction takes one step to begin, one per record and one to end).
+    txn_share: float = 0.2
+    txn_min_sends: int = 2
+    txn_max_sends: int = 5
+    #: Per transaction: aborted on purpose (`abort: true`), failed (aborted after an
+    #: error), or committed while the client timed out (`info`).
+    txn_abort_rate: float = 0.1
+    txn_fail_rate: float = 0.02
+    txn_info_rate: float = 0.01
 
 
 #: The anomalies that one history can carry together, one of each.
@@ -100,13 +124,25 @@ class Generated:
     unseen_by_acks: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ACKS_LEVELS, 0))
     incomplete_partitions: list[str] = field(default_factory=list)
     beyond_budget: bool = False
+    #: transactions by outcome, as results.json's tally counts them
+    txn_outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
+        ("committed", "aborted_on_purpose", "failed", "unknown"), 0))
+
+
+#: test.json's transactions block of a synthetic run with transactions (the
+#: harness's defaults: WorkloadConfig and ClusterTimings).
+TXN_TEST_JSON = {"enabled": True, "client": "java", "transaction_version": 2,
+                 "transaction_timeout_ms": 10000, "abort_check_interval_ms": 2000,
+                 "hang_margin_ms": 10000}
+#: The Java client's values start here (WorkloadConfig.txn_value_base).
+TXN_VALUE_BASE = 10**15
 
 
 def synthetic_test_json(spec: SyntheticSpec) -> dict:
     """The test.json a real run with this shape would write."""
     nodes = {f"controller-{i}": {"role": "controller", "id": 1000 + i} for i in (1, 2, 3)}
     nodes.update({f"broker-{i}": {"role": "broker", "id": i} for i in (1, 2, 3)})
-    return {
+    out = {
         "test": "synthetic", "nemesis": "synthetic", "seed": spec.seed,
         "kafka_version": "4.1.1", "elr_enabled": True,
         "idempotent_producers": spec.idempotent,
@@ -114,6 +150,10 @@ def synthetic_test_json(spec: SyntheticSpec) -> dict:
                                 "min_insync_replicas": 2, "unclean_leader_election": False}},
         "nodes": nodes,
     }
+    if spec.transactions:
+        out["transactions"] = {**TXN_TEST_JSON, "producers": spec.txn_producers,
+                               "read_committed_consumers": spec.read_committed_consumers}
+    return out
 
 
 def write_run_dir(run_dir: Path, spec: SyntheticSpec, with_test_json: bool = True) -> Generated:
@@ -129,6 +169,10 @@ def write_history(path: Path, spec: SyntheticSpec) -> Generated:
     for inj in spec.injections:
         if inj.anomaly not in INJECTABLE:
             raise ValueError(f"cannot inject {inj.anomaly!r}; known: {', '.join(INJECTABLE)}")
+    if spec.transactions and spec.injections:
+        raise ValueError("a history with transactions is clean: no injection")
+    if spec.transactions and not 1 <= spec.txn_min_sends <= spec.txn_max_sends:
+        raise ValueError("txn_min_sends must be at least 1 and at most txn_max_sends")
     with open(path, "w", encoding="utf-8", buffering=1 << 20) as out:
         sim = _Simulation(spec, out)
         sim.run()
@@ -145,15 +189,38 @@ class _Producer:
 
 
 class _Consumer:
-    __slots__ = ("pid", "pos", "pending", "last", "need_seek")
+    __slots__ = ("pid", "pos", "pending", "last", "need_seek", "rc")
 
-    def __init__(self, pid: int, partitions: int) -> None:
+    def __init__(self, pid: int, partitions: int, rc: bool = False) -> None:
         self.pid = pid
+        self.rc = rc  # a read_committed consumer (contract v4)
         self.pos = [0] * partitions
         self.pending: tuple[int, bool] | None = None  # invoke index, had seek
         # per partition: (kind, offset, index) of the last event: "r" record or "s" seek
         self.last: list[tuple[str, int, int] | None] = [None] * partitions
         self.need_seek = True
+
+
+class _Txn:
+    """One transaction in flight: its sends (partition, value), the offsets of
+    those appended so far, and its first offset in each partition it wrote."""
+
+    __slots__ = ("sends", "abort", "offsets", "first")
+
+    def __init__(self, sends: list[tuple[int, int]], abort: bool) -> None:
+        self.sends = sends
+        self.abort = abort
+        self.offsets: list[int] = []
+        self.first: dict[int, int] = {}
+
+
+class _TxnProducer:
+    __slots__ = ("pid", "txn_id", "pending")
+
+    def __init__(self, pid: int, txn_id: str) -> None:
+        self.pid = pid
+        self.txn_id = txn_id
+        self.pending: _Txn | None = None
 
 
 # fault cycle: (fault, nodes, isr after, elr after); broker ids are 1..3
@@ -199,6 +266,19 @@ class _Simulation:
         self.last_hwm: list[tuple[int, int] | None] = [None] * parts
         self.fault_step = 0
         self.finishers: list = []
+        # contract v4 (spec.transactions): markers are in self.hidden (no read returns
+        # one); the records of aborted transactions in self.aborted (read_committed
+        # reads skip them)
+        self.txn = spec.transactions
+        self.txn_producers: list[_TxnProducer] = []
+        self.open_txns: list[_Txn] = []
+        self.aborted: set[tuple[int, int]] = set()
+        self.next_txn_value = TXN_VALUE_BASE
+        if self.txn:
+            self.consumers += [_Consumer(self._pid(), parts, rc=True)
+                               for _ in range(spec.read_committed_consumers)]
+            self.txn_producers = [_TxnProducer(self._pid(), f"elr-txn-java-{i}")
+                                  for i in range(spec.txn_producers)]
 
     # -- output ---------------------------------------------------------------
 
@@ -300,6 +380,8 @@ class _Simulation:
 
     def consumer_invoke(self, con: _Consumer, seek: dict[int, int] | None = None) -> int:
         body = f'"process":{con.pid},"type":"invoke","f":"poll","topic":"{self.topic}"'
+        if con.rc:
+            body += ',"isolation":"read_committed"'
         if seek is None and con.need_seek:
             seek = {p: con.pos[p] for p in range(self.spec.partitions)}
         elif seek is None and self.rng.random() < self.spec.seek_rate:
@@ -318,6 +400,8 @@ class _Simulation:
     def consumer_complete(self, con: _Consumer, records: list[tuple[int, int, int | None]]
                           | None = None) -> int:
         """Complete con's poll: normal reading unless records are given."""
+        if con.rc:
+            return self.rc_complete(con)
         con.pending = None
         if records is None:
             records = self.read_records(con.pos, self.spec.poll_batch)
@@ -378,6 +462,9 @@ class _Simulation:
                     f'"last_known_elr":[]')
             if hwm is not None:
                 body += f',"high_watermark":{hwm}'
+            if self.txn:
+                opened = ",".join(str(o) for o in self.open_offsets(p))
+                body += f',"last_stable_offset":{self.lso(p)},"open_txn_offsets":[{opened}]'
             idx = self.emit(body)
             if hwm is not None:
                 self.last_hwm[p] = (hwm, idx)
@@ -407,6 +494,7 @@ class _Simulation:
         next_observe, next_fault = spec.observe_every, spec.fault_every
         rng = self.rng
         prod_share = 0.6 if self.consumers else 1.0
+        txn_share = spec.txn_share if self.txn_producers else 0.0
         while self.index < spec.lines:
             while triggers and self.index >= triggers[0].at * spec.lines:
                 self.inject(triggers.pop(0))
@@ -416,7 +504,9 @@ class _Simulation:
             if self.index >= next_fault:
                 self.fault_cycle_step()
                 next_fault = self.index + spec.fault_every
-            if rng.random() < prod_share:
+            if txn_share and rng.random() < txn_share:
+                self.txn_step(self.txn_producers[int(rng.random() * len(self.txn_producers))])
+            elif rng.random() < prod_share:
                 self.producer_step(self.producers[int(rng.random() * len(self.producers))])
             else:
                 self.consumer_step(self.consumers[int(rng.random() * len(self.consumers))])
@@ -434,6 +524,9 @@ class _Simulation:
         for i, prod in enumerate(self.producers):
             if prod.pending is not None and not (self.spec.leave_pending and i == 0):
                 self.producer_step(prod)
+        for txn_prod in self.txn_producers:  # every transaction ends
+            while txn_prod.pending is not None:
+                self.txn_step(txn_prod)
         for con in self.consumers:
             if con.pending is not None:
                 self.consumer_complete(con)
@@ -446,6 +539,11 @@ class _Simulation:
         parts = list(range(self.spec.partitions))
         readers = max(1, min(self.spec.final_readers, len(parts)))
         groups = [parts[i::readers] for i in range(readers)]
+        if self.txn:  # both isolation levels, each over every partition
+            for rc in (False, True):
+                for group in groups:
+                    self.txn_final_read(group, rc)
+            return
         incomplete = {i.partition for i in self.spec.injections
                       if i.anomaly == "incomplete-final-read"}
         for group in groups:
@@ -519,6 +617,137 @@ class _Simulation:
                 if top >= offset:
                     return idx
         return self.final_polls[p][-1] if self.final_polls[p] else None
+
+    # -- transactions (contract v4) ---------------------------------------------
+
+    def lso(self, p: int) -> int:
+        """p's last stable offset: the first offset of its earliest open transaction,
+        else its high watermark."""
+        return min((t.first[p] for t in self.open_txns if p in t.first),
+                   default=len(self.logs[p]))
+
+    def open_offsets(self, p: int) -> list[int]:
+        return sorted(t.first[p] for t in self.open_txns if p in t.first)
+
+    def scan(self, p: int, start: int, end: int, batch: int,
+             rc: bool) -> tuple[list[tuple[int, int, int]], int]:
+        """Up to batch records of p from start below end, markers (and, read
+        committed, aborted records) passed over; and the position after them."""
+        log, hidden, aborted = self.logs[p], self.hidden, self.aborted
+        out: list[tuple[int, int, int]] = []
+        o = start
+        while o < end and len(out) < batch:
+            if (p, o) not in hidden and not (rc and (p, o) in aborted):
+                out.append((p, o, log[o]))
+            o += 1
+        return out, o
+
+    def rc_complete(self, con: _Consumer) -> int:
+        """Complete a read_committed poll: up to the LSO, with its position and LSOs."""
+        con.pending = None
+        idx = self.index
+        records: list[tuple[int, int, int]] = []
+        position, lsos = [], []
+        for p in range(self.spec.partitions):
+            lso = self.lso(p)
+            got, con.pos[p] = self.scan(p, con.pos[p], lso, self.spec.poll_batch, rc=True)
+            if got:
+                con.last[p] = ("r", got[-1][1], idx)
+            records += got
+            position.append(f'"{p}":{con.pos[p]}')
+            lsos.append(f'"{p}":{lso}')
+        recs = ",".join(f"[{p},{o},{v}]" for p, o, v in records)
+        return self.emit(f'"process":{con.pid},"type":"ok","f":"poll","topic":"{self.topic}",'
+                         f'"records":[{recs}],"position":{{{",".join(position)}}},'
+                         f'"last_stable_offset":{{{",".join(lsos)}}}')
+
+    def txn_step(self, prod: _TxnProducer) -> None:
+        """Begin a transaction, append its next record, or end it."""
+        txn = prod.pending
+        if txn is None:
+            spec, rng = self.spec, self.rng
+            n = spec.txn_min_sends + int(rng.random() * (spec.txn_max_sends
+                                                         - spec.txn_min_sends + 1))
+            sends = []
+            for _ in range(n):
+                sends.append((int(rng.random() * spec.partitions), self.next_txn_value))
+                self.next_txn_value += 1
+            txn = prod.pending = _Txn(sends, rng.random() < spec.txn_abort_rate)
+            self.open_txns.append(txn)
+            listed = ",".join(f'["{self.topic}",{p},{v}]' for p, v in sends)
+            self.emit(f'"process":{prod.pid},"type":"invoke","f":"txn",'
+                      f'"txn_id":"{prod.txn_id}","sends":[{listed}]'
+                      + (',"abort":true' if txn.abort else "") + ',"client":"java"')
+        elif len(txn.offsets) < len(txn.sends):
+            p, value = txn.sends[len(txn.offsets)]
+            offset = self.append(p, value, 0)
+            txn.offsets.append(offset)
+            txn.first.setdefault(p, offset)
+        else:
+            self.txn_end(prod, txn)
+
+    def txn_end(self, prod: _TxnProducer, txn: _Txn) -> None:
+        """Commit or abort: a marker on each partition written, then the completion."""
+        spec = self.spec
+        prod.pending = None
+        self.open_txns.remove(txn)
+        end_time = self.time  # read just before the commit (or abort) call
+        r = self.rng.random()
+        if txn.abort:
+            kind, commit, outcome = "ok", False, "aborted_on_purpose"
+        elif r < spec.txn_fail_rate:
+            kind, commit, outcome = "fail", False, "failed"
+        elif r < spec.txn_fail_rate + spec.txn_info_rate:
+            kind, commit, outcome = "info", True, "unknown"  # it committed all the same
+        else:
+            kind, commit, outcome = "ok", True, "committed"
+        self.result.txn_outcomes[outcome] += 1
+        for p in txn.first:
+            self.hidden.add((p, self.append(p, 0, 0)))
+        if not commit:
+            self.aborted.update((p, o) for (p, _), o in zip(txn.sends, txn.offsets,
+                                                             strict=True))
+        head = (f'"process":{prod.pid},"type":"{kind}","f":"txn","txn_id":"{prod.txn_id}"')
+        if kind == "ok":
+            # the Java client's delivery reports of an aborted transaction give no offset
+            shown = ",".join(str(o) if commit else "null" for o in txn.offsets)
+            self.emit(f'{head},"offsets":[{shown}],"end_time":{end_time}')
+        else:
+            error = "REQUEST_TIMED_OUT" if kind == "info" else "NOT_ENOUGH_REPLICAS"
+            self.emit(f'{head},"end_time":{end_time},"error":"{error}"')
+        if kind == "info":
+            prod.pid = self._pid()  # a new instance, the same transactional.id
+
+    def txn_final_read(self, group: list[int], rc: bool) -> None:
+        """Read group from offset 0 to its end at one isolation level; every ok poll
+        reports each partition's position (past trailing markers and aborted
+        records), and the high watermarks or, read committed, the LSOs."""
+        pid = self._pid()
+        pos = dict.fromkeys(group, 0)
+        ends = {p: self.lso(p) for p in group}  # every transaction has ended: the hwm
+        marks = ",".join(f'"{p}":{ends[p]}' for p in group)
+        first = True
+        while True:
+            body = (f'"process":{pid},"type":"invoke","f":"poll","topic":"{self.topic}",'
+                    f'"final":true')
+            if rc:
+                body += ',"isolation":"read_committed"'
+            if first:
+                body += ',"seek":{' + ",".join(f'"{p}":0' for p in group) + "}"
+            self.emit(body)
+            records: list[tuple[int, int, int]] = []
+            for p in group:
+                got, pos[p] = self.scan(p, pos[p], ends[p], self.spec.final_batch, rc)
+                records += got
+            recs = ",".join(f"[{p},{o},{v}]" for p, o, v in records)
+            position = ",".join(f'"{p}":{pos[p]}' for p in group)
+            tail = (f'"position":{{{position}}},"last_stable_offset":{{{marks}}}' if rc
+                    else f'"high_watermark":{{{marks}}},"position":{{{position}}}')
+            self.emit(f'"process":{pid},"type":"ok","f":"poll","topic":"{self.topic}",'
+                      f'"final":true,"records":[{recs}],{tail}')
+            first = False
+            if all(pos[p] >= ends[p] for p in group):
+                return
 
     # -- injections -------------------------------------------------------------
 
