@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 from synthetic import Generated, SyntheticSpec, write_run_dir
@@ -25,12 +26,14 @@ from elr_harness.core.config import CheckerConfig
 TEST_CONFIG = CheckerConfig(shuffle_partitions=2, quick_jit_below_bytes=0)
 
 
-def check_synthetic(run_dir: Path, spec: SyntheticSpec,
-                    with_test_json: bool = True) -> tuple[dict, Generated]:
-    """Write a synthetic run into run_dir, check it, return (results, what was planted)."""
+def check_synthetic(run_dir: Path, spec: SyntheticSpec, with_test_json: bool = True,
+                    check: Callable[[Path, dict | None, CheckerConfig], dict] = check_history,
+                    ) -> tuple[dict, Generated]:
+    """Write a synthetic run into run_dir, check it (check_history, or a module's
+    batched_checks.BatchedChecks.check_history), return (results, what was planted)."""
     generated = write_run_dir(run_dir, spec, with_test_json=with_test_json)
     test = json.loads((run_dir / "test.json").read_text()) if with_test_json else None
-    return check_history(run_dir / "history.jsonl", test, TEST_CONFIG), generated
+    return check(run_dir / "history.jsonl", test, TEST_CONFIG), generated
 
 
 def assert_found_exactly(results: dict, generated: Generated, name: str) -> None:

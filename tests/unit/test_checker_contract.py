@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
+from batched_checks import BatchedChecks
 from checker_fixtures import TEST_CONFIG
 
-from elr_harness.checker.check import check_history
 from elr_harness.cli.main import main
 
 pytestmark = pytest.mark.usefixtures("spark")
@@ -64,8 +65,18 @@ def _log(n: int) -> list[list[int]]:
     return [[0, o, o] for o in range(n)]
 
 
+CHECKS = BatchedChecks()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _checked_together(spark, tmp_path_factory) -> None:
+    """The histories the tests give _check, judged in one Spark batch first
+    (batched_checks.py): each gets its check alone's results."""
+    CHECKS.prefetch(sys.modules[__name__], "_check", tmp_path_factory.mktemp("batch"))
+
+
 def _check(directory: Path, test: dict | None = TEST) -> dict:
-    return check_history(directory / "history.jsonl", test, TEST_CONFIG)
+    return CHECKS.check_history(directory / "history.jsonl", test, TEST_CONFIG)
 
 
 def _counts(results: dict) -> dict[str, int]:

@@ -3,10 +3,12 @@ anomaly of shared/HISTORY.md, alone and mixed, and nothing on clean histories.""
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+from batched_checks import BatchedChecks
 from checker_fixtures import assert_found_exactly, check_synthetic
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,6 +18,18 @@ BAD_WHEN_FOUND = ["lost-committed-read", "inconsistent-offset", "aborted-read",
                   "realtime-order", "nonmonotonic-poll", "poll-skip", "garbage-read",
                   "hwm-regression", "elr-invariant"]
 pytestmark = pytest.mark.usefixtures("spark")
+CHECKS = BatchedChecks()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _checked_together(spark, tmp_path_factory) -> None:
+    """The hand-picked histories (not hypothesis's) judged in one Spark batch first
+    (batched_checks.py): each gets its check alone's results."""
+    CHECKS.prefetch(sys.modules[__name__], "_checked", tmp_path_factory.mktemp("batch"))
+
+
+def _checked(run_dir: Path, spec: SyntheticSpec, **kwargs):
+    return check_synthetic(run_dir, spec, check=CHECKS.check_history, **kwargs)
 SLOW = settings(max_examples=3, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow])
@@ -65,7 +79,7 @@ def test_every_anomaly_mixed_in_one_history(tmp_path):
                    Injection("lost-write", at=0.7, partition=0, acks="0"),
                    Injection("incomplete-final-read", partition=1)]
     spec = SyntheticSpec(lines=3000, seed=11, injections=tuple(injections))
-    results, generated = check_synthetic(tmp_path, spec)
+    results, generated = _checked(tmp_path, spec)
     for name in names + ["lost-write"]:
         assert_found_exactly(results, generated, name)
     lost = results["anomalies"]["lost-write"]
@@ -85,7 +99,7 @@ def test_acks_0_and_1_losses_alone_are_reported_not_bad(tmp_path):
     spec = SyntheticSpec(lines=1000, seed=3, injections=(
         Injection("lost-write", at=0.4, partition=1, acks="0"),
         Injection("lost-write", at=0.6, partition=1, acks="1")))
-    results, generated = check_synthetic(tmp_path, spec)
+    results, generated = _checked(tmp_path, spec)
     assert_found_exactly(results, generated, "lost-write")
     null_offset = [e for e in results["anomalies"]["lost-write"]["examples"] if e["acks"] == "0"]
     assert null_offset and null_offset[0]["offset"] is None
@@ -96,7 +110,7 @@ def test_acks_0_and_1_losses_alone_are_reported_not_bad(tmp_path):
 def test_acks_all_loss_beyond_the_fault_budget_is_expected(tmp_path):
     spec = SyntheticSpec(lines=1500, seed=5, fault_every=10**9, injections=(
         Injection("lost-write-beyond-budget", at=0.5, partition=2),))
-    results, generated = check_synthetic(tmp_path, spec)
+    results, generated = _checked(tmp_path, spec)
     assert_found_exactly(results, generated, "lost-write")
     assert results["anomalies"]["lost-write"]["by_acks"]["all"] == 1
     assert results["valid"] is True, results["reason"]
@@ -111,7 +125,7 @@ def test_one_page_cache_loss_per_full_isr_window_stays_within_budget(tmp_path):
     # the fault cycle has one page-cache loss, healed to a full ISR, per round
     spec = SyntheticSpec(lines=3000, seed=8, fault_every=150,
                          injections=(Injection("lost-write", at=0.9, partition=0),))
-    results, _ = check_synthetic(tmp_path, spec)
+    results, _ = _checked(tmp_path, spec)
     assert results["stats"]["faults"]["page-cache-loss"] >= 2
     g = results["guarantee"]["elr-test-0"]
     assert g["within_budget"] is True and g["page_cache_losses"] == 1
@@ -121,7 +135,7 @@ def test_one_page_cache_loss_per_full_isr_window_stays_within_budget(tmp_path):
 def test_duplicates_are_bad_with_idempotent_producers(tmp_path):
     spec = SyntheticSpec(lines=800, seed=2, idempotent=True,
                          injections=(Injection("duplicate", at=0.5, partition=1),))
-    results, generated = check_synthetic(tmp_path, spec)
+    results, generated = _checked(tmp_path, spec)
     assert_found_exactly(results, generated, "duplicate")
     assert results["bad_anomaly_types"] == ["duplicate"] and results["valid"] is False
 
@@ -129,7 +143,7 @@ def test_duplicates_are_bad_with_idempotent_producers(tmp_path):
 def test_incomplete_final_read_is_unknown_never_valid(tmp_path):
     spec = SyntheticSpec(lines=800, seed=4, injections=(
         Injection("incomplete-final-read", partition=0),))
-    results, generated = check_synthetic(tmp_path, spec)
+    results, generated = _checked(tmp_path, spec)
     assert results["valid"] == "unknown"
     assert results["anomaly_types"] == ["unseen"]
     assert results["anomalies"]["unseen"]["by_acks"] == generated.unseen_by_acks
@@ -141,7 +155,7 @@ def test_incomplete_final_read_is_unknown_never_valid(tmp_path):
 def test_without_test_json_defaults_apply(tmp_path):
     spec = SyntheticSpec(lines=800, seed=6, injections=(
         Injection("elr-invariant", at=0.5, partition=1),))
-    results, generated = check_synthetic(tmp_path, spec, with_test_json=False)
+    results, generated = _checked(tmp_path, spec, with_test_json=False)
     assert_found_exactly(results, generated, "elr-invariant")
     assert results["test"] == {"elr_enabled": True, "kafka_version": None, "seed": None}
     assert set(results["guarantee"]) == {"elr-test-0", "elr-test-1", "elr-test-2"}

@@ -5,12 +5,14 @@ the Spark checker's whole `coverage` equal to the reference's)."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
+from batched_checks import BatchedChecks
 from checker_fixtures import TEST_CONFIG
 from reference_checker import reference_check
 from test_reference_checker import TEST, History, _test
 
-from elr_harness.checker.check import check_history
 from elr_harness.core.history import COVERAGE_STATES
 
 ELR = "eligible.leader.replicas.version"
@@ -206,6 +208,17 @@ CASES = {
 }
 
 
+CHECKS = BatchedChecks()
+check_history = CHECKS.check_history
+
+
+@pytest.fixture(scope="module")
+def _checked_together(spark, tmp_path_factory) -> None:
+    """The tests' histories, judged in one Spark batch first (batched_checks.py):
+    each gets its check alone's results."""
+    CHECKS.prefetch(sys.modules[__name__], "check_history", tmp_path_factory.mktemp("batch"))
+
+
 def test_every_state_has_its_case():
     assert tuple(CASES) == COVERAGE_STATES
 
@@ -218,7 +231,7 @@ def _history(build) -> tuple[History, list[int]]:
     return h, reached
 
 
-@pytest.mark.usefixtures("spark")
+@pytest.mark.usefixtures("_checked_together")
 @pytest.mark.parametrize("state", COVERAGE_STATES)
 def test_the_state_is_counted_where_reached_and_only_there(tmp_path, state):
     h, reached = _history(CASES[state])
@@ -232,7 +245,7 @@ def test_the_state_is_counted_where_reached_and_only_there(tmp_path, state):
     assert check_history(path, test, TEST_CONFIG)["coverage"] == ref
 
 
-@pytest.mark.usefixtures("spark")
+@pytest.mark.usefixtures("_checked_together")
 def test_a_run_that_reached_nothing_lists_every_state_at_zero(tmp_path):
     h, _ = _history(lambda h: h.observe(isr=[1, 2, 3]) or [])
     path = tmp_path / "history.jsonl"

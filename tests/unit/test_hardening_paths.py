@@ -9,6 +9,7 @@ answers only to its own name and never prints a traceback.
 from __future__ import annotations
 
 import http.client
+import io
 import json
 import os
 import shutil
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -184,22 +186,38 @@ def test_a_users_parquet_file_or_folder_sends_the_cache_elsewhere(spark, tmp_pat
     assert (foreign / "mine").read_text() == "a user's" and not tmp.exists()
 
 
-def _check(path: bytes, cwd: Path) -> tuple[dict, subprocess.CompletedProcess]:
-    """One real `harness check PATH` in a subprocess; its results.json, less timings."""
+def _check(path: bytes, cwd: Path, here: bool = False) -> tuple[dict, int]:
+    """One real `harness check PATH` from cwd, the planted lost write found; its
+    results.json, less timings, and the pid that checked. here: by the program's
+    main() in this process, in the tests' one Spark session (a fresh Spark JVM per
+    check cost 10 s each); else the program in a subprocess of its own."""
     from elr_harness.core.config import cache_dir
 
-    proc = subprocess.Popen([sys.executable, "-m", "elr_harness.cli", "check", path], cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = proc.communicate(timeout=300)
-    text = (out + err).decode(errors="replace")
-    assert proc.returncode == 1, text  # the planted lost write: invalid
+    if here:
+        from elr_harness.cli.main import main
+
+        out, err = io.StringIO(), io.StringIO()
+        previous = os.getcwd()
+        os.chdir(cwd)
+        try:
+            with redirect_stdout(out), redirect_stderr(err):
+                code = main(["check", os.fsdecode(path)])
+        finally:
+            os.chdir(previous)
+        pid, text = os.getpid(), out.getvalue() + err.getvalue()
+    else:
+        proc = subprocess.Popen([sys.executable, "-m", "elr_harness.cli", "check", path],
+                                cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        stdout, stderr = proc.communicate(timeout=300)
+        code, pid, text = proc.returncode, proc.pid, (stdout + stderr).decode(errors="replace")
+    assert code == 1, text  # the planted lost write: invalid
     assert "Traceback" not in text
     for base in (cache_dir() / "staging", Path(tempfile.gettempdir())):
-        assert list(base.glob(f"elr-check-{proc.pid}-*")) == [], "staging removed"
+        assert list(base.glob(f"elr-check-{pid}-*")) == [], "staging removed"
     folder = path if os.path.isdir(path) else os.path.dirname(path)
     results = json.loads(Path(os.fsdecode(os.path.join(folder, b"results.json"))).read_text())
     results["stats"].pop("checker_seconds")
-    return results, proc
+    return results, pid
 
 
 def _history(folder: Path, name: str, seed: int, cut: bool = False) -> None:
@@ -246,7 +264,7 @@ NASTY = b"run* ?[ab]{c,d},:\xc3\xa9\xff"
 DECOYS = (b"runZ Za{c,d},:\xc3\xa9\xff", b"runZ Zac,:\xc3\xa9\xff")
 
 
-def test_a_history_at_a_path_of_glob_characters_is_checked_alone(plain, tmp_path) -> None:
+def test_a_history_at_a_path_of_glob_characters_is_checked_alone(plain, tmp_path, spark) -> None:
     """The issue's done-when: a history at a path holding * ? [ ] { } , a space, a
     ':', non-ASCII and a byte that is not UTF-8 gives the plain path's results.json,
     while histories the path would match as a pattern lie beside it. Once whole,
@@ -259,26 +277,26 @@ def test_a_history_at_a_path_of_glob_characters_is_checked_alone(plain, tmp_path
     for decoy in DECOYS:
         _history(Path(os.fsdecode(os.path.join(root, decoy))), os.fsdecode(b"h1 Z.jsonl"), 2)
     decoys = {d: digests(Path(os.fsdecode(os.path.join(root, d)))) for d in DECOYS}
-    results, _ = _check(os.path.join(root, NASTY, b"h[12] *.jsonl"), tmp_path)
+    results, _ = _check(os.path.join(root, NASTY, b"h[12] *.jsonl"), tmp_path, here=True)
     assert results == reference
     for decoy, before in decoys.items():
         assert digests(Path(os.fsdecode(os.path.join(root, decoy)))) == before
 
     # the same history cut short, at a plain and at a nasty path
     _history(base / "cut", "history.jsonl", 1, cut=True)
-    cut_reference, _ = _check(os.fsencode(base / "cut"), base)
+    cut_reference, _ = _check(os.fsencode(base / "cut"), base, here=True)
     assert cut_reference["stats"]["truncated_lines"] == 1
     cut = os.path.join(root, b"cut" + NASTY)
     _history(Path(os.fsdecode(cut)), "history.jsonl", 1, cut=True)
     for decoy in DECOYS:
         _history(Path(os.fsdecode(os.path.join(root, b"cut" + decoy))), "history.jsonl", 2)
-    results, _ = _check(cut, tmp_path)
+    results, _ = _check(cut, tmp_path, here=True)
     assert results == cut_reference
     for decoy in DECOYS:
         assert not os.path.exists(os.path.join(root, b"cut" + decoy, b"results.json"))
 
 
-def test_a_history_that_links_elsewhere_is_cached_in_the_run_dir_given(plain, tmp_path):
+def test_a_history_that_links_elsewhere_is_cached_in_the_run_dir_given(plain, tmp_path, spark):
     """#52: results.json and the Parquet cache go in the run directory named (the
     folder of the link), never beside the link's target, which stays as it was."""
     base, reference, _ = plain
@@ -288,14 +306,14 @@ def test_a_history_that_links_elsewhere_is_cached_in_the_run_dir_given(plain, tm
     (elsewhere / "test.json").rename(run / "test.json")
     (run / "history.jsonl").symlink_to(elsewhere / "h.jsonl")
     before = digests(elsewhere)
-    results, _ = _check(os.fsencode(run), tmp_path)
+    results, _ = _check(os.fsencode(run), tmp_path, here=True)
     assert results == reference
     assert digests(elsewhere) == before, "nothing made or changed beside the target"
     assert (run / "results.json").is_file() and (run / "history.parquet" / "events").is_dir()
     assert parquet_location(run / "history.jsonl") == run / "history.parquet"
     # named as a file, the link gives the same
     (run / "results.json").unlink()
-    results, _ = _check(os.fsencode(run / "history.jsonl"), tmp_path)
+    results, _ = _check(os.fsencode(run / "history.jsonl"), tmp_path, here=True)
     assert results == reference and digests(elsewhere) == before
 
 
