@@ -530,6 +530,18 @@ class GuidedConfig:
     recovery_s: float = 60.0
     #: Quiet time before the first round (acks=all writes reach every replica).
     warmup_s: float = 8.0
+    #: Bound on a transaction round's wait for a partition's leader to move once its
+    #: leader was taken away (nemesis.txn_recipes): a frozen or cut-off leader loses
+    #: its leadership only when the controller fences it, past the session timeout.
+    leader_move_s: float = 30.0
+    #: How long leader-change-between-commit-and-marker keeps the markers held back
+    #: (L cut from C) before taking L away, so that commits called meanwhile still
+    #: wait for their markers when the leadership moves.
+    marker_lag_s: float = 3.0
+    #: Beyond the transaction timeout (test.json's transaction_timeout_ms), how long
+    #: lso-below-hwm-beyond-txn-timeout keeps a marker held back: the LSO must stay
+    #: below the high watermark across observations spanning more than the timeout.
+    txn_timeout_margin_s: float = 5.0
     #: Brokers a guided run asks for unless --brokers (or [cluster] brokers) is
     #: given: one more than the replication factor, so that while a round has every
     #: replica of its partition away or down, a broker that is no replica of it still

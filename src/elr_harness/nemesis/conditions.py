@@ -12,6 +12,9 @@ off and L leads").
     isr is [X, Y]             exactly these ISR members
     elr empty / elr not empty (and last-known-elr empty / not empty)
     high-watermark at least N records committed on the partition (a warm-up)
+    lso below high-watermark  the leader's last stable offset below its high
+                              watermark: a transaction open, or its marker not yet
+                              in (read only in a run with transactions)
     elr on / elr off          the cluster's eligible.leader.replicas.version is at
                               least 1 / is 0 (as the answering node finalized it)
     X registered              X's own log says the controller registered it since the
@@ -93,6 +96,7 @@ _FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("not-empty", re.compile(r"(elr|last-known-elr) not empty")),
     ("empty", re.compile(r"(elr|last-known-elr) empty")),
     ("hwm", re.compile(r"high-watermark at least ([0-9]{1,12})")),
+    ("lso-below", re.compile(r"lso below high-watermark")),
     ("elr-on", re.compile(r"elr on")),
     ("elr-off", re.compile(r"elr off")),
     ("registered", re.compile(rf"({_NAME}) registered")),
@@ -136,6 +140,7 @@ def _atom(part: str) -> Atom:
                          f"{'|'.join(SETS)}, X not in ..., X fenced, X unfenced, isr below "
                          "min-isr, isr full, isr is [X, ...], elr empty, elr not empty, "
                          "last-known-elr empty/not empty, high-watermark at least N, "
+                         "lso below high-watermark, "
                          "elr on, elr off, X registered; joined by `and`, alternatives "
                          "by `or`)")
 
@@ -168,6 +173,9 @@ def _holds(atom: Atom, state: PartitionState, broker: Callable[[str], int],
         return sorted(state.isr) == sorted(broker(n) for n in atom.names)
     if form == "hwm":
         return state.high_watermark is not None and state.high_watermark >= atom.number
+    if form == "lso-below":  # either offset unknown (not asked, no answer): not seen
+        return (state.last_stable_offset is not None and state.high_watermark is not None
+                and 0 <= state.last_stable_offset < state.high_watermark)
     if form == "registered":  # read in the broker's log (nemesis.played), never here
         return False
     if form in ("elr-on", "elr-off"):  # None: the node could not say; neither holds

@@ -33,11 +33,13 @@ class DrawnSteps:
 
     def fault(self, label: str, what: str, partition: str, kind: str, target: str | None,
               to: int | None = None, settings: Any = None,
-              played: dict[str, Any] | None = None) -> str:
-        """A fault made: its step's name (what its end names)."""
+              played: dict[str, Any] | None = None,
+              cut: dict[str, list[str]] | None = None) -> str:
+        """A fault made: its step's name (what its end names); `cut`: the exact cut of
+        a kind that takes one (a step's `cut`, instead of a target)."""
         table = self._add(label, what, partition, fault=kind, target=target, to=to,
                           settings=dataclasses.asdict(settings) if settings else None,
-                          played=played or {})
+                          cut=cut, played=played or {})
         self.open[f"{label}:{what}"] = table["name"]
         return table["name"]
 

@@ -12,6 +12,11 @@ waits for every partition's ISR to be full again. Every fault line of a round
 carries the state it aimed at in its detail (`aim`), so a report can say whether
 it got there; the checker, not the schedule, says which states the run reached.
 An aim not seen is tried again after the others.
+
+A run with transactions (`--workload txn`: Guided(transactions=...)) aims at the
+four transaction states too (core.history.TXN_COVERAGE_STATES, after the KIP-966
+ones; their recipes: nemesis.txn_recipes). Without, it aims at exactly the KIP-966
+states, in the order the seed drew before those existed.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from dataclasses import asdict
 from typing import Any
 
 from elr_harness.core.config import GuidedConfig
-from elr_harness.core.history import COVERAGE_STATES
+from elr_harness.core.history import COVERAGE_STATES, TXN_COVERAGE_STATES
 from elr_harness.nemesis.drawn import DrawnSteps
 from elr_harness.nemesis.faults import ASSIGNMENT, CONFIG, NETWORK, PROCESSES
 from elr_harness.nemesis.faults.base import NotNow
@@ -32,6 +37,7 @@ from elr_harness.nemesis.recipes import Recipe
 from elr_harness.nemesis.round import Round
 from elr_harness.nemesis.scenarios.base import Observer
 from elr_harness.nemesis.targets import Topology, all_isr_full
+from elr_harness.nemesis.txn_recipes import TXN_RECIPES, Transactions, TxnRecipe
 
 
 class Guided:
@@ -42,7 +48,8 @@ class Guided:
                  config: GuidedConfig | None = None, reached: Sequence[str] = (),
                  faults: Mapping[str, Any] | None = None,
                  log: Callable[[str], None] = print, topology: Topology | None = None,
-                 active_controller: Callable[[], int | None] | None = None) -> None:
+                 active_controller: Callable[[], int | None] | None = None,
+                 transactions: Transactions | None = None) -> None:
         self.injector = injector
         self.observer = observer
         self.partitions = [(t, p) for t, n in topics for p in range(n)]
@@ -52,8 +59,14 @@ class Guided:
         self.config = config or GuidedConfig()
         #: each kind's settings (RunConfig.faults; a kind not named: its defaults)
         self.faults = dict(faults or {})
+        #: the run's transactions (None: it has none, and no round aims at theirs)
+        self.transactions = transactions
+        #: the states this run aims at: KIP-966's, then with transactions theirs
+        self.states: tuple[str, ...] = (
+            (*COVERAGE_STATES, *TXN_COVERAGE_STATES) if transactions is not None
+            else COVERAGE_STATES)
         before = set(reached)
-        self.reached_before = tuple(s for s in COVERAGE_STATES if s in before)
+        self.reached_before = tuple(s for s in self.states if s in before)
         self.log = log
         cluster = getattr(injector, "cluster", None)
         self.topology = topology or Topology.of(cluster.nodes.values())
@@ -64,7 +77,7 @@ class Guided:
         #: every step of every round as a schedule file has it (schedule.toml)
         self.drawn = DrawnSteps()
         #: states not reached yet, in the seed's order (the first is aimed at next)
-        pending = [s for s in COVERAGE_STATES if s not in self.reached_before]
+        pending = [s for s in self.states if s not in self.reached_before]
         self.rng.shuffle(pending)
         self.pending = pending
 
@@ -91,16 +104,18 @@ class Guided:
         return {"help": f"the faults of a guided run (seed {self.seed}), "
                         f"{len(self.rounds)} rounds: {', '.join(r.aim for r in self.rounds)}",
                 # played again on as many brokers (its 4th answers while replicas are down)
-                # and Kafka's own timeouts, as a guided run has them
+                # and Kafka's own timeouts, as a guided run has them; with its
+                # transactions, whose coordinators and markers its rounds act on
                 "needs": {"brokers": len(self.topology.brokers),
-                          "short_kafka_timeouts": False},
+                          "short_kafka_timeouts": False,
+                          **({"workloads": ["txn"]} if self.transactions else {})},
                 "steps": self.drawn.tables}
 
     def next_aim(self) -> str:
         """The first state not reached yet; once every one was, any (drawn)."""
         if self.pending:
             return self.pending.pop(0)
-        return self.rng.choice(COVERAGE_STATES)
+        return self.rng.choice(self.states)
 
     def play(self, aim: str) -> Round:
         """One round at `aim`: its recipe, then everything healed and recovered.
@@ -109,7 +124,7 @@ class Guided:
         self.rounds.append(done)
         self.log(f"round {done.number}: aiming at {aim}")
         try:
-            Recipe(self, done).play()
+            (TxnRecipe if aim in TXN_RECIPES else Recipe)(self, done).play()
         except NotNow as err:  # a step that could not act now: nothing was recorded
             done.skipped = str(err)
         except Exception as err:  # noqa: BLE001 - recorded (the fault line says info); next round

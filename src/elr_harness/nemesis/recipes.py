@@ -95,7 +95,11 @@ class Recipe:
         self.done.partition = f"{self.topic}-{self.partition}"
         self.done.roles = {"L": self._name(self.leader), "F1": self._name(self.f1),
                            "F2": self._name(self.f2)}
-        RECIPES[self.done.aim](self)
+        self._recipe()(self)
+
+    def _recipe(self) -> Callable[[Any], None]:
+        """The round's own steps (a subclass of more states looks in its own table)."""
+        return RECIPES[self.done.aim]
 
     def _isr_below_min_isr(self) -> None:
         self._below(aim_seen=True)
@@ -331,7 +335,7 @@ class Recipe:
         to = chosen[-1] if chosen else options.get("to")
         self.g.drawn.fault(self.label, what, self.where, package.name,
                            role.value if role is not None else target, to, use.settings,
-                           {k: str(v) for k, v in notes.items()})
+                           {k: str(v) for k, v in notes.items()}, options.get("grudge"))
 
         def end() -> Any:
             self.g.drawn.end(self.label, what, self.where)
@@ -354,18 +358,20 @@ class Recipe:
         return wait_for_partition(self.g.observer, self.topic, self.partition, predicate,
                                   timeout_s, fresh_after)
 
-    def _wait(self, what: str, until: str, fresh_after: PartitionState | None = None) -> bool:
-        """Wait (bounded) for the state `until` says (nemesis.conditions, naming nodes);
-        not seen, say what was seen instead."""
+    def _wait(self, what: str, until: str, fresh_after: PartitionState | None = None,
+              within_s: float | None = None) -> bool:
+        """Wait (bounded: `within_s`, else the config's wait_s) for the state `until`
+        says (nemesis.conditions, naming nodes); not seen, say what was seen instead."""
         condition = parse_condition(until)
         brokers = self.g.topology.brokers
+        bound = self.g.config.wait_s if within_s is None else within_s
         seen = self._state_when(lambda s: condition.holds(
             s, lambda name: brokers.get(name, -2), self.g.replication_factor,
-            self.g.min_insync_replicas), self.g.config.wait_s, fresh_after) is not None
+            self.g.min_insync_replicas), bound, fresh_after) is not None
         self.done.waits.append((what, seen))
         if not seen:
             self.done.saw[what] = described(self._mine(self.g.observer.latest()))
-        self.g.drawn.wait(self.label, what, self.where, until, self.g.config.wait_s, seen,
+        self.g.drawn.wait(self.label, what, self.where, until, bound, seen,
                           self.done.saw.get(what))
         return seen
 
@@ -376,9 +382,9 @@ class Recipe:
         return timings.broker_session_timeout_ms / 1000
 
     def _reach(self, what: str, until: str, fresh_after: PartitionState | None = None,
-               hold: bool = True) -> bool:
+               hold: bool = True, within_s: float | None = None) -> bool:
         """The wait for the aimed state; held for a drawn while when seen."""
-        self.done.reached = self._wait(what, until, fresh_after)
+        self.done.reached = self._wait(what, until, fresh_after, within_s)
         if self.done.reached and hold:
             self._hold()
         return self.done.reached

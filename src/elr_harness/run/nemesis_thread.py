@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -16,6 +16,9 @@ from elr_harness.cluster.observe import recovered
 from elr_harness.core.config import WorkloadConfig
 from elr_harness.nemesis.registry import NemesisPlan
 from elr_harness.run.spec import RunSpec
+
+if TYPE_CHECKING:
+    from elr_harness.nemesis.txn_recipes import Transactions
 
 console = Console(highlight=False)
 
@@ -28,6 +31,18 @@ def first_transactional_id(workload: WorkloadConfig) -> str | None:
     from elr_harness.workloads.txn_workload import txn_ids
 
     return txn_ids(workload)[0]
+
+
+def guided_transactions(workload: WorkloadConfig) -> Transactions | None:
+    """What a guided run aims at transactions with (nemesis.txn_recipes): every
+    transactional producer's transactional.id and the transaction timeout (None:
+    the run has no transactions, and guided aims at the KIP-966 states alone)."""
+    if "txn" not in workload.workloads or workload.txn_producers < 1:
+        return None
+    from elr_harness.nemesis.txn_recipes import Transactions
+    from elr_harness.workloads.txn_workload import txn_ids
+
+    return Transactions(tuple(txn_ids(workload)), workload.txn_timeout_ms)
 
 
 def run_nemesis(plan: NemesisPlan, spec: RunSpec, injector, observer,
@@ -142,7 +157,8 @@ def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):
         return Guided(injector, observer, [(t.name, t.partitions) for t in spec.topics],
                       spec.run.seed, replication,
                       min(t.min_insync_replicas for t in spec.topics), spec.run.guided,
-                      reached=spec.run.reached, faults=spec.run.faults, log=log)
+                      reached=spec.run.reached, faults=spec.run.faults, log=log,
+                      transactions=guided_transactions(spec.workload))
 
     def maker(seed: int):
         return lambda kinds, stop: RandomMix(injector, observer, kinds, seed,
