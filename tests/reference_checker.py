@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reference_budget import fault_budget
-from reference_coverage import reference_coverage
+from reference_coverage import reference_coverage, reference_txn_coverage
 from reference_transitions import reference_transitions
 from reference_txn import (
     TXN_ALWAYS_BAD,
@@ -532,7 +532,7 @@ def build_ops(lines: list[tuple[int, dict]]) -> _Ops:
             txn = open_client.pop(key, None)
             if txn is None:
                 continue  # a completion without its invoke names no value: nothing to judge
-            txn.status, txn.completed = t, True
+            txn.status, txn.completed, txn.completion_position = t, True, position
             txn.offsets = list(op.get("offsets") or [])
             txn.end_time = op.get("end_time")
     return ops
@@ -781,9 +781,11 @@ def reference_check(history: Path, test: dict | None) -> Reference:
                      isr_churn=_isr_churn(ops, test), judged=judged_pairs,
                      by_protocol=txn.by_protocol, transactions=txn.transactions,
                      rc_incomplete={f"{t}-{p}" for t, p in txn.rc_incomplete},
-                     coverage=reference_coverage(
+                     coverage={**reference_coverage(
                          ops.faults, ops.observes, lambda topic: _topic_info(test, topic)[1],
-                         lambda node: _broker_of(node, test)))
+                         lambda node: _broker_of(node, test)),
+                         **(reference_txn_coverage(ops.txns, ops.observes, test)
+                            if ops.txns else {})})
 
 
 def _isr_churn(ops: _Ops, test: dict | None) -> dict[str, tuple[int, int, int]]:

@@ -165,3 +165,63 @@ def reference_coverage(faults: list, observes: list[tuple[int, dict]],
         index, time = found[min(found)] if found else (None, None)
         out[state] = {"count": len(found), "first_time": time, "example": index}
     return out
+
+
+TXN_STATES = ("txn-coordinator-failover-with-open-txn",
+              "leader-change-between-commit-and-marker", "internal-topic-with-elr",
+              "lso-below-hwm-beyond-txn-timeout")
+INTERNAL = ("__transaction_state", "__consumer_offsets")
+
+
+def reference_txn_coverage(txns: list, observes: list[tuple[int, dict]],
+                           test: dict | None) -> dict[str, dict]:
+    """The transaction states (docs/CHECKING.md, "Transaction states"), for a run
+    with a txn invoke. txns: the reference's Txn objects (invoke_position,
+    completion_position, status, sends, offsets, end_time); observes: (position,
+    line) in history order."""
+    timeout = ((test or {}).get("transactions") or {}).get("transaction_timeout_ms")
+    span = timeout * 1_000_000 if isinstance(timeout, int) and not isinstance(
+        timeout, bool) else None
+    hits: dict[str, dict[int, tuple[int, int | None]]] = {s: {} for s in TXN_STATES}
+    previous: dict[TP, dict] = {}
+    #: per partition, the stretch its LSO is held in: [lso, first time, reached]
+    held: dict[TP, list] = {}
+    for position, obs in sorted(observes, key=lambda o: o[0]):
+        key = (obs["topic"], obs["partition"])
+        at = (obs["index"], obs["time"])
+        prev = previous.get(key)
+        changed = prev is not None and prev["leader"] >= 0 and obs["leader"] != prev["leader"]
+        if changed and obs["topic"] == "__transaction_state" and any(
+                t.invoke_position < position
+                and (t.completion_position is None or t.completion_position > position)
+                for t in txns):
+            hits["txn-coordinator-failover-with-open-txn"][position] = at
+        before = prev.get("last_stable_offset") if prev is not None else None
+        if changed and before is not None:
+            for t in txns:
+                if t.status not in ("ok", "info") or t.end_time is None \
+                        or t.end_time > obs["time"]:
+                    continue
+                if any((topic, part) == key and (offset := t.offset_of(i)) is not None
+                       and before <= offset for i, (topic, part, _) in enumerate(t.sends)):
+                    hits["leader-change-between-commit-and-marker"][position] = at
+                    break
+        if obs["topic"] in INTERNAL and obs.get("elr"):
+            hits["internal-topic-with-elr"][position] = at
+        previous[key] = obs
+        lso, hwm = obs.get("last_stable_offset"), obs.get("high_watermark")
+        if span is not None and lso is not None and hwm is not None:
+            stretch = held.get(key)
+            if lso >= hwm:
+                held.pop(key, None)
+            elif stretch is None or stretch[0] != lso:
+                held[key] = [lso, obs["time"], False]
+            elif not stretch[2] and obs["time"] - stretch[1] > span:
+                stretch[2] = True
+                hits["lso-below-hwm-beyond-txn-timeout"][position] = at
+    out = {}
+    for state in TXN_STATES:
+        found = hits[state]
+        index, time = found[min(found)] if found else (None, None)
+        out[state] = {"count": len(found), "first_time": time, "example": index}
+    return out

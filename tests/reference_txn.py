@@ -161,6 +161,8 @@ class Txn:
     offsets: list[int | None] = field(default_factory=list)
     end_time: int | None = None
     completed: bool = False
+    #: its completion's position in history order (None: never completed)
+    completion_position: int | None = None
 
     @property
     def outcome(self) -> str:

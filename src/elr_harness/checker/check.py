@@ -328,7 +328,8 @@ def _check_loaded(spark, loaded, infos: list, config: CheckerConfig, started: fl
                                             txn.claims()))
                 losses = page_cache_losses(spark, hits, obs, tp_status, replicas, infos, steps)
                 churn = observations.isr_churn(obs, infos)
-                reached = coverage_summary(coverage_hits(spark, obs, faults, infos))
+                reached = coverage_summary(txn.coverage(coverage_hits(spark, obs, faults,
+                                                                     infos), obs))
                 phases.done("plan")
                 # one job: the counts, the first examples of each anomaly, the fault
                 # budget, the ISR's churn below min ISR and the KIP-966 states reached
@@ -418,6 +419,14 @@ class _Transactions:
         from elr_harness.checker.transactions import txn_claims
 
         return None if self.values is None else txn_claims(self.values)
+
+    def coverage(self, hits, obs):
+        """The coverage hits with the transaction states' (none without a txn line)."""
+        from elr_harness.checker.txn_coverage import txn_coverage_hits
+
+        if self.txns is None:
+            return hits
+        return hits.unionByName(txn_coverage_hits(self.spark, obs, self.txns, self.infos))
 
     def anomalies(self, value_facts, tp_status, obs, keys) -> list:
         """The v4 rows' anomaly tables (none without a txn line)."""

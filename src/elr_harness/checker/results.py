@@ -23,7 +23,12 @@ from elr_harness.core.anomalies import (
     TXN_BUDGETED,
     UNSEEN,
 )
-from elr_harness.core.history import ACKS_LEVELS, COVERAGE_STATES, PROTOCOLS
+from elr_harness.core.history import (
+    ACKS_LEVELS,
+    COVERAGE_STATES,
+    PROTOCOLS,
+    TXN_COVERAGE_STATES,
+)
 
 #: acks levels as the history spells them (the contract's)
 ACKS = ACKS_LEVELS
@@ -154,11 +159,12 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def coverage(reached: dict) -> dict[str, dict]:
+def coverage(reached: dict, transactions: bool = False) -> dict[str, dict]:
     """results.json's `coverage`: every state of the contract's list, in its order,
-    with its count, first time and example (a state not reached: 0, null, null)."""
+    with its count, first time and example (a state not reached: 0, null, null);
+    with transactions, the transaction states after them."""
     out = {}
-    for state in COVERAGE_STATES:
+    for state in (*COVERAGE_STATES, *(TXN_COVERAGE_STATES if transactions else ())):
         n, index, time = reached.get(state, (0, None, None))
         out[state] = {"count": n, "first_time": time, "example": index}
     return out
@@ -269,7 +275,7 @@ def assemble(findings: Findings, info: RunInfo, checker_seconds: float) -> dict:
         },
         **({"transactions": findings.transactions} if v4_stats else {}),
         "guarantee": guar,
-        "coverage": coverage(findings.coverage),
+        "coverage": coverage(findings.coverage, bool(findings.transactions)),
         "judged": {name: {"pairs": findings.judged.get(name, 0), "found": totals[name]}
                    for name in PAIR_RULES},
         "test": {"elr_enabled": info.elr_enabled, "kafka_version": info.kafka_version,

@@ -51,6 +51,9 @@ class RunInfo:
     #: abort_check_interval_ms + hang_margin_ms; None: not said, so not judged)
     transaction_version: int | None = None
     hang_ns: int | None = None
+    #: transaction_timeout_ms in nanoseconds (None: not said): the txn coverage
+    #: state lso-below-hwm-beyond-txn-timeout's span
+    txn_timeout_ns: int | None = None
 
     def topic(self, name: str) -> TopicInfo:
         return self.topics.get(name, self.default_topic)
@@ -109,6 +112,8 @@ def parse_test_info(test: dict | None, config: CheckerConfig) -> RunInfo:
             transaction_version=version if isinstance(version, int)
             and not isinstance(version, bool) else None,
             hang_ns=sum(parts) * 1_000_000 if whole else None,
+            txn_timeout_ns=parts[0] * 1_000_000 if isinstance(parts[0], int)
+            and not isinstance(parts[0], bool) else None,
             topics=topics, default_topic=default,
             elr_enabled=bool(test.get("elr_enabled", True)),
             idempotent=bool(test.get("idempotent_producers", False)),

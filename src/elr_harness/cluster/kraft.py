@@ -15,6 +15,11 @@ import shlex
 from elr_harness.cluster.node import Node, NodeSpec, Role
 from elr_harness.core.config import ClusterConfig, TopicConfig
 from elr_harness.core.errors import BadInput
+from elr_harness.core.history import (  # noqa: F401 - the cluster's names of them
+    CONSUMER_OFFSETS_TOPIC,
+    INTERNAL_TOPICS,
+    TRANSACTION_STATE_TOPIC,
+)
 
 CONTROLLER_ID_BASE = 1000
 KAFKA_HOME = "/opt/kafka"
@@ -43,12 +48,10 @@ CLASS_ARCHIVE_QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 CLASS_ARCHIVE_OPTIONS = (f"-XX:SharedArchiveFile={CLASS_ARCHIVE}", *CLASS_ARCHIVE_QUIET)
 #: pgrep/pkill pattern that matches the Kafka JVM and nothing else in a node.
 KAFKA_PROCESS_PATTERN = r"kafka\.Kafka /opt/harness"
-#: Kafka's internal topics of transactions and consumer groups: with transactions
-#: (ClusterConfig.guard_internal_topics) they run with replication factor 3 and
-#: min ISR 2, so ELR guards them too (cluster/internal_topics.py).
-TRANSACTION_STATE_TOPIC = "__transaction_state"
-CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
-INTERNAL_TOPICS = (CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)
+#: Kafka's internal topics of transactions and consumer groups (core/history.py):
+#: with transactions (ClusterConfig.guard_internal_topics) they run with
+#: replication factor 3 and min ISR 2, so ELR guards them too
+#: (cluster/internal_topics.py).
 GUARDED_REPLICATION_FACTOR = 3
 GUARDED_MIN_ISR = 2
 #: Partitions of each internal topic (Kafka's defaults, 50, are slow to create).

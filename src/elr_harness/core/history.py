@@ -196,6 +196,22 @@ COVERAGE_STATES = (
     "elr-feature-change-while-leaderless",
 )
 
+#: Kafka's internal topics of transactions and consumer groups, as observe lines
+#: name them.
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
+INTERNAL_TOPICS = (CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)
+
+#: The states of a run with transactions (contract v4; docs/CHECKING.md,
+#: "Transaction states"), listed after COVERAGE_STATES in a run that has a txn line
+#: and absent from any other: a v3 history's results stay as they were.
+TXN_COVERAGE_STATES = (
+    "txn-coordinator-failover-with-open-txn",
+    "leader-change-between-commit-and-marker",
+    "internal-topic-with-elr",
+    "lso-below-hwm-beyond-txn-timeout",
+)
+
 # -- observe lines ------------------------------------------------------------------
 
 #: An observe line's fields beyond the common ones, in the contract's order; the

@@ -28,7 +28,7 @@ from elr_harness.core.config import (
     WORKLOADS,
 )
 from elr_harness.core.errors import BadInput
-from elr_harness.core.history import ACKS_LEVELS, COVERAGE_STATES
+from elr_harness.core.history import ACKS_LEVELS, COVERAGE_STATES, TXN_COVERAGE_STATES
 
 #: The longest time any setting may name (a run, an interval, a timeout):
 #: a typo such as 1e308 is refused, not waited for.
@@ -449,7 +449,7 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "run.fenced_last_leader_min_insync_replicas": integer(1, 1000),
     "run.min_isr_drop_min_insync_replicas": integer(1, 1000),
     "run.elr_downgrade_brokers": integer(1, 1000),
-    "run.reached": each(one_of(COVERAGE_STATES)),
+    "run.reached": each(one_of((*COVERAGE_STATES, *TXN_COVERAGE_STATES))),
     "run.scenario.warmup_high_watermark": integer(0, 1_000_000_000),
     # checker
     "checker.spark_master": spark_master,

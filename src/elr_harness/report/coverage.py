@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from elr_harness.core.history import COVERAGE_STATES
+from elr_harness.core.history import COVERAGE_STATES, TXN_COVERAGE_STATES
 from elr_harness.report.checked_tables import NS
 from elr_harness.report.html import Safe, h, join, not_available, table, tag
 from elr_harness.report.report_inputs import ReportInputs
@@ -32,12 +32,22 @@ STATE_TEXT = {
     "elr-feature-change-with-elr": "the ELR feature changed while ELR is not empty",
     "elr-feature-change-while-leaderless": "the ELR feature changed while a partition had "
                                            "no leader",
+    "txn-coordinator-failover-with-open-txn": "a transaction coordinator moved while a "
+                                              "transaction was open",
+    "leader-change-between-commit-and-marker": "a partition's leader changed between a "
+                                               "commit call and its marker",
+    "internal-topic-with-elr": "ELR not empty on __transaction_state or __consumer_offsets",
+    "lso-below-hwm-beyond-txn-timeout": "an LSO held below the high watermark past the "
+                                        "transaction timeout",
 }
 
 
 def coverage_states(coverage: dict[str, Any]) -> list[str]:
-    """The contract's states in its order, then any others a newer checker named."""
-    return [*COVERAGE_STATES, *sorted(s for s in coverage if s not in COVERAGE_STATES)]
+    """The contract's states in its order (the transaction states of a run that has
+    them after), then any others a newer checker named."""
+    known = (*COVERAGE_STATES, *TXN_COVERAGE_STATES)
+    return [*COVERAGE_STATES, *(s for s in TXN_COVERAGE_STATES if s in coverage),
+            *sorted(s for s in coverage if s not in known)]
 
 
 def _link(example: Any, inputs: ReportInputs, shown: set[int]) -> object:
