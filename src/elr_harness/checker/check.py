@@ -324,7 +324,8 @@ def _check_loaded(spark, loaded, infos: list, config: CheckerConfig, started: fl
                 moved, judged = transition_checks(spark, obs, faults, infos)
                 anomalies = keep(_anomalies(spark, values, violations, obs, events, keys,
                                             infos, replica_lines, moved,
-                                            txn.anomalies(values, tp_status, obs, keys),
+                                            txn.anomalies(values, tp_status, obs, keys,
+                                                          keep),
                                             txn.claims()))
                 losses = page_cache_losses(spark, hits, obs, tp_status, replicas, infos, steps)
                 churn = observations.isr_churn(obs, infos)
@@ -428,16 +429,18 @@ class _Transactions:
             return hits
         return hits.unionByName(txn_coverage_hits(self.spark, obs, self.txns, self.infos))
 
-    def anomalies(self, value_facts, tp_status, obs, keys) -> list:
-        """The v4 rows' anomaly tables (none without a txn line)."""
+    def anomalies(self, value_facts, tp_status, obs, keys, keep) -> list:
+        """The v4 rows' anomaly tables (none without a txn line); keep: caches a
+        table until the check ends (the transactions' values, and them joined with
+        the values table, each read by several rows)."""
         from elr_harness.checker import transactions as tx
 
         if self.values is None:
             return []
-        values = self.values.persist()
+        values = keep(self.values)
         stuck, writers = tx.hanging(self.spark, obs, values, self.infos, self.cuts)
-        return [tx.value_anomalies(values, value_facts, tp_status, keys),
-                tx.torn(values, value_facts, tp_status, keys, self.has_rc),
+        judged = keep(tx.judged_values(values, value_facts, tp_status, keys))
+        return [tx.value_anomalies(judged), tx.torn(judged, self.has_rc),
                 tx.hanging_anomalies(stuck, writers, values, keys)]
 
 

@@ -90,19 +90,22 @@ def txn_claims(values: DataFrame) -> DataFrame:
         "tp", "value", "offset", "done.index AS index")
 
 
-def _judged(values: DataFrame, value_facts: DataFrame, status: DataFrame) -> DataFrame:
+def judged_values(values: DataFrame, value_facts: DataFrame, status: DataFrame,
+                  keys: TopicKeys) -> DataFrame:
     """The transactions' values with what the values table says of each (tp, value)
-    and their partitions' final-read facts."""
+    and their partitions' final-read facts, topic and partition decoded: what the
+    value rows and txn-torn both read (the caller keeps it, so the big values table
+    is joined once)."""
     facts = value_facts.select("tp", "value", "f_off_min", "rc_f_off_min", "rc_first")
-    return (values.join(facts, ["tp", "value"], "left")
-            .join(F.broadcast(status.select("tp", "complete", "rc_complete", "final_lso")),
-                  ["tp"], "left"))
+    return keys.decoded(
+        values.join(facts, ["tp", "value"], "left")
+        .join(F.broadcast(status.select("tp", "complete", "rc_complete", "final_lso")),
+              ["tp"], "left"), "tp")
 
 
-def value_anomalies(values: DataFrame, value_facts: DataFrame, status: DataFrame,
-                    keys: TopicKeys) -> DataFrame:
-    """txn-aborted-read, txn-precommitted-read and txn-lost-write, per value."""
-    judged = keys.decoded(_judged(values, value_facts, status), "tp")
+def value_anomalies(judged: DataFrame) -> DataFrame:
+    """txn-aborted-read, txn-precommitted-read and txn-lost-write, per value
+    (judged: judged_values)."""
     aborted_read = "outcome = 'aborted' AND rc_first IS NOT NULL"
     early = ("outcome != 'aborted' AND completed AND rc_first IS NOT NULL "
              "AND (done.end_time IS NULL OR rc_first.time < done.end_time)")
@@ -140,18 +143,15 @@ def value_anomalies(values: DataFrame, value_facts: DataFrame, status: DataFrame
     return aborted.unionByName(precommitted).unionByName(lost_write)
 
 
-def torn(values: DataFrame, value_facts: DataFrame, status: DataFrame, keys: TopicKeys,
-         has_rc: Sequence[int]) -> DataFrame:
+def torn(judged: DataFrame, has_rc: Sequence[int]) -> DataFrame:
     """txn-torn, per unknown transaction judged: every partition it wrote has a
     complete read_committed final read; some of its values are in it and some are
-    not (a value at or above its partition's final LSO is left aside)."""
+    not (a value at or above its partition's final LSO is left aside). judged:
+    judged_values."""
     if not has_rc:
-        return anomaly(values.limit(0).selectExpr("*", "CAST(NULL AS STRING) AS topic",
-                                                  "CAST(NULL AS INT) AS partition"),
-                       TXN_TORN, ops="array()", description="''")
+        return anomaly(judged.limit(0), TXN_TORN, ops="array()", description="''")
     runs = ", ".join(str(int(r)) for r in has_rc)
-    judged = keys.decoded(_judged(values.filter(f"outcome = 'unknown' AND run IN ({runs})"),
-                                  value_facts, status), "tp")
+    judged = judged.filter(f"outcome = 'unknown' AND run IN ({runs})")
     present = "rc_f_off_min IS NOT NULL"
     aside = (f"NOT ({present}) AND f_off_min IS NOT NULL AND final_lso IS NOT NULL "
              "AND f_off_min >= final_lso")
