@@ -90,24 +90,34 @@ class DockerNode(KafkaProcessCommands):
 
     def read_file(self, path: str) -> bytes:
         """The file's bytes, read inside the node (so FUSE mounts are seen too); read
-        again when docker-py lost its place in the output's frames."""
+        again when docker-py lost its place in the output's frames, or when fewer
+        bytes came than the file held just before (its size, printed first by the
+        same exec): a read cut short under load must never pass for a short file
+        (a replica read as empty was judged diverged). A file that grows meanwhile
+        gives more, which is kept."""
         attempts = max(1, self.timeouts.read_file_attempts)
-        for attempt in range(1, attempts + 1):
+        problem = ""
+        for _ in range(attempts):
             try:
-                result = self.container.exec_run(["cat", "--", path], demux=True)
-                break
+                result = self.container.exec_run(
+                    ["sh", "-c", 'stat -c %s -- "$1" && exec cat -- "$1"', "sh", path],
+                    demux=True)
             except docker.errors.APIError as err:
                 raise HarnessError(f"{self.spec.name}: reading {path} failed: "
                                    f"{err.explanation}") from err
             except ValueError as err:  # a frame whose stream id is neither 1 nor 2
-                if attempt == attempts:
-                    raise HarnessError(f"{self.spec.name}: reading {path} failed "
-                                       f"{attempts} times: {err}") from err
-        stdout, stderr = result.output if result.output else (None, None)
-        if result.exit_code != 0:
-            raise FileNotFoundError(
-                f"{self.spec.name}:{path}: {(stderr or b'').decode(errors='replace').strip()}")
-        return stdout or b""
+                problem = str(err)
+                continue
+            stdout, stderr = result.output if result.output else (None, None)
+            if result.exit_code != 0:
+                raise FileNotFoundError(f"{self.spec.name}:{path}: "
+                                        f"{(stderr or b'').decode(errors='replace').strip()}")
+            size, _, data = (stdout or b"").partition(b"\n")
+            if size.isdigit() and len(data) >= int(size):
+                return data
+            problem = f"{len(data)} bytes read of {size.decode(errors='replace')[:20]!r}"
+        raise HarnessError(f"{self.spec.name}: reading {path} failed {attempts} times: "
+                           f"{problem}")
 
     def write_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
         """One archive put at the root: the engine makes missing parent folders
