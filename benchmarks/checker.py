@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # the synthetic generator lives with the tests
 
-from synthetic import SyntheticSpec, every_anomaly, write_run_dir  # noqa: E402
+from synthetic import SyntheticSpec, ensure_run_dir, every_anomaly  # noqa: E402
 
 from elr_harness.core.config import cache_dir  # noqa: E402
 
@@ -89,20 +89,6 @@ def timed_check(run_dir: Path) -> dict:
             "output": output}
 
 
-def ensure_history(base: Path, name: str, spec: SyntheticSpec) -> Path:
-    """Generate a run directory once (a marker records the spec it was made from)."""
-    run_dir = base / name
-    marker = run_dir / "spec.txt"
-    if not (marker.exists() and marker.read_text() == repr(spec)):
-        shutil.rmtree(run_dir, ignore_errors=True)
-        t = time.monotonic()
-        write_run_dir(run_dir, spec)
-        marker.write_text(repr(spec))
-        print(f"generated {name}: {spec.lines:,} lines in {time.monotonic() - t:.1f}s",
-              flush=True)
-    return run_dir
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     # 10k operations: the fixed cost (JVM start, planning, code generation), which
@@ -120,7 +106,7 @@ def main() -> int:
                  every_anomaly(lines=LINES_PER_OP * args.anomalies_ops, seed=2)))
     rows = []
     for name, spec in runs:
-        run_dir = ensure_history(args.dir, name, spec)
+        run_dir = ensure_run_dir(args.dir, name, spec)
         lines, ops = count_operations(run_dir / "history.jsonl")
         size_mb = (run_dir / "history.jsonl").stat().st_size / 2**20
         shutil.rmtree(run_dir / "history.parquet", ignore_errors=True)

@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # the synthetic generator lives with the tests
 
-from synthetic import SyntheticSpec, write_run_dir  # noqa: E402
+from synthetic import SyntheticSpec, ensure_run_dir  # noqa: E402
 
 from elr_harness.core.config import CheckerConfig, WorkloadConfig, cache_dir  # noqa: E402
 
@@ -168,20 +168,6 @@ def print_throughput(rows: list[dict]) -> None:
 # -- check cost ---------------------------------------------------------------------
 
 
-def ensure_history(base: Path, name: str, spec: SyntheticSpec) -> Path:
-    """Generate a run folder once (a marker records the spec it was made from)."""
-    run_dir = base / name
-    marker = run_dir / "spec.txt"
-    if not (marker.exists() and marker.read_text() == repr(spec)):
-        shutil.rmtree(run_dir, ignore_errors=True)
-        started = time.monotonic()
-        write_run_dir(run_dir, spec)
-        marker.write_text(repr(spec))
-        print(f"generated {name}: {spec.lines:,} lines in "
-              f"{time.monotonic() - started:.1f}s", flush=True)
-    return run_dir
-
-
 #: The phases the checker logs at debug level ("<phase> took <s>s"), in order.
 PHASES = ("load", "plan", "checks")
 
@@ -234,7 +220,7 @@ def check_cost(args: argparse.Namespace) -> list[dict]:
     for n in sizes:
         for kind in ("plain", "txn"):
             spec = SyntheticSpec(lines=n, seed=1, transactions=kind == "txn")
-            histories[(n, kind)] = ensure_history(args.dir, f"{kind}-{n}-lines", spec)
+            histories[(n, kind)] = ensure_run_dir(args.dir, f"{kind}-{n}-lines", spec)
     config = CheckerConfig()
     # one session for every check, with the JIT of a long-lived JVM (as the soak's)
     started = time.monotonic()

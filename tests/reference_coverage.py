@@ -159,8 +159,14 @@ def reference_coverage(faults: list, observes: list[tuple[int, dict]],
         if state is not None and reached:
             hits[state][f.position] = (f.index, f.time)
 
+    return _listed(hits, STATES)
+
+
+def _listed(hits: dict[str, dict[int, tuple[int, int | None]]],
+            states: tuple[str, ...]) -> dict[str, dict]:
+    """Each state with its count and the first line (by position) that reached it."""
     out = {}
-    for state in STATES:
+    for state in states:
         found = hits[state]
         index, time = found[min(found)] if found else (None, None)
         out[state] = {"count": len(found), "first_time": time, "example": index}
@@ -219,9 +225,4 @@ def reference_txn_coverage(txns: list, observes: list[tuple[int, dict]],
             elif not stretch[2] and obs["time"] - stretch[1] > span:
                 stretch[2] = True
                 hits["lso-below-hwm-beyond-txn-timeout"][position] = at
-    out = {}
-    for state in TXN_STATES:
-        found = hits[state]
-        index, time = found[min(found)] if found else (None, None)
-        out[state] = {"count": len(found), "first_time": time, "example": index}
-    return out
+    return _listed(hits, TXN_STATES)

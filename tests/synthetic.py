@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
+import time
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -913,3 +915,18 @@ class _Simulation:
 
     def inject_incomplete_final_read(self, inj: Injection) -> None:
         """Nothing to do now: final_reads() cuts the read of this partition short."""
+
+
+def ensure_run_dir(base: Path, name: str, spec: SyntheticSpec) -> Path:
+    """A benchmark's run folder base/name of `spec`, generated once (a marker
+    records the spec it was made from; another spec makes it again)."""
+    run_dir = base / name
+    marker = run_dir / "spec.txt"
+    if not (marker.exists() and marker.read_text() == repr(spec)):
+        shutil.rmtree(run_dir, ignore_errors=True)
+        started = time.monotonic()
+        write_run_dir(run_dir, spec)
+        marker.write_text(repr(spec))
+        print(f"generated {name}: {spec.lines:,} lines in "
+              f"{time.monotonic() - started:.1f}s", flush=True)
+    return run_dir

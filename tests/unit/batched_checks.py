@@ -4,7 +4,7 @@ before its tests run (#60).
 A check of a tiny history is mostly Spark's fixed cost of planning and starting
 its jobs (about 5 s each in the shared session, where the batch takes about
 that for all of a module's). So a module routes its checks through
-`BatchedChecks.check_history` and takes the `prefetch` fixture: before its first
+`BatchedChecks.check_history` and takes the fixture `fixture()` makes: before its first
 test, each test function that calls the check (by the name the module gives) is
 run once up to its first check, with a throwaway tmp_path, and the history and
 test.json it would check are kept; they are checked together by
@@ -30,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
+import pytest
 from _pytest.mark.structures import ParameterSet
 from checker_fixtures import TEST_CONFIG
 
@@ -86,6 +87,16 @@ class BatchedChecks:
                 self.served += 1
                 return copy.deepcopy(hit)
         return check_history(path, test, config)
+
+    def fixture(self, calls: str, autouse: bool = False) -> Callable:
+        """The module-scoped fixture `_checked_together` of a test module that routes
+        its checks through this: the first check of each test function that refers
+        to `calls`, judged in one batch before the module's first test (in the
+        tests' one SparkSession). A module assigns it to `_checked_together`."""
+        @pytest.fixture(scope="module", autouse=autouse, name="_checked_together")
+        def checked_together(spark, tmp_path_factory, request) -> None:
+            self.prefetch(request.module, calls, tmp_path_factory.mktemp("batch"))
+        return checked_together
 
     def prefetch(self, module: ModuleType, calls: str, root: Path) -> int:
         """Record the first check of every test function of module that refers to

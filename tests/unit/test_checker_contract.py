@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -68,11 +67,8 @@ def _log(n: int) -> list[list[int]]:
 CHECKS = BatchedChecks()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _checked_together(spark, tmp_path_factory) -> None:
-    """The histories the tests give _check, judged in one Spark batch first
-    (batched_checks.py): each gets its check alone's results."""
-    CHECKS.prefetch(sys.modules[__name__], "_check", tmp_path_factory.mktemp("batch"))
+#: the tests' histories judged in one Spark batch first (batched_checks.py)
+_checked_together = CHECKS.fixture("_check", autouse=True)
 
 
 def _check(directory: Path, test: dict | None = TEST) -> dict:

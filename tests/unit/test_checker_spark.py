@@ -3,7 +3,6 @@ anomaly of shared/HISTORY.md, alone and mixed, and nothing on clean histories.""
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 
@@ -21,11 +20,8 @@ pytestmark = pytest.mark.usefixtures("spark")
 CHECKS = BatchedChecks()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _checked_together(spark, tmp_path_factory) -> None:
-    """The hand-picked histories (not hypothesis's) judged in one Spark batch first
-    (batched_checks.py): each gets its check alone's results."""
-    CHECKS.prefetch(sys.modules[__name__], "_checked", tmp_path_factory.mktemp("batch"))
+#: the tests' histories judged in one Spark batch first (batched_checks.py)
+_checked_together = CHECKS.fixture("_checked", autouse=True)
 
 
 def _checked(run_dir: Path, spec: SyntheticSpec, **kwargs):

@@ -5,8 +5,6 @@ the Spark checker's whole `coverage` equal to the reference's)."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 from batched_checks import BatchedChecks
 from checker_fixtures import TEST_CONFIG
@@ -212,11 +210,8 @@ CHECKS = BatchedChecks()
 check_history = CHECKS.check_history
 
 
-@pytest.fixture(scope="module")
-def _checked_together(spark, tmp_path_factory) -> None:
-    """The tests' histories, judged in one Spark batch first (batched_checks.py):
-    each gets its check alone's results."""
-    CHECKS.prefetch(sys.modules[__name__], "check_history", tmp_path_factory.mktemp("batch"))
+#: the tests' histories judged in one Spark batch first (batched_checks.py)
+_checked_together = CHECKS.fixture("check_history")
 
 
 def test_every_state_has_its_case():

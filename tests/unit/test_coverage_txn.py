@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
 
 import pytest
 from batched_checks import BatchedChecks
@@ -129,10 +128,8 @@ CHECKS = BatchedChecks()
 check_history = CHECKS.check_history
 
 
-@pytest.fixture(scope="module")
-def _checked_together(spark, tmp_path_factory) -> None:
-    """The tests' histories, judged in one Spark batch first (batched_checks.py)."""
-    CHECKS.prefetch(sys.modules[__name__], "check_history", tmp_path_factory.mktemp("batch"))
+#: the tests' histories judged in one Spark batch first (batched_checks.py)
+_checked_together = CHECKS.fixture("check_history")
 
 
 def test_every_txn_state_has_its_case():

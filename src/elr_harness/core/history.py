@@ -8,6 +8,7 @@ which builds its SQL from them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 
 #: The history's file name in a run directory.
@@ -211,6 +212,16 @@ TXN_COVERAGE_STATES = (
     "internal-topic-with-elr",
     "lso-below-hwm-beyond-txn-timeout",
 )
+
+
+def listed_states(named: Iterable[str]) -> list[str]:
+    """The order a report or a soak lists coverage states in: every KIP-966 state,
+    the transaction states among `named` (a run with transactions lists them), then
+    any other a newer checker named, sorted."""
+    named = set(named)
+    known = {*COVERAGE_STATES, *TXN_COVERAGE_STATES}
+    return [*COVERAGE_STATES, *(s for s in TXN_COVERAGE_STATES if s in named),
+            *sorted(named - known)]
 
 # -- observe lines ------------------------------------------------------------------
 

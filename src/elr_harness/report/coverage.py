@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from elr_harness.core.history import COVERAGE_STATES, TXN_COVERAGE_STATES
+from elr_harness.core.history import listed_states
 from elr_harness.report.checked_tables import NS
 from elr_harness.report.html import Safe, h, join, not_available, table, tag
 from elr_harness.report.report_inputs import ReportInputs
@@ -43,11 +43,8 @@ STATE_TEXT = {
 
 
 def coverage_states(coverage: dict[str, Any]) -> list[str]:
-    """The contract's states in its order (the transaction states of a run that has
-    them after), then any others a newer checker named."""
-    known = (*COVERAGE_STATES, *TXN_COVERAGE_STATES)
-    return [*COVERAGE_STATES, *(s for s in TXN_COVERAGE_STATES if s in coverage),
-            *sorted(s for s in coverage if s not in known)]
+    """The contract's states in its order (core.history.listed_states)."""
+    return listed_states(coverage)
 
 
 def _link(example: Any, inputs: ReportInputs, shown: set[int]) -> object:

@@ -12,7 +12,7 @@ from elr_harness.core.anomalies import LOST_WRITE
 from elr_harness.core.config import SoakConfig
 from elr_harness.core.errors import BadInput
 from elr_harness.core.files import read_json, read_text
-from elr_harness.core.history import COVERAGE_STATES, TXN_COVERAGE_STATES
+from elr_harness.core.history import listed_states
 
 if TYPE_CHECKING:  # soak_cli imports KEEP_CHOICES: the plan's imports stay out of startup
     from elr_harness.soak.plan import PlannedRun
@@ -182,10 +182,8 @@ def soak_coverage(runs: list[dict[str, Any]]) -> dict[str, Any]:
     indices) and the times it was reached in all; and the states no run reached.
     Only runs that were checked count (a run without `coverage` says nothing)."""
     checked = [r for r in runs if isinstance(r.get("coverage"), dict)]
-    named = {s for r in checked for s in r["coverage"]} - set(COVERAGE_STATES)
-    txn = [s for s in TXN_COVERAGE_STATES if s in named]  # runs with transactions list them
     states: dict[str, Any] = {}
-    for state in (*COVERAGE_STATES, *txn, *sorted(named - set(txn))):
+    for state in listed_states(s for r in checked for s in r["coverage"]):
         reached = [r for r in checked if _count(r["coverage"].get(state))]
         states[state] = {"runs": [r["index"] for r in reached],
                          "count": sum(_count(r["coverage"].get(state)) for r in reached)}
