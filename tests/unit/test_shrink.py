@@ -99,8 +99,11 @@ class Model:
     run directory gets a results.json and a history the bug report reads."""
 
     def __init__(self, tmp_path: Path, needed=("T1", "T2"), hold: float = 0.0,
-                 flaky_every: int = 0) -> None:
+                 flaky_every: int = 0, confirm_hits: int | None = None) -> None:
         self.tmp, self.needed, self.hold, self.flaky_every = tmp_path, needed, hold, flaky_every
+        #: how many confirming replays hit at most (None: as many as the steps say)
+        self.confirm_hits = confirm_hits
+        self.confirming = 0
         self.runs: list[list[str]] = []
 
     def hits(self, steps: list[dict], names: list[str]) -> bool:
@@ -117,6 +120,9 @@ class Model:
         hit = self.hits(steps, names)
         if self.flaky_every and len(self.runs) % self.flaky_every == 0:
             hit = False
+        if "confirm" in cell_dir.parts and self.confirm_hits is not None:
+            self.confirming += 1
+            hit = hit and self.confirming <= self.confirm_hits
         run_dir = cell_dir / file_name
         run_dir.mkdir(parents=True)
         (run_dir / "results.json").write_text(json.dumps({
@@ -352,3 +358,125 @@ def test_fewer_targets_a_cut_keeps_only_the_nodes_the_bug_needs(tmp_path, monkey
     assert "named as the run placed them: broker-1 led, the replicas were broker-1, " \
         "broker-2, broker-3; a replay plays each on the node in the same place" in bug
     assert "[placement]" in (out / "schedule.toml").read_text()  # the shrunk file keeps it
+
+
+def test_a_shrink_whose_confirming_replays_fall_short_is_not_confirmed(tmp_path, monkeypatch):
+    """ddmin's replays hit, the confirming ones mostly miss: 3 of 5 is below the 2 of 3
+    a candidate was kept at, so the shrink ends "not confirmed", exit 1, and writes no
+    BUG.md that would call the schedule a reproducer."""
+    monkeypatch.setattr(shrink, "run_child", Model(tmp_path, confirm_hits=3))
+    assert shrink.start(_run_dir(tmp_path), tmp_path / "store", 2, 3, None, 5) == 1
+    [out] = (tmp_path / "store" / "shrink").iterdir()
+    state = json.loads((out / "shrink.json").read_text())
+    assert state["ended"] == "not confirmed"
+    assert state["smallest"]["steps"] == ["T1", "T2"]
+    assert (state["confirmed"]["hits"], len(state["confirmed"]["runs"])) == (3, 5)
+    assert state["confirmed"]["confirmed"] is False
+    assert not (out / "BUG.md").exists()
+    assert (out / "schedule.toml").is_file(), "the smallest candidate is kept to look at"
+    # resumed, it says the same and replays nothing more
+    model = Model(tmp_path, confirm_hits=3)
+    monkeypatch.setattr(shrink, "run_child", model)
+    assert shrink.resume(out) == 1 and model.runs == []
+    # at the rate it was kept at (4 of 5 >= 2 of 3) it is confirmed
+    assert shrink.confirmed(4, 5, 2, 3) and not shrink.confirmed(3, 5, 2, 3)
+    assert shrink.confirmed(2, 3, 2, 3) and not shrink.confirmed(0, 0, 1, 1)
+
+
+def test_mixed_replays_keep_a_candidate_at_k_of_n_and_stop_once_decided(tmp_path, monkeypatch):
+    """Every third replay misses whatever its steps: candidates see hit-miss mixes, and
+    each is kept exactly when k of its replays hit, its replays stopping once that is
+    decided (never more than n)."""
+    model = Model(tmp_path, flaky_every=3)
+    monkeypatch.setattr(shrink, "run_child", model)
+    code = shrink.start(_run_dir(tmp_path), tmp_path / "store", 2, 3, None, 3)
+    [out] = (tmp_path / "store" / "shrink").iterdir()
+    state = json.loads((out / "shrink.json").read_text())
+    mixed = 0
+    for tried in state["candidates"].values():
+        if tried.get("ill_formed"):
+            continue
+        hits = [r["hit"] for r in tried["runs"]]
+        assert tried["kept"] == (sum(hits) >= 2), tried
+        assert len(hits) <= 3
+        # stopped at the replay that decided it: before it, still open
+        before = hits[:-1]
+        assert sum(before) < 2 and sum(before) + (3 - len(before)) >= 2, tried
+        mixed += len(set(hits)) == 2
+    assert mixed >= 2, "the model gave candidates both outcomes"
+    assert state["smallest"]["steps"] == ["T1", "T2"]
+    confirmed = state["confirmed"]
+    assert confirmed["hits"] == sum(r["hit"] for r in confirmed["runs"])
+    assert code == (0 if confirmed["confirmed"] else 1)
+    assert (out / "BUG.md").exists() == confirmed["confirmed"]
+
+
+def test_a_hold_the_bug_needs_whole_is_not_shortened(tmp_path, monkeypatch):
+    """T1's 4 s hold is what the bug needs: none and half are tried, both fail, and
+    the smallest schedule keeps the whole hold."""
+    import tomllib
+
+    monkeypatch.setattr(shrink, "run_child", Model(tmp_path, hold=4.0))
+    assert shrink.start(_run_dir(tmp_path), tmp_path / "store", 2, 3, None, 2) == 0
+    [out] = (tmp_path / "store" / "shrink").iterdir()
+    state = json.loads((out / "shrink.json").read_text())
+    assert state["smallest"]["holds"] == {}
+    tried_holds = [t["holds"] for t in state["candidates"].values() if t.get("holds")]
+    assert {"T1": 0.0} in tried_holds and {"T1": 2.0} in tried_holds
+    steps = tomllib.loads((out / "schedule.toml").read_text())["step"]
+    assert next(s for s in steps if s["name"] == "T1")["hold_s"] == 4.0
+    assert "`T1`: partition on follower (now B); hold 4 s" in (out / "BUG.md").read_text()
+
+
+WORDY = """help = "every field of a step"
+
+[[step]]
+name = "T0"
+fault = "slow-network"
+target = "follower"
+as = "A"
+settings = { away_rate_kbit = 64, away_loss = 0.1 }
+until = "A not in isr"
+within_s = 60
+
+[[step]]
+name = "C"
+fault = "kill"
+target = "coordinator"
+partition = "coordinator"
+
+[[step]]
+name = "T1"
+fault = "stop"
+target = "leader"
+partition = "elr-test-2"
+until = "no leader"
+read = "controller"
+within_s = 30
+
+[[step]]
+name = "T1-hold"
+watch = "A leads"
+read = "controller"
+hold_s = 5
+"""
+
+
+def test_bug_md_says_every_field_of_a_step_and_its_partition(tmp_path, monkeypatch):
+    monkeypatch.setattr(shrink, "run_child", Model(tmp_path, needed=("T0", "C", "T1",
+                                                                      "T1-hold")))
+    run = _run_dir(tmp_path)
+    (run / "schedule.toml").write_text(WORDY)
+    assert shrink.start(run, tmp_path / "store", 1, 1, None, 1) == 0
+    [out] = (tmp_path / "store" / "shrink").iterdir()
+    bug = (out / "BUG.md").read_text()
+    assert "On the first topic's partition 0 (a step that names another says so)" in bug
+    assert "`T0`: slow-network on follower (now A), settings away_rate_kbit 64, " \
+           "away_loss 0.1; wait" in bug
+    assert "wait until A not in isr (at most 60 s, read from the observer)" in bug
+    assert "`C`: kill on coordinator (on the transaction coordinator's " \
+           "__transaction_state partition)" in bug
+    assert "`T1`: stop on leader (on partition elr-test-2); wait until no leader (at most " \
+           "30 s, read from the active controller's metadata)" in bug
+    assert "`T1-hold`: no fault; hold 2.5 s; watch for A leads through the hold (read from " \
+           "the active controller's metadata; recorded if seen)" in bug

@@ -16,7 +16,10 @@ MAX_N = 20
 
 def add_shrink_command(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("shrink", help="shrink an INVALID run's schedule to the fewest "
-                            "steps that still reproduce it; BUG.md for a ticket",
+                            "steps that still reproduce it; BUG.md for a ticket (exit 0: "
+                            "shrunk and confirmed; 1: shrunk, but the confirming replays "
+                            "fell below k of n, no BUG.md; 2: the run's schedule does not "
+                            "reproduce, or bad input)",
                             allow_abbrev=False)
     parser.add_argument("run_dir", type=Path, nargs="?", default=None, metavar="RUN_DIR")
     parser.add_argument("-k", type=ascii_int, default=2,

@@ -7,6 +7,7 @@ that plays it again."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 from elr_harness.core.files import read_json
 from elr_harness.nemesis.schedule_file import parse_schedule
+from elr_harness.nemesis.schedule_step import CONTROLLER, COORDINATOR_PARTITION
 from elr_harness.report.atomic import write_atomically
 from elr_harness.soak.replay import SCHEDULE_FILE
 
@@ -43,8 +45,11 @@ def bug_report(out: Path, state: dict[str, Any]) -> str:
              f"- eligible leader replicas (KIP-966): {elr}"]
     for topic, config in (test.get("topics") or {}).items():
         lines.append(f"- topic {topic}: " + ", ".join(f"{k} {v}" for k, v in config.items()))
+    own = sorted({s.partition_text for s in schedule.steps if s.partition is not None})
     lines += [f"- the harness's flags: `{shlex.join(state['args'])}`", "",
               "## Steps", "",
+              "On the first topic's partition 0 (a step that names another says so); L is "
+              "its leader at the start." if own else
               "On the first topic's partition 0; L is its leader at the start.", ""]
     placed = schedule.placement
     if placed is not None:
@@ -83,6 +88,8 @@ def bug_report(out: Path, state: dict[str, Any]) -> str:
 
 
 def _in_words(step: Any) -> str:
+    """Every field of a step in words: what it does, on which partition when it names
+    its own, what it waits for and reads, what it watches through its hold."""
     if step.end:
         said = f"end step {step.end}'s fault"
     elif step.fault:
@@ -94,13 +101,42 @@ def _in_words(step: Any) -> str:
             said = f"{step.fault} on {step.target or where}"
         said += f" (now {step.bind})" if step.bind else ""
         said += f", to {step.to}" if step.to is not None else ""
+        if step.settings is not None:
+            said += f", settings {_settings_in_words(step.settings)}"
     else:
-        said = "wait"
+        said = "wait" if step.until else "no fault"
+    if step.partition is not None:
+        said += (" (on the transaction coordinator's __transaction_state partition)"
+                 if step.partition == COORDINATOR_PARTITION
+                 else f" (on partition {step.partition_text})")
+    read = "the active controller's metadata" if step.read == CONTROLLER else "the observer"
     if step.until:
-        said += f"; wait until {step.until.text} (at most {step.within_s:g} s)"
+        said += f"; wait until {step.until.text} (at most {step.within_s:g} s, read from " \
+                f"{read})"
     if step.hold_s:
         said += f"; hold {step.hold_s:g} s"
+    if step.watch:
+        said += f"; watch for {step.watch.text} through the hold (read from {read}; " \
+                "recorded if seen)"
     return f"`{step.name}`: {said}"
+
+
+def _settings_in_words(settings: Any) -> str:
+    """A step's settings as its file gave them: the fields that differ from its
+    kind's defaults (every field when those cannot be told)."""
+    if not dataclasses.is_dataclass(settings):
+        return str(settings)
+    fields = dataclasses.asdict(settings)
+    try:
+        defaults = dataclasses.asdict(type(settings)())
+    except TypeError:
+        defaults = {}
+    # a schedule file read back gives lists where the defaults are tuples
+    shown = {k: v for k, v in fields.items()
+             if k not in defaults or json.dumps(defaults[k]) != json.dumps(v)}
+    if defaults and not shown:
+        return "its kind's defaults"
+    return ", ".join(f"{k} {json.dumps(v)}" for k, v in (shown or fields).items())
 
 
 def _evidence(run_dir: Path, anomaly: str) -> list[str]:

@@ -17,8 +17,11 @@ every replay, so a killed shrink goes on where it stopped (`--resume`) and never
 repeats a replay that finished.
 
 Everything lands in store/shrink/<time>/: shrink.json, candidates/ (each tried
-schedule, with its replays' runs), schedule.toml (the smallest that reproduces)
-and BUG.md (soak.bug_report).
+schedule, with its replays' runs), schedule.toml (the smallest candidate) and
+BUG.md (soak.bug_report). The smallest is then replayed `confirm` times whole; it
+is a reproducer only when those replays reproduce at the rate a candidate was kept
+at (k of n). Below it the shrink ends "not confirmed", exit 1, and writes no BUG.md:
+ddmin's replays can hit by luck where the confirming ones miss.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from elr_harness.core.errors import EXIT_UNKNOWN, EXIT_VALID, BadInput
+from elr_harness.core.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
 from elr_harness.core.files import read_json
 from elr_harness.core.validate import printable
 from elr_harness.nemesis.schedule_file import parse_schedule
@@ -224,10 +227,26 @@ class Shrink:
         self._confirm()
         self.state["seconds"] = round(self.state.get("seconds", 0) + time.monotonic()
                                       - started, 1)
+        confirmed = self.state["confirmed"]
+        console.print(f"{len(names)} steps -> {len(smallest)}: {', '.join(smallest)}")
+        if not confirmed["confirmed"]:
+            # ddmin's replays hit, the confirming ones did not: a schedule that does not
+            # reproduce at the rate it was kept at is no reproducer, and BUG.md would
+            # say it is one
+            self.state["ended"] = "not confirmed"
+            self._save()
+            (self.out / "BUG.md").unlink(missing_ok=True)
+            console.print(f"[yellow]not confirmed: the smallest schedule reproduced "
+                          f"{self.state['anomaly']} in {confirmed['hits']} of "
+                          f"{len(confirmed['runs'])} confirming replays, below the "
+                          f"{self.state['k']} of {self.state['n']} it was kept at; no "
+                          f"BUG.md[/yellow]")
+            console.print(f"shrink: {escape(printable(self.out))} (schedule.toml, the "
+                          "smallest candidate, unconfirmed)")
+            return EXIT_INVALID
         self.state["ended"] = "shrunk"
         self._save()
         write_bug_report(self.out, self.state)
-        console.print(f"{len(names)} steps -> {len(smallest)}: {', '.join(smallest)}")
         console.print(f"shrink: {escape(printable(self.out))} (schedule.toml, BUG.md)")
         return EXIT_VALID
 
@@ -242,6 +261,8 @@ class Shrink:
             self._save()
             console.print(f"confirming {number}/{self.state['confirm']}: {said(cell)}")
         done["hits"] = sum(1 for r in done["runs"] if r["hit"])
+        done["confirmed"] = confirmed(done["hits"], len(done["runs"]), self.state["k"],
+                                      self.state["n"])
 
     def _replay(self, schedule: Path, folder: Path, number: int) -> dict[str, Any]:
         """One replay of `schedule` (the run's flags, its release): its cell, with
@@ -253,6 +274,12 @@ class Shrink:
 
     def _save(self) -> None:
         write_json(self.out / SHRINK_FILE, self.state)
+
+
+def confirmed(hits: int, replays: int, k: int, n: int) -> bool:
+    """Whether the confirming replays reproduced at the rate a candidate was kept
+    at: at least k of every n (3 of 5 for k 2 of n 3 is 0.6 < 2/3: not confirmed)."""
+    return replays > 0 and hits * n >= k * replays
 
 
 def _nodes_of(cut: dict[str, list[str]] | None) -> list[str]:
