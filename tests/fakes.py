@@ -29,12 +29,16 @@ __all__ = ["AnsweringRecorder", "FakeAdmin", "FakeCluster", "FakeConfig", "FakeN
 class FakeNode:
     """A node that answers every command (0, no output) and keeps it; a route look-up
     is answered (every address over eth0); a command holding `fail` fails; `answers`
-    are given, in turn, to the commands `answers_for` matches (Kafka's tools)."""
+    are given, in turn, to the commands `answers_for` matches (Kafka's tools). Its
+    log dirs are as a broker's: a partition's folder is in one of them, `holds_in`
+    (a `test -d` of a folder in another fails; None: in every one)."""
 
     def __init__(self, spec: NodeSpec, fail: str | None = None,
                  answers: list[ExecResult] | None = None,
-                 answers_for: Callable[[str], bool] | None = None) -> None:
+                 answers_for: Callable[[str], bool] | None = None,
+                 holds_in: str | None = "/data/kafka/dir-0/") -> None:
         self.spec = spec
+        self.holds_in = holds_in
         self.pid: int | None = 100 + spec.node_id
         self.commands: list[str] = []
         self.signals: list[str] = []
@@ -49,6 +53,9 @@ class FakeNode:
             return ExecResult(2, "RTNETLINK answers: File exists")
         if self.answers and self.answers_for(text):
             return self.answers.pop(0)
+        if self.holds_in and text.startswith("test -d /data/kafka/dir-") and \
+                not text.startswith(f"test -d {self.holds_in}"):
+            return ExecResult(1, "")
         if "getent ahostsv4" in text:  # a route look-up: every address over eth0
             return ExecResult(0, "".join(f"{a} {a} eth0\n" for a in
                                          re.findall(r"getent ahostsv4 (\S+) ", text)))

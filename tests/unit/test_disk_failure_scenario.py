@@ -43,7 +43,7 @@ def _injector(fail: str | None):
     """broker-1's `test -d` of a log dir fails when it names `fail` (that dir does
     not hold the partition); the fake cluster's two log dirs, as Kafka names them."""
     injector, _ = injector_rig(cluster_of(specs(controllers=1, brokers=1),
-                                          broker_1={"fail": fail}))
+                                          broker_1={"fail": fail, "holds_in": None}))
     return injector
 
 
@@ -61,6 +61,35 @@ def test_no_dir_or_two_dirs_holding_it_is_no_answer_not_a_guess(fail):
     injector = _injector(fail)
     assert dir_holding(injector, "broker-1", "t-0") is None
     assert injector.cluster.nodes["broker-1"].commands == TESTS
+
+
+@pytest.mark.parametrize("fail", ["/t-0", None], ids=["no dir", "two dirs"])
+def test_a_step_that_cannot_tell_the_dir_fails_none_and_says_why(fail):
+    """disk-failure's step fails L's dir that holds the partition: when no one dir is
+    found to hold it, no dir fails (none is drawn instead), and the history's info
+    line says why."""
+    import random
+    import threading
+
+    from fakes import FakePageCache, topology_of
+
+    from elr_harness.nemesis.faults import disk_fault
+    from elr_harness.nemesis.faults.base import Use
+    from elr_harness.nemesis.faults.disk_fault import DiskFaultSettings
+
+    injector, recorder = injector_rig(cluster_of(specs(controllers=1, brokers=1),
+                                                 broker_1={"fail": fail, "holds_in": None}),
+                                      page_cache=FakePageCache())
+    use = Use(injector, topology_of(injector.cluster), random.Random(1), DiskFaultSettings(),
+              threading.Event(), "schedule:T1")
+    with pytest.raises(HarnessError, match="no one log dir of broker-1 is found to hold "
+                                           "t-0 .* none guessed"):
+        disk_fault.act(use, "broker-1", holding="t-0")
+    assert [(line["type"], line["fault"]) for line in recorder.lines] == [
+        ("invoke", "disk-fault"), ("info", "disk-fault")]
+    assert "none guessed" in recorder.lines[1]["detail"]["error"]
+    assert recorder.lines[1]["detail"]["holding"] == "t-0"
+    assert injector.page_cache.faults == []  # type: ignore[union-attr]
 
 
 def _watched(*states):

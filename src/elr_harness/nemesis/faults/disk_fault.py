@@ -199,11 +199,26 @@ def inject(mix: Mix, package: FaultPackage) -> Undo | None:
 
 def act(use: Use, target: str, may_drop: bool = False, holding: str | None = None) -> Undo:
     """One of the target's log dirs fails (drawn as a mix draws it; the one that
-    holds the partition folder `holding`, when given and found); it drops unsynced
-    data only when `may_drop` (the caller keeps the budget) and the settings allow it."""
+    holds the partition folder `holding`, when given); it drops unsynced data only
+    when `may_drop` (the caller keeps the budget) and the settings allow it. When
+    `holding` is given and no one dir of the target is found to hold it, nothing
+    fails: the history gets the fault's `info` line saying why, and the step its
+    error (a random dir would fail one the partition is not in, a run that tests
+    nothing it claims)."""
     settings: DiskFaultSettings = use.settings
     directory, errno_name, operations = _draw(use.rng, settings, use.injector)
-    directory = (dir_holding(use.injector, target, holding) if holding else None) or directory
+    if holding:
+        found = dir_holding(use.injector, target, holding)
+        if found is None:
+            def refuse() -> None:
+                raise HarnessError(f"no one log dir of {target} is found to hold {holding} "
+                                   "(none does, or more than one): no dir failed, none "
+                                   "guessed")
+
+            use.injector.record(PACKAGE.recorded, [target],
+                                {"holding": holding, **detail_of(use.step, use.detail)},
+                                refuse)
+        directory = found  # record() raised refuse's error above when None
     drop = may_drop and settings.drop_on_failed_fsync and "fsync" in operations
     use.notes["disk"] = f"{errno_name} on {'+'.join(operations)}" + (
         ", drops unsynced data" if drop else "")
