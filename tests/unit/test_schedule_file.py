@@ -405,3 +405,20 @@ def test_a_placed_file_plays_each_node_in_its_place_on_this_cluster():
 
     again = _parse(played_toml(played.schedule, record))
     assert again.placement == played.schedule.placement  # a replay places it the same
+
+
+def test_a_role_with_no_broker_to_draw_says_what_stood_in():
+    """`target = "elr"` while the ELR is empty: an unbound broker stands in, and the
+    step's played record says so (`substituted`), not only the node."""
+    text = 'help = "h"\n[[step]]\nfault = "pause"\ntarget = "elr"\n' \
+           '[[step]]\nend = "step-1"\n'
+    played, injector, _ = _player(text)
+    record = _play(played)["schedule"]
+    first = record["steps"][0]
+    assert first["target"] in {"broker-2", "broker-3"}, first  # L is bound: never drawn
+    assert first["substituted"] == ("the role elr had no broker to draw (elr []); drawn "
+                                    "from the unbound brokers instead")
+    # a role with brokers to draw substitutes nothing
+    played, _, _ = _player('help = "h"\n[[step]]\nfault = "pause"\ntarget = "follower"\n'
+                           '[[step]]\nend = "step-1"\n')
+    assert "substituted" not in _play(played)["schedule"]["steps"][0]

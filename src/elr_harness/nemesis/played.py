@@ -328,9 +328,13 @@ class Played(StepTargets):
 
     def _act(self, step: Step, done: dict[str, Any]) -> None:
         package = PACKAGES[str(step.fault)]
+        self.substituted = None
         target = self._target(step)
         if target is not None:
             done["target"] = target
+        if self.substituted:
+            done["substituted"] = self.substituted
+            self.log(f"{step.name}: {self.substituted}")
         if step.bind and target is not None:
             self.names[step.bind] = target
             done["as"] = step.bind

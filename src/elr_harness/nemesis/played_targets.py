@@ -37,6 +37,8 @@ class StepTargets:
     renamed: dict[str, str]
     #: L and C -> the partition each is the start's leader of
     start_of: dict[str, tuple[str, int]]
+    #: why the last step's target is not of its role (its role had no broker), or None
+    substituted: str | None = None
 
     def _mine(self, states: Sequence[PartitionState]) -> PartitionState | None:
         raise NotImplementedError
@@ -109,8 +111,14 @@ class StepTargets:
         chosen = [b for b in pool if self._name(b) not in named] or \
             [b for b in pool if self._name(b) not in bound]
         if not chosen:
+            # the role has no broker to draw (an empty ELR, a follower-less ISR): any
+            # unbound broker stands in, and the step's played record says so
             chosen = [b for b in sorted(self.topology.brokers.values())
                       if self.topology.broker_name(b) not in bound]
+            if chosen:
+                self.substituted = (f"the role {role.value} had no broker to draw "
+                                    f"({role.value} {list(pool)}); drawn from the unbound "
+                                    "brokers instead")
         if not chosen:
             raise NotNow(f"no broker left for the role {role.value}")
         return self._name(self.rng.choice(chosen))
