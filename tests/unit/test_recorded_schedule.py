@@ -200,3 +200,13 @@ def test_the_placement_a_recorded_schedule_keeps_is_the_partitions_at_the_start(
     leaderless = [FULL[0].__class__("t", 0, -1, 5, (), (2,), (), None, (1, 2, 3))]
     assert placement_of(FakeObserver(leaderless), injector, "t", 0.1) is None
     assert placement_of(FakeObserver(FULL), injector, "other", 0.1) is None
+    # a lookup that fails is said, not swallowed
+    said: list[str] = []
+
+    class Broken:
+        def wait_for(self, condition, within_s):
+            raise ConnectionError("observer gone")
+
+    assert placement_of(Broken(), injector, "t", 0.1, said.append) is None
+    assert said == ["[yellow]no placement for schedule.toml: the lookup failed: "
+                    "ConnectionError: observer gone[/yellow]"]

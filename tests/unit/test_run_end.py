@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from elr_harness.run.phases import Phases, _close_and_tear_down
+from elr_harness.run.phases import Phases, _close_and_tear_down, write_played_schedule
 from elr_harness.workloads.client_thread import ClientThread
 
 
@@ -95,3 +95,22 @@ def test_each_phase_is_recorded_with_its_start_on_the_historys_clock(monkeypatch
         {"name": "teardown", "start_s": 99.5, "duration_s": 3.5}]
     phases.end()  # nothing in course: nothing changes
     assert phases.recorded()[-1]["duration_s"] == 3.5
+
+
+def test_a_schedule_toml_that_cannot_be_written_is_noted_and_the_run_goes_on(tmp_path):
+    """The replay file is written between the workload and the final reads: a write
+    that fails (here its folder is a file) is the run's noted error, not an exception
+    that would skip the heal and the final reads."""
+    not_a_dir = tmp_path / "run"
+    not_a_dir.write_text("")
+    outcome: dict = {}
+    record = {"steps": [], "names": {}}
+    plan = SimpleNamespace(played_file=None)
+    write_played_schedule(not_a_dir, plan, {"schedule": record}, outcome)
+    [error] = outcome["errors"]
+    assert error.startswith("schedule.toml: ")
+    # nothing to write without a schedule, and a good folder gets the file
+    write_played_schedule(tmp_path, plan, {}, outcome)
+    assert not (tmp_path / "schedule.toml").exists()
+    write_played_schedule(tmp_path, plan, {"schedule": record}, outcome)
+    assert (tmp_path / "schedule.toml").is_file() and len(outcome["errors"]) == 1

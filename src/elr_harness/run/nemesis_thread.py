@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -56,7 +57,7 @@ def run_nemesis(plan: NemesisPlan, spec: RunSpec, injector, observer,
         began_ns = time.monotonic_ns() - getattr(injector.recorder, "origin_ns", 0)
         played_file = plan.played_file
         placement = placement_of(observer, injector, spec.topics[0].name,
-                                 spec.run.scenario.step_timeout_s) \
+                                 spec.run.scenario.step_timeout_s, log) \
             if schedule is not None and played_file is None else None
         if schedule is not None:
             schedule.run(time.monotonic() + spec.run.time_limit_s, stop, result)
@@ -72,11 +73,13 @@ def run_nemesis(plan: NemesisPlan, spec: RunSpec, injector, observer,
         result["done"] = True
 
 
-def placement_of(observer, injector, topic: str, within_s: float) -> dict[str, Any] | None:
+def placement_of(observer, injector, topic: str, within_s: float,
+                 log: Callable[[str], None] = lambda message: None) -> dict[str, Any] | None:
     """Where the nodes are as the schedule begins (a schedule file's [placement]): the
     topic's partition 0's leader and replicas, and the active controller, from the
     observer's first sample with a leader there (within `within_s`: the workload and
-    its observer start with the nemesis); None when none came."""
+    its observer start with the nemesis); None when none came, or when the lookup
+    failed, which is logged (a silent failure here once hid a bug)."""
     from elr_harness.nemesis.scenarios.base import partition_in
     from elr_harness.nemesis.targets import Topology
 
@@ -94,7 +97,9 @@ def placement_of(observer, injector, topic: str, within_s: float) -> dict[str, A
             "leader": topology.name_of_broker(state.leader),
             "replicas": [topology.name_of_broker(b) for b in state.replicas or state.isr]}
         active = injector.cluster.quorum_leader()
-    except Exception:  # noqa: BLE001 - a placement is a help to a replay, never a must
+    except Exception as err:  # noqa: BLE001 - a placement is a help to a replay, never a must
+        log(f"[yellow]no placement for schedule.toml: the lookup failed: "
+            f"{type(err).__name__}: {err}[/yellow]")
         return None
     named = {i: n for n, i in topology.controllers.items()}
     if active in named:

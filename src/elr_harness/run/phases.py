@@ -271,14 +271,7 @@ def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, la
                          final=None, recorder=recorder)
         return True
     outcome["nemesis_result"] = nemesis_result
-    if "schedule" in nemesis_result:  # a schedule file's steps, a guided run's, a mix's
-        from elr_harness.nemesis.schedule_writer import played_toml, recorded_toml
-        from elr_harness.report.atomic import write_atomically
-
-        record = nemesis_result["schedule"]
-        played = plan.played_file
-        write_atomically(run_dir / "schedule.toml", played_toml(played, record)
-                         if played is not None else recorded_toml(record))
+    write_played_schedule(run_dir, plan, nemesis_result, outcome)
 
     def do_final_reads() -> dict[str, Any]:
         # with transactions: the read_committed read waits out the transaction timeout
@@ -303,6 +296,27 @@ def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, la
     _heal_and_finish(cluster, injector, observer, phases, spec, outcome, run_dir,
                      final=do_final_reads, recorder=recorder, before_collect=before_collect)
     return False
+
+
+def write_played_schedule(run_dir: Path, plan: NemesisPlan, nemesis_result: dict[str, Any],
+                          outcome: dict[str, Any]) -> None:
+    """The run's schedule.toml (a schedule file's steps, a guided run's, a mix's), a
+    file that plays them again. A replay file is a convenience: one that cannot be
+    written is the run's noted error, and the heal and final reads still run (the
+    played steps stay in test.json's nemesis_result)."""
+    if "schedule" not in nemesis_result:
+        return
+    from elr_harness.nemesis.schedule_writer import played_toml, recorded_toml
+    from elr_harness.report.atomic import write_atomically
+
+    record = nemesis_result["schedule"]
+    played = plan.played_file
+    try:
+        write_atomically(run_dir / "schedule.toml", played_toml(played, record)
+                         if played is not None else recorded_toml(record))
+    except Exception as err:  # noqa: BLE001 - the run's evidence comes first
+        outcome.setdefault("errors", []).append(f"schedule.toml: {err}")
+        console.print(f"[red]schedule.toml could not be written: {err}[/red]")
 
 
 def _progress(phases: Phases, workload, nemesis_thread: threading.Thread, spec: RunSpec,
