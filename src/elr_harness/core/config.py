@@ -639,6 +639,10 @@ class SoakConfig:
     interrupt_grace_s: float = 240.0
     #: How often the live progress line is printed while a run goes on.
     progress_every_s: float = 30.0
+    #: A child run of a replay, a shrink or a score that has not ended after this
+    #: long is hung: it is handed a Ctrl-C (then killed after interrupt_grace_s),
+    #: its cluster removed, and its cell is an error that says so.
+    child_timeout_s: float = 3600.0
 
 
 # --------------------------------------------------------------------------

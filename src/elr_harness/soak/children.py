@@ -1,17 +1,115 @@
 """A whole `harness run` as a child process, and its verdict read back: what the
-mutation score (soak.score) and the replays (soak.replay) are made of."""
+soak, the mutation score (soak.score), the replays (soak.replay) and the shrink are
+made of. One launcher for all of them: each child runs in its own session, gets
+SIGINT when its parent dies (so it heals, collects and tears down rather than
+running on alone), is handed a Ctrl-C once and killed after a grace, and, when it
+leaves its cluster behind, the cluster it made (and only that: it carries the
+launcher's token) is removed. run_child bounds a child by a timeout too: one hung
+replay must not hang a shrink for good."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import secrets
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.markup import escape
+
+from elr_harness.core.config import SOAK_TOKEN_ENV, ClusterConfig, SoakConfig
+from elr_harness.core.errors import HarnessError
 from elr_harness.core.files import read_json
+from elr_harness.core.validate import printable
+
+console = Console(highlight=False)
+
+#: prctl(2) option: the signal a process gets when its parent dies.
+_PR_SET_PDEATHSIG = 1
+
+
+def start_child(argv: list[str], log_path: Path, env: dict[str, str]) -> subprocess.Popen:
+    """A child process of its own session, its output appended to log_path: a Ctrl-C
+    at the terminal reaches the parent only, which hands it on (end_child); the
+    parent's death sends it SIGINT (Linux)."""
+    with log_path.open("ab") as log:
+        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=_interrupt_me_when_parent_dies,
+                                env={**os.environ, "COLUMNS": "120", **env})
+
+
+def end_child(proc: subprocess.Popen, grace_s: float) -> int:
+    """Ctrl-C handed on once; a second Ctrl-C, or the grace running out, kills."""
+    try:
+        proc.send_signal(signal.SIGINT)
+        return proc.wait(timeout=grace_s)
+    except (subprocess.TimeoutExpired, KeyboardInterrupt):
+        proc.kill()
+        return proc.wait()
+
+
+def wait_child(proc: subprocess.Popen, grace_s: float, timeout_s: float | None = None,
+               tick: Callable[[float], None] | None = None, tick_s: float = 30.0
+               ) -> tuple[int, bool]:
+    """The child's exit code, and whether it was ended for outliving `timeout_s`
+    (Ctrl-C handed on, then killed after the grace). `tick(seconds so far)` every
+    tick_s. A Ctrl-C here is handed on to the child, then raised."""
+    started = time.monotonic()
+    while True:
+        left = None if timeout_s is None else timeout_s - (time.monotonic() - started)
+        if left is not None and left <= 0:
+            return end_child(proc, grace_s), True
+        try:
+            return proc.wait(timeout=tick_s if left is None else min(tick_s, left)), False
+        except subprocess.TimeoutExpired:
+            if tick is not None:
+                tick(time.monotonic() - started)
+        except KeyboardInterrupt:
+            end_child(proc, grace_s)
+            raise
+
+
+def tear_down_cluster(name: str, nodes_file: Path | None, token: str | None) -> None:
+    """Remove what a child that failed, outlived its bound or was abandoned left of
+    its cluster: on containers, only a cluster that carries `token` (the label its
+    launcher gave it); one of the same name that does not is somebody else's, and is
+    left up, said."""
+    from elr_harness.cluster.cluster import Cluster
+    from elr_harness.run.flags import with_hosts
+
+    try:
+        config = with_hosts(ClusterConfig(name=name, nodes_file=nodes_file))
+        provider = None
+        if nodes_file is None:
+            from elr_harness.cluster.docker_backend import DockerProvider
+
+            # no token recorded: nothing can be shown to be the launcher's
+            provider = DockerProvider(config, token=token or "none recorded")
+        Cluster(config, log=lambda _m: None, provider=provider).down(quiet=True)
+    except HarnessError as err:
+        from elr_harness.cluster.docker_backend import NotOurs
+
+        said = "" if isinstance(err, NotOurs) else "could not remove the cluster: "
+        console.print(f"[yellow]{said}{escape(printable(err.message))}[/yellow]")
+    except Exception as err:  # noqa: BLE001 - the next run sweeps leftovers again
+        console.print(f"[yellow]could not remove the cluster: "
+                      f"{escape(printable(err))}[/yellow]")
+
+
+def _interrupt_me_when_parent_dies() -> None:
+    """In the child, before exec: SIGINT when the parent's process dies (Linux)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGINT)
+    except OSError:
+        pass
 
 
 def said(cell: dict[str, Any]) -> str:
@@ -20,27 +118,39 @@ def said(cell: dict[str, Any]) -> str:
     return f"{cell['verdict']}{bad}, {cell['seconds']:.0f} s"
 
 
-def run_child(args: list[str], cell_dir: Path, file_name: str) -> dict[str, Any]:
-    """`harness run ARGS` in a child process, its output in cell_dir/<file_name>.log;
-    its verdict, bad anomaly types, KIP-966 states reached and the time to its first
-    INVALID, read from the run directory it made (verdict "error" when it made none
-    with a results.json)."""
+def run_child(args: list[str], cell_dir: Path, file_name: str,
+              config: SoakConfig | None = None) -> dict[str, Any]:
+    """`harness run ARGS` in a child process (start_child), its output in
+    cell_dir/<file_name>.log; its verdict, bad anomaly types, KIP-966 states reached
+    and the time to its first INVALID, read from the run directory it made (verdict
+    "error" when it made none with a results.json, or outlived config.child_timeout_s:
+    then `timed_out` says so, and the cluster it left is removed)."""
+    config = config or SoakConfig()
     cell_dir.mkdir(parents=True, exist_ok=True)
     marker = cell_dir / f"{file_name}.run-dir"
     log = cell_dir / f"{file_name}.log"
     marker.unlink(missing_ok=True)
+    log.unlink(missing_ok=True)
     argv = [sys.executable, "-m", "elr_harness.cli", "run", *args,
             "--record-run-dir", str(marker)]
+    token = secrets.token_hex(16)  # the label of the cluster this child makes
     started = time.monotonic()
-    with log.open("w") as out:
-        code = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL,
-                              env={**os.environ, "COLUMNS": "120"}).returncode
+    proc = start_child(argv, log, {SOAK_TOKEN_ENV: token})
+    try:
+        code, timed_out = wait_child(proc, config.interrupt_grace_s, config.child_timeout_s)
+    except KeyboardInterrupt:
+        tear_down_cluster(*_cluster_of(args), token)
+        raise
     cell: dict[str, Any] = {"exit": code, "log": str(log),
                             "seconds": round(time.monotonic() - started, 1)}
+    if timed_out:
+        cell["timed_out"] = f"ended after {config.child_timeout_s:g} s (child_timeout_s)"
     run_dir = Path(marker.read_text().strip()) if marker.is_file() else None
     results = run_dir / "results.json" if run_dir else None
-    if run_dir is None or results is None or not results.is_file():
+    if timed_out or run_dir is None or results is None or not results.is_file():
+        # as the soak does for a run that ended in error: what it left of its cluster
+        # goes (a run that ended with a verdict took its own down)
+        tear_down_cluster(*_cluster_of(args), token)
         return {**cell, "verdict": "error", "run_dir": str(run_dir) if run_dir else None,
                 "bad": [], "states": [], "first_invalid_s": None}
     read = read_json(results, str(results), max_bytes=1 << 30)
@@ -52,6 +162,20 @@ def run_child(args: list[str], cell_dir: Path, file_name: str) -> dict[str, Any]
             "states": sorted(s for s, seen in coverage.items()
                              if isinstance(seen, dict) and (seen.get("count") or 0) > 0),
             "first_invalid_s": first_invalid_s(run_dir, read) if verdict == "invalid" else None}
+
+
+def _cluster_of(args: list[str]) -> tuple[str, Path | None]:
+    """The cluster name and nodes file a child's `harness run` flags give."""
+    def flag(name: str) -> str | None:
+        for number, arg in enumerate(args):
+            if arg == name and number + 1 < len(args):
+                return args[number + 1]
+            if arg.startswith(name + "="):
+                return arg.split("=", 1)[1]
+        return None
+
+    nodes = flag("--nodes-file")
+    return flag("--name") or ClusterConfig().name, Path(nodes) if nodes else None
 
 
 def first_invalid_s(run_dir: Path, results: dict[str, Any]) -> float | None:

@@ -21,12 +21,10 @@ tears down its cluster.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import secrets
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -35,20 +33,18 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 
-from elr_harness.core.config import SOAK_TOKEN_ENV, ClusterConfig, SoakConfig
+from elr_harness.core.config import SOAK_TOKEN_ENV, SoakConfig
 from elr_harness.core.errors import (
     EXIT_INVALID,
     EXIT_UNKNOWN,
     EXIT_VALID,
     BadInput,
-    HarnessError,
 )
 from elr_harness.core.files import MISSING, path_problem, read_json
-from elr_harness.core.validate import printable
 from elr_harness.run.store import check_store, fresh_dir, write_json
 from elr_harness.soak.check import SoakChecker
+from elr_harness.soak.children import start_child, tear_down_cluster, wait_child
 from elr_harness.soak.plan import PlanEntry, PlannedRun, planned_run, workload_seconds
 from elr_harness.soak.results import soak_coverage
 from elr_harness.soak.state import TOKEN_ENV, is_our_child, marker_in, start_time
@@ -56,8 +52,6 @@ from elr_harness.soak.state import TOKEN_ENV, is_our_child, marker_in, start_tim
 console = Console(highlight=False, soft_wrap=True)
 
 SOAK_FILE = "soak.json"
-#: prctl(2) option: the signal a process gets when its parent dies.
-_PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -215,22 +209,19 @@ class Soak:
         # the token and the start time let --resume tell this child from a
         # process that got its pid after a reboot
         token = secrets.token_hex(16)
-        with log_path.open("ab") as log:
-            proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True,
-                                    preexec_fn=_interrupt_me_when_parent_dies,
-                                    env={**os.environ, "COLUMNS": "120", TOKEN_ENV: token,
-                                         **self._cluster_env()})
+        proc = start_child(argv, log_path, {TOKEN_ENV: token, **self._cluster_env()})
         self.state["current"] = {"index": planned.index, "pid": proc.pid,
                                  "start_time": start_time(proc.pid), "token": token,
                                  "marker": str(marker), "started_at": _now()}
         self._save()
         try:
-            code = self._wait(proc, planned, started)
+            code, _ = wait_child(proc, self.config.interrupt_grace_s,
+                                 tick=lambda seconds: self._progress(planned, seconds),
+                                 tick_s=self.config.progress_every_s)
         except KeyboardInterrupt:
-            console.print("[yellow]interrupted: the run heals, collects and tears down "
+            console.print("[yellow]interrupted: the run healed, collected and tore down "
                           "first[/yellow]")
-            code = self._end_child(proc)
+            code = proc.returncode if proc.returncode is not None else EXIT_UNKNOWN
             # a run that was recorded whole all the same stays for --resume to check
             self._recorded(planned, code, marker, log_path, time.monotonic() - started,
                            check=False)
@@ -245,22 +236,6 @@ class Soak:
                 *planned.run_args(self.store, self.state["cluster_name"], self.nodes_file,
                                   reached, self.state.get("subnet")),
                 "--no-check", "--record-run-dir", str(marker)]
-
-    def _wait(self, proc: subprocess.Popen, planned: PlannedRun, started: float) -> int:
-        while True:
-            try:
-                return proc.wait(timeout=self.config.progress_every_s)
-            except subprocess.TimeoutExpired:
-                self._progress(planned, time.monotonic() - started)
-
-    def _end_child(self, proc: subprocess.Popen) -> int:
-        """Ctrl-C handed on once; a second Ctrl-C, or the grace running out, kills."""
-        try:
-            proc.send_signal(signal.SIGINT)
-            return proc.wait(timeout=self.config.interrupt_grace_s)
-        except (subprocess.TimeoutExpired, KeyboardInterrupt):
-            proc.kill()
-            return proc.wait()
 
     def _recorded(self, planned: PlannedRun, code: int, marker: Path, log_path: Path,
                   seconds: float, check: bool = True) -> None:
@@ -369,31 +344,10 @@ class Soak:
         return {SOAK_TOKEN_ENV: token} if token else {}
 
     def _tear_down_leftovers(self) -> None:
-        """Remove what a run that failed or was abandoned left of its cluster: on
-        containers, only a cluster that carries this soak's label (its token); one
-        of the same name that does not is somebody else's, and is left up, said."""
-        from elr_harness.cluster.cluster import Cluster
-        from elr_harness.run.flags import with_hosts
-
-        name = self.state["cluster_name"]
-        try:
-            config = with_hosts(ClusterConfig(name=name, nodes_file=self.nodes_file))
-            provider = None
-            if self.nodes_file is None:
-                from elr_harness.cluster.docker_backend import DockerProvider
-
-                # no token recorded: nothing can be shown to be this soak's
-                provider = DockerProvider(config, token=self.state.get("cluster_token")
-                                          or "none recorded")
-            Cluster(config, log=lambda _m: None, provider=provider).down(quiet=True)
-        except HarnessError as err:
-            from elr_harness.cluster.docker_backend import NotOurs
-
-            said = "" if isinstance(err, NotOurs) else "could not remove the cluster: "
-            console.print(f"[yellow]{said}{escape(printable(err.message))}[/yellow]")
-        except Exception as err:  # noqa: BLE001 - the next run sweeps leftovers again
-            console.print(f"[yellow]could not remove the cluster: "
-                          f"{escape(printable(err))}[/yellow]")
+        """Remove what a run that failed or was abandoned left of its cluster (only a
+        cluster that carries this soak's token: children.tear_down_cluster)."""
+        tear_down_cluster(self.state["cluster_name"], self.nodes_file,
+                          self.state.get("cluster_token"))
 
     # -- output ---------------------------------------------------------------
 
@@ -444,14 +398,6 @@ class Soak:
 def _counts_text(record: dict[str, Any]) -> str:
     bad = record.get("bad_anomalies") or {}
     return (" (" + ", ".join(f"{n} {name}" for name, n in bad.items()) + ")") if bad else ""
-
-
-def _interrupt_me_when_parent_dies() -> None:
-    """In the child, before exec: SIGINT when the soak's process dies (Linux)."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGINT)
-    except OSError:
-        pass
 
 
 def _alive(pid: int) -> bool:
