@@ -7,6 +7,7 @@ waits and what each saw."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 import pytest
@@ -140,6 +141,66 @@ def test_a_missing_file_and_a_nemesis_beside_it_are_input_errors(tmp_path):
         parse_nemesis("kill", str(tmp_path / "s.toml"))
     plan = parse_nemesis("none", str(tmp_path / "s.toml"))
     assert plan.faults == ("kill",) and plan.test_name == "schedule-s" and plan.ends_by_itself
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _zero(path: Path) -> None:
+    path.symlink_to("/dev/zero")
+
+
+def _bom(path: Path) -> None:
+    path.write_bytes(b"\xef\xbb\xbf" + STEP.encode())
+
+
+def _big(path: Path) -> None:
+    with path.open("w") as out:
+        out.write(STEP)
+        out.write("# " + "x" * (16 * 1024 * 1024) + "\n")
+
+
+def _deep(path: Path) -> None:
+    path.write_text("help = " + "[" * 5000 + "]" * 5000 + "\n" + STEP)
+
+
+def _many(path: Path) -> None:
+    path.write_text("".join(f'[[step]]\nname = "s{i}"\nuntil = "isr full"\nwithin_s = 1\n'
+                            for i in range(50_001)))
+
+
+@pytest.mark.parametrize(("make", "said"), [
+    (_fifo, "s.toml: not a regular file"),
+    (_zero, "s.toml: not a regular file"),
+    (_bom, "s.toml: starts with a UTF-8 byte order mark \\(BOM\\)"),
+    (_big, "s.toml: 16777[0-9]+ bytes, more than the 16777216 accepted"),
+    (_deep, "s.toml: not TOML \\(nested too deep\\)"),
+    (_many, "s.toml: 50001 steps, more than the 50000 a schedule may hold"),
+], ids=["fifo", "dev-zero", "bom", "16 MB", "nested 5000 deep", "50,001 steps"])
+def test_a_schedule_file_is_read_with_the_guards_of_every_settings_file(tmp_path, make, said):
+    """A FIFO hung for good, /dev/zero ate memory, a BOM was 'Invalid statement', 50 MB
+    was read whole and nesting was a RecursionError: each is now one input error."""
+    path = tmp_path / "s.toml"
+    make(path)
+    with pytest.raises(BadInput, match="--schedule .*" + said):
+        read_schedule(path)
+
+
+def test_the_steps_checked_so_far_keep_what_later_steps_look_up():
+    """Each step gathered its earlier steps' names, binds and ends anew (20,000 steps
+    took 18.7 s to check); Earlier keeps them as steps are added (the time is
+    benchmarks/bad_input_sweep.py's figure, not a test's)."""
+    from elr_harness.nemesis.schedule_step import Earlier
+
+    earlier = Earlier()
+    text = "".join(f'[[step]]\nname = "s{i}"\nfault = "pause"\ntarget = "broker-1"\n'
+                   f'[[step]]\nname = "e{i}"\nend = "s{i}"\n' for i in range(50))
+    parsed = parse_schedule(text, "s.toml")
+    for step in parsed.steps:
+        earlier.append(step)
+    assert len(earlier.names) == 100 and set(earlier.faulted) == {f"s{i}" for i in range(50)}
+    assert earlier.ended == set(earlier.faulted) and earlier.binds == set()
 
 
 @pytest.mark.parametrize("text", ["", "A", "A in", "isr below", "A in isr or B in",

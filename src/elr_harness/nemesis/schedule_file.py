@@ -72,6 +72,7 @@ nothing is played before the whole file is checked.
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -79,14 +80,21 @@ from pathlib import Path
 from typing import Any
 
 from elr_harness.core.errors import BadInput
+from elr_harness.core.files import MAX_SETTINGS_BYTES, MISSING, path_problem, read_text
+from elr_harness.core.validate import printable
 from elr_harness.nemesis.faults import PACKAGES, FaultPackage
 from elr_harness.nemesis.needs import Needs
-from elr_harness.nemesis.schedule_step import NODE, Step, StepChecker
+from elr_harness.nemesis.schedule_step import NODE, Earlier, Step, StepChecker
 
 BROKER = re.compile(r"broker-[0-9]{1,4}")
 CONTROLLER_NODE = re.compile(r"controller-[0-9]{1,4}")
 
 _TOP = ("help", "needs", "placement", "step")
+#: A schedule file is read as a settings file is (core/files.py): this many bytes
+#: at most...
+MAX_SCHEDULE_BYTES = MAX_SETTINGS_BYTES
+#: ...and this many steps (a guided soak of a day records fewer than 10,000).
+MAX_STEPS = 50_000
 
 
 @dataclass(frozen=True)
@@ -162,25 +170,26 @@ def shipped_schedules() -> dict[str, Path]:
 def read_schedule(path: Path) -> ScheduleFile:
     """The file at `path` (or the shipped scenario file of that name), checked whole
     (BadInput on the first mistake)."""
-    shown = str(path)[:200]
+    shown = printable(str(path)[:200])
     shipped = shipped_schedules()
-    if not path.exists() and str(path) in shipped:
+    if not os.path.lexists(path) and str(path) in shipped:
         path = shipped[str(path)]
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if path_problem(path) == MISSING and not os.path.islink(path):
         raise BadInput(f"--schedule {shown}: no such file (nor a shipped scenario: "
-                       f"{', '.join(shipped)})") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise BadInput(f"--schedule {shown}: cannot be read: {err}") from None
+                       f"{', '.join(shipped)})")
+    # the guards of every settings file: a regular file (a FIFO would hang, /dev/zero
+    # eat memory), bounded, UTF-8 without a byte order mark
+    text = read_text(path, f"--schedule {shown}", MAX_SCHEDULE_BYTES)
     return parse_schedule(text, shown)
 
 
 def parse_schedule(text: str, path: str) -> ScheduleFile:
     try:
         table = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise BadInput(f"--schedule {path}: not TOML: {err}") from None
+    except ValueError as err:  # TOMLDecodeError, or an int of more than 4300 digits
+        raise BadInput(f"--schedule {path}: not TOML: {str(err)[:160]}") from None
+    except RecursionError:
+        raise BadInput(f"--schedule {path}: not TOML (nested too deep)") from None
     unknown = sorted(set(table) - set(_TOP))
     if unknown:
         raise BadInput(f"--schedule {path}: no field {unknown[0][:40]!r} at the top; known: "
@@ -191,7 +200,10 @@ def parse_schedule(text: str, path: str) -> ScheduleFile:
     help_text = table.get("help", "")
     if not isinstance(help_text, str):
         raise BadInput(f"--schedule {path}: `help` must be text")
-    checked: list[Step] = []
+    if len(steps) > MAX_STEPS:
+        raise BadInput(f"--schedule {path}: {len(steps)} steps, more than the {MAX_STEPS} "
+                       "a schedule may hold")
+    checked = Earlier()
     for number, raw in enumerate(steps, start=1):
         checked.append(StepChecker(text, path, number, raw, checked).step())
     needs = Needs.from_table(table.get("needs", {}), f"--schedule {path}")

