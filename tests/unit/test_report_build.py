@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 
@@ -270,14 +271,61 @@ def test_corrupt_pieces_are_reported_not_fatal(tmp_path: Path) -> None:
     lines.insert(7, "{garbage\n")
     history.write_text("".join(lines))
     (run_dir / "nodes" / "controller-1" / "metadata-log.json").write_text("[{")
-    (run_dir / "results.json").write_text("[]")
     page = build_report(run_dir, CONFIG).read_text()
     # the report never reads the history: what it knows of it is the checker's
-    assert "the history was not checked (results.json is not a JSON object" in page
-    assert "<img" not in page
     assert "metadata-log.json cannot be read" in _section(page, "metadata")
-    assert "results.json is not a JSON object" in _section(page, "anomalies")
-    assert '<div class="banner unchecked" id="verdict">' in page
+    assert '<div class="banner valid" id="verdict">' in page
+
+
+def _bad_results(path: Path, kind: str) -> None:
+    results = json.loads(path.read_text())
+    if kind == "cut in half":
+        text = path.read_text()
+        path.write_text(text[:len(text) // 2])
+    elif kind == "[]":
+        path.write_text("[]")
+    elif kind == "30 digits":
+        path.write_text(json.dumps({**results, "seed": 10**29}))
+    elif kind == "fifo":
+        path.unlink()
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        path.unlink()
+        path.symlink_to("/dev/zero")
+    elif kind == "nested 70 deep":
+        path.write_text(json.dumps({**results, "deep": json.loads("[" * 70 + "]" * 70)}))
+    elif kind == "valid maybe":
+        path.write_text(json.dumps({**results, "valid": "maybe"}))
+    elif kind == "coverage count text":
+        results["coverage"] = {"elr-not-empty": {"count": "7"}}
+        path.write_text(json.dumps(results))
+    elif kind == "anomaly count negative":
+        name = next(iter(results["anomalies"]))
+        results["anomalies"][name]["count"] = -1
+        path.write_text(json.dumps(results))
+
+
+KINDS = ["cut in half", "[]", "30 digits", "fifo", "dev-zero", "nested 70 deep",
+         "valid maybe", "coverage count text", "anomaly count negative"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_results_json_the_report_cannot_read_leaves_the_last_report(store: Path,
+                                                                       kind: str) -> None:
+    """`harness report` over a results.json that is there but unreadable or not of the
+    checker's shape: an input error naming it, and the VALID report.html written
+    before is left byte for byte (it was replaced by a NOT CHECKED page, or rendered
+    UNKNOWN or VALID from the made-up field)."""
+    # a run of its own (the store is the module's): 2026-11-21 17:10:0N
+    name = f"20261121T17100{KINDS.index(kind)}"
+    run_dir = make_run(store, RunSpec(variant="valid", run_name=name))
+    before = build_report(run_dir, CONFIG).read_bytes()
+    assert b'<div class="banner valid" id="verdict">' in before
+    _bad_results(run_dir / "results.json", kind)
+    with pytest.raises(BadInput, match=rf"{name}/results.json.*; report.html is left "
+                                       r"as it was"):
+        build_report(run_dir, CONFIG)
+    assert (run_dir / "report.html").read_bytes() == before
 
 
 def test_banner_says_what_the_checker_read_and_the_table_how_much_is_bad(

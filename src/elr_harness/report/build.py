@@ -12,6 +12,7 @@ from typing import Any
 
 from elr_harness.core.config import ReportConfig
 from elr_harness.core.errors import BadInput, HarnessError
+from elr_harness.core.validate import printable
 from elr_harness.report.atomic import is_our_report, write_atomically
 from elr_harness.report.checked_tables import (
     CheckedTables,
@@ -24,7 +25,7 @@ from elr_harness.report.index import shown, write_index
 from elr_harness.report.lost_writes import lost_writes_of
 from elr_harness.report.render import render_report
 from elr_harness.report.report_inputs import ReportInputs
-from elr_harness.report.rundir import RunFiles, load_run, store_of
+from elr_harness.report.rundir import NOT_CHECKED, RunFiles, load_run, store_of
 from elr_harness.report.transactions import lso_of
 
 REPORT_NAME = "report.html"
@@ -78,6 +79,11 @@ def build_report(run_dir: Path, config: ReportConfig) -> Path:
         raise BadInput(f"{target} is not a report the harness wrote (a file of yours?); "
                        "it is left as it is: move it away to write the report")
     run = load_run(run_dir)
+    if run.results is None and run.results_problem != NOT_CHECKED:
+        # a results.json that is there but unreadable, or of another shape: a page saying
+        # NOT CHECKED (or VALID from a made-up field) must not replace the last good one
+        raise BadInput(f"{printable(str(run_dir)[:200])}/{run.results_problem}; "
+                       f"report.html is left as it was")
     tables = checked_tables_of(run)
     inputs = ReportInputs(
         run=run,

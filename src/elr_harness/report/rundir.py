@@ -9,6 +9,7 @@ collect), so each loader says "absent" instead of failing.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,18 +74,65 @@ def load_test_json(run_dir: Path) -> dict[str, Any]:
     return test
 
 
+#: results_problem's words for a run that was never checked (no results.json at all).
+NOT_CHECKED = "results.json is not there yet: the run has not been checked"
+
+
 def load_results(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """results.json, or None and the reason it is not usable (not checked yet, corrupt)."""
+    """results.json, or None and the reason it is not usable: not there (the run was
+    not checked: NOT_CHECKED), unreadable, or not of the checker's shape."""
     path = run_dir / "results.json"
-    if not path.is_file():
-        return None, "results.json is not there yet: the run has not been checked"
+    if not os.path.lexists(path):
+        return None, NOT_CHECKED
     try:
         results = _read_json(path, "results.json cannot be read")
     except BadInput as err:
         return None, err.message
     if not isinstance(results, dict):
         return None, "results.json is not a JSON object"
+    problem = results_shape_problem(results)
+    if problem is not None:
+        return None, f"results.json: {problem}"
     return results, None
+
+
+def results_shape_problem(results: dict[str, Any]) -> str | None:
+    """Why a results.json is not of the shape the checker writes (checker/results.py),
+    in the fields the report reads, or None: a report must not show VALID, UNKNOWN or
+    a count it made up from a field of another type."""
+    def count(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+    valid = results.get("valid")
+    if not (valid is True or valid is False or valid == "unknown"):
+        return f"`valid` is {str(valid)[:40]!r}, not true, false or \"unknown\" " \
+               "(docs/FORMATS.md)"
+    if not isinstance(results.get("reason", ""), str):
+        return "`reason` is not text"
+    anomalies = results.get("anomalies")
+    if not isinstance(anomalies, dict):
+        return "`anomalies` is not an object"
+    for name, entry in anomalies.items():
+        if not isinstance(entry, dict) or not count(entry.get("count", 0)):
+            return f"`anomalies.{str(name)[:60]}` has no count of 0 or more"
+    for field in ("bad_anomaly_types", "anomaly_types"):
+        names = results.get(field, [])
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            return f"`{field}` is not a list of anomaly names"
+    if not set(results.get("bad_anomaly_types", [])) <= set(anomalies):
+        return "`bad_anomaly_types` names an anomaly `anomalies` lacks"
+    for field in ("stats", "checked", "guarantee", "judged"):
+        if not isinstance(results.get(field, {}), dict):
+            return f"`{field}` is not an object"
+    coverage = results.get("coverage", {})
+    if not isinstance(coverage, dict):
+        return "`coverage` is not an object"
+    for state, entry in coverage.items():
+        if not isinstance(entry, dict) or not count(entry.get("count", 0)):
+            return f"`coverage.{str(state)[:60]}` has no count of 0 or more"
+    if not isinstance(results.get("transactions", []), list):
+        return "`transactions` is not a list"
+    return None
 
 
 def _controller_names(test: dict[str, Any]) -> list[str]:
