@@ -77,8 +77,18 @@ def _union_s(items: list[dict]) -> float:
 def report(events: list[dict], wall: dict) -> str:
     rows: list[str] = []
     say = rows.append
-    tests = [e for e in events if e["kind"] == "test"]
-    sessions = [e for e in events if e["kind"] == "session"]
+    # an xdist worker's reports reached its controller's hooks too: measurements made
+    # before the probe noted only the controller hold each test twice, and a session
+    # per worker beside the controller's (which spans them)
+    seen: set[tuple[str, str]] = set()
+    tests = []
+    for e in events:
+        if e["kind"] == "test" and (e["half"], e["nodeid"]) not in seen:
+            seen.add((e["half"], e["nodeid"]))
+            tests.append(e)
+    sessions = [max((e for e in events if e["kind"] == "session" and e["half"] == half),
+                    key=lambda e: e["secs"]) for half in ("unit", "integration")
+                if any(e["kind"] == "session" and e["half"] == half for e in events)]
     if wall:
         say(f"suite: {wall.get('wall_s', 0) / 60:.1f} min wall, exit {wall.get('rc')} "
             f"({' '.join(wall.get('command', []))})")

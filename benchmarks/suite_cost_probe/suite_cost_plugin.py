@@ -11,6 +11,9 @@ import pytest
 
 _tests: dict[str, dict] = {}
 _started = time.time()
+#: In an xdist worker: its reports reach the controller's hooks too, so only the
+#: controller (or a run without workers) notes tests and the session, once each.
+_worker = False
 
 
 def _note(kind: str, **fields) -> None:
@@ -22,6 +25,8 @@ def _note(kind: str, **fields) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    global _worker
+    _worker = hasattr(config, "workerinput")
     # the integration half names tests/integration; the other half only --ignore's it
     named = [str(a) for a in config.invocation_params.args if not str(a).startswith("-")]
     integration = any(a.rstrip("/").startswith("tests/integration") for a in named)
@@ -29,6 +34,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if _worker:
+        return
     entry = _tests.setdefault(report.nodeid, {"outcome": "passed"})
     entry[report.when] = report.duration
     if report.outcome != "passed" and entry["outcome"] == "passed":
@@ -38,5 +45,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _worker:
+        return
     _note("session", secs=time.time() - _started, exitstatus=int(exitstatus),
           collected=session.testscollected)
