@@ -63,18 +63,21 @@ def wait_child(proc: subprocess.Popen, grace_s: float, timeout_s: float | None =
     (Ctrl-C handed on, then killed after the grace). `tick(seconds so far)` every
     tick_s. A Ctrl-C here is handed on to the child, then raised."""
     started = time.monotonic()
-    while True:
-        left = None if timeout_s is None else timeout_s - (time.monotonic() - started)
-        if left is not None and left <= 0:
-            return end_child(proc, grace_s), True
-        try:
-            return proc.wait(timeout=tick_s if left is None else min(tick_s, left)), False
-        except subprocess.TimeoutExpired:
-            if tick is not None:
-                tick(time.monotonic() - started)
-        except KeyboardInterrupt:
+    try:
+        while True:
+            left = None if timeout_s is None else timeout_s - (time.monotonic() - started)
+            if left is not None and left <= 0:
+                return end_child(proc, grace_s), True
+            try:
+                return proc.wait(timeout=tick_s if left is None else min(tick_s, left)), False
+            except subprocess.TimeoutExpired:
+                if tick is not None:
+                    tick(time.monotonic() - started)
+    except KeyboardInterrupt:
+        # wherever it came: in the wait, or while the tick printed
+        if proc.poll() is None:
             end_child(proc, grace_s)
-            raise
+        raise
 
 
 def tear_down_cluster(name: str, nodes_file: Path | None, token: str | None) -> None:
