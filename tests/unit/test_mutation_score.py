@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from elr_harness.soak.children import first_invalid_s
 from elr_harness.soak.score import CONTROL, read_state, score_key
 from elr_harness.soak.score_pages import tally, write_pages
@@ -146,3 +148,33 @@ def test_a_guided_entry_aims_past_what_its_targets_earlier_entries_reached(tmp_p
     cell = state["cells"][score_key("m1", "guided")]
     assert cell["reached_before"] == ["isr-below-min-isr", "elr-not-empty",
                                       "elected-from-elr"]
+
+
+def test_the_scores_flags_are_refused_in_words_before_anything_runs(tmp_path, monkeypatch,
+                                                                   capsys):
+    """An empty --mutant meant every mutant and ',' the control alone, neither said; a
+    5,000-digit --kafka-version was an internal error; --seed had no range, so each
+    run refused it in its own log. Each is now one line and exit 2, nothing made."""
+    from elr_harness.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    for argv, said in [
+        (["--mutant", ""], "--mutant: '' names no mutant (leave --mutant out to score every "
+                           "one; `harness mutants list` names them)"),
+        (["--mutant", ","], "--mutant: ',' names no mutant"),
+        (["--kafka-version", "4" * 5000], "--kafka-version: 5000 characters, more than "
+                                          "4096"),
+        (["--kafka-version", "4.4.0/x"], "--kafka-version: '4.4.0/x' is not a Kafka version"),
+        (["--seed", "1" * 30], "--seed: '111111111111111111111111111111' is not a seed"),
+        (["--seed", "x"], "--seed: 'x' is not a seed"),
+    ]:
+        with pytest.raises(SystemExit) as ended:  # argparse's: usage, then the one line
+            main(["mutants", "score", *argv])
+        assert ended.value.code == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert said in err[-1] and "Traceback" not in "\n".join(err), (argv, err)
+    with pytest.raises(SystemExit) as ended:
+        main(["mutants", "build", "--kafka-version", "4" * 5000])
+    assert ended.value.code == 2
+    assert "--kafka-version: 5000 characters" in capsys.readouterr().err.strip().splitlines()[-1]
+    assert list(tmp_path.iterdir()) == []

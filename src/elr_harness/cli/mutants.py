@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from elr_harness.cli.soak import seed
 from elr_harness.core.config import (
     DEFAULT_KAFKA_VERSION,
     ClusterConfig,
@@ -18,9 +19,30 @@ from elr_harness.core.config import (
     default_store_dir,
 )
 from elr_harness.core.errors import BadInput
+from elr_harness.core.validate import KAFKA_VERSION_RULE, Invalid
 from elr_harness.run.flags import cluster_name, subnet
 
 console = Console(highlight=False)
+
+
+def kafka_version(value: str) -> str:
+    """A Kafka version as `run` takes it (`latest`, or a release name of at most 64
+    characters): a 5,000-digit one was an internal error here."""
+    try:
+        return KAFKA_VERSION_RULE(value)
+    except Invalid as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def mutant_names(value: str) -> list[str]:
+    """--mutant's names; an empty value, or one of commas only, names none (it meant
+    every mutant, and ',' the control alone, neither said)."""
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"{value[:40]!r} names no mutant (leave --mutant "
+                                         "out to score every one; `harness mutants list` "
+                                         "names them)")
+    return names
 
 
 def add_mutants_command(sub: argparse._SubParsersAction) -> None:
@@ -33,7 +55,7 @@ def add_mutants_command(sub: argparse._SubParsersAction) -> None:
     listing.set_defaults(func=_cmd_list)
     build = actions.add_parser("build", help="write each mutant as a Kafka distribution in "
                                "the cache (for --kafka-dist)", allow_abbrev=False)
-    build.add_argument("--kafka-version", default=DEFAULT_KAFKA_VERSION,
+    build.add_argument("--kafka-version", type=kafka_version, default=DEFAULT_KAFKA_VERSION,
                        help=f"the release to mutate (default {DEFAULT_KAFKA_VERSION}; "
                             "`latest` for the newest)")
     build.add_argument("--mutant", default=None, metavar="NAME", help="build this one only")
@@ -44,11 +66,11 @@ def add_mutants_command(sub: argparse._SubParsersAction) -> None:
     score.add_argument("--plan", type=Path, default=None, metavar="FILE",
                        help="TOML file of [[entry]] name/args (the soak's plan format; "
                             "default: the soak's default plan)")
-    score.add_argument("--kafka-version", default=DEFAULT_KAFKA_VERSION,
+    score.add_argument("--kafka-version", type=kafka_version, default=DEFAULT_KAFKA_VERSION,
                        help="the release the mutants are made of, and the control")
-    score.add_argument("--mutant", default=None, metavar="NAME[,NAME...]",
-                       help="score these only (and the control)")
-    score.add_argument("--seed", type=int, default=0,
+    score.add_argument("--mutant", type=mutant_names, default=None, metavar="NAME[,NAME...]",
+                       help="score these only (and the control; default: every mutant)")
+    score.add_argument("--seed", type=seed, default=0,
                        help="entry n runs with seed + n, on every mutant alike")
     score.add_argument("--store", type=Path, default=default_store_dir())
     score.add_argument("--name", type=cluster_name, default="elr-mutants",
@@ -125,8 +147,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
                                "for every run")
     validate_plan(plan, args.parser_of_run, store)
     catalog = load_catalog()
-    names = [find(catalog, n.strip()).name for n in args.mutant.split(",") if n.strip()] \
-        if args.mutant else [m.name for m in catalog]
+    names = [find(catalog, n).name for n in args.mutant] if args.mutant is not None \
+        else [m.name for m in catalog]
     release, targets = _targets(args.kafka_version, names)
     command = shlex.join(["harness", *sys.argv[1:]]) if sys.argv[1:2] == ["mutants"] else \
         "harness mutants score"

@@ -124,6 +124,10 @@ def _matching(pattern: re.Pattern, what: str) -> Callable[[str], str]:
     return check
 
 
+#: A Kafka version as every command takes it (`latest`, or a release's name).
+KAFKA_VERSION_RULE = _matching(_KAFKA_VERSION, "a Kafka version")
+
+
 def topic_name(value: str) -> str:
     text(value)
     if value in (".", "..") or not _TOPIC_NAME.fullmatch(value):
@@ -363,7 +367,7 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "cluster.guard_internal_topics": boolean,
     "cluster.timings.transaction_abort_check_interval_ms": positive_ms,
     "cluster.timings.transaction_max_timeout_ms": positive_ms,
-    "cluster.kafka_version": _matching(_KAFKA_VERSION, "a Kafka version"),
+    "cluster.kafka_version": KAFKA_VERSION_RULE,
     "cluster.kafka_dist": local_path,
     "cluster.subnet": subnet,
     "cluster.first_host": integer(2, 65000),
