@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -483,3 +484,27 @@ def test_a_role_with_no_broker_to_draw_says_what_stood_in():
     played, _, _ = _player('help = "h"\n[[step]]\nfault = "pause"\ntarget = "follower"\n'
                            '[[step]]\nend = "step-1"\n')
     assert "substituted" not in _play(played)["schedule"]["steps"][0]
+
+
+@pytest.mark.parametrize(("kind", "target", "said"), [
+    ("controller-kill", "follower", "controller-kill acts on a controller: aim it at "
+     "`active-controller` or a controller node (controller-N), not 'follower'"),
+    ("controller-kill", "broker-1", "not 'broker-1'"),
+    ("controller-partition", "L", "controller-partition acts on a controller"),
+    ("page-cache-loss", "controller-1", "page-cache-loss acts on a broker only: aim it at a "
+     "broker's role or node, not 'controller-1'"),
+    ("disk-fault", "active-controller", "disk-fault acts on a broker only"),
+    ("isolate-from-controllers", "controller-2", "isolate-from-controllers acts on a "
+     "broker only"),
+])
+def test_a_kind_aimed_at_the_other_class_of_node_is_refused_in_its_words(kind, target, said):
+    with pytest.raises(BadInput, match="`target`: .*" + re.escape(said)):
+        _parse(f'[[step]]\nfault = "{kind}"\ntarget = "{target}"\n')
+
+
+@pytest.mark.parametrize(("kind", "target"), [
+    ("controller-kill", "controller-2"), ("controller-kill", "active-controller"),
+    ("kill", "controller-1"), ("pause", "elr"), ("slow-network", "controller-1"),
+    ("page-cache-loss", "broker-2"), ("disk-fault", "isr")])
+def test_a_kind_aimed_at_its_own_class_of_node_is_taken(kind, target):
+    assert _parse(f'[[step]]\nfault = "{kind}"\ntarget = "{target}"\n').steps[0].target == target

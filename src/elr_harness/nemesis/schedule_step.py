@@ -277,6 +277,18 @@ class StepChecker:
             raise self.fail("target", f"{str(target)[:40]!r} is no role ({', '.join(roles)}), "
                                       f"no bound name ({', '.join(sorted(self.bound()))}) and "
                                       "no node name (broker-N, controller-N)")
+        on_controller = target == Role.ACTIVE_CONTROLLER.value or \
+            target.startswith("controller-") and NODE.fullmatch(target) is not None
+        on_broker = target in roles - {Role.ACTIVE_CONTROLLER.value} or target in (
+            LEADER_NAME, COORDINATOR_NAME) or target.startswith("broker-") and \
+            NODE.fullmatch(target) is not None
+        if package.acts_on == "controllers" and on_broker:
+            raise self.fail("target", f"{package.name} acts on a controller: aim it at "
+                                      "`active-controller` or a controller node "
+                                      f"(controller-N), not {target[:40]!r}")
+        if package.acts_on == "brokers" and on_controller:
+            raise self.fail("target", f"{package.name} acts on a broker only: aim it at a "
+                                      f"broker's role or node, not {target[:40]!r}")
         if target == Role.ACTIVE_CONTROLLER.value and Role.ACTIVE_CONTROLLER not in \
                 package.roles:
             raise self.fail("target", f"{package.name} does not act on a controller")

@@ -268,6 +268,10 @@ class FaultPackage:
     layers: frozenset[Layer] = frozenset()
     #: Config values it needs unless the user chose them.
     cluster_settings: tuple[Setting, ...] = ()
+    #: The nodes a schedule file's step may aim it at by name or role: "any" node,
+    #: "brokers" only, or "controllers" only (a step aimed at the other class is
+    #: refused, in the kind's words).
+    acts_on: str = "any"
     #: The step of a schedule file that makes again what its `ok` line records (a
     #: mix's or a scenario's run: nemesis.recorded): the fields besides `fault`, from
     #: the line, the cluster's nodes and the run's settings of the kind.

@@ -92,5 +92,6 @@ PACKAGE = FaultPackage(
     # --config sets [cluster.timings])
     cluster_settings=(Setting("cluster.timings.leader_imbalance_check_interval_s",
                               _imbalance_check, unless="cluster.timings"),),
+    acts_on="brokers",
     help="SIGSTOP a partition's leader past its session timeout, then SIGCONT; the "
          "preferred leader election runs every few seconds (KAFKA-18991)")

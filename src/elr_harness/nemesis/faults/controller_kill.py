@@ -21,4 +21,5 @@ PACKAGE = FaultPackage(
     "controller-kill", Fault.CONTROLLER_KILL, (Role.ACTIVE_CONTROLLER,), "#fb6a4a",
     PROCESSES, inject, act=act, heals=(RESTART,),
     capabilities=frozenset({Capability.FAILS_OVER_CONTROLLER}),
+    acts_on="controllers",
     help="SIGKILL the active controller; start it again")

@@ -47,4 +47,5 @@ PACKAGE = FaultPackage(
     "#fd8d3c", NETWORK, inject, act=act, heals=(NETWORK_HEAL,), step_of=step_of,
     capabilities=frozenset({Capability.FAILS_OVER_CONTROLLER,
                             Capability.ENDS_WITH_EVERY_CUT}),
+    acts_on="controllers",
     help="cut the active controller off from every other node")

@@ -251,5 +251,6 @@ PACKAGE = FaultPackage(
     layers=frozenset({Layer.PAGE_CACHE}),
     # two log dirs per broker (unless chosen), so one can fail while the broker lives
     cluster_settings=(Setting("cluster.log_dirs", _log_dirs),),
+    acts_on="brokers",
     help="fail writes and/or fsyncs (EIO or ENOSPC) in one log dir of a leader or ISR "
          "member while it runs (two log dirs per broker); restart it with the disk healthy")

@@ -49,4 +49,5 @@ PACKAGE = FaultPackage(
     heals=(NETWORK_HEAL,), step_of=step_of,
     capabilities=frozenset({Capability.TAKES_OUT_OF_ISR, Capability.KEEPS_FENCED,
                             Capability.KEEPS_RUNNING, Capability.ENDS_WITH_EVERY_CUT}),
+    acts_on="brokers",
     help="cut a leader, ISR member or any broker off from the controllers only")

@@ -85,5 +85,6 @@ PACKAGE = FaultPackage(
     capabilities=frozenset({Capability.TAKES_OUT_OF_ISR, Capability.KEEPS_FENCED,
                             Capability.SHUTS_DOWN, Capability.STOPS_LEADING,
                             Capability.UNCLEAN_SHUTDOWN, Capability.DROPS_UNFLUSHED_DATA}),
+    acts_on="brokers",
     help="power loss on a leader or ISR member: kill -9 and drop its unsynced writes "
          "(only while every ISR is full and ELR is on)")
