@@ -4,6 +4,8 @@ and the run directories it refuses (exit 2, one line) before any cluster starts.
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -98,3 +100,61 @@ def test_a_replay_pins_the_runs_cluster_over_its_typed_config(tmp_path):
     args = replay_args(["run", "--nemesis", "guided"], schedule, test)
     assert tomllib.loads(pinned.read_text()) == {
         "cluster": {"timings": timings, "brokers": 4, "log_dirs": 1}}
+
+
+def _broken(run: Path, how: str) -> None:
+    test = json.loads((run / "test.json").read_text())
+    if how == "schedule not toml":
+        (run / "schedule.toml").write_text("[[step]\n")
+    elif how == "schedule linked to /etc/passwd":
+        (run / "schedule.toml").unlink()
+        (run / "schedule.toml").symlink_to("/etc/passwd")
+    elif how == "schedule a fifo":
+        (run / "schedule.toml").unlink()
+        os.mkfifo(run / "schedule.toml")
+    elif how == "cli_args with null and object":
+        (run / "test.json").write_text(json.dumps({**test, "cli_args": ["run", None, {}]}))
+    elif how == "no release":
+        (run / "test.json").write_text(json.dumps({"cli_args": ["run"]}))
+    elif how == "bad types a string":
+        (run / "results.json").write_text(json.dumps({"valid": False,
+                                                      "bad_anomaly_types": "lost-write"}))
+
+
+@pytest.mark.parametrize(("how", "said"), [
+    ("schedule not toml", "run/schedule.toml: not TOML"),
+    ("schedule linked to /etc/passwd", "run/schedule.toml: not TOML"),
+    ("schedule a fifo", "run/schedule.toml: not a regular file"),
+    ("cli_args with null and object", "run/test.json: `cli_args` is not the list of words"),
+    ("no release", "run/test.json: neither `kafka_dist` (a local build) nor `kafka_version`"),
+    ("bad types a string", "run/results.json: `bad_anomaly_types` is not a list"),
+])
+def test_a_run_a_replay_or_shrink_cannot_read_is_refused_naming_the_field(tmp_path, how, said):
+    """Each of these made a store/replay folder and printed "error, 0 s  differs" per
+    replay, the reason only in a log (a shrink of a string of bad types shrank for
+    '-'): now one input error before anything is made."""
+    run = _run_dir(tmp_path)
+    _broken(run, how)
+    for command in ("replay", "shrink"):
+        with pytest.raises(BadInput, match=f"^{command}: .*" + re.escape(said)):
+            read_run(run, command)
+
+
+def test_the_runs_recorded_config_is_read_with_the_guards_and_named(tmp_path, capsys):
+    """The --config path test.json recorded is read now: a FIFO there hung for good and
+    /dev/zero gave a MemoryError; each is said, naming the recorded field, and the
+    replays pin only the run's cluster."""
+    import tomllib
+
+    test = {"kafka_version": "4.4.0", "config": {"cluster": {"brokers": 3}}}
+    fifo, zero = tmp_path / "fifo.toml", tmp_path / "zero.toml"
+    os.mkfifo(fifo)
+    zero.symlink_to("/dev/zero")
+    for typed in (fifo, zero):
+        args = replay_args(["run", "--config", str(typed)], tmp_path / "s.toml", test)
+        out = capsys.readouterr().out
+        assert f"test.json's cli_args: --config {typed}: not a regular file" in \
+            out.replace("\n", "")
+        assert tomllib.loads((tmp_path / "run-config.toml").read_text()) == {
+            "cluster": {"brokers": 3}}
+        assert args[-2:] == ["--config", str(tmp_path / "run-config.toml")]

@@ -15,6 +15,7 @@ instead of its nemesis. Everything lands in store/replay/<time>/: replay.json
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -23,9 +24,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from elr_harness.core.errors import EXIT_UNKNOWN, EXIT_VALID, BadInput
-from elr_harness.core.files import read_json
+from elr_harness.core.files import read_json, read_text
 from elr_harness.core.toml_write import toml_document
 from elr_harness.core.validate import printable
+from elr_harness.nemesis.schedule_file import parse_schedule
 from elr_harness.run.store import fresh_dir, write_json
 from elr_harness.soak.children import run_child, said
 
@@ -86,12 +88,17 @@ def pinned_config(cli_args: list[str], test: dict[str, Any], path: Path) -> list
     typed = _typed_config(cli_args)
     data: dict[str, Any] = {}
     if typed is not None:
+        # a path the user typed for the run, read now: with the guards of every
+        # settings file (it may since have become a FIFO, or a link to /dev/zero)
+        shown = f"test.json's cli_args: --config {printable(typed[:200])}"
         try:
-            data = tomllib.loads(Path(typed).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-            console.print(f"[yellow]the run's --config {escape(printable(typed[:200]))} cannot "
-                          f"be read ({escape(str(err)[:100])}): the replays pin only its "
+            data = tomllib.loads(read_text(Path(typed), shown))
+        except BadInput as err:
+            console.print(f"[yellow]{escape(err.message)}: the replays pin only the run's "
                           "cluster[/yellow]")
+        except (ValueError, RecursionError) as err:
+            console.print(f"[yellow]{escape(shown)}: not TOML ({escape(str(err)[:100])}): "
+                          "the replays pin only the run's cluster[/yellow]")
     section = data.setdefault("cluster", {})
     section.update({k: cluster[k] for k in PINNED if k in cluster})
     path.write_text(toml_document(data, ["# the run's config as a replay pins it "
@@ -117,20 +124,47 @@ def read_run(run_dir: Path, command: str = "replay"
     if not run_dir.is_dir():
         raise BadInput(f"{command}: {shown} is no run directory")
     schedule = run_dir / SCHEDULE_FILE
-    if not schedule.is_file():
+    if not os.path.lexists(schedule):
         raise BadInput(f"{command}: {shown} has no {SCHEDULE_FILE}: a run with faults keeps "
                        "one (from this version on); a run of --nemesis none, or an older "
                        "run, has none")
+    # checked whole before anything is made: a schedule.toml that is no schedule (or a
+    # link to another file) said "error, 0 s  differs" per replay, its reason in a log
+    try:
+        parse_schedule(read_text(schedule, f"{shown}/{SCHEDULE_FILE}"),
+                       f"{shown}/{SCHEDULE_FILE}")
+    except BadInput as err:
+        raise BadInput(f"{command}: {err.message.removeprefix('--schedule ')}") from None
     test = read_json(run_dir / "test.json", f"{command}: {shown}/test.json")
     results_path = run_dir / "results.json"
-    if not results_path.is_file():
+    if not os.path.lexists(results_path):
         raise BadInput(f"{command}: {shown} was not checked (no results.json): "
                        f"`harness check {shown}` first")
     results = read_json(results_path, f"{command}: {shown}/results.json")
-    if not isinstance(test, dict) or not isinstance(test.get("cli_args"), list) or \
-            not isinstance(results, dict):
+    if not isinstance(test, dict) or not isinstance(results, dict):
         raise BadInput(f"{command}: {shown}: test.json or results.json is not a run's")
+    problem = _run_problem(test, results)
+    if problem is not None:
+        raise BadInput(f"{command}: {shown}/{problem}")
     return schedule, test, results
+
+
+def _run_problem(test: dict[str, Any], results: dict[str, Any]) -> str | None:
+    """The field of test.json or results.json a replay reads that is not a run's."""
+    cli_args = test.get("cli_args")
+    if not isinstance(cli_args, list) or not all(isinstance(a, str) for a in cli_args):
+        return "test.json: `cli_args` is not the list of words the run was typed with"
+    dist, version = test.get("kafka_dist"), test.get("kafka_version")
+    if not (isinstance(dist, str) and Path(dist).is_absolute()) and \
+            not (isinstance(version, str) and version):
+        return "test.json: neither `kafka_dist` (a local build) nor `kafka_version` says " \
+               "the release that ran"
+    if results.get("valid") not in (True, False, "unknown"):
+        return "results.json: `valid` is not true, false or \"unknown\""
+    bad = results.get("bad_anomaly_types", [])
+    if not isinstance(bad, list) or not all(isinstance(n, str) for n in bad):
+        return "results.json: `bad_anomaly_types` is not a list of anomaly names"
+    return None
 
 
 def replay(run_dir: Path, times: int, store: Path) -> int:
@@ -141,7 +175,7 @@ def replay(run_dir: Path, times: int, store: Path) -> int:
     out = fresh_dir(store / "replay")
     # the schedule is copied first: the run directory may go, the replays stay readable
     copied = out / SCHEDULE_FILE
-    copied.write_bytes(schedule.read_bytes())
+    copied.write_text(read_text(schedule, f"replay: {SCHEDULE_FILE}"))
     args = replay_args([str(a) for a in test["cli_args"]], copied, test)
     state: dict[str, Any] = {"run_dir": str(run_dir), "verdict": verdict, "bad": bad,
                              "args": args, "replays": []}

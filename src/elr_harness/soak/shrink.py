@@ -36,7 +36,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from elr_harness.core.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
-from elr_harness.core.files import read_json
+from elr_harness.core.files import read_json, read_text
 from elr_harness.core.validate import printable
 from elr_harness.nemesis.schedule_file import parse_schedule
 from elr_harness.nemesis.schedule_step import Step
@@ -307,7 +307,7 @@ def start(run_dir: Path, store: Path, k: int, n: int, anomaly: str | None,
     if anomaly is not None and anomaly not in bad:
         raise BadInput(f"shrink: --anomaly {anomaly[:60]!r} is not one of the run's bad "
                        f"anomaly types: {', '.join(bad)}")
-    text = schedule.read_text()
+    text = read_text(schedule, f"shrink: {SCHEDULE_FILE}")
     parsed = parse_schedule(text, str(schedule))
     out = fresh_dir(store / "shrink")
     typed = [str(a) for a in test["cli_args"]]
