@@ -57,9 +57,12 @@ else
     >"$log" 2>&1 &
   integration=$!
   echo "== unit and browser tests"
-  # -rs: every skip's reason in the summary
-  setsid nice -n 10 "$python" -m pytest -q -rs -p no:cacheprovider --durations=15 tests \
-    --ignore=tests/integration --ignore=tests/cluster_runs &
+  # -rs: every skip's reason in the summary. In two workers, a file each at a time
+  # (its module fixtures, such as a batch of checks, stay one per file), each with
+  # its own Spark session: a Spark job on a small history is mostly one thread's
+  # work, so two keep both cores busy once the integration half is done with them.
+  setsid nice -n 10 "$python" -m pytest -q -rs -p no:cacheprovider --durations=15 \
+    -n 2 --dist loadfile tests --ignore=tests/integration --ignore=tests/cluster_runs &
   unit=$!
   wait "$unit"
   rc=$?
