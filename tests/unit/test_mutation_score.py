@@ -5,6 +5,7 @@ its runs are done and none is, and junit.xml and index.html say so."""
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -178,3 +179,41 @@ def test_the_scores_flags_are_refused_in_words_before_anything_runs(tmp_path, mo
     assert ended.value.code == 2
     assert "--kafka-version: 5000 characters" in capsys.readouterr().err.strip().splitlines()[-1]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    (lambda s: s.update(kafka_version="4" * 5000), "`kafka_version`: 5000 characters"),
+    (lambda s: s.update(kafka_version="4.4.0/x"), "`kafka_version`: '4.4.0/x' is not a "
+     "Kafka version"),
+    (lambda s: s.update(mutants=[]), "`mutants` names no mutant"),
+    (lambda s: s.update(plan=[]), "`plan` is not a list of entries"),
+    (lambda s: s.update(plan=[{"name": "a", "args": ["--seed", 3]}]), "`plan` is not"),
+    (lambda s: s.update(cells={"m1 / a": {"verdict": None}}), "cell 'm1 / a' is not a run's"),
+])
+def test_a_score_json_of_wrong_fields_is_refused_naming_the_field(tmp_path, change, said):
+    """--resume trusted score.json: a mistyped key was an internal error, an empty plan
+    with no mutants exited 0 with '0 of 0 mutants killed'."""
+    from elr_harness.core.errors import BadInput
+
+    state = _state(CELLS)
+    change(state)
+    (tmp_path / "score.json").write_text(json.dumps(state))
+    with pytest.raises(BadInput, match=r"--resume .*: score\.json: " + re.escape(said)):
+        read_state(tmp_path)
+
+
+def test_a_resumed_scores_plan_is_validated_again(tmp_path, capsys):
+    """An entry of `--help` in score.json's plan failed each run later as 'error, 1 s';
+    a resumed score validates its plan as a new one does, before anything runs."""
+    from elr_harness.cli.main import main
+
+    score_dir = tmp_path / "store" / "mutants" / "20261206T000000"
+    score_dir.mkdir(parents=True)
+    state = _state({})
+    state["plan"] = [{"name": "helpful", "args": ["--help"]}]
+    (score_dir / "score.json").write_text(json.dumps(state))
+    assert main(["mutants", "score", "--resume", str(score_dir)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"harness: --resume {score_dir}: score.json's plan: plan entry "
+                              "'helpful': -h/--help"), err
+    assert json.loads((score_dir / "score.json").read_text()) == state

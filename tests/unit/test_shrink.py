@@ -10,6 +10,7 @@ the steps the model says the bug needs), not clusters: the cluster side is
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -480,3 +481,32 @@ def test_bug_md_says_every_field_of_a_step_and_its_partition(tmp_path, monkeypat
            "30 s, read from the active controller's metadata)" in bug
     assert "`T1-hold`: no fault; hold 2.5 s; watch for A leads through the hold (read from " \
            "the active controller's metadata; recorded if seen)" in bug
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    (lambda s: s.pop("anomaly"), "`anomaly` is missing"),
+    (lambda s: s.update(k="2"), "`k` is not a count from 1 to 20"),
+    (lambda s: s.update(k=3, n=2), "`k` is more than `n`"),
+    (lambda s: s.update(args=["--seed", None]), "`args` is not the runs' flags"),
+    (lambda s: s.update(bad="lost-write"), "`bad` is not a list of anomaly names"),
+    (lambda s: s.update(anomaly="fenced-leader"), "`anomaly` is not one of `bad`"),
+    (lambda s: s.update(candidates={"x": {"steps": [1]}}), "candidate 'x' is not a "
+     "candidate's record"),
+    (lambda s: s.update(confirmed={"runs": [{"hit": "yes"}]}), "`confirmed` is not"),
+    (lambda s: s.update(schedule="[[step]\n"), "`schedule` is not a schedule"),
+])
+def test_a_damaged_shrink_json_is_refused_naming_its_field(tmp_path, monkeypatch, change,
+                                                           said):
+    """--resume read shrink.json as it found it: a missing or mistyped key was an
+    internal error (KeyError, TypeError) or a replay of a flag nobody typed."""
+    model = Model(tmp_path)
+    monkeypatch.setattr(shrink, "run_child", model)
+    assert shrink.start(_run_dir(tmp_path), tmp_path / "store", 2, 3, None, 1) == 0
+    [out] = (tmp_path / "store" / "shrink").iterdir()
+    state = json.loads((out / "shrink.json").read_text())
+    change(state)
+    (out / "shrink.json").write_text(json.dumps(state))
+    runs = len(model.runs)
+    with pytest.raises(BadInput, match=r"--resume .*: shrink\.json: " + re.escape(said)):
+        shrink.resume(out)
+    assert len(model.runs) == runs, "nothing replayed"

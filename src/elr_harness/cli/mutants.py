@@ -18,7 +18,7 @@ from elr_harness.core.config import (
     MutantsConfig,
     default_store_dir,
 )
-from elr_harness.core.errors import BadInput
+from elr_harness.core.errors import BadInput, HarnessError
 from elr_harness.core.validate import KAFKA_VERSION_RULE, Invalid
 from elr_harness.run.flags import cluster_name, subnet
 
@@ -129,12 +129,22 @@ def _cmd_score(args: argparse.Namespace) -> int:
     from elr_harness.cluster.mutants.catalog import find, load_catalog
     from elr_harness.run.store import check_store
     from elr_harness.soak import score
-    from elr_harness.soak.plan import DEFAULT_PLAN, read_plan, validate_plan
+    from elr_harness.soak.plan import DEFAULT_PLAN, PlanEntry, read_plan, validate_plan
 
     if args.resume is not None:
         score_dir = args.resume.absolute()
         state = score.read_state(score_dir)
-        _, targets = _targets(state["kafka_version"], state["mutants"])
+        # the plan is run's flags read from a file: validated again, as a new score's
+        try:
+            validate_plan([PlanEntry(e["name"], tuple(e["args"])) for e in state["plan"]],
+                          args.parser_of_run, score_dir.parent.parent)
+        except BadInput as err:
+            raise BadInput(f"--resume {score_dir}: score.json's plan: {err.message}") from None
+        try:
+            _, targets = _targets(state["kafka_version"], state["mutants"])
+        except HarnessError as err:  # its words name the flag; the value came from score.json
+            raise BadInput(f"--resume {score_dir}: score.json's kafka_version or mutants: "
+                           f"{err.message}") from None
         return score.Score(score_dir, state, targets).go()
     store = args.store.absolute()
     check_store(store, "mutants")

@@ -155,7 +155,33 @@ def read_state(score_dir: Path) -> dict[str, Any]:
     if not ok:
         raise BadInput(f"--resume {shown}: {SCORE_FILE} is damaged (not a score of this "
                        f"harness, version {SCORE_VERSION})")
+    problem = _state_problem(state)
+    if problem is not None:
+        raise BadInput(f"--resume {shown}: {SCORE_FILE}: {problem}")
     return state
+
+
+def _state_problem(state: dict[str, Any]) -> str | None:
+    """A field of score.json that is not what a score wrote (the plan's entries are
+    validated again as `harness run` flags by the caller), named; None when none."""
+    from elr_harness.core.validate import KAFKA_VERSION_RULE, Invalid
+
+    try:
+        KAFKA_VERSION_RULE(state["kafka_version"])
+    except Invalid as err:
+        return f"`kafka_version`: {err}"
+    if not state["mutants"] or not all(isinstance(m, str) for m in state["mutants"]):
+        return "`mutants` names no mutant"
+    if not state["plan"] or not all(
+            isinstance(e, dict) and isinstance(e.get("name"), str) and
+            isinstance(e.get("args"), list) and all(isinstance(a, str) for a in e["args"])
+            for e in state["plan"]):
+        return "`plan` is not a list of entries (name, args) with at least one"
+    for key, cell in state["cells"].items():
+        if not isinstance(cell, dict) or not isinstance(cell.get("verdict"), str) or \
+                not isinstance(cell.get("bad", []), list):
+            return f"cell {str(key)[:60]!r} is not a run's record"
+    return None
 
 
 def _now() -> str:

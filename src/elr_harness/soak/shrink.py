@@ -337,4 +337,54 @@ def resume(out: Path) -> int:
     state = read_json(path, f"--resume {shown}: {SHRINK_FILE}")
     if not isinstance(state, dict) or state.get("shrink_version") != SHRINK_VERSION:
         raise BadInput(f"--resume {shown}: {SHRINK_FILE} is not a shrink's")
+    problem = _state_problem(state)
+    if problem is not None:
+        raise BadInput(f"--resume {shown}: {SHRINK_FILE}: {problem}")
+    try:
+        parse_schedule(state["schedule"], "shrink.json's schedule")
+    except BadInput as err:
+        raise BadInput(f"--resume {shown}: {SHRINK_FILE}: `schedule` is not a schedule: "
+                       f"{err.message}") from None
     return Shrink(out, state).go()
+
+
+def _state_problem(state: dict[str, Any]) -> str | None:
+    """The field of a shrink.json that is not what start() wrote (a KeyError, a
+    TypeError or a run of a flag nobody typed otherwise), or None."""
+    def words(value: Any) -> bool:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+    def count(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 20
+
+    for key, ok, what in (("run_dir", lambda v: isinstance(v, str), "text"),
+                          ("bad", lambda v: words(v) and v, "a list of anomaly names"),
+                          ("anomaly", lambda v: isinstance(v, str), "an anomaly name"),
+                          ("k", count, "a count from 1 to 20"),
+                          ("n", count, "a count from 1 to 20"),
+                          ("confirm", count, "a count from 1 to 20"),
+                          ("help", lambda v: isinstance(v, str), "text"),
+                          ("schedule", lambda v: isinstance(v, str), "a schedule's text"),
+                          ("args", words, "the runs' flags, a list of words"),
+                          ("test", lambda v: isinstance(v, dict), "an object"),
+                          ("candidates", lambda v: isinstance(v, dict), "an object")):
+        if key not in state:
+            return f"`{key}` is missing"
+        if not ok(state[key]):
+            return f"`{key}` is not {what}"
+    if state["k"] > state["n"]:
+        return "`k` is more than `n`"
+    if state["anomaly"] not in state["bad"]:
+        return "`anomaly` is not one of `bad`"
+    for key, tried in state["candidates"].items():
+        if not isinstance(tried, dict) or not words(tried.get("steps")) or \
+                not isinstance(tried.get("runs", []), list) or \
+                not all(isinstance(r, dict) and isinstance(r.get("hit"), bool)
+                        for r in tried.get("runs", [])):
+            return f"candidate {str(key)[:60]!r} is not a candidate's record"
+    confirmed = state.get("confirmed", {"runs": []})
+    if not isinstance(confirmed, dict) or not isinstance(confirmed.get("runs"), list) or \
+            not all(isinstance(r, dict) and isinstance(r.get("hit"), bool)
+                    for r in confirmed["runs"]):
+        return "`confirmed` is not the confirming replays' record"
+    return None
