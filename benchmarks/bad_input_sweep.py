@@ -18,7 +18,7 @@ No Docker engine is reachable from the rows (DOCKER_HOST points at a socket that
 does not exist), so an old checkout that accepts a bad value starts nothing;
 only `cluster status` and `cluster logs`, which change nothing, reach it.
 
-    python benchmarks/bad_input_sweep.py [--checkout DIR] [--list]
+    python benchmarks/bad_input_sweep.py [--checkout DIR] [--list] [--module NAME]
 """
 
 from __future__ import annotations
@@ -120,10 +120,13 @@ def main() -> int:
     parser.add_argument("--checkout", type=Path, default=ROOT,
                         help="the harness to try (a git worktree of another commit)")
     parser.add_argument("--list", action="store_true", help="print every row's class")
+    parser.add_argument("--module", default=None, metavar="NAME",
+                        help="only one module's rows (table, or a test_hardening_NAME.py's: "
+                             "config, paths, soak, store, stdout, surfaces)")
     opts = parser.parse_args()
     counts: Counter[str] = Counter()
     by_module: dict[str, Counter[str]] = {}
-    rows = all_rows()
+    rows = [(m, row) for m, row in all_rows() if opts.module in (None, m)]
     for module, (args, expected, materialize) in rows:
         kind, said = classify(opts.checkout.resolve(), args, expected, materialize)
         counts[kind] += 1
