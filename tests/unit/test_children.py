@@ -2,7 +2,7 @@
 replays' and the shrink's. A child outliving its bound is handed a Ctrl-C, then
 killed after the grace; a child whose parent dies gets SIGINT; run_child's cell
 of a child that outlived child_timeout_s is an error that says so, and the cluster
-it made (by its --name, with the launcher's token) is removed."""
+it left (by its --name, as the next run of that name would) is removed."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ def test_a_child_gets_sigint_when_its_parent_dies(tmp_path):
 def test_run_childs_cell_of_a_hung_run_is_an_error_and_its_cluster_goes(tmp_path,
                                                                            monkeypatch):
     """A replay that hangs: run_child ends it at child_timeout_s, says so, and removes
-    the cluster its --name gives, only with the token the child was started with."""
+    the cluster its --name gives."""
     started: list[tuple[list[str], dict[str, str]]] = []
     removed: list[tuple[str, Path | None, str | None]] = []
 
@@ -108,7 +108,8 @@ def test_run_childs_cell_of_a_hung_run_is_an_error_and_its_cluster_goes(tmp_path
 
     monkeypatch.setattr(children, "start_child", hangs)
     monkeypatch.setattr(children, "tear_down_cluster",
-                        lambda name, nodes, token: removed.append((name, nodes, token)))
+                        lambda name, nodes, token, only_with_token=True:
+                        removed.append((name, nodes, token, only_with_token)))
     config = replace(SoakConfig(), child_timeout_s=0.3, interrupt_grace_s=5)
     cell = children.run_child(["--nemesis", "none", "--name", "shrunk"], tmp_path,
                               "replay-1", config)
@@ -116,7 +117,10 @@ def test_run_childs_cell_of_a_hung_run_is_an_error_and_its_cluster_goes(tmp_path
     assert cell["timed_out"] == "ended after 0.3 s (child_timeout_s)"
     [(argv, env)] = started
     assert argv[-2] == "--record-run-dir" and argv[3:6] == ["run", "--nemesis", "none"]
-    assert removed == [("shrunk", None, env[SOAK_TOKEN_ENV])]
+    # a plain run's: no soak's token, and its --name's cluster removed as the next run
+    # of that name would remove it
+    assert SOAK_TOKEN_ENV not in env
+    assert removed == [("shrunk", None, None, False)]
 
 
 def test_run_child_removes_nothing_after_a_run_with_a_verdict(tmp_path, monkeypatch):
@@ -131,7 +135,7 @@ def test_run_child_removes_nothing_after_a_run_with_a_verdict(tmp_path, monkeypa
         return subprocess.Popen([sys.executable, "-c", "pass"])
 
     monkeypatch.setattr(children, "start_child", recorded)
-    monkeypatch.setattr(children, "tear_down_cluster", lambda *a: removed.append(a))
+    monkeypatch.setattr(children, "tear_down_cluster", lambda *a, **k: removed.append(a))
     cell = children.run_child(["--nemesis", "none"], tmp_path, "replay-1")
     assert cell["verdict"] == "valid" and "timed_out" not in cell and removed == []
     # no --name: the default cluster's name, as the child's run took it

@@ -3,8 +3,8 @@ soak, the mutation score (soak.score), the replays (soak.replay) and the shrink 
 made of. One launcher for all of them: each child runs in its own session, gets
 SIGINT when its parent dies (so it heals, collects and tears down rather than
 running on alone), is handed a Ctrl-C once and killed after a grace, and, when it
-leaves its cluster behind, the cluster it made (and only that: it carries the
-launcher's token) is removed. run_child bounds a child by a timeout too: one hung
+leaves its cluster behind, that cluster is removed (a soak's runs only when it
+carries the soak's token). run_child bounds a child by a timeout too: one hung
 replay must not hang a shrink for good."""
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from elr_harness.core.config import SOAK_TOKEN_ENV, ClusterConfig, SoakConfig
+from elr_harness.core.config import ClusterConfig, SoakConfig
 from elr_harness.core.errors import HarnessError
 from elr_harness.core.files import read_json
 from elr_harness.core.validate import printable
@@ -80,11 +79,14 @@ def wait_child(proc: subprocess.Popen, grace_s: float, timeout_s: float | None =
         raise
 
 
-def tear_down_cluster(name: str, nodes_file: Path | None, token: str | None) -> None:
+def tear_down_cluster(name: str, nodes_file: Path | None, token: str | None,
+                      only_with_token: bool = True) -> None:
     """Remove what a child that failed, outlived its bound or was abandoned left of
-    its cluster: on containers, only a cluster that carries `token` (the label its
-    launcher gave it); one of the same name that does not is somebody else's, and is
-    left up, said."""
+    its cluster. A soak's (only_with_token): on containers, only a cluster that
+    carries `token` (the label the soak gives its runs); one of the same name that
+    does not is somebody else's, and is left up, said. Otherwise (a replay's, a
+    shrink's, a score's child, a plain `harness run` of that --name): the cluster of
+    that name, as the next such run would remove it before starting its own."""
     from elr_harness.cluster.cluster import Cluster
     from elr_harness.run.flags import with_hosts
 
@@ -94,8 +96,9 @@ def tear_down_cluster(name: str, nodes_file: Path | None, token: str | None) -> 
         if nodes_file is None:
             from elr_harness.cluster.docker_backend import DockerProvider
 
-            # no token recorded: nothing can be shown to be the launcher's
-            provider = DockerProvider(config, token=token or "none recorded")
+            # a soak with no token recorded: nothing can be shown to be its own
+            provider = DockerProvider(config, token=token or "none recorded") \
+                if only_with_token else DockerProvider(config)
         Cluster(config, log=lambda _m: None, provider=provider).down(quiet=True)
     except HarnessError as err:
         from elr_harness.cluster.docker_backend import NotOurs
@@ -136,13 +139,14 @@ def run_child(args: list[str], cell_dir: Path, file_name: str,
     log.unlink(missing_ok=True)
     argv = [sys.executable, "-m", "elr_harness.cli", "run", *args,
             "--record-run-dir", str(marker)]
-    token = secrets.token_hex(16)  # the label of the cluster this child makes
     started = time.monotonic()
-    proc = start_child(argv, log, {SOAK_TOKEN_ENV: token})
+    # a plain `harness run` (no soak's token): it clears a leftover cluster of its
+    # --name as any run does, and so does the teardown after it
+    proc = start_child(argv, log, {})
     try:
         code, timed_out = wait_child(proc, config.interrupt_grace_s, config.child_timeout_s)
     except KeyboardInterrupt:
-        tear_down_cluster(*_cluster_of(args), token)
+        tear_down_cluster(*_cluster_of(args), None, only_with_token=False)
         raise
     cell: dict[str, Any] = {"exit": code, "log": str(log),
                             "seconds": round(time.monotonic() - started, 1)}
@@ -153,7 +157,7 @@ def run_child(args: list[str], cell_dir: Path, file_name: str,
     if timed_out or run_dir is None or results is None or not results.is_file():
         # as the soak does for a run that ended in error: what it left of its cluster
         # goes (a run that ended with a verdict took its own down)
-        tear_down_cluster(*_cluster_of(args), token)
+        tear_down_cluster(*_cluster_of(args), None, only_with_token=False)
         return {**cell, "verdict": "error", "run_dir": str(run_dir) if run_dir else None,
                 "bad": [], "states": [], "first_invalid_s": None}
     read = read_json(results, str(results), max_bytes=1 << 30)
