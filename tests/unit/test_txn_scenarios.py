@@ -115,7 +115,8 @@ def test_a_step_may_name_the_coordinator_and_its_partition():
 @pytest.mark.parametrize(("step", "said"), [
     ('fault = "kill"\ntarget = "leader"\nas = "C"\n', "`as`: 'C' is bound already"),
     ('fault = "controller-kill"\ntarget = "coordinator"\n',
-     "controller-kill acts on a controller only"),
+     "controller-kill acts on a controller: aim it at `active-controller` or a controller "
+     "node (controller-N), not 'coordinator'"),
     ('fault = "kill"\ntarget = "coordinator"\npartition = "coordinators"\n',
      "`partition`: 'coordinators' is no partition: topic-N, or 'coordinator'"),
     ('fault = "kill"\ntarget = "leader"\nas = "coordinator"\n', "`as`: a name of"),
