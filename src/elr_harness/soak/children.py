@@ -27,6 +27,7 @@ from elr_harness.core.config import ClusterConfig, SoakConfig
 from elr_harness.core.errors import HarnessError
 from elr_harness.core.files import read_json
 from elr_harness.core.validate import printable
+from elr_harness.soak.plan import flag_value
 
 console = Console(highlight=False)
 
@@ -173,16 +174,8 @@ def run_child(args: list[str], cell_dir: Path, file_name: str,
 
 def _cluster_of(args: list[str]) -> tuple[str, Path | None]:
     """The cluster name and nodes file a child's `harness run` flags give."""
-    def flag(name: str) -> str | None:
-        for number, arg in enumerate(args):
-            if arg == name and number + 1 < len(args):
-                return args[number + 1]
-            if arg.startswith(name + "="):
-                return arg.split("=", 1)[1]
-        return None
-
-    nodes = flag("--nodes-file")
-    return flag("--name") or ClusterConfig().name, Path(nodes) if nodes else None
+    nodes = flag_value(args, "--nodes-file")
+    return flag_value(args, "--name") or ClusterConfig().name, Path(nodes) if nodes else None
 
 
 def first_invalid_s(run_dir: Path, results: dict[str, Any]) -> float | None:

@@ -30,6 +30,7 @@ from elr_harness.core.validate import printable
 from elr_harness.nemesis.schedule_file import parse_schedule
 from elr_harness.run.store import fresh_dir, write_json
 from elr_harness.soak.children import run_child, said
+from elr_harness.soak.plan import flag_value
 
 console = Console(highlight=False)
 
@@ -85,7 +86,7 @@ def pinned_config(cli_args: list[str], test: dict[str, Any], path: Path) -> list
     cluster = (test.get("config") or {}).get("cluster")
     if not isinstance(cluster, dict):
         return []
-    typed = _typed_config(cli_args)
+    typed = flag_value(list(cli_args), "--config")
     data: dict[str, Any] = {}
     if typed is not None:
         # a path the user typed for the run, read now: with the guards of every
@@ -104,16 +105,6 @@ def pinned_config(cli_args: list[str], test: dict[str, Any], path: Path) -> list
     path.write_text(toml_document(data, ["# the run's config as a replay pins it "
                                          "(harness replay, harness shrink)"]))
     return ["--config", str(path)]
-
-
-def _typed_config(cli_args: list[str]) -> str | None:
-    args = list(cli_args)
-    for i, arg in enumerate(args):
-        if arg == "--config" and i + 1 < len(args):
-            return args[i + 1]
-        if arg.startswith("--config="):
-            return arg.split("=", 1)[1]
-    return None
 
 
 def read_run(run_dir: Path, command: str = "replay"
