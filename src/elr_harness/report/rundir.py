@@ -100,8 +100,17 @@ def results_shape_problem(results: dict[str, Any]) -> str | None:
     """Why a results.json is not of the shape the checker writes (checker/results.py),
     in the fields the report reads, or None: a report must not show VALID, UNKNOWN or
     a count it made up from a field of another type."""
-    def count(value: Any) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    def uncounted(field: str) -> str | None:
+        """Why results[field] is not an object of entries each with a count (absent:
+        none), or None."""
+        table = results.get(field, {})
+        if not isinstance(table, dict):
+            return f"`{field}` is not an object"
+        for name, entry in table.items():
+            number = entry.get("count", 0) if isinstance(entry, dict) else None
+            if not isinstance(number, int) or isinstance(number, bool) or number < 0:
+                return f"`{field}.{str(name)[:60]}` has no count of 0 or more"
+        return None
 
     valid = results.get("valid")
     if not (valid is True or valid is False or valid == "unknown"):
@@ -110,12 +119,9 @@ def results_shape_problem(results: dict[str, Any]) -> str | None:
     if not isinstance(results.get("reason", ""), str):
         return "`reason` is not text"
     # a field an older harness's results.json lacks is no problem; one of another type is
-    anomalies = results.get("anomalies", {})
-    if not isinstance(anomalies, dict):
-        return "`anomalies` is not an object"
-    for name, entry in anomalies.items():
-        if not isinstance(entry, dict) or not count(entry.get("count", 0)):
-            return f"`anomalies.{str(name)[:60]}` has no count of 0 or more"
+    problem = uncounted("anomalies") or uncounted("coverage")
+    if problem is not None:
+        return problem
     for field in ("bad_anomaly_types", "anomaly_types"):
         names = results.get(field, [])
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
@@ -123,12 +129,6 @@ def results_shape_problem(results: dict[str, Any]) -> str | None:
     for field in ("stats", "checked", "guarantee", "judged"):
         if not isinstance(results.get(field, {}), dict):
             return f"`{field}` is not an object"
-    coverage = results.get("coverage", {})
-    if not isinstance(coverage, dict):
-        return "`coverage` is not an object"
-    for state, entry in coverage.items():
-        if not isinstance(entry, dict) or not count(entry.get("count", 0)):
-            return f"`coverage.{str(state)[:60]}` has no count of 0 or more"
     if not isinstance(results.get("transactions", []), list):
         return "`transactions` is not a list"
     return None
