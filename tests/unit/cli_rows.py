@@ -56,6 +56,19 @@ def run_row(tmp_path: Path, args: list[str], message: str, places: dict[str, str
     return proc
 
 
+def run_row_changing_nothing(tmp_path: Path, args: list[str], message: str,
+                             places: dict[str, str], env: dict[str, str] | None = None
+                             ) -> subprocess.CompletedProcess:
+    """run_row, and every file under tmp_path (but the working folder) as it was
+    before: a refused command deleted or rewrote nothing it found there."""
+    before = digests(tmp_path)
+    proc = run_row(tmp_path, args, message, places, env)
+    after = digests(tmp_path)
+    after.pop(str(tmp_path / "cwd"))
+    assert after == before, "a refused command changed what was there"
+    return proc
+
+
 def digests(root: Path) -> dict[str, str]:
     """sha256 of every file under root (symlinks by their target text): to show
     that nothing outside the harness's own was deleted or rewritten."""
