@@ -52,7 +52,7 @@ def _until(condition, within_s: float = 20.0) -> None:
 
 def test_a_child_past_its_bound_is_handed_a_ctrl_c_and_ends(tmp_path):
     proc, said = _child(tmp_path)
-    code, timed_out = children.wait_child(proc, grace_s=10, timeout_s=0.5, tick_s=0.1)
+    code, timed_out = children.wait_child(proc, grace_s=10, timeout_s=0.5)
     assert (code, timed_out) == (3, True)
     assert said.read_text().splitlines() == ["started", "SIGINT"]
 
@@ -60,7 +60,7 @@ def test_a_child_past_its_bound_is_handed_a_ctrl_c_and_ends(tmp_path):
 def test_a_child_deaf_to_ctrl_c_is_killed_after_the_grace(tmp_path):
     proc, said = _child(tmp_path, deaf=True)
     started = time.monotonic()
-    code, timed_out = children.wait_child(proc, grace_s=0.5, timeout_s=0.2, tick_s=0.1)
+    code, timed_out = children.wait_child(proc, grace_s=0.5, timeout_s=0.2)
     assert (code, timed_out) == (-9, True)
     assert time.monotonic() - started < 10
     assert said.read_text().splitlines() == ["started", "SIGINT"]
@@ -69,9 +69,7 @@ def test_a_child_deaf_to_ctrl_c_is_killed_after_the_grace(tmp_path):
 def test_a_child_within_its_bound_gives_its_own_exit_code(tmp_path):
     proc = children.start_child([sys.executable, "-c", "import sys; sys.exit(1)"],
                                 tmp_path / "log", {})
-    ticks: list[float] = []
-    assert children.wait_child(proc, grace_s=1, timeout_s=30, tick=ticks.append,
-                               tick_s=0.05) == (1, False)
+    assert children.wait_child(proc, grace_s=1, timeout_s=30) == (1, False)
 
 
 def test_a_child_gets_sigint_when_its_parent_dies(tmp_path):

@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,25 +55,16 @@ def end_child(proc: subprocess.Popen, grace_s: float) -> int:
         return proc.wait()
 
 
-def wait_child(proc: subprocess.Popen, grace_s: float, timeout_s: float | None = None,
-               tick: Callable[[float], None] | None = None, tick_s: float = 30.0
+def wait_child(proc: subprocess.Popen, grace_s: float, timeout_s: float | None = None
                ) -> tuple[int, bool]:
     """The child's exit code, and whether it was ended for outliving `timeout_s`
-    (Ctrl-C handed on, then killed after the grace). `tick(seconds so far)` every
-    tick_s. A Ctrl-C here is handed on to the child, then raised."""
-    started = time.monotonic()
+    (Ctrl-C handed on, then killed after the grace). A Ctrl-C here is handed on to
+    the child, then raised."""
     try:
-        while True:
-            left = None if timeout_s is None else timeout_s - (time.monotonic() - started)
-            if left is not None and left <= 0:
-                return end_child(proc, grace_s), True
-            try:
-                return proc.wait(timeout=tick_s if left is None else min(tick_s, left)), False
-            except subprocess.TimeoutExpired:
-                if tick is not None:
-                    tick(time.monotonic() - started)
+        return proc.wait(timeout=timeout_s), False
+    except subprocess.TimeoutExpired:
+        return end_child(proc, grace_s), True
     except KeyboardInterrupt:
-        # wherever it came: in the wait, or while the tick printed
         if proc.poll() is None:
             end_child(proc, grace_s)
         raise
