@@ -282,10 +282,15 @@ with said.open("a") as f:
 time.sleep(120)
 """
 
+#: The soak without the CLI around it, so its child can stand in for a run. It
+#: takes Ctrl-C as the CLI's main does (cli/main.py, _noting_interrupts): a suite
+#: started in the background (scripts/test.sh's `&`) starts its processes with
+#: SIGINT ignored, and a plain Python then never raises KeyboardInterrupt.
 _DRIVER = """
-import json, sys
+import json, signal, sys
 from pathlib import Path
 from elr_harness.soak.runner import Soak
+signal.signal(signal.SIGINT, signal.default_int_handler)
 soak_dir = Path(sys.argv[1])
 state = json.loads((soak_dir / "state.json").read_text())
 class Stand(Soak):
