@@ -129,6 +129,20 @@ def _wait_state(observer: PartitionObserver, predicate, timeout_s: float,
     return None
 
 
+def _read(node, command: str) -> str:
+    """What `command` printed in `node`, read again while it came back empty: under
+    load an exec's output can come back cut short (cluster/docker_backend.py's
+    read_file says when), and an empty read is no evidence of an empty table.
+    Every command read here prints something when all is well."""
+    for _ in range(5):
+        result = node.exec(command)
+        assert result.ok, (node.spec.name, command, result.exit_code, result.output)
+        if result.output.strip():
+            return result.output
+        time.sleep(1)
+    return result.output
+
+
 def _history(path: Path, recorder: HistoryRecorder) -> list[dict]:
     recorder.flush()
     return [json.loads(line) for line in path.read_text().splitlines()]
@@ -151,7 +165,8 @@ def test_a_throttled_follower_leaves_the_isr_unfenced_and_rejoins_once_healed(ri
     assert peers == sorted(n.spec.name for n in cluster.brokers if n.spec.name != target)
 
     throttled_at = time.monotonic()
-    slow_network.throttle(injector, target, peers, RATE_KBIT, LOSS, detail={"role": "follower"})
+    throttled = slow_network.throttle(injector, target, peers, RATE_KBIT, LOSS,
+                                      detail={"role": "follower"})
     shrunk = _wait_state(observer, lambda s: target_id not in s.isr, SHRINK_WITHIN_S, seen)
     assert shrunk is not None, f"{target} never left the ISR: {seen[-3:]}"
     shrink_s = time.monotonic() - throttled_at
@@ -173,11 +188,12 @@ def test_a_throttled_follower_leaves_the_isr_unfenced_and_rejoins_once_healed(ri
 
     # the throttle really was in force: loss counted on the target, the leader's class shaped
     node = cluster.nodes[target]
-    drops = [int(line.split()[0]) for line in node.exec(
-        "iptables -L INPUT -v -n -x; iptables -L OUTPUT -v -n -x").output.splitlines()
+    drops = [int(line.split()[0]) for line in _read(
+        node, "iptables -L INPUT -v -n -x; iptables -L OUTPUT -v -n -x").splitlines()
              if "elr-harness-slow" in line]
     leader_node = cluster.broker_by_id(full.leader)
-    shaped = leader_node.exec("tc -s class show dev eth0").output
+    leader_dev = throttled["interfaces"][leader_node.spec.name]
+    shaped = _read(leader_node, f"tc -s class show dev {leader_dev}")
     print(f"\nISR shrank {shrink_s:.1f} s after the throttle; packets dropped on "
           f"{target}: {sum(drops)}; leader's class to it:\n{shaped}")
     assert len(drops) == 4 and sum(drops) > 0, drops
@@ -190,8 +206,8 @@ def test_a_throttled_follower_leaves_the_isr_unfenced_and_rejoins_once_healed(ri
     print(f"rejoined {time.monotonic() - ended_at:.1f} s after the throttle ended; "
           f"{len(producer.acked)} acks=all sends acknowledged, errors {producer.errors[:5]}")
     for name, each in cluster.nodes.items():
-        qdiscs = each.exec("tc qdisc show").output
-        rules = each.exec("iptables -S").output
+        qdiscs = _read(each, "tc qdisc show")
+        rules = _read(each, "iptables -S")
         assert "e1a:" not in qdiscs, (name, qdiscs)
         assert "elr-harness-slow" not in rules, (name, rules)
 
