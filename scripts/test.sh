@@ -52,16 +52,17 @@ else
   # file's tests share its cluster, and every file's clusters have their own name
   # and subnet (the README's test alone runs on the default one), so two run side
   # by side; they mostly wait on Kafka, and one worker took 47 minutes.
-  setsid "$python" -m pytest -q -rs -p no:cacheprovider --durations=15 \
+  setsid "$python" -m pytest -q -rs -p no:cacheprovider --durations=0 \
     -n 2 --dist loadfile tests/integration \
     >"$log" 2>&1 &
   integration=$!
   echo "== unit and browser tests"
-  # -rs: every skip's reason in the summary. In two workers, a file each at a time
+  # -rs: every skip's reason in the summary; --durations: the 40 slowest here and
+  # every integration test's time, so CI's own log shows where its time went (#60). In two workers, a file each at a time
   # (its module fixtures, such as a batch of checks, stay one per file), each with
   # its own Spark session: a Spark job on a small history is mostly one thread's
   # work, so two keep both cores busy once the integration half is done with them.
-  setsid nice -n 10 "$python" -m pytest -q -rs -p no:cacheprovider --durations=15 \
+  setsid nice -n 10 "$python" -m pytest -q -rs -p no:cacheprovider --durations=40 \
     -n 2 --dist loadfile tests --ignore=tests/integration --ignore=tests/cluster_runs &
   unit=$!
   wait "$unit"
