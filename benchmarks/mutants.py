@@ -33,7 +33,7 @@ HARNESS = str(Path(sys.executable).with_name("harness"))
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from elr_harness.soak.score_pages import CONTROL, score_key, tally  # noqa: E402
+from elr_harness.soak.score_pages import score_key, score_said, tally  # noqa: E402
 
 
 def _score(args: argparse.Namespace) -> Path:
@@ -53,19 +53,21 @@ def report(score_dir: Path) -> None:
     state = json.loads((score_dir / "score.json").read_text())
     cells, entries = state["cells"], [e["name"] for e in state["plan"]]
     told = tally(state)
-    done = told["mutants"] - len(told["pending"])
     print(f"score directory: {score_dir}")
     print(f"Kafka {state['kafka_version']}, seed {state['seed']}, plan: {', '.join(entries)}")
-    control = {e: cells.get(score_key(CONTROL, e), {}).get("verdict", "not run") for e in entries}
-    print("control: " + ", ".join(f"{e} {v}" for e, v in control.items()))
-    rate = f"{100 * told['killed'] / done:.0f}%" if done else "-"
-    print(f"mutation score: {told['killed']} of {done} mutants scored killed ({rate}); "
-          f"{len(told['pending'])} not scored yet")
+    print("control: " + ", ".join(f"{e} {told['control'][e]['status']} "
+                                  f"({told['control'][e]['invalid']} of "
+                                  f"{told['control'][e]['conclusive']} INVALID)"
+                                  for e in entries))
+    print(f"mutation score: {score_said(told)}")
+    for key, reason in told["inconclusive_cells"].items():
+        print(f"  inconclusive: {key}: {reason}")
     catch = {}
     for mutant in told["killed_by"]:
         times = [c["first_invalid_s"] for e in entries
-                 if (c := cells.get(score_key(mutant, e))) and c["verdict"] == "invalid"
-                 and e not in told["control_bad"] and c.get("first_invalid_s") is not None]
+                 if (c := cells.get(score_key(mutant, e)))
+                 and told["outcomes"].get(score_key(mutant, e)) == "killed"
+                 and c.get("first_invalid_s") is not None]
         if times:
             catch[mutant] = min(times)
     if catch:
@@ -82,10 +84,17 @@ def report(score_dir: Path) -> None:
         row = []
         for e in entries:
             c = cells.get(score_key(m, e))
+            outcome = told["outcomes"].get(score_key(m, e), "")
             row.append("." if c is None else
-                       f"{c['verdict']}({','.join(c['bad'])})" if c["bad"] else c["verdict"])
+                       f"{outcome}: {c['verdict']}({','.join(c['bad'])})" if c["bad"]
+                       else f"{outcome}: {c['verdict']}")
         status = ("killed" if m in told["killed_by"] else
-                  "SURVIVED" if m in told["survived"] else "pending")
+                  "SURVIVED" if m in told["survived"] else
+                  "inconclusive" if m in told["inconclusive"] else "pending")
+        expected = state.get("rules", {}).get(m)
+        if expected:
+            status += (f"; expected {expected} fired in: "
+                       f"{', '.join(told['expected_fired'][m]) or 'none'}")
         caught = f" in {catch[m]:.1f} s" if m in catch else ""
         print(f"  {m:42} {status}{caught}")
         for e, r in zip(entries, row, strict=True):

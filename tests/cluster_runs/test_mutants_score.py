@@ -32,14 +32,18 @@ def test_an_unclean_replica_kept_in_the_elr_is_killed_and_the_control_valid(tmp_
         cwd=tmp_path, capture_output=True, text=True, timeout=1500, env=os.environ)
     said = proc.stdout + proc.stderr
     assert proc.returncode == 0, said[-3000:]
-    assert "mutation score: 1 of 1 mutants killed; survived: none" in said, said[-3000:]
+    assert "mutation score: 1 of 1 decided mutants killed (100%); 0 inconclusive, 0 pending, " \
+        "of 1; false alarms: 0 of 3 control runs INVALID; survived: none" in said, said[-3000:]
     [score_dir] = (tmp_path / "store" / "mutants").iterdir()
     score = json.loads((score_dir / "score.json").read_text())
-    control = score["cells"]["control / unclean-last-replica"]
+    controls = [score["cells"][f"{target} / unclean-last-replica"]
+                for target in ("control", "control #2", "control #3")]
     mutant = score["cells"][f"{MUTANT} / unclean-last-replica"]
-    assert control["verdict"] == "valid" and control["bad"] == [], control
+    for control in controls:
+        assert control["verdict"] == "valid" and control["bad"] == [], control
+        assert "unplayed" not in control, control
     assert mutant["verdict"] == "invalid", mutant
-    assert "lost-write" in mutant["bad"], mutant
+    assert "lost-write" in mutant["bad"] and "unplayed" not in mutant, mutant
     assert mutant["first_invalid_s"] is not None and mutant["first_invalid_s"] > 0
     test = json.loads((Path(mutant["run_dir"]) / "test.json").read_text())
     assert f"mutants/4.4.0/{MUTANT}-" in str(test["kafka_dist"])

@@ -153,7 +153,7 @@ def materialize(tmp_path: Path) -> dict[str, str]:
     score = tmp_path / "scores" / "empty"
     score.mkdir(parents=True)
     (score / "score.json").write_text(json.dumps({
-        "score_version": 1, "kafka_version": "4.4.0", "mutants": [], "seed": 0,
+        "score_version": 2, "kafka_version": "4.4.0", "mutants": [], "seed": 0,
         "cluster_name": "elr-mutants", "plan": [], "cells": {}}))
     place("score_empty", score)
     return places

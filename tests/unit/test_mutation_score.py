@@ -1,6 +1,8 @@
-"""The mutation score's bookkeeping (#54), from score.json alone: a mutant is
-killed by an INVALID run (not where the control was not valid), survives when all
-its runs are done and none is, and junit.xml and index.html say so."""
+"""The mutation score's bookkeeping (#54, #62), from score.json alone: a mutant is
+killed by an INVALID run only where all three control runs of that entry were
+valid, survives when its runs are done, played and none killed it, and is
+inconclusive (never survived) when no run tested it; junit.xml and index.html say
+so, and the control's INVALID runs are the plan's false-alarm rate."""
 
 from __future__ import annotations
 
@@ -10,65 +12,142 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from elr_harness.soak.children import first_invalid_s
+from elr_harness.soak.children import first_invalid_s, unplayed
 from elr_harness.soak.score import CONTROL, read_state, score_key
-from elr_harness.soak.score_pages import tally, write_pages
+from elr_harness.soak.score_pages import control_keys, tally, write_pages
 
 
-def _cell(verdict: str, bad=(), report=None) -> dict:
+def _cell(verdict: str, bad=(), report=None, **more) -> dict:
     return {"verdict": verdict, "bad": list(bad), "states": [], "seconds": 60.0,
-            "first_invalid_s": 12.5 if verdict == "invalid" else None, "report": report}
+            "first_invalid_s": 12.5 if verdict == "invalid" else None, "report": report,
+            **more}
 
 
 def _state(cells: dict) -> dict:
-    return {"score_version": 1, "kafka_version": "4.4.0", "mutants": ["m1", "m2", "m3", "m4"],
+    return {"score_version": 2, "kafka_version": "4.4.0",
+            "mutants": ["m1", "m2", "m3", "m4", "m5", "m6"],
+            "rules": {"m1": "elr-invariant", "m2": "lost-write"},
             "seed": 0, "cluster_name": "elr-mutants", "plan": [
                 {"name": "a", "args": ["--nemesis", "none"]},
-                {"name": "b", "args": ["--nemesis", "kill"]}], "cells": cells}
+                {"name": "b", "args": ["--nemesis", "kill"]},
+                {"name": "c", "args": ["--nemesis", "kill"]}], "cells": cells}
+
+
+def _controls(entry: str, *verdicts: str) -> dict:
+    return {key: _cell(v, ["x"] if v == "invalid" else ())
+            for key, v in zip(control_keys(entry), verdicts, strict=False)}
 
 
 CELLS = {
-    score_key(CONTROL, "a"): _cell("valid"), score_key(CONTROL, "b"): _cell("invalid", ["x"]),
+    **_controls("a", "valid", "valid", "valid"),
+    # one of b's three control runs cried wolf: no kill counts on b
+    **_controls("b", "valid", "invalid", "valid"),
+    # c's control: one run gave no verdict, so a kill there is not yet shown
+    **_controls("c", "valid", "error", "valid"),
     score_key("m1", "a"): _cell("invalid", ["elr-invariant"]), score_key("m1", "b"): _cell("valid"),
-    # m2's only INVALID is where the control was INVALID too: no kill
+    score_key("m1", "c"): _cell("valid"),
+    # m2's only INVALID is beside the control's false alarm: flaky control, no kill
     score_key("m2", "a"): _cell("valid"), score_key("m2", "b"): _cell("invalid", ["lost-write"]),
-    score_key("m3", "a"): _cell("valid"),  # b not run yet
-    score_key("m4", "a"): _cell("valid"), score_key("m4", "b"): _cell("error"),
+    score_key("m2", "c"): _cell("valid"),
+    score_key("m3", "a"): _cell("valid"),  # b, c not run yet
+    # m4: every run tested nothing (an error; a nemesis that skipped a step; an
+    # INVALID where the control is inconclusive): inconclusive, not survived
+    score_key("m4", "a"): _cell("error"),
+    score_key("m4", "b"): _cell("valid", unplayed="step T1 skipped: no leader"),
+    score_key("m4", "c"): _cell("invalid", ["lost-write"]),
+    # m5: killed on a where the control was clean
+    score_key("m5", "a"): _cell("invalid", ["lost-write"]), score_key("m5", "b"): _cell("valid"),
+    score_key("m5", "c"): _cell("valid"),
+    # m6: survived on a, inconclusive elsewhere: the survived run counts
+    score_key("m6", "a"): _cell("valid"), score_key("m6", "b"): _cell("unknown"),
+    score_key("m6", "c"): _cell("valid"),
 }
 
 
-def test_a_kill_counts_only_where_the_control_was_valid() -> None:
+def test_each_run_has_one_of_four_outcomes_and_the_score_counts_the_decided() -> None:
     tallied = tally(_state(CELLS))
-    assert tallied["killed_by"] == ["m1"]
-    assert tallied["survived"] == ["m2", "m4"]
+    assert tallied["killed_by"] == ["m1", "m5"]
+    assert tallied["survived"] == ["m2", "m6"]
+    assert tallied["inconclusive"] == ["m4"]
     assert tallied["pending"] == ["m3"]
+    assert (tallied["mutants"], tallied["killed"], tallied["score"]) == (6, 2, 0.5)
+    outcomes = tallied["outcomes"]
+    assert outcomes[score_key("m2", "b")] == "flaky control"
+    assert outcomes[score_key("m4", "a")] == outcomes[score_key("m4", "b")] == "inconclusive"
+    assert outcomes[score_key("m4", "c")] == "inconclusive"  # its control is not all there
+    assert outcomes[score_key("m6", "b")] == "inconclusive"
+    assert outcomes[score_key("m1", "b")] == "survived"
+    assert tallied["inconclusive_cells"][score_key("m4", "b")] == "step T1 skipped: no leader"
+    assert tallied["inconclusive_cells"][score_key("m4", "a")] == "no verdict (error)"
+    # the control: 8 conclusive runs, 1 INVALID; b is where it cried wolf
     assert tallied["control_bad"] == ["b"]
-    assert (tallied["mutants"], tallied["killed"]) == (4, 1)
+    assert (tallied["false_alarms"], tallied["control_runs"]) == (1, 8)
+    assert tallied["false_alarm_rate"] == 0.125
+    assert [tallied["control"][e]["status"] for e in "abc"] == [
+        "clean", "false alarm", "inconclusive"]
+    assert tallied["outcomes"][control_keys("b")[1]] == "false alarm"
+    # which rule fired, beside the catalog's
+    assert tallied["expected_fired"]["m1"] == ["a"]
+    assert tallied["expected_fired"]["m2"] == ["b"]
 
 
-def test_junit_fails_a_survivor_and_errors_a_control_that_is_not_valid(tmp_path) -> None:
+def test_junit_fails_a_survivor_and_errors_what_tested_nothing(tmp_path) -> None:
     write_pages(tmp_path, _state(CELLS))
     suite = ET.parse(tmp_path / "junit.xml").getroot()
     cases = {(c.get("classname"), c.get("name")): c for c in suite.iter("testcase")}
-    assert cases[(CONTROL, "b")].find("error") is not None
+    assert "false alarm" in cases[(f"{CONTROL} #2", "b")].find("error").get("message")
+    assert "inconclusive: no verdict (error)" in \
+        cases[(f"{CONTROL} #2", "c")].find("error").get("message")
     assert cases[(CONTROL, "a")].find("error") is None
     assert cases[("mutant", "m1")].find("failure") is None
     assert "survived" in cases[("mutant", "m2")].find("failure").get("message")
+    assert "inconclusive" in cases[("mutant", "m4")].find("error").get("message")
+    assert cases[("mutant", "m4")].find("failure") is None
     assert cases[("mutant", "m3")].find("skipped") is not None
-    assert (suite.get("failures"), suite.get("errors"), suite.get("tests")) == ("2", "1", "6")
+    assert (suite.get("failures"), suite.get("errors"), suite.get("tests")) == ("2", "3", "15")
 
 
-def test_the_page_grids_mutants_by_entries_and_links_each_report(tmp_path) -> None:
+def test_the_page_grids_targets_by_entries_and_links_each_report(tmp_path) -> None:
     report = tmp_path / "runs" / "m1" / "store" / "t" / "1" / "report.html"
     report.parent.mkdir(parents=True)
     report.write_text("<p>report</p>")
     cells = {**CELLS, score_key("m1", "a"): _cell("invalid", ["elr-invariant"], str(report))}
     write_pages(tmp_path, _state(cells))
     page = (tmp_path / "index.html").read_text()
-    assert "Mutation score: 1 of 4 mutants killed" in page
+    assert "Mutation score: 2 of 4 mutants killed" in page
+    assert "2 of 4 decided mutants killed (50%); 1 inconclusive, 1 pending, of 6; " \
+           "false alarms: 1 of 8 control runs INVALID" in page
     assert 'href="runs/m1/store/t/1/report.html"' in page
-    assert "first INVALID at 12.5 s" in page and "control not valid in: b" in page
-    assert page.count("<tr>") == 1 + 1 + 4  # head, control, four mutants
+    assert "first INVALID at 12.5 s" in page and "false alarm (an INVALID run of the " \
+        "release) in: b" in page
+    assert "fired: elr-invariant; expected elr-invariant: yes" in page
+    assert "fired: lost-write; expected lost-write: yes" in page
+    assert "step T1 skipped: no leader" in page
+    assert page.count("<tr>") == 1 + 3 + 6  # head, three control runs, six mutants
+
+
+def test_a_run_that_played_less_than_asked_says_what(tmp_path) -> None:
+    """test.json's nemesis_result, as each kind of nemesis writes it."""
+    assert unplayed({"nemesis": "none", "nemesis_result": {}}) is None
+    assert unplayed({"nemesis": "all", "nemesis_result": {"injected": ["kill"]}}) is None
+    assert unplayed({"nemesis": "all", "nemesis_result": {}}) == "no fault was injected"
+    played = {"file": "x.toml", "steps": [{"step": "T0", "fault": "kill"}]}
+    assert unplayed({"nemesis": "s", "nemesis_result": {"schedule": played,
+                                                        "injected": ["kill"]}}) is None
+    for change, said in [
+        ({"skipped": "no full ISR"}, "the schedule was skipped: no full ISR"),
+        ({"error": "no node b9"}, "the schedule failed: no node b9"),
+        ({"stopped_before": "T3"}, "the nemesis stopped before step T3"),
+        ({"steps": [{"step": "T0", "skipped": "no ELR"}]}, "step T0 skipped: no ELR"),
+        ({"steps": [{"step": "T0", "error": "Boom: x"}]}, "step T0 failed: Boom: x"),
+    ]:
+        assert unplayed({"nemesis": "s", "nemesis_result": {
+            "schedule": {**played, **change}, "injected": ["kill"]}}) == said, change
+    scripted = {"steps": [{"step": "T0", "reached": True}, {"step": "T1", "reached": False}]}
+    assert unplayed({"nemesis": "d", "nemesis_result": scripted}) == \
+        "scenario step T1 not reached"
+    scripted["steps"][1]["reached"] = True
+    assert unplayed({"nemesis": "d", "nemesis_result": scripted}) is None
 
 
 def test_the_first_invalid_is_timed_from_the_history(tmp_path) -> None:
@@ -92,11 +171,15 @@ def test_a_damaged_score_json_is_refused_in_one_line(tmp_path) -> None:
 
     with pytest.raises(BadInput, match="not a score folder"):
         read_state(tmp_path)
-    (tmp_path / "score.json").write_text('{"score_version": 1}')
+    (tmp_path / "score.json").write_text('{"score_version": 3}')
     with pytest.raises(BadInput, match="score.json is damaged"):
         read_state(tmp_path)
+    (tmp_path / "score.json").write_text('{"score_version": 1}')
+    with pytest.raises(BadInput, match="a score of an older harness .version 1: one control "
+                                       "run per entry.; start a new score"):
+        read_state(tmp_path)
     (tmp_path / "score.json").write_text(json.dumps(_state(CELLS)))
-    assert read_state(tmp_path)["mutants"] == ["m1", "m2", "m3", "m4"]
+    assert read_state(tmp_path)["mutants"] == ["m1", "m2", "m3", "m4", "m5", "m6"]
 
 
 def test_a_mutant_list_names_the_one_that_is_not_in_the_catalog(tmp_path):
@@ -114,22 +197,25 @@ def test_a_mutant_list_names_the_one_that_is_not_in_the_catalog(tmp_path):
     assert not (tmp_path / "store").exists()
 
 
-def test_a_guided_entry_aims_past_what_its_targets_earlier_entries_reached(tmp_path,
-                                                                          monkeypatch):
-    """As a soak hands its guided runs the soak's coverage so far, the score hands a
-    target's guided run the states that target's earlier runs reached (each target
-    its own): with 240 s for 13 aims, a guided run that aims at states the scenarios
-    already reached spends its rounds there."""
+def test_a_guided_entry_aims_past_what_the_controls_earlier_entries_reached(tmp_path,
+                                                                           monkeypatch):
+    """As a soak hands its guided runs the soak's coverage so far, the score hands
+    every guided run the states the control's runs of the earlier entries reached:
+    the control and each mutant aim at the same states, so "the control was valid"
+    is measured on the plan the mutants ran (a mutant's own runs reach otherwise)."""
     from pathlib import Path
 
     from elr_harness.soak import score
 
-    asked: list[list[str]] = []
-    states = {"a": ["isr-below-min-isr", "elr-not-empty"], "b": ["elected-from-elr"]}
+    asked: list[tuple[str, list[str]]] = []
+    # by run folder and entry: control run 2 of b reaches one state more
+    states = {("control", "a"): ["isr-below-min-isr", "elr-not-empty"],
+              ("control-2", "b"): ["elected-from-elr"],
+              ("m1", "a"): ["leaderless-with-elr"], ("m1", "b"): ["min-isr-change-with-elr"]}
 
     def child(args: list[str], folder: Path, name: str) -> dict:
-        asked.append(args)
-        return {"verdict": "valid", "bad": [], "states": states.get(name, []),
+        asked.append((folder.name, args))
+        return {"verdict": "valid", "bad": [], "states": states.get((folder.name, name), []),
                 "seconds": 1.0, "first_invalid_s": None, "exit": 0}
 
     monkeypatch.setattr(score, "run_child", child)
@@ -139,16 +225,62 @@ def test_a_guided_entry_aims_past_what_its_targets_earlier_entries_reached(tmp_p
                      {"name": "guided", "args": ["--nemesis", "guided"]}]
     state["mutants"] = ["m1"]
     targets = [score.Target(CONTROL, None), score.Target("m1", tmp_path / "m1")]
-    score.Score(tmp_path, state, targets).go()
-    guided = [a for a in asked if a[:2] == ["--nemesis", "guided"]]
-    assert len(guided) == 2
-    for args in guided:
+    assert score.Score(tmp_path, state, targets).go() == 0
+    assert [folder for folder, _ in asked] == ["control", "control-2", "control-3"] * 3 + \
+        ["m1"] * 3, "each entry three times on the control, its runs first"
+    guided = [(folder, a) for folder, a in asked if a[:2] == ["--nemesis", "guided"]]
+    assert [folder for folder, _ in guided] == ["control", "control-2", "control-3", "m1"]
+    for _, args in guided:
         assert args[args.index("--reached") + 1] == \
             "isr-below-min-isr,elr-not-empty,elected-from-elr"
-    assert not any("--reached" in a for a in asked if a[:2] != ["--nemesis", "guided"])
+        assert args[args.index("--seed") + 1] == "2", "the same seed for every target"
+    assert not any("--reached" in a for _, a in asked if a[:2] != ["--nemesis", "guided"])
     cell = state["cells"][score_key("m1", "guided")]
     assert cell["reached_before"] == ["isr-below-min-isr", "elr-not-empty",
                                       "elected-from-elr"]
+
+
+def test_a_run_that_tested_nothing_runs_once_more_and_its_first_attempt_is_kept(
+        tmp_path, monkeypatch, capsys):
+    """An inconclusive run (no verdict, or an unplayed nemesis) is run again once, in
+    a folder of its own, the first attempt kept in its cell; one inconclusive the
+    second time too stays so, is listed, and the score exits 2 (not sure)."""
+    from pathlib import Path
+
+    from elr_harness.soak import score
+
+    asked: list[str] = []
+    # by run folder: m1 played nothing, then was caught; m2 gave no verdict twice
+    outcomes = {"m1": {"verdict": "valid", "bad": [], "unplayed": "no fault was injected"},
+                "m1-again": {"verdict": "invalid", "bad": ["lost-write"]},
+                "m2": {"verdict": "error", "bad": []}, "m2-again": {"verdict": "error",
+                                                                   "bad": []}}
+
+    def child(args: list[str], folder: Path, name: str) -> dict:
+        asked.append(folder.name)
+        return {"states": [], "seconds": 1.0, "first_invalid_s": None, "exit": 0,
+                **outcomes.get(folder.name, {"verdict": "valid", "bad": []})}
+
+    monkeypatch.setattr(score, "run_child", child)
+    state = _state({})
+    state["plan"] = [{"name": "a", "args": ["--nemesis", "kill"]}]
+    state["mutants"] = ["m1", "m2"]
+    targets = [score.Target(CONTROL, None), score.Target("m1", tmp_path / "m1"),
+               score.Target("m2", tmp_path / "m2")]
+    assert score.Score(tmp_path, state, targets).go() == 2
+    assert asked == ["control", "control-2", "control-3", "m1", "m2", "m1-again", "m2-again"]
+    m1, m2 = state["cells"][score_key("m1", "a")], state["cells"][score_key("m2", "a")]
+    assert m1["verdict"] == "invalid" and m1["first_attempt"]["unplayed"] == \
+        "no fault was injected"
+    assert m2["verdict"] == "error" and m2["first_attempt"]["verdict"] == "error"
+    tallied = tally(state)
+    assert (tallied["killed_by"], tallied["inconclusive"]) == (["m1"], ["m2"])
+    out = capsys.readouterr().out
+    assert "inconclusive: m2 / a: no verdict (error)" in out
+    assert "1 of 1 decided mutants killed (100%); 1 inconclusive" in out
+    # --resume runs nothing again: every cell is there, each second attempt made once
+    asked.clear()
+    assert score.Score(tmp_path, state, targets).go() == 2 and asked == []
 
 
 def test_the_scores_flags_are_refused_in_words_before_anything_runs(tmp_path, monkeypatch,

@@ -60,8 +60,8 @@ def add_mutants_command(sub: argparse._SubParsersAction) -> None:
                             "`latest` for the newest)")
     build.add_argument("--mutant", default=None, metavar="NAME", help="build this one only")
     build.set_defaults(func=_cmd_build)
-    score = actions.add_parser("score", help="run a plan on every mutant and on the release "
-                               "(the control): score.json, junit.xml, index.html",
+    score = actions.add_parser("score", help="run a plan on every mutant and three times on the "
+                               "release (the control): score.json, junit.xml, index.html",
                                allow_abbrev=False)
     score.add_argument("--plan", type=Path, default=None, metavar="FILE",
                        help="TOML file of [[entry]] name/args (the soak's plan format; "
@@ -163,5 +163,6 @@ def _cmd_score(args: argparse.Namespace) -> int:
     command = shlex.join(["harness", *sys.argv[1:]]) if sys.argv[1:2] == ["mutants"] else \
         "harness mutants score"
     state = score.new_state(release.version, names, list(plan), args.seed, args.name,
-                            args.subnet, command)
+                            args.subnet, command,
+                            rules={n: find(catalog, n).rule for n in names})
     return score.start(store, state, targets)

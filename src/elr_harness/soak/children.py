@@ -154,12 +154,48 @@ def run_child(args: list[str], cell_dir: Path, file_name: str,
     read = read_json(results, str(results), max_bytes=1 << 30)
     verdict = {True: "valid", False: "invalid"}.get(read.get("valid"), "unknown")
     coverage = read.get("coverage") or {}
+    test = read_json(run_dir / "test.json", "test.json", max_bytes=1 << 30) \
+        if (run_dir / "test.json").is_file() else {}
+    missing = unplayed(test if isinstance(test, dict) else {})
+    if missing is not None:
+        cell["unplayed"] = missing
     return {**cell, "verdict": verdict, "run_dir": str(run_dir),
             "report": str(run_dir / "report.html"),
             "bad": sorted(read.get("bad_anomaly_types") or []),
             "states": sorted(s for s, seen in coverage.items()
                              if isinstance(seen, dict) and (seen.get("count") or 0) > 0),
             "first_invalid_s": first_invalid_s(run_dir, read) if verdict == "invalid" else None}
+
+
+def unplayed(test: dict[str, Any]) -> str | None:
+    """Why a run's nemesis tested less than it was asked to, from test.json, or None:
+    a schedule (a scenario's, a file's) that failed, was skipped, stopped before a
+    step or skipped one; a scenario step not reached; a nemesis that injected no
+    fault at all. `none` asks for none."""
+    if test.get("nemesis") == "none":
+        return None
+    result = test.get("nemesis_result")
+    result = result if isinstance(result, dict) else {}
+    schedule = result.get("schedule")
+    if isinstance(schedule, dict):
+        for said, key in (("the schedule failed", "error"),
+                          ("the schedule was skipped", "skipped")):
+            if schedule.get(key):
+                return f"{said}: {str(schedule[key])[:200]}"
+        if schedule.get("stopped_before"):
+            return f"the nemesis stopped before step {str(schedule['stopped_before'])[:80]}"
+        for step in schedule.get("steps") or ():
+            if isinstance(step, dict) and (step.get("skipped") or step.get("error")):
+                what = "skipped" if step.get("skipped") else "failed"
+                return (f"step {str(step.get('step'))[:80]} {what}: "
+                        f"{str(step.get('skipped') or step.get('error'))[:200]}")
+    steps = [s for s in result.get("steps") or () if isinstance(s, dict)]
+    for step in steps:  # a scripted scenario's outcomes
+        if step.get("reached") is False:
+            return f"scenario step {str(step.get('step'))[:80]} not reached"
+    if not steps and not result.get("injected"):
+        return "no fault was injected"
+    return None
 
 
 def _cluster_of(args: list[str]) -> tuple[str, Path | None]:

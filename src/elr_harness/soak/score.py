@@ -1,10 +1,14 @@
 """`harness mutants score`: what a VALID is worth, measured (#54).
 
 Every entry of a plan (the soak's format) runs on every mutant Kafka of the
-catalog and on the plain release, the control, each with the same seed. A mutant
-is killed when one of its runs is INVALID; one that no run catches survives. The
-control must stay valid: an INVALID there is the release's own bug (or the
-harness crying wolf), and makes no mutant's kill count.
+catalog and, three times, on the plain release, the control, each with the same
+seed. A mutant is killed when one of its runs is INVALID where every control run
+of that entry was valid; it survives when none is and its runs played their
+faults. A run that tested nothing (no verdict, or a nemesis that skipped or
+stopped) is inconclusive, never survived, and is run once more at the end
+(score_pages says each outcome). An INVALID of the control is the release's own
+bug or the harness crying wolf: it is the plan's false-alarm rate, and makes no
+mutant's kill count there.
 
 Everything lands in store/mutants/<time>/: score.json (rewritten whole after each
 run, so `--resume` goes on where a dead process stopped, never repeating a run
@@ -29,14 +33,26 @@ from elr_harness.nemesis.registry import GUIDED
 from elr_harness.run.store import fresh_dir, write_json
 from elr_harness.soak.children import run_child, said
 from elr_harness.soak.plan import PlanEntry, flag_value
-from elr_harness.soak.score_pages import CONTROL, score_key, tally, write_pages
+from elr_harness.soak.score_pages import (
+    CONTROL,
+    CONTROL_RUNS,
+    control_keys,
+    control_target,
+    inconclusive_reason,
+    score_key,
+    score_said,
+    tally,
+    write_pages,
+)
 
 __all__ = ["CONTROL", "Score", "Target", "score_key"]
 
 console = Console(highlight=False)
 
 SCORE_FILE = "score.json"
-SCORE_VERSION = 1
+#: 2: the control runs each entry CONTROL_RUNS times, cells say what was unplayed,
+#: inconclusive cells are run again once (#62)
+SCORE_VERSION = 2
 #: A run's flags the score sets itself (besides the soak's own).
 SCORE_OWNED = ("--kafka-dist",)
 
@@ -51,24 +67,32 @@ class Target:
 
 
 def run_cell(score_dir: Path, state: dict[str, Any], target: Target, entry: PlanEntry,
-             seed: int, earlier: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
-    """Run `entry` on `target` as a child `harness run`, and read back its verdict. A
-    guided entry is handed the KIP-966 states the target's `earlier` cells reached
-    (`--reached`), as a soak hands its guided runs the soak's coverage so far: it
-    aims at the others first, as it would in the soak whose plan this is."""
+             seed: int, reached: Sequence[str] = (), folder: str | None = None
+             ) -> dict[str, Any]:
+    """Run `entry` on `target` as a child `harness run` (its files under runs/`folder`,
+    the target's name by default), and read back its verdict. A guided entry is
+    handed `reached` (`--reached`): the same for the control and every mutant, so
+    each aims at the same states on the same plan."""
     kafka = ["--kafka-dist", str(target.dist)] if target.dist is not None else \
         ["--kafka-version", state["kafka_version"]]
-    reached = [s for s in COVERAGE_STATES if any(s in (c.get("states") or ())
-                                                 for c in earlier)]
     guided = flag_value(list(entry.args), "--nemesis") == GUIDED
+    folder = folder or target.name
     args = [*entry.args, "--seed", str(seed), *kafka,
-            "--store", str(score_dir / "runs" / target.name / "store"),
+            "--store", str(score_dir / "runs" / folder / "store"),
             "--name", state["cluster_name"],
             *(["--subnet", state["subnet"]] if state.get("subnet") else []),
             *(["--reached", ",".join(reached)] if guided and reached else [])]
-    cell = run_child(args, score_dir / "runs" / target.name, _file_name(entry.name))
+    cell = run_child(args, score_dir / "runs" / folder, _file_name(entry.name))
     return {"target": target.name, "entry": entry.name, "seed": seed,
-            **({"reached_before": reached} if guided else {}), **cell}
+            **({"reached_before": list(reached)} if guided else {}), **cell}
+
+
+def control_reached(cells: dict[str, Any], earlier: Sequence[PlanEntry]) -> list[str]:
+    """The KIP-966 states the control's runs of the earlier entries reached: what a
+    soak of this plan would hand its guided run, the same for every target."""
+    seen = {s for e in earlier for k in control_keys(e.name) for s in
+            (cells.get(k) or {}).get("states") or ()}
+    return [s for s in COVERAGE_STATES if s in seen]
 
 
 def _file_name(entry: str) -> str:
@@ -82,20 +106,36 @@ class Score:
         self.dir, self.state, self.targets = score_dir, state, targets
         self.plan = [PlanEntry(e["name"], tuple(e["args"])) for e in state["plan"]]
 
+    def _runs(self) -> list[tuple[str, Target, PlanEntry, int]]:
+        """Every run of the score, in order: (key, target, entry, seed); the control's
+        runs first, each entry CONTROL_RUNS times on the same seed."""
+        control = next(t for t in self.targets if t.name == CONTROL)
+        planned = []
+        for target in self.targets:
+            names = [control_target(n) for n in range(1, CONTROL_RUNS + 1)] \
+                if target is control else [target.name]
+            for number, entry in enumerate(self.plan):
+                planned += [(score_key(name, entry.name), target, entry,
+                             self.state["seed"] + number) for name in names]
+        return planned
+
     def go(self) -> int:
         cells = self.state["cells"]
-        total = len(self.targets) * len(self.plan)
+        runs = self._runs()
         try:
-            for target in self.targets:
-                for number, entry in enumerate(self.plan):
-                    key = score_key(target.name, entry.name)
-                    if key in cells:
-                        continue
-                    console.print(f"[{len(cells) + 1}/{total}] {escape(key)}: running")
-                    earlier = [cells[k] for k in (score_key(target.name, e.name)
-                                                  for e in self.plan[:number]) if k in cells]
-                    cells[key] = run_cell(self.dir, self.state, target, entry,
-                                          self.state["seed"] + number, earlier)
+            for key, target, entry, seed in runs:
+                if key not in cells:
+                    console.print(f"[{len(cells) + 1}/{len(runs)}] {escape(key)}: running")
+                    cells[key] = self._run(key, target, entry, seed)
+                    self._save()
+                    console.print(f"  {escape(key)}: {said(cells[key])}")
+            # a run that tested nothing is run once more; the first attempt is kept
+            for key, target, entry, seed in runs:
+                reason = inconclusive_reason(cells[key])
+                if reason is not None and "first_attempt" not in cells[key]:
+                    console.print(f"{escape(key)}: inconclusive ({escape(reason)}): once more")
+                    cells[key] = {**self._run(key, target, entry, seed, again=True),
+                                  "first_attempt": cells[key]}
                     self._save()
                     console.print(f"  {escape(key)}: {said(cells[key])}")
         except KeyboardInterrupt:
@@ -109,26 +149,40 @@ class Score:
         write_pages(self.dir, self.state)
         return self._summary()
 
+    def _run(self, key: str, target: Target, entry: PlanEntry, seed: int,
+             again: bool = False) -> dict[str, Any]:
+        """One cell's run; a second attempt (`again`) in a folder of its own, so the
+        first one's log and run stay as they were."""
+        earlier = self.plan[:self.plan.index(entry)]
+        folder = key.split(" / ", 1)[0].replace(" #", "-") + ("-again" if again else "")
+        return run_cell(self.dir, self.state, target, entry, seed,
+                        control_reached(self.state["cells"], earlier), folder)
+
     def _save(self) -> None:
         write_json(self.dir / SCORE_FILE, self.state)
 
     def _summary(self) -> int:
         tallied = tally(self.state)
-        console.print(f"mutation score: {tallied['killed']} of {tallied['mutants']} mutants "
-                      f"killed; survived: {', '.join(tallied['survived']) or 'none'}")
+        console.print(f"mutation score: {score_said(tallied)}; survived: "
+                      f"{', '.join(tallied['survived']) or 'none'}")
+        for key, reason in tallied["inconclusive_cells"].items():
+            console.print(f"[yellow]inconclusive: {escape(key)}: {escape(reason or '')}[/yellow]")
         if tallied["control_bad"]:
-            console.print(f"[red]the control (Kafka {self.state['kafka_version']}) was not "
-                          f"valid in: {', '.join(tallied['control_bad'])}: no kill counts "
+            console.print(f"[red]the control (Kafka {self.state['kafka_version']}) cried wolf "
+                          f"in: {', '.join(tallied['control_bad'])}: no kill counts "
                           f"there[/red]")
         console.print(f"score: {escape(printable(self.dir))}")
-        errors = [k for k, c in self.state["cells"].items() if c["verdict"] in ("error", "unknown")]
-        return EXIT_UNKNOWN if errors or tallied["control_bad"] else EXIT_VALID
+        unsure = tallied["inconclusive_cells"] or tallied["control_bad"]
+        return EXIT_UNKNOWN if unsure else EXIT_VALID
 
 
 def new_state(kafka_version: str, mutants: list[str], plan: list[PlanEntry], seed: int,
-              cluster_name: str, subnet: str | None, command: str) -> dict[str, Any]:
+              cluster_name: str, subnet: str | None, command: str,
+              rules: dict[str, str] | None = None) -> dict[str, Any]:
+    """A new score.json; `rules`: each mutant's expected anomaly (the catalog's)."""
     return {"score_version": SCORE_VERSION, "command": command, "started_at": _now(),
             "kafka_version": kafka_version, "mutants": mutants, "seed": seed,
+            "rules": dict(rules or {}),
             "cluster_name": cluster_name, "subnet": subnet,
             "plan": [{"name": e.name, "args": list(e.args)} for e in plan], "cells": {}}
 
@@ -148,6 +202,9 @@ def read_state(score_dir: Path) -> dict[str, Any]:
     if not path.is_file():
         raise BadInput(f"--resume {shown}: not a score folder (no {SCORE_FILE})")
     state = read_json(path, f"--resume {shown}: {SCORE_FILE}")
+    if isinstance(state, dict) and state.get("score_version") == 1:
+        raise BadInput(f"--resume {shown}: {SCORE_FILE} is a score of an older harness "
+                       f"(version 1: one control run per entry); start a new score")
     ok = isinstance(state, dict) and state.get("score_version") == SCORE_VERSION and all(
         isinstance(state.get(k), t) for k, t in (("kafka_version", str), ("mutants", list),
                                                   ("plan", list), ("cells", dict),
@@ -177,6 +234,10 @@ def _state_problem(state: dict[str, Any]) -> str | None:
             isinstance(e.get("args"), list) and all(isinstance(a, str) for a in e["args"])
             for e in state["plan"]):
         return "`plan` is not a list of entries (name, args) with at least one"
+    rules = state.get("rules", {})
+    if not isinstance(rules, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in rules.items()):
+        return "`rules` is not each mutant's expected anomaly"
     for key, cell in state["cells"].items():
         if not isinstance(cell, dict) or not isinstance(cell.get("verdict"), str) or \
                 not isinstance(cell.get("bad", []), list):
