@@ -17,6 +17,7 @@ from typing import Any
 
 from elr_harness.core.errors import BadInput
 from elr_harness.core.files import MAX_SETTINGS_BYTES, MISSING, path_problem, read_json
+from elr_harness.core.results_shape import results_shape_problem
 from elr_harness.core.validate import printable
 
 #: Run directories are named by their start time: store/<test>/<YYYYmmddTHHMMSS>/.
@@ -94,44 +95,6 @@ def load_results(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
     if problem is not None:
         return None, f"results.json: {problem}"
     return results, None
-
-
-def results_shape_problem(results: dict[str, Any]) -> str | None:
-    """Why a results.json is not of the shape the checker writes (checker/results.py),
-    in the fields the report reads, or None: a report must not show VALID, UNKNOWN or
-    a count it made up from a field of another type."""
-    def uncounted(field: str) -> str | None:
-        """Why results[field] is not an object of entries each with a count (absent:
-        none), or None."""
-        table = results.get(field, {})
-        if not isinstance(table, dict):
-            return f"`{field}` is not an object"
-        for name, entry in table.items():
-            number = entry.get("count", 0) if isinstance(entry, dict) else None
-            if not isinstance(number, int) or isinstance(number, bool) or number < 0:
-                return f"`{field}.{str(name)[:60]}` has no count of 0 or more"
-        return None
-
-    valid = results.get("valid")
-    if not (valid is True or valid is False or valid == "unknown"):
-        return f"`valid` is {str(valid)[:40]!r}, not true, false or \"unknown\" " \
-               "(docs/FORMATS.md)"
-    if not isinstance(results.get("reason", ""), str):
-        return "`reason` is not text"
-    # a field an older harness's results.json lacks is no problem; one of another type is
-    problem = uncounted("anomalies") or uncounted("coverage")
-    if problem is not None:
-        return problem
-    for field in ("bad_anomaly_types", "anomaly_types"):
-        names = results.get(field, [])
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            return f"`{field}` is not a list of anomaly names"
-    for field in ("stats", "checked", "guarantee", "judged"):
-        if not isinstance(results.get(field, {}), dict):
-            return f"`{field}` is not an object"
-    if not isinstance(results.get("transactions", []), list):
-        return "`transactions` is not a list"
-    return None
 
 
 def _controller_names(test: dict[str, Any]) -> list[str]:

@@ -25,6 +25,7 @@ from rich.markup import escape
 
 from elr_harness.core.errors import EXIT_UNKNOWN, EXIT_VALID, BadInput
 from elr_harness.core.files import read_json, read_text
+from elr_harness.core.results_shape import results_shape_problem
 from elr_harness.core.toml_write import toml_document
 from elr_harness.core.validate import printable
 from elr_harness.nemesis.schedule_file import parse_schedule
@@ -150,12 +151,8 @@ def _run_problem(test: dict[str, Any], results: dict[str, Any]) -> str | None:
             not (isinstance(version, str) and version):
         return "test.json: neither `kafka_dist` (a local build) nor `kafka_version` says " \
                "the release that ran"
-    if results.get("valid") not in (True, False, "unknown"):
-        return "results.json: `valid` is not true, false or \"unknown\""
-    bad = results.get("bad_anomaly_types", [])
-    if not isinstance(bad, list) or not all(isinstance(n, str) for n in bad):
-        return "results.json: `bad_anomaly_types` is not a list of anomaly names"
-    return None
+    problem = results_shape_problem(results)
+    return f"results.json: {problem}" if problem is not None else None
 
 
 def replay(run_dir: Path, times: int, store: Path) -> int:
