@@ -132,10 +132,12 @@ def reference_coverage(faults: list, observes: list[tuple[int, dict]],
             reached = any(mine & _members(s.get("elr")) for s in states.values()) or any(
                 mine & _members(o.get("elr")) for _, o in after)
         elif f.fault == "min-isr-change":
+            # KIP-966: "if the new min ISR <= current ISR, the ELR will be removed"
             state = "min-isr-change-with-elr"
-            named = f.detail.get("topic")
-            reached = any(s.get("elr") for key, s in states.items()
-                          if not isinstance(named, str) or key[0] == named)
+            named, to = f.detail.get("topic"), f.detail.get("to")
+            reached = type(to) is int and any(
+                s.get("elr") and s.get("isr") is not None and to <= len(s["isr"])
+                for key, s in states.items() if not isinstance(named, str) or key[0] == named)
         elif f.fault in ("controller-kill", "controller-partition"):
             state = "controller-failover-with-elr"
             reached = any(s.get("elr") for s in states.values())

@@ -124,6 +124,11 @@ def min_isr_change_with_elr(h: History) -> list[int]:
     second = _fault(h, "min-isr-change", ["controller-1"], topic=None, **{"from": 2, "to": 1})
     _fault(h, "min-isr-change", ["controller-1"], outcome="fail", topic="t",
            **{"from": 2, "to": 1})
+    # KIP-966 removes the ELR only when "the new min ISR <= current ISR": a change to
+    # more than the ISR's size (a raise, or the min ISR it had) cannot show a
+    # controller that keeps the ELR
+    _fault(h, "min-isr-change", ["controller-1"], topic="t", **{"from": 2, "to": 3})
+    _fault(h, "min-isr-change", ["controller-1"], topic="t", **{"from": 2, "to": 2})
     h.observe(isr=[1, 2, 3], elr=[])
     _fault(h, "min-isr-change", ["controller-1"], topic="t", restore=True,
            **{"from": 1, "to": 2})

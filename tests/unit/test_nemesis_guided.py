@@ -522,3 +522,26 @@ def test_the_leader_restarts_alone_with_both_followers_kept_fenced():
         assert done.ways["F1"] in fenced_kinds and done.ways["F2"] in fenced_kinds
         f1, f2 = (BROKERS[done.roles[r]] for r in ("F1", "F2"))
         assert restarted_with and {f1, f2} <= restarted_with[0], (seed, restarted_with)
+
+
+def test_a_min_isr_change_with_elr_lowers_it_to_at_most_the_isrs_size():
+    """KIP-966: "if the new min ISR <= current ISR, the ELR will be removed": the
+    round's change is one of those, made while the ELR is held (a raise, which a
+    round could draw before, shows nothing of a controller that keeps the ELR)."""
+    for seed in range(12):
+        guided, injector, world = _guided(seed)
+        seen: list[tuple[int, list[int], list[int]]] = []
+        answer = world.answer
+
+        def watch(line: dict[str, Any], answer=answer, world=world, seen=seen) -> None:
+            if line["fault"] == "min-isr-change" and line["type"] == "ok" \
+                    and not line["detail"].get("restore"):
+                seen.append((line["detail"]["to"], list(world.isr), list(world.elr)))
+            answer(line)
+
+        injector.recorder.answer = watch  # type: ignore[attr-defined]
+        done = guided.play("min-isr-change-with-elr")
+        assert done.error is None and done.skipped is None, (seed, done)
+        assert seen, (seed, "no min ISR change made")
+        for to, isr, elr in seen:
+            assert elr and 1 <= to <= len(isr), (seed, to, isr, elr)

@@ -52,6 +52,8 @@ class Probe:
     brokers: tuple[int, ...]
     topic: str | None = None
     partition: int | None = None
+    #: a min ISR change's new min ISR (detail's `to`), when it is a whole number
+    to: int | None = None
     #: the run of a batch it is of
     run: int = 0
 
@@ -84,9 +86,10 @@ def probes(faults: list[FaultOp], broker_id: Callable[[str], int | None]) -> lis
         if op.fault in UNCLEAN_DOWN and brokers:
             out.append(Probe("unclean-shutdown-of-elr-member", **at))
         elif op.fault == Fault.MIN_ISR_CHANGE:
-            named = op.detail.get(CHANGED_TOPIC)
+            named, to = op.detail.get(CHANGED_TOPIC), op.detail.get("to")
             out.append(Probe("min-isr-change-with-elr", **at,
-                             topic=named if isinstance(named, str) else None))
+                             topic=named if isinstance(named, str) else None,
+                             to=to if type(to) is int else None))
         elif op.fault in FAILOVER:
             out.append(Probe("controller-failover-with-elr", **at))
         elif op.fault == Fault.REASSIGN:
@@ -195,7 +198,11 @@ def coverage_summary(hits: DataFrame) -> DataFrame:
 #: scope.
 _FAULT_RULES = {
     "unclean-shutdown-of-elr-member": "exists(brokers, b -> array_contains(s.elr, b))",
-    "min-isr-change-with-elr": "(s_topic IS NULL OR s_topic = topic) AND size(s.elr) > 0",
+    # KIP-966: "if the new min ISR <= current ISR, the ELR will be removed": only such a
+    # change, made while the ELR is not empty, can show a controller that keeps it
+    "min-isr-change-with-elr": "(s_topic IS NULL OR s_topic = topic) AND size(s.elr) > 0 "
+                               "AND s_to IS NOT NULL AND s.isr IS NOT NULL "
+                               "AND s_to <= size(s.isr)",
     "controller-failover-with-elr": "size(s.elr) > 0",
     "reassign-while-below-min-isr": "(s_topic IS NULL OR (s_topic = topic AND "
                                     "s_partition = partition)) AND s.isr IS NOT NULL "
@@ -212,9 +219,9 @@ def _at_faults(spark, o: DataFrame, found: list[Probe]) -> DataFrame:
     """The probes whose rule some partition's state at their place satisfies."""
     table = local_rows(
         spark, "run int, state string, place bigint, at bigint, at_time bigint, "
-               "brokers array<bigint>, s_topic string, s_partition int",
-        [(p.run, p.state, p.place, p.index, p.time, list(p.brokers), p.topic, p.partition)
-         for p in found])
+               "brokers array<bigint>, s_topic string, s_partition int, s_to bigint",
+        [(p.run, p.state, p.place, p.index, p.time, list(p.brokers), p.topic, p.partition,
+          p.to) for p in found])
     probe_rows = table.join(F.broadcast(o.select(*BY_PARTITION).distinct()), "run") \
         .withColumn("index", F.col("place"))
     states = o.select(*BY_PARTITION, "index",

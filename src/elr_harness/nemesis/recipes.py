@@ -172,14 +172,19 @@ class Recipe:
                     f"{names['F2']} fenced", fresh_after=before)
 
     def _min_isr_change_with_elr(self) -> None:
+        """KIP-966: "if the new min ISR <= current ISR, the ELR will be removed": with
+        the ELR held, a new min ISR of at most the ISR's size (below the current min
+        ISR, which the ISR is under), the change a controller that keeps the ELR
+        would get wrong. A raise could show nothing."""
         self._elr_held()
-        rf = self.g.replication_factor
+        state = self._mine(self.g.observer.latest())
+        isr_size = len(state.isr) if state is not None else 0
 
         chosen: list[int] = []
 
         def choose(current: int) -> int:
-            choices = [m for m in (1, current + 1) if m != current and 1 <= m <= rf]
-            chosen.append(self.rng.choice(choices or [current]))
+            choices = [m for m in range(1, isr_size + 1) if m != current]
+            chosen.append(self.rng.choice(choices or [1]))
             return chosen[-1]
 
         package = one_with(C.CHANGES_MIN_ISR)

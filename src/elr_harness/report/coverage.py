@@ -25,7 +25,8 @@ STATE_TEXT = {
     "leaderless-with-unclean-replica-unfenced": "no leader while a replica that restarted "
                                                 "uncleanly is unfenced and every other ELR "
                                                 "member is away: KIP-966 must not elect it",
-    "min-isr-change-with-elr": "a min ISR change while ELR is not empty",
+    "min-isr-change-with-elr": "a min ISR change to at most the ISR's size while ELR is "
+                               "not empty",
     "controller-failover-with-elr": "a controller failover while ELR is not empty",
     "reassign-while-below-min-isr": "a reassignment while the ISR is below min ISR",
     "disk-fault-of-isr-or-elr-member": "a disk fault of an ISR or ELR member",
