@@ -1,10 +1,13 @@
-"""`harness mutants score` on real Kafka (#54): KIP-966's scenario on the release
+"""`harness mutants score` on real Kafka (#54, #62): KIP-966's scenario on the release
 and on one mutant that keeps an uncleanly shut down replica in the ELR. The control
-stays valid, the mutant's run is INVALID with lost-write (the rule its catalog
-entry names: the replica that lost its page cache is elected from the ELR), and
-score.json, junit.xml and index.html say it was killed. (The first quick score,
-seed 0: killed in 119 s with hwm-regression, inconsistent-offset,
-lost-committed-read and lost-write.)"""
+stays valid in its three runs, the mutant's run is INVALID with lost-write (the rule
+its catalog entry names: the replica that lost its page cache is elected from the
+ELR), and score.json, junit.xml and index.html say it was killed.
+
+The cell is the one the project's full score killed (docs/MUTANTS.md,
+store/mutants/20261129T052231): unclean-last-replica-alone, the default plan's
+second entry, so seed 0 + 1. The full score's unclean-last-replica cell of this
+mutant was valid: this test asked for that one before (#62)."""
 
 from __future__ import annotations
 
@@ -19,7 +22,8 @@ import pytest
 
 pytestmark = pytest.mark.integration
 
-PLAN = '[[entry]]\nname = "unclean-last-replica"\nargs = ["--nemesis", "unclean-last-replica"]\n'
+ENTRY = "unclean-last-replica-alone"
+PLAN = f'[[entry]]\nname = "{ENTRY}"\nargs = ["--nemesis", "{ENTRY}"]\n'
 MUTANT = "unclean-shutdown-kept-in-elr"
 
 
@@ -27,7 +31,7 @@ def test_an_unclean_replica_kept_in_the_elr_is_killed_and_the_control_valid(tmp_
     (tmp_path / "plan.toml").write_text(PLAN)
     proc = subprocess.run(
         [sys.executable, "-m", "elr_harness.cli", "mutants", "score", "--plan", "plan.toml",
-         "--kafka-version", "4.4.0", "--mutant", MUTANT, "--store", "store",
+         "--kafka-version", "4.4.0", "--mutant", MUTANT, "--seed", "1", "--store", "store",
          "--name", "it-mutants", "--subnet", "10.213.121.0/24"],
         cwd=tmp_path, capture_output=True, text=True, timeout=1500, env=os.environ)
     said = proc.stdout + proc.stderr
@@ -36,9 +40,9 @@ def test_an_unclean_replica_kept_in_the_elr_is_killed_and_the_control_valid(tmp_
         "of 1; false alarms: 0 of 3 control runs INVALID; survived: none" in said, said[-3000:]
     [score_dir] = (tmp_path / "store" / "mutants").iterdir()
     score = json.loads((score_dir / "score.json").read_text())
-    controls = [score["cells"][f"{target} / unclean-last-replica"]
+    controls = [score["cells"][f"{target} / {ENTRY}"]
                 for target in ("control", "control #2", "control #3")]
-    mutant = score["cells"][f"{MUTANT} / unclean-last-replica"]
+    mutant = score["cells"][f"{MUTANT} / {ENTRY}"]
     for control in controls:
         assert control["verdict"] == "valid" and control["bad"] == [], control
         assert "unplayed" not in control, control
