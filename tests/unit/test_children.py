@@ -139,3 +139,36 @@ def test_run_child_removes_nothing_after_a_run_with_a_verdict(tmp_path, monkeypa
     # no --name: the default cluster's name, as the child's run took it
     assert children._cluster_of(["--nodes-file=h.yaml"]) == (ClusterConfig().name,
                                                               Path("h.yaml"))
+
+
+def test_run_childs_cell_says_what_its_nemesis_did_not_play(tmp_path, monkeypatch):
+    """A score must tell a VALID that played its faults from one that did not: the
+    cell carries what test.json says was skipped (soak/score_pages reads it)."""
+    run_dir = tmp_path / "store" / "run"
+    run_dir.mkdir(parents=True)
+    (run_dir / "results.json").write_text(json.dumps({"valid": True,
+                                                      "bad_anomaly_types": []}))
+
+    def recorded(argv, log_path, env):
+        Path(argv[-1]).write_text(str(run_dir))
+        return subprocess.Popen([sys.executable, "-c", "pass"])
+
+    monkeypatch.setattr(children, "start_child", recorded)
+    monkeypatch.setattr(children, "tear_down_cluster", lambda *a, **k: None)
+    for test, said in [
+        ({"nemesis": "unclean-last-replica", "nemesis_result": {"schedule": {
+            "steps": [{"step": "T0", "fault": "partition", "skipped": "no leader"}]},
+            "injected": []}}, "step T0 skipped: no leader"),
+        ({"nemesis": "all", "nemesis_result": {"injected": ["kill"]}}, None),
+        (None, "what was played is unknown: "),
+    ]:
+        if test is None:
+            (run_dir / "test.json").unlink()
+        else:
+            (run_dir / "test.json").write_text(json.dumps(test))
+        cell = children.run_child(["--nemesis", "x"], tmp_path, "cell")
+        assert cell["verdict"] == "valid"
+        if said is None:
+            assert "unplayed" not in cell, cell
+        else:
+            assert cell["unplayed"].startswith(said), cell

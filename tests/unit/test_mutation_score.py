@@ -55,8 +55,10 @@ CELLS = {
     score_key("m4", "a"): _cell("error"),
     score_key("m4", "b"): _cell("valid", unplayed="step T1 skipped: no leader"),
     score_key("m4", "c"): _cell("invalid", ["lost-write"]),
-    # m5: killed on a where the control was clean
-    score_key("m5", "a"): _cell("invalid", ["lost-write"]), score_key("m5", "b"): _cell("valid"),
+    # m5: killed on a where the control was clean (an INVALID stands, a step skipped
+    # or not: the checker found what it found)
+    score_key("m5", "a"): _cell("invalid", ["lost-write"], unplayed="step T3 skipped: x"),
+    score_key("m5", "b"): _cell("valid"),
     score_key("m5", "c"): _cell("valid"),
     # m6: survived on a, inconclusive elsewhere: the survived run counts
     score_key("m6", "a"): _cell("valid"), score_key("m6", "b"): _cell("unknown"),

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from elr_harness.core.config import ClusterConfig, SoakConfig
-from elr_harness.core.errors import HarnessError
+from elr_harness.core.errors import BadInput, HarnessError
 from elr_harness.core.files import read_json
 from elr_harness.core.validate import printable
 from elr_harness.soak.plan import flag_value
@@ -154,9 +154,11 @@ def run_child(args: list[str], cell_dir: Path, file_name: str,
     read = read_json(results, str(results), max_bytes=1 << 30)
     verdict = {True: "valid", False: "invalid"}.get(read.get("valid"), "unknown")
     coverage = read.get("coverage") or {}
-    test = read_json(run_dir / "test.json", "test.json", max_bytes=1 << 30) \
-        if (run_dir / "test.json").is_file() else {}
-    missing = unplayed(test if isinstance(test, dict) else {})
+    try:
+        test = read_json(run_dir / "test.json", "test.json", max_bytes=1 << 30)
+        missing = unplayed(test if isinstance(test, dict) else {})
+    except (BadInput, OSError) as err:  # a run's own file: said in the cell, not raised
+        missing = f"what was played is unknown: {str(err)[:200]}"
     if missing is not None:
         cell["unplayed"] = missing
     return {**cell, "verdict": verdict, "run_dir": str(run_dir),

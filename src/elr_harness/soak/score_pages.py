@@ -45,11 +45,13 @@ def control_keys(entry: str) -> list[str]:
 
 
 def inconclusive_reason(cell: dict[str, Any]) -> str | None:
-    """Why a run tested nothing, or None: it ended without a verdict (an error, an
-    unknown verdict, outlived its bound) or its nemesis skipped or stopped."""
+    """Why a run says nothing, or None: it ended without a verdict (an error, an
+    unknown verdict, outlived its bound), or it was VALID with a nemesis that
+    skipped or stopped (it tested less than its plan: no survival). An INVALID
+    stands however much was played: the checker found what it found."""
     if cell.get("verdict") not in ("valid", "invalid"):
         return cell.get("timed_out") or f"no verdict ({cell.get('verdict')})"
-    return cell.get("unplayed")
+    return cell.get("unplayed") if cell["verdict"] == "valid" else None
 
 
 def _control(cells: dict[str, Any], entry: str) -> dict[str, Any]:
