@@ -125,6 +125,8 @@ def test_the_page_grids_targets_by_entries_and_links_each_report(tmp_path) -> No
     assert "fired: elr-invariant; expected elr-invariant: yes" in page
     assert "fired: lost-write; expected lost-write: yes" in page
     assert "step T1 skipped: no leader" in page
+    # m4's INVALID on c beside a control run with no verdict: the reason is the control's
+    assert "the control&#x27;s runs of this entry are not all conclusive" in page
     assert page.count("<tr>") == 1 + 3 + 6  # head, three control runs, six mutants
 
 

@@ -106,16 +106,17 @@ class Score:
         self.dir, self.state, self.targets = score_dir, state, targets
         self.plan = [PlanEntry(e["name"], tuple(e["args"])) for e in state["plan"]]
 
-    def _runs(self) -> list[tuple[str, Target, PlanEntry, int]]:
-        """Every run of the score, in order: (key, target, entry, seed); the control's
-        runs first, each entry CONTROL_RUNS times on the same seed."""
+    def _runs(self) -> list[tuple[str, str, Target, PlanEntry, int]]:
+        """Every run of the score, in order: (key, the target's name in it, target,
+        entry, seed); the control's runs first, each entry CONTROL_RUNS times on the
+        same seed."""
         control = next(t for t in self.targets if t.name == CONTROL)
         planned = []
         for target in self.targets:
             names = [control_target(n) for n in range(1, CONTROL_RUNS + 1)] \
                 if target is control else [target.name]
             for number, entry in enumerate(self.plan):
-                planned += [(score_key(name, entry.name), target, entry,
+                planned += [(score_key(name, entry.name), name, target, entry,
                              self.state["seed"] + number) for name in names]
         return planned
 
@@ -123,18 +124,18 @@ class Score:
         cells = self.state["cells"]
         runs = self._runs()
         try:
-            for key, target, entry, seed in runs:
+            for key, name, target, entry, seed in runs:
                 if key not in cells:
                     console.print(f"[{len(cells) + 1}/{len(runs)}] {escape(key)}: running")
-                    cells[key] = self._run(key, target, entry, seed)
+                    cells[key] = self._run(name, target, entry, seed)
                     self._save()
                     console.print(f"  {escape(key)}: {said(cells[key])}")
             # a run that tested nothing is run once more; the first attempt is kept
-            for key, target, entry, seed in runs:
+            for key, name, target, entry, seed in runs:
                 reason = inconclusive_reason(cells[key])
                 if reason is not None and "first_attempt" not in cells[key]:
                     console.print(f"{escape(key)}: inconclusive ({escape(reason)}): once more")
-                    cells[key] = {**self._run(key, target, entry, seed, again=True),
+                    cells[key] = {**self._run(name, target, entry, seed, again=True),
                                   "first_attempt": cells[key]}
                     self._save()
                     console.print(f"  {escape(key)}: {said(cells[key])}")
@@ -149,12 +150,13 @@ class Score:
         write_pages(self.dir, self.state)
         return self._summary()
 
-    def _run(self, key: str, target: Target, entry: PlanEntry, seed: int,
+    def _run(self, name: str, target: Target, entry: PlanEntry, seed: int,
              again: bool = False) -> dict[str, Any]:
-        """One cell's run; a second attempt (`again`) in a folder of its own, so the
-        first one's log and run stay as they were."""
+        """One cell's run, in runs/<name> ("control #2" in control-2); a second
+        attempt (`again`) in a folder of its own, so the first one's log and run stay
+        as they were."""
         earlier = self.plan[:self.plan.index(entry)]
-        folder = key.split(" / ", 1)[0].replace(" #", "-") + ("-again" if again else "")
+        folder = name.replace(" #", "-") + ("-again" if again else "")
         return run_cell(self.dir, self.state, target, entry, seed,
                         control_reached(self.state["cells"], earlier), folder)
 

@@ -54,14 +54,20 @@ def inconclusive_reason(cell: dict[str, Any]) -> str | None:
     return cell.get("unplayed") if cell["verdict"] == "valid" else None
 
 
+def control_outcome(cell: dict[str, Any]) -> str:
+    """A control run: valid, a false alarm (INVALID on the release), or inconclusive."""
+    if inconclusive_reason(cell) is not None:
+        return INCONCLUSIVE
+    return "valid" if cell["verdict"] == "valid" else "false alarm"
+
+
 def _control(cells: dict[str, Any], entry: str) -> dict[str, Any]:
-    runs = [cells[k] for k in control_keys(entry) if k in cells]
-    conclusive = [c for c in runs if inconclusive_reason(c) is None]
-    alarms = sum(c["verdict"] == "invalid" for c in conclusive)
-    status = ("false alarm" if alarms else "pending" if len(runs) < CONTROL_RUNS
-              else "inconclusive" if len(conclusive) < CONTROL_RUNS else "clean")
-    return {"runs": len(runs), "conclusive": len(conclusive), "invalid": alarms,
-            "status": status}
+    said = [control_outcome(cells[k]) for k in control_keys(entry) if k in cells]
+    runs, conclusive = len(said), sum(o != INCONCLUSIVE for o in said)
+    alarms = said.count("false alarm")
+    status = ("false alarm" if alarms else "pending" if runs < CONTROL_RUNS
+              else "inconclusive" if conclusive < CONTROL_RUNS else "clean")
+    return {"runs": runs, "conclusive": conclusive, "invalid": alarms, "status": status}
 
 
 def cell_outcome(cell: dict[str, Any], control: dict[str, Any]) -> str:
@@ -96,12 +102,8 @@ def tally(state: dict[str, Any]) -> dict[str, Any]:
             survived.append(mutant)
         else:  # every run inconclusive or beside a control that cried wolf
             undecided.append(mutant)
-    for entry in entries:
-        for key in control_keys(entry):
-            if key in cells:
-                cell = cells[key]
-                outcomes[key] = INCONCLUSIVE if inconclusive_reason(cell) else (
-                    "valid" if cell["verdict"] == "valid" else "false alarm")
+    outcomes.update({key: control_outcome(cells[key]) for entry in entries
+                     for key in control_keys(entry) if key in cells})
     control_runs = sum(c["conclusive"] for c in controls.values())
     alarms = sum(c["invalid"] for c in controls.values())
     decided = len(killed) + len(survived)
@@ -149,7 +151,8 @@ def _junit(state: dict[str, Any]) -> str:
         len(state["mutants"]) + CONTROL_RUNS * len(entries)))
     failures = errors = 0
     for entry in entries:
-        for key, number in zip(control_keys(entry), range(1, CONTROL_RUNS + 1), strict=True):
+        for number in range(1, CONTROL_RUNS + 1):
+            key = score_key(control_target(number), entry)
             cell = cells.get(key)
             case = ET.SubElement(suite, "testcase", classname=control_target(number),
                                  name=entry)
@@ -157,7 +160,7 @@ def _junit(state: dict[str, Any]) -> str:
                 ET.SubElement(case, "skipped", message="not run yet")
             elif tallied["outcomes"][key] != "valid":
                 errors += 1
-                said = (f"inconclusive: {inconclusive_reason(cell)}"
+                said = (f"inconclusive: {tallied['inconclusive_cells'][key]}"
                         if tallied["outcomes"][key] == INCONCLUSIVE else
                         f"false alarm: the release's run was INVALID: "
                         f"{', '.join(cell['bad']) or 'no bad anomaly'}")
@@ -219,9 +222,8 @@ def _page(score_dir: Path, state: dict[str, Any]) -> str:
                     if rule else ""))
             if cell.get("first_invalid_s") is not None:
                 notes.append(f"first INVALID at {cell['first_invalid_s']} s")
-            reason = inconclusive_reason(cell)
-            if reason:
-                notes.append(esc(reason))
+            if key in tallied["inconclusive_cells"]:  # its own reason, or its control's
+                notes.append(esc(tallied["inconclusive_cells"][key]))
             if cell.get("first_attempt"):
                 notes.append(f"re-run; first: {esc(cell['first_attempt'].get('verdict', '?'))}")
             small = "".join(f"<br><small>{n}</small>" for n in notes)
