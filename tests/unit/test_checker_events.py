@@ -63,3 +63,23 @@ def test_buckets_give_each_partition_its_own_task_when_they_can():
     assert n >= 3 and len({bucket_of(k, n) for k in three}) == 3
     assert choose_buckets([]) == 2
     assert 2 <= choose_buckets(range(10_000)) <= 256
+
+
+def test_a_small_history_gets_buckets_by_its_bytes_not_by_its_partitions():
+    """A bucket is a task of every check's stages: a batch of 350 tiny histories
+    (a few hundred topic-partitions) took 256 buckets of a few rows each (#60). The
+    bytes bound the count: 2 for a few megabytes, one per bucket_bytes above."""
+    from elr_harness.checker.load import most_buckets
+    from elr_harness.checker.parquet_cache import layout_of
+    from elr_harness.core.config import CheckerConfig
+
+    config = CheckerConfig()
+    assert most_buckets(0, config) == 2
+    assert most_buckets(config.bucket_bytes * 2, config) == 2
+    assert most_buckets(config.bucket_bytes * 10 + 1, config) == 11
+    assert most_buckets(config.bucket_bytes * 10_000, config) == 256
+    rows = [{"_bad": False, "_blank": False, "f": "send", "topic": "t", "partition": p,
+             "run": run} for run in range(100) for p in range(3)]
+    _keys, many = layout_of(rows, 100)
+    assert many > 2  # unbounded, 300 partitions spread over many buckets
+    assert layout_of(rows, 100, most_buckets(1 << 20, config))[1] == 2

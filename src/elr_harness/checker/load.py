@@ -155,7 +155,8 @@ def _run_of_file(runs: int):
 
 def _convert(spark, history: Path | list[Path], tmp: Path, history_bytes: int = 0,
              parsed_in_memory_below: int = 1 << 62, cancelled_wait_s: float = 30.0,
-             cancelled_settle_s: float = 1.0, report: bool = True) -> None:
+             cancelled_settle_s: float = 1.0, report: bool = True,
+             most_buckets: int = 256) -> None:
     """Spark's text reader and from_json: one row per physical line, so `[]` or a
     blank line is a row too (the JSON reader takes `[...]` for rows and skips
     blanks, losing line numbers). Writes the cache's tables into tmp, a folder not
@@ -174,7 +175,8 @@ def _convert(spark, history: Path | list[Path], tmp: Path, history_bytes: int = 
     as one history whose every line names its run (the number of its file in the
     list): the overview, the first bad lines and the pairing go by run, the keys
     give each run's topics their own (checker/events.TopicKeys). `report`: write
-    the report's table too (one history's; a batch has no report).
+    the report's table too (one history's; a batch has no report). The events
+    table gets at most `most_buckets` buckets (most_buckets()).
     """
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -234,7 +236,7 @@ def _convert(spark, history: Path | list[Path], tmp: Path, history_bytes: int = 
         first_bad = _first_bad(table, overview, len(histories))
         cache.write_overview(tmp, overview, first_bad)
         written = table.filter("NOT _bad AND NOT _blank")
-        keys, buckets = cache.layout_of(overview, len(histories))
+        keys, buckets = cache.layout_of(overview, len(histories), most_buckets)
 
         def events() -> None:
             # the bucket is computed, not left to the shuffle's partitioner: the same
@@ -465,6 +467,14 @@ def load_history(spark, history: Path, config: CheckerConfig,
         raise
 
 
+def most_buckets(history_bytes: int, config: CheckerConfig) -> int:
+    """The events table's bucket count at most: one per config.bucket_bytes of
+    history, 2 to 256. A bucket is one task of each check's stages: past what the
+    bytes need, more buckets are only tasks' fixed cost (a batch of 350 tiny
+    histories took 256)."""
+    return max(2, min(256, -(-history_bytes // config.bucket_bytes)))
+
+
 def _load(spark, history: Path, config: CheckerConfig, stage: Staging,
           own: bool) -> LoadedHistory:
     parquet, marker = cache.parquet_location(history), cache.source_marker(history)
@@ -476,11 +486,13 @@ def _load(spark, history: Path, config: CheckerConfig, stage: Staging,
         real = writable_by_spark(tmp)
         if real is not None:
             _convert(spark, seen, real, size, config.parsed_in_memory_below_bytes,
-                     config.cancelled_tasks_wait_s, config.cancelled_tasks_settle_s)
+                     config.cancelled_tasks_wait_s, config.cancelled_tasks_settle_s,
+                     most_buckets=most_buckets(size, config))
         else:  # written in the staging folder, then moved into place by Python
             out = stage.folder("spark-out")
             _convert(spark, seen, out, size, config.parsed_in_memory_below_bytes,
-                     config.cancelled_tasks_wait_s, config.cancelled_tasks_settle_s)
+                     config.cancelled_tasks_wait_s, config.cancelled_tasks_settle_s,
+                     most_buckets=most_buckets(size, config))
             try:
                 shutil.move(out, tmp)
             except BaseException:
@@ -522,7 +534,8 @@ def load_batch(spark, histories: list[Path], config: CheckerConfig,
     out = stage.folder("batch")
     size = sum(h.stat().st_size for h in histories)
     _convert(spark, seen, out, size, config.parsed_in_memory_below_bytes,
-             config.cancelled_tasks_wait_s, config.cancelled_tasks_settle_s, report=False)
+             config.cancelled_tasks_wait_s, config.cancelled_tasks_settle_s, report=False,
+             most_buckets=most_buckets(size, config))
     loaded = _read_tables(spark, histories[0], out, out, None, tuple(histories))
     loaded.scratch = out
     return loaded

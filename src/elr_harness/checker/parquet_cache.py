@@ -144,16 +144,17 @@ def name_buckets(tmp: Path) -> None:
         shutil.rmtree(staging)
 
 
-def layout_of(overview: list[dict], runs: int = 1) -> tuple[TopicKeys, int]:
+def layout_of(overview: list[dict], runs: int = 1,
+              most_buckets: int = 256) -> tuple[TopicKeys, int]:
     """From the overview's valid rows (of `runs` histories): the topics' keys and
     the events table's bucket count (choose_buckets, over the partitions sends
-    went to)."""
+    went to, at most `most_buckets`)."""
     valid = [r for r in overview if not r["_bad"] and not r["_blank"]]
     keys = TopicKeys.of_runs([[r["topic"] for r in valid if r.get("run", 0) == run]
                               for run in range(runs)])
     sent_keys = sorted({keys.encode(r["topic"], r["partition"], r.get("run", 0))
                         for r in valid if r["f"] == "send"})
-    return keys, choose_buckets(sent_keys)
+    return keys, choose_buckets(sent_keys, most_buckets)
 
 
 def write_layout(tmp: Path, keys: TopicKeys, buckets: int) -> None:

@@ -669,6 +669,11 @@ class CheckerConfig:
     shuffle_partitions: int = 8
     #: Input split size when reading history.jsonl (more splits, more parallel tasks).
     max_partition_bytes: int = 64 * 1024 * 1024
+    #: History bytes per bucket of the events table at most (at least 2 buckets, at
+    #: most 256): a bucket is a task of every check's stages, and a batch of 350
+    #: tiny histories took 256 buckets (one per topic-partition), so the unit
+    #: tests' reference batch ran 4,930 tasks of a few rows each (118 s; #60).
+    bucket_bytes: int = 8 * 1024 * 1024
     #: The longest history line a check reads: the recorder's lines are kilobytes,
     #: and one line must fit the driver's heap (a 1 GiB line of NUL bytes ended
     #: the JVM after 26 s); a longer one is refused by its line number first.
