@@ -463,6 +463,7 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "checker.max_examples": _COUNT,
     "checker.shuffle_partitions": _TINY,
     "checker.max_partition_bytes": integer(1, 2**40),
+    "checker.bucket_bytes": integer(1, 2**40),
     "checker.parquet_cache": boolean,
     "checker.interpreted_below_bytes": _BYTES,
     "checker.parsed_in_memory_below_bytes": _BYTES,
