@@ -72,6 +72,26 @@ def test_a_child_within_its_bound_gives_its_own_exit_code(tmp_path):
     assert children.wait_child(proc, grace_s=1, timeout_s=30) == (1, False)
 
 
+def test_the_wait_ticks_while_the_child_runs_and_never_past_its_bound(tmp_path):
+    """The soak's progress line comes from the same wait as every child's (#62: one
+    launcher): a tick per tick_every_s while the child runs, none once its bound is
+    reached, where it is handed a Ctrl-C as without ticks."""
+    ticks: list[float] = []
+    proc = children.start_child([sys.executable, "-c", "import time; time.sleep(1.0)"],
+                                tmp_path / "log", {})
+    assert children.wait_child(proc, grace_s=1, tick=ticks.append,
+                               tick_every_s=0.2) == (0, False)
+    assert len(ticks) >= 2 and ticks == sorted(ticks) and ticks[-1] < 5, ticks
+    ticks.clear()
+    (tmp_path / "bound").mkdir()
+    proc, said = _child(tmp_path / "bound")
+    code, timed_out = children.wait_child(proc, grace_s=10, timeout_s=0.7,
+                                          tick=ticks.append, tick_every_s=0.2)
+    assert (code, timed_out) == (3, True)
+    assert ticks and all(t < 0.7 for t in ticks), ticks
+    assert said.read_text().splitlines() == ["started", "SIGINT"]
+
+
 def test_a_child_gets_sigint_when_its_parent_dies(tmp_path):
     said = tmp_path / "said.txt"
     script = tmp_path / "child.py"

@@ -327,6 +327,7 @@ def test_ctrl_c_reaches_the_run_once_and_the_summary_is_written(tmp_path):
     out, _ = driver.communicate(timeout=60)
     assert driver.returncode == 2, out
     assert said.read_text() == "started\nSIGINT\n", "one SIGINT, handed on by the soak"
+    assert "interrupted: the run heals, collects and tears down first" in out, out
     soak = json.loads((tmp_path / "soak.json").read_text())
     assert soak["stopped_because"] == "interrupted (Ctrl-C)"
     [run] = soak["runs"]

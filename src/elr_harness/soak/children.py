@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,16 +56,32 @@ def end_child(proc: subprocess.Popen, grace_s: float) -> int:
         return proc.wait()
 
 
-def wait_child(proc: subprocess.Popen, grace_s: float, timeout_s: float | None = None
-               ) -> tuple[int, bool]:
+def wait_child(proc: subprocess.Popen, grace_s: float, timeout_s: float | None = None,
+               tick: Callable[[float], None] | None = None, tick_every_s: float = 30.0,
+               on_interrupt: Callable[[], None] | None = None) -> tuple[int, bool]:
     """The child's exit code, and whether it was ended for outliving `timeout_s`
-    (Ctrl-C handed on, then killed after the grace). A Ctrl-C here is handed on to
-    the child, then raised."""
+    (Ctrl-C handed on, then killed after the grace). While it runs, `tick` gets
+    the seconds so far every `tick_every_s` (the soak's progress line). A Ctrl-C
+    here calls `on_interrupt` (to say what happens next), is handed on to the
+    child (end_child), then raised."""
+    started = time.monotonic()
     try:
-        return proc.wait(timeout=timeout_s), False
-    except subprocess.TimeoutExpired:
-        return end_child(proc, grace_s), True
+        while True:
+            waited = time.monotonic() - started
+            left = None if timeout_s is None else timeout_s - waited
+            if left is not None and left <= 0:
+                return end_child(proc, grace_s), True
+            step = tick_every_s if tick is not None else None
+            if left is not None:
+                step = left if step is None else min(step, left)
+            try:
+                return proc.wait(timeout=step), False
+            except subprocess.TimeoutExpired:
+                if tick is not None and (left is None or step < left):
+                    tick(time.monotonic() - started)
     except KeyboardInterrupt:
+        if on_interrupt is not None:
+            on_interrupt()
         if proc.poll() is None:
             end_child(proc, grace_s)
         raise

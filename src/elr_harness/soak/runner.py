@@ -25,7 +25,6 @@ import os
 import secrets
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -45,7 +44,7 @@ from elr_harness.core.errors import (
 from elr_harness.core.files import MISSING, path_problem, read_json
 from elr_harness.run.store import check_store, fresh_dir, write_json
 from elr_harness.soak.check import SoakChecker
-from elr_harness.soak.children import end_child, start_child, tear_down_cluster
+from elr_harness.soak.children import start_child, tear_down_cluster, wait_child
 from elr_harness.soak.plan import PlanEntry, PlannedRun, planned_run, workload_seconds
 from elr_harness.soak.results import soak_coverage
 from elr_harness.soak.state import TOKEN_ENV, is_our_child, marker_in, start_time
@@ -215,24 +214,24 @@ class Soak:
                                  "start_time": start_time(proc.pid), "token": token,
                                  "marker": str(marker), "started_at": _now()}
         self._save()
-        try:
-            code = self._wait(proc, planned, started)
-        except KeyboardInterrupt:
+        def say_interrupted() -> None:
             console.print("[yellow]interrupted: the run heals, collects and tears down "
                           "first[/yellow]")
-            code = end_child(proc, self.config.interrupt_grace_s)
-            # a run that was recorded whole all the same stays for --resume to check
+
+        try:
+            # no timeout: a soak's run is as long as its entry asks (its time limit)
+            code, _ = wait_child(proc, self.config.interrupt_grace_s,
+                                 tick=lambda seconds: self._progress(planned, seconds),
+                                 tick_every_s=self.config.progress_every_s,
+                                 on_interrupt=say_interrupted)
+        except KeyboardInterrupt:
+            # ended by wait_child (handed the Ctrl-C, killed after the grace); a run
+            # that was recorded whole all the same stays for --resume to check
+            code = proc.wait()
             self._recorded(planned, code, marker, log_path, time.monotonic() - started,
                            check=False)
             raise
         self._recorded(planned, code, marker, log_path, time.monotonic() - started)
-
-    def _wait(self, proc: subprocess.Popen, planned: PlannedRun, started: float) -> int:
-        while True:
-            try:
-                return proc.wait(timeout=self.config.progress_every_s)
-            except subprocess.TimeoutExpired:
-                self._progress(planned, time.monotonic() - started)
 
     def child_argv(self, planned: PlannedRun, marker: Path) -> list[str]:
         """The `harness run` of a planned run, in this Python environment."""
