@@ -2,6 +2,7 @@
 
     python benchmarks/elr_downgrade.py --seeds 0-4 --kafka-versions 4.4.0,4.1.1
         [--workdir DIR] [--name NAME --subnet CIDR]
+    python benchmarks/elr_downgrade.py --seeds 0-3 --kafka-versions dist:FIX_DIR
     python benchmarks/elr_downgrade.py --summarize RUN_DIR... [--records]
 
 Runs `harness run --nemesis elr-downgrade` once per release and seed, one after
@@ -42,11 +43,18 @@ HARNESS = [sys.executable, "-m", "elr_harness.cli"]
 
 
 def run_one(seed: int, version: str, workdir: Path, extra: list[str]) -> Path:
-    """One run from workdir with the default (relative) store; its run directory."""
-    log = workdir / f"elr-downgrade-{version}-seed{seed}.log"
+    """One run from workdir with the default (relative) store; its run directory.
+    `version` is a release, or `dist:DIR` for a built Kafka (`--kafka-dist DIR`: a
+    candidate fix of `harness mutants fix`)."""
+    if version.startswith("dist:"):
+        dist = version.removeprefix("dist:")
+        target, label = ["--kafka-dist", dist], Path(dist).name
+    else:
+        target, label = ["--kafka-version", version], version
+    log = workdir / f"elr-downgrade-{label}-seed{seed}.log"
     with log.open("w") as out:
         subprocess.run([*HARNESS, "run", "--nemesis", "elr-downgrade", "--seed", str(seed),
-                        "--kafka-version", version, *extra],
+                        *target, *extra],
                        cwd=workdir, stdout=out, stderr=subprocess.STDOUT, timeout=3600)
     return (workdir / "store" / "latest").resolve()
 
@@ -119,7 +127,9 @@ def leaderless_spells(observations: list[dict], heal_time: int | None) -> list[d
 def summarize(run_dir: Path) -> dict:
     test = json.loads((run_dir / "test.json").read_text())
     steps = {s["step"]: s for s in test.get("nemesis_result", {}).get("steps", [])}
-    row = {"dir": str(run_dir), "kafka": test.get("kafka_version"), "seed": test["seed"],
+    dist = test.get("kafka_dist")
+    kafka = test.get("kafka_version") if not dist else f"{Path(dist).name} (--kafka-dist)"
+    row = {"dir": str(run_dir), "kafka": kafka, "seed": test["seed"],
            "variant": steps.get("setup", {}).get("observed", {}).get("variant"),
            "error": test.get("error") or test.get("nemesis_result", {}).get("error")}
     results_path = run_dir / "results.json"
@@ -183,7 +193,9 @@ def records(run_dir: Path) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0-4")
-    parser.add_argument("--kafka-versions", default="4.4.0,4.1.1")
+    parser.add_argument("--kafka-versions", default="4.4.0,4.1.1",
+                        help="releases, comma-separated; dist:DIR for a built Kafka "
+                             "(a fix of `harness mutants fix`)")
     parser.add_argument("--workdir", type=Path, default=Path.cwd())
     parser.add_argument("--name")
     parser.add_argument("--subnet")

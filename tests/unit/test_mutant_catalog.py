@@ -4,6 +4,9 @@ line naming it."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from elr_harness.cluster.mutants.catalog import find, load_catalog
@@ -78,3 +81,31 @@ def test_two_entries_of_one_name_and_no_entries_are_refused() -> None:
 def test_an_unknown_mutant_is_named() -> None:
     with pytest.raises(BadInput, match="no such mutant"):
         find(load_catalog(), "nope")
+
+
+def test_the_fixes_load_apart_from_the_catalog_and_are_never_mutants() -> None:
+    """fixes.toml (#64): each fix is whole (a draft it answers, words, a probe), and the
+    catalog the score reads names none of them: a fix is not a mutant."""
+    from elr_harness.cluster.mutants.catalog import load_fixes
+
+    fixes = load_fixes()
+    assert [f.name for f in fixes] == ["clear-last-known-elr-at-level-0",
+                                      "fenced-leader-is-last-known"]
+    for fix in fixes:
+        assert fix.fixes.endswith(".md") and fix.says and fix.probe
+        assert (Path(__file__).parents[2] / "docs" / "bugs" / fix.fixes).is_file(), fix.fixes
+    assert not {f.name for f in fixes} & {m.name for m in load_catalog()}
+
+
+@pytest.mark.parametrize("change, said", [
+    ('rule = "lost-write"\n', "no setting 'rule' (a mutant's, not a fix's)"),
+    ('equivalent = true\n', "no setting 'equivalent'"),
+    ('', "a fix needs a `probe`"),
+])
+def test_a_wrong_fix_is_one_line_naming_it(change, said) -> None:
+    from elr_harness.cluster.mutants.catalog import load_fixes
+
+    entry = ('[[fix]]\nname = "f"\nfixes = "x.md"\nsays = "s"\njar = "kafka-metadata"\n'
+             'class = "a.B"\nmethod = "m"\nversions = ["4.4.0"]\nbody = "{ }"\n' + change)
+    with pytest.raises(BadInput, match=re.escape(said)):
+        load_fixes(entry)

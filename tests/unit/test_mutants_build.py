@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from elr_harness.cluster.distribution import resolve_distribution
-from elr_harness.cluster.mutants.build import MUTANT_FILE, build_mutant
-from elr_harness.cluster.mutants.catalog import load_catalog
+from elr_harness.cluster.mutants.build import MUTANT_FILE, build_fix, build_mutant
+from elr_harness.cluster.mutants.catalog import load_catalog, load_fixes
 from elr_harness.core.config import cache_dir
 from elr_harness.core.errors import HarnessError
 
@@ -128,3 +128,41 @@ def test_a_mutant_its_probe_cannot_tell_from_the_release_is_refused_as_equivalen
         assert said["release"] == said["mutant"]
     finally:
         shutil.rmtree(built)  # no mutant of the catalog: not left in the cache
+
+
+def test_each_fix_is_the_release_with_one_class_rewritten_and_changes_the_bugs_state(
+        release) -> None:
+    """`harness mutants fix` (#64): each candidate fix of fixes.toml is built as a mutant
+    is, in the cache's fixes/ folder (never a mutant's), with one class rewritten; on
+    the bug's own state (its probe) it writes the LastKnownELR the release leaves
+    stale: [] at level 0, the fenced leader [2] when it goes leaderless."""
+    built = subprocess.run([sys.executable, "-m", "elr_harness.cli", "mutants", "fix",
+                            "--kafka-version", VERSION], capture_output=True, text=True,
+                           timeout=900, env=os.environ)
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
+    homes = dict(line.split() for line in built.stdout.splitlines()[:-2])
+    fixes = load_fixes()
+    assert sorted(homes) == sorted(f.name for f in fixes)
+    expected = {"clear-last-known-elr-at-level-0": "lastKnownElr=[]",
+                "fenced-leader-is-last-known": "lastKnownElr=[2]"}
+    for fix in fixes:
+        home = Path(homes[fix.name])
+        assert home.parent.parent.name == "fixes", home
+        said = json.loads((home / MUTANT_FILE).read_text())
+        assert (said["kind"], said["name"], said["release"]) == ("fix", fix.name, VERSION)
+        jar = fix.jar_file(VERSION)
+        original, rewritten = _entries(release.libs / jar), _entries(home / "libs" / jar)
+        changed = [name for name in original if original[name] != rewritten[name]]
+        assert changed == [fix.class_name.replace(".", "/") + ".class"], (fix.name, changed)
+        probe = said["probe"]
+        assert "lastKnownElr=null" in probe["release"], probe  # the release leaves it
+        assert expected[fix.name] in probe["fix"], probe
+
+
+def test_a_fix_that_decides_as_the_release_does_is_refused(release) -> None:
+    """A fix whose probe the rewrite does not change fixes nothing: refused, whatever
+    it says (a fix has no `equivalent`)."""
+    [fix] = [f for f in load_fixes() if f.name == "fenced-leader-is-last-known"]
+    blind = replace(fix, name="blind-fix", probe="elr-kept-at-min-isr")
+    with pytest.raises(HarnessError, match="fix 'blind-fix' is equivalent on its probe"):
+        build_fix(blind, release)

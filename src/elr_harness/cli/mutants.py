@@ -1,6 +1,7 @@
-"""`harness mutants list|build|score`: mutant Kafkas (#54), each a release with one
-method rewritten into a plausible bug, to run the harness on (`--kafka-dist`), and
-the score: which of them the harness's runs catch."""
+"""`harness mutants list|build|fix|score`: mutant Kafkas (#54), each a release with
+one method rewritten into a plausible bug, to run the harness on (`--kafka-dist`),
+the score: which of them the harness's runs catch, and the candidate fixes of the
+draft tickets (#64), built the same way and never scored."""
 
 from __future__ import annotations
 
@@ -60,6 +61,13 @@ def add_mutants_command(sub: argparse._SubParsersAction) -> None:
                             "`latest` for the newest)")
     build.add_argument("--mutant", default=None, metavar="NAME", help="build this one only")
     build.set_defaults(func=_cmd_build)
+    fix = actions.add_parser("fix", help="write each candidate fix of a draft ticket "
+                             "(docs/bugs/) as a Kafka distribution in the cache (for "
+                             "--kafka-dist); never scored as a mutant", allow_abbrev=False)
+    fix.add_argument("--kafka-version", type=kafka_version, default=DEFAULT_KAFKA_VERSION,
+                     help=f"the release to fix (default {DEFAULT_KAFKA_VERSION})")
+    fix.add_argument("--fix", default=None, metavar="NAME", help="build this one only")
+    fix.set_defaults(func=_cmd_fix)
     score = actions.add_parser("score", help="run a plan on every mutant and three times on the "
                                "release (the control): score.json, junit.xml, index.html",
                                allow_abbrev=False)
@@ -108,6 +116,28 @@ def _cmd_build(args: argparse.Namespace) -> int:
         print(f"{mutant.name:40} {home}")
     console.print(f"[green]{len(chosen)} mutant{'s' if len(chosen) != 1 else ''} of Kafka "
                   f"{release.version}[/green]: run one with `harness run --kafka-dist DIR`")
+    return 0
+
+
+def _cmd_fix(args: argparse.Namespace) -> int:
+    from elr_harness.cluster.distribution import resolve_distribution
+    from elr_harness.cluster.mutants.build import build_fix
+    from elr_harness.cluster.mutants.catalog import load_fixes
+
+    fixes = load_fixes()
+    if args.fix is not None:
+        fixes = [f for f in fixes if f.name == args.fix]
+        if not fixes:
+            raise BadInput(f"--fix {args.fix[:80]!r}: no such fix; "
+                           "`harness mutants fix` builds every one and names them")
+    release = resolve_distribution(args.kafka_version, None,
+                                   lambda m: print(m, file=sys.stderr))
+    for fix in fixes:
+        home = build_fix(fix, release, MutantsConfig(), lambda m: print(m, file=sys.stderr))
+        print(f"{fix.name:40} {home}")
+    console.print(f"[green]{len(fixes)} fix{'es' if len(fixes) != 1 else ''} of Kafka "
+                  f"{release.version}[/green] (each answers a draft in docs/bugs/): run one "
+                  f"with `harness run --kafka-dist DIR`")
     return 0
 
 

@@ -24,7 +24,7 @@ from importlib import resources
 from pathlib import Path
 
 from elr_harness.cluster.distribution import KafkaDistribution
-from elr_harness.cluster.mutants.catalog import Mutant
+from elr_harness.cluster.mutants.catalog import Fix, Mutant
 from elr_harness.core.config import MutantsConfig, cache_dir
 from elr_harness.core.errors import BadInput, HarnessError
 from elr_harness.core.files import move_into_place
@@ -102,23 +102,42 @@ def is_built(home: Path) -> bool:
     return (home / MUTANT_FILE).is_file() and (home / "libs").is_dir()
 
 
+def fix_home(fix: Fix, version: str) -> Path:
+    return cache_dir() / "fixes" / version / f"{fix.name}-{fix.digest}"
+
+
 def build_mutant(mutant: Mutant, release: KafkaDistribution,
                  config: MutantsConfig | None = None,
                  log: Callable[[str], None] = print) -> Path:
     """The mutant of `release` (a Kafka from Maven, or a user's), built once: the
     folder `--kafka-dist` takes."""
-    config = config or MutantsConfig()
+    return _build(mutant, release, mutant_home(mutant, release.version),
+                  {"rule": mutant.rule, "breaks": mutant.breaks}, "mutant",
+                  config or MutantsConfig(), log)
+
+
+def build_fix(fix: Fix, release: KafkaDistribution, config: MutantsConfig | None = None,
+              log: Callable[[str], None] = print) -> Path:
+    """A candidate fix of `release` (fixes.toml), built as a mutant is, in a folder of
+    its own (cache/fixes/): the folder `--kafka-dist` takes. Its probe must decide
+    otherwise than the release, or the fix changes nothing."""
+    return _build(fix, release, fix_home(fix, release.version),
+                  {"kind": "fix", "fixes": fix.fixes, "says": fix.says}, "fix",
+                  config or MutantsConfig(), log)
+
+
+def _build(mutant: Mutant | Fix, release: KafkaDistribution, home: Path, about: dict,
+           what: str, config: MutantsConfig, log: Callable[[str], None]) -> Path:
     if release.version not in mutant.versions:
-        raise BadInput(f"mutant {mutant.name!r} was written against Kafka "
+        raise BadInput(f"{what} {mutant.name!r} was written against Kafka "
                        f"{', '.join(mutant.versions)}, not {release.version}: its body may not "
                        f"fit that release's code (add the release to its `versions` once "
                        f"checked against its bytecode)")
-    home = mutant_home(mutant, release.version)
     if is_built(home):
         return home
     target = release.libs / mutant.jar_file(release.version)
     if not target.is_file():
-        raise BadInput(f"mutant {mutant.name!r}: Kafka {release.version}'s libs/ has no "
+        raise BadInput(f"{what} {mutant.name!r}: Kafka {release.version}'s libs/ has no "
                        f"{target.name}")
     classpath = mutator_classpath(config, log)
     home.parent.mkdir(parents=True, exist_ok=True)
@@ -133,32 +152,35 @@ def build_mutant(mutant: Mutant, release: KafkaDistribution,
         body.write_text(mutant.body)
         _rewrite(classpath, release, mutant, body, libs / target.name, config)
         body.unlink()
-        probe = _probe_both(mutant, release, libs, config, log)
+        probe = _probe_both(mutant, release, libs, config, log, what)
         (work / MUTANT_FILE).write_text(json.dumps({
             "name": mutant.name, "release": release.version, "release_source": release.source,
             "jar": target.name, "class": mutant.class_name, "method": mutant.method,
-            "descriptor": mutant.descriptor, "digest": mutant.digest, "rule": mutant.rule,
-            "breaks": mutant.breaks, "probe": probe}, indent=2) + "\n")
+            "descriptor": mutant.descriptor, "digest": mutant.digest, **about,
+            "probe": probe}, indent=2) + "\n")
         move_into_place(work, home)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return home
 
 
-def _probe_both(mutant: Mutant, release: KafkaDistribution, libs: Path,
-                config: MutantsConfig, log: Callable[[str], None]) -> dict | None:
-    """The probe's line on the release and on the mutant (None without a probe);
-    HarnessError when they agree and the catalog does not call the mutant equivalent."""
+def _probe_both(mutant: Mutant | Fix, release: KafkaDistribution, libs: Path,
+                config: MutantsConfig, log: Callable[[str], None],
+                what: str = "mutant") -> dict | None:
+    """The probe's line on the release and on the rewrite (None without a probe);
+    HarnessError when they agree and the catalog does not call the mutant
+    equivalent (a fix never is: one that decides as the release does fixes nothing)."""
     if mutant.probe is None:
         return None
     classes = probe_classes(release, config, log)
     said = {"input": mutant.probe,
             "release": _probe(classes, release.libs, mutant.probe, config),
-            "mutant": _probe(classes, libs, mutant.probe, config)}
-    if said["release"] == said["mutant"] and not mutant.equivalent:
-        raise HarnessError(f"mutant {mutant.name!r} is equivalent on its probe: the release "
-                           f"and the mutant both decide {said['release'][:200]!r}; change its "
-                           f"body, or mark it `equivalent = true`")
+            what: _probe(classes, libs, mutant.probe, config)}
+    if said["release"] == said[what] and not mutant.equivalent:
+        raise HarnessError(f"{what} {mutant.name!r} is equivalent on its probe: the release "
+                           f"and the {what} both decide {said['release'][:200]!r}; change its "
+                           f"body" + (", or mark it `equivalent = true`" if what == "mutant"
+                                      else ""))
     return said
 
 
@@ -211,7 +233,7 @@ def _java_run(argv: list[str], config: MutantsConfig, what: str) -> subprocess.C
         raise HarnessError(f"{what} took over {config.rewrite_timeout_s:.0f} s") from None
 
 
-def _rewrite(classpath: str, release: KafkaDistribution, mutant: Mutant, body: Path,
+def _rewrite(classpath: str, release: KafkaDistribution, mutant: Mutant | Fix, body: Path,
              out: Path, config: MutantsConfig) -> None:
     argv = ["java", "-cp", classpath, "elrharness.Mutate", str(release.libs),
             mutant.jar_file(release.version), mutant.class_name, mutant.method,

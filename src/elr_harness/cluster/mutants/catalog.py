@@ -76,8 +76,8 @@ def load_catalog(text: str | None = None) -> list[Mutant]:
     return mutants
 
 
-def _mutant(entry: Any, number: int) -> Mutant:
-    where = f"the mutant catalog's entry {number}"
+def _mutant(entry: Any, number: int, what: str = "the mutant catalog") -> Mutant:
+    where = f"{what}'s entry {number}"
     if not isinstance(entry, dict):
         raise BadInput(f"{where}: not a table")
     known = {"name", "jar", "class", "method", "descriptor", "body", "rule", "versions",
@@ -96,7 +96,7 @@ def _mutant(entry: Any, number: int) -> Mutant:
         return value.strip()
 
     name = text("name", _NAME)
-    where = f"the mutant catalog's entry {name!r}"
+    where = f"{what}'s entry {name!r}"
     rule = text("rule")
     if rule not in BY_NAME:
         raise BadInput(f"{where}: rule {rule!r} is no anomaly of HISTORY.md")
@@ -114,6 +114,75 @@ def _mutant(entry: Any, number: int) -> Mutant:
                   exposed_by=" ".join(text("exposed_by").split()), rule=rule,
                   versions=tuple(versions), equivalent=equivalent,
                   probe=text("probe", _NAME, optional=True))
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One method of one released class, rewritten as a draft ticket suggests
+    (fixes.toml): built as a mutant is, never scored as one."""
+
+    name: str
+    jar: str
+    class_name: str
+    method: str
+    descriptor: str | None
+    body: str
+    #: the draft ticket (a file of docs/bugs/) it answers
+    fixes: str
+    #: what the rewrite changes, in words
+    says: str
+    versions: tuple[str, ...]
+    #: the probe input (the bug's own state) on which the fix decides otherwise
+    probe: str | None = None
+    #: a fix always changes behaviour on its probe; kept for the builder's check
+    equivalent: bool = False
+
+    def jar_file(self, version: str) -> str:
+        return f"{self.jar}-{version}.jar"
+
+    @property
+    def digest(self) -> str:
+        said = "\0".join([self.jar, self.class_name, self.method, self.descriptor or "-",
+                          self.body])
+        return hashlib.sha256(said.encode()).hexdigest()[:12]
+
+
+def load_fixes(text: str | None = None) -> list[Fix]:
+    """The candidate fixes (the packaged fixes.toml by default), read and checked whole
+    as the catalog is; a fix's `probe` is required (it must show a change)."""
+    if text is None:
+        text = resources.files(__package__).joinpath("fixes.toml").read_text("utf-8")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise BadInput(f"the fixes file is not TOML: {err}") from None
+    entries = data.get("fix")
+    if set(data) - {"fix"} or not isinstance(entries, list) or not entries:
+        raise BadInput("the fixes file holds [[fix]] entries and nothing else")
+    fixes = []
+    for number, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict):
+            raise BadInput(f"the fixes file's entry {number}: not a table")
+        if taken := sorted({"rule", "breaks", "exposed_by", "equivalent"} & set(entry)):
+            raise BadInput(f"the fixes file's entry {number}: no setting {taken[0]!r} "
+                           "(a mutant's, not a fix's)")
+        # a fix's fields checked by the catalog's own rules: `fixes` and `says` stand
+        # where a mutant's `rule`, `breaks` and `exposed_by` stand
+        mutant = _mutant({**{k: v for k, v in entry.items() if k not in ("fixes", "says")},
+                          "rule": "lost-write", "breaks": "-", "exposed_by": "-"}, number,
+                         what="the fixes file")
+        for key in ("fixes", "says"):
+            if not isinstance(entry.get(key), str) or not entry[key].strip():
+                raise BadInput(f"the fixes file's entry {mutant.name!r}: `{key}` must be text")
+        if mutant.probe is None:
+            raise BadInput(f"the fixes file's entry {mutant.name!r}: a fix needs a `probe`")
+        fixes.append(Fix(name=mutant.name, jar=mutant.jar, class_name=mutant.class_name,
+                         method=mutant.method, descriptor=mutant.descriptor, body=mutant.body,
+                         fixes=entry["fixes"].strip(), says=" ".join(entry["says"].split()),
+                         versions=mutant.versions, probe=mutant.probe))
+    if len({f.name for f in fixes}) != len(fixes):
+        raise BadInput("the fixes file names a fix twice")
+    return fixes
 
 
 def find(mutants: list[Mutant], name: str) -> Mutant:

@@ -135,6 +135,16 @@ public final class ElrHarnessProbe {
             }
             case "leader-min-isr-of-one":
                 return LeaderMinIsr.probe();
+            case "stale-last-known-elr-at-level-0":
+                // the ELR feature at level 0; leader 2, ISR [2], a LastKnownELR [1] kept
+                // from level 1; 3 joins the ISR: the next change at level 0
+                return build(partition(new int[] {2}, new int[] {}, new int[] {1}, 2),
+                             Set.of(2, 3), 2, null, List.of(2, 3), true, false);
+            case "stale-last-known-elr-when-the-leader-is-fenced":
+                // ELR on; leader 2, ISR [2], ELR [3], a stale LastKnownELR [1]; 2 is fenced
+                // and no one may lead: the partition goes leaderless
+                return build(partition(new int[] {2}, new int[] {3}, new int[] {1}, 2),
+                             Set.of(), 2, null, List.of(), true);
             default:
                 return "no such probe";
         }
@@ -210,9 +220,16 @@ public final class ElrHarnessProbe {
     static String build(PartitionRegistration partition, Set<Integer> alive, int minIsr,
                         List<Integer> unclean, List<Integer> targetIsr,
                         boolean lastKnownLeader) {
+        return build(partition, alive, minIsr, unclean, targetIsr, lastKnownLeader, true);
+    }
+
+    /** The same, the ELR feature on or (elrEnabled false) at level 0. */
+    static String build(PartitionRegistration partition, Set<Integer> alive, int minIsr,
+                        List<Integer> unclean, List<Integer> targetIsr,
+                        boolean lastKnownLeader, boolean elrEnabled) {
         IntPredicate acceptable = alive::contains;
         PartitionChangeBuilder builder = new PartitionChangeBuilder(partition, TOPIC, 0,
-            acceptable, MetadataVersion.latestProduction(), minIsr, true)
+            acceptable, MetadataVersion.latestProduction(), minIsr, elrEnabled)
             .setElection(PartitionChangeBuilder.Election.ONLINE)
             .setUseLastKnownLeaderInBalancedRecovery(lastKnownLeader)
             .setDefaultDirProvider(replica -> Uuid.ZERO_UUID);
