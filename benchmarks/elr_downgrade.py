@@ -127,8 +127,10 @@ def leaderless_spells(observations: list[dict], heal_time: int | None) -> list[d
 def summarize(run_dir: Path) -> dict:
     test = json.loads((run_dir / "test.json").read_text())
     steps = {s["step"]: s for s in test.get("nemesis_result", {}).get("steps", [])}
-    dist = test.get("kafka_dist")
-    kafka = test.get("kafka_version") if not dist else f"{Path(dist).name} (--kafka-dist)"
+    # a release's source is "maven:<version>"; a built Kafka's is its folder
+    dist = test.get("kafka_dist") or ""
+    kafka = (f"{Path(dist).name} (--kafka-dist)" if dist and not dist.startswith("maven:")
+             else test.get("kafka_version"))
     row = {"dir": str(run_dir), "kafka": kafka, "seed": test["seed"],
            "variant": steps.get("setup", {}).get("observed", {}).get("variant"),
            "error": test.get("error") or test.get("nemesis_result", {}).get("error")}

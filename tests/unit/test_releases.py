@@ -76,3 +76,22 @@ def test_offline_with_no_list_is_a_clear_error(monkeypatch, tmp_path):
     offline = ReleasesConfig(metadata_url="http://127.0.0.1:1/m.xml", fetch_timeout_s=2)
     with pytest.raises(DistributionError, match="pin one with --kafka-version"):
         resolve_version("latest", offline, log=lambda _m: None)
+
+
+def test_versions_says_what_each_release_showed(monkeypatch, capsys):
+    """`harness versions` (#64): the unclean-last-replica verdicts where that ran, and
+    under each release elr-downgrade was run on, what it showed there."""
+    from elr_harness.cli.main import main
+    from elr_harness.cluster import releases as module
+
+    monkeypatch.setattr(module, "releases",
+                        lambda config, log: ["4.1.0", "4.2.1", "4.4.0"])
+    assert main(["versions"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "4.1.0    unclean-last-replica not run"
+    assert lines[1].split() == ["elr-downgrade:", "stale", "LastKnownELR", "kept", "at",
+                                "level", "0,", "no", "acks=all", "loss", "(2", "of", "2)"]
+    assert lines[2] == "4.2.1    unclean-last-replica not run"
+    assert lines[3].startswith("4.4.0    tested: ELR on valid") and lines[3].endswith("(latest)")
+    assert "stale leader elected, acks=all lost-write (2 of 2)" in lines[4]
+    assert len(lines) == 5

@@ -168,15 +168,18 @@ def _add_versions(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_versions(args: argparse.Namespace) -> int:
-    from elr_harness.cluster.releases import TESTED, releases
+    from elr_harness.cluster.releases import ELR_DOWNGRADE, TESTED, releases
     from elr_harness.core.config import DEFAULT_KAFKA_VERSION, ReleasesConfig
 
     found = releases(ReleasesConfig(), lambda m: print(m, file=sys.stderr))
     for version in found:
         notes = [n for n, yes in (("latest", version == found[-1]),
                                   ("default", version == DEFAULT_KAFKA_VERSION)) if yes]
-        tested = f"tested: {TESTED[version]}" if version in TESTED else "not tested"
+        tested = (f"tested: {TESTED[version]}" if version in TESTED
+                  else "unclean-last-replica not run")
         print(f"{version:8} {tested}{'  (' + ', '.join(notes) + ')' if notes else ''}")
+        if version in ELR_DOWNGRADE:
+            print(f"{'':8} elr-downgrade: {ELR_DOWNGRADE[version]}")
     return 0
 
 

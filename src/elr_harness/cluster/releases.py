@@ -31,6 +31,18 @@ TESTED: dict[str, str] = {
     "4.4.0": "ELR on valid, ELR off acks=all lost-write",
 }
 
+#: What `elr-downgrade` (docs/bugs/stale-last-known-elr-after-elr-downgrade.md) showed
+#: on each release it was run on, its losing order twice (seeds 0 and 4, 2026-12-07;
+#: 4.1.1 in #53's first runs); `harness versions` says it beside the table above.
+ELR_DOWNGRADE: dict[str, str] = {
+    "4.1.0": "stale LastKnownELR kept at level 0, no acks=all loss (2 of 2)",
+    "4.1.1": "stale leader elected, acks=all lost-write (2 of 2)",
+    "4.1.2": "stale leader elected, acks=all lost-write (2 of 2)",
+    "4.2.2": "stale leader elected, acks=all lost-write (2 of 2)",
+    "4.3.2": "stale leader elected, acks=all lost-write (2 of 2)",
+    "4.4.0": "stale leader elected, acks=all lost-write (2 of 2)",
+}
+
 
 def _release(text: str) -> tuple[int, ...] | None:
     """A final release's version as numbers (None for an rc, a milestone, 3.x)."""
