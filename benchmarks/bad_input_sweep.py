@@ -29,6 +29,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -127,8 +128,11 @@ def main() -> int:
     counts: Counter[str] = Counter()
     by_module: dict[str, Counter[str]] = {}
     rows = [(m, row) for m, row in all_rows() if opts.module in (None, m)]
+    took: list[tuple[float, str]] = []
     for module, (args, expected, materialize) in rows:
+        started = time.monotonic()
         kind, said = classify(opts.checkout.resolve(), args, expected, materialize)
+        took.append((time.monotonic() - started, f"{module} {' '.join(map(str, args))[:60]}"))
         counts[kind] += 1
         by_module.setdefault(module, Counter())[kind] += 1
         if opts.list or kind != "clean":
@@ -138,6 +142,10 @@ def main() -> int:
               + ", ".join(f"{c} {got[c]}" for c in CLASSES))
     print(f"{len(rows)} rows on {opts.checkout}: "
           + ", ".join(f"{c} {counts[c]}" for c in CLASSES))
+    # #63: nothing may hang; each bad input ends within 30 s (a row is cut at
+    # ROW_TIMEOUT_S as wrong-exit)
+    for seconds, row in sorted(took, reverse=True)[:3]:
+        print(f"slowest: {seconds:5.1f} s  {row}")
     tried = len(rows) - counts["absent"]
     print(f"of the {tried} rows the checkout has the commands and flags for: "
           + ", ".join(f"{c} {counts[c]}" for c in CLASSES if c != "absent"))

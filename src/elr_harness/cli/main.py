@@ -15,6 +15,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 from elr_harness.cli.stdout import tolerate_closed_stdout
 from elr_harness.core.config import CheckerConfig, ReportConfig, cache_dir, default_store_dir
@@ -183,8 +184,19 @@ def _cmd_versions(args: argparse.Namespace) -> int:
     return 0
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's refusal as one line (bad input is one line and exit 2): its usage
+    block, 20 lines for `harness run`, went before the line that says what was
+    wrong; the line now says where the flags are listed instead. Every subcommand's
+    parser is of this class (add_subparsers makes its parent's)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the "
+                     "flags)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="harness", allow_abbrev=False,
         description="Jepsen-style fault injection for Apache Kafka's Eligible Leader Replicas",
     )
