@@ -23,8 +23,9 @@ _TEXT = ("breaks", "exposed_by")
 
 
 @dataclass(frozen=True)
-class Mutant:
-    """One method of one released class, rewritten."""
+class Rewrite:
+    """One method of one released class, rewritten: what a mutant and a fix share,
+    and all the builder needs of either."""
 
     name: str
     #: the artifact in libs/ (kafka-metadata): its jar is `<jar>-<version>.jar`
@@ -34,6 +35,22 @@ class Mutant:
     #: the JVM descriptor, "(I)Z"; None when the name alone is one method
     descriptor: str | None
     body: str
+
+    def jar_file(self, version: str) -> str:
+        return f"{self.jar}-{version}.jar"
+
+    @property
+    def digest(self) -> str:
+        """What the built rewrite depends on: a change to its entry builds it again."""
+        said = "\0".join([self.jar, self.class_name, self.method, self.descriptor or "-",
+                          self.body])
+        return hashlib.sha256(said.encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Mutant(Rewrite):
+    """A rewrite into a plausible bug."""
+
     breaks: str
     exposed_by: str
     #: the HISTORY.md anomaly that should fire
@@ -44,16 +61,6 @@ class Mutant:
     equivalent: bool = False
     #: the probe (java/probe) whose input the method must decide otherwise
     probe: str | None = None
-
-    def jar_file(self, version: str) -> str:
-        return f"{self.jar}-{version}.jar"
-
-    @property
-    def digest(self) -> str:
-        """What the built mutant depends on: a change to its entry builds it again."""
-        said = "\0".join([self.jar, self.class_name, self.method, self.descriptor or "-",
-                          self.body])
-        return hashlib.sha256(said.encode()).hexdigest()[:12]
 
 
 def load_catalog(text: str | None = None) -> list[Mutant]:
@@ -117,16 +124,10 @@ def _mutant(entry: Any, number: int, what: str = "the mutant catalog") -> Mutant
 
 
 @dataclass(frozen=True)
-class Fix:
-    """One method of one released class, rewritten as a draft ticket suggests
-    (fixes.toml): built as a mutant is, never scored as one."""
+class Fix(Rewrite):
+    """A rewrite as a draft ticket suggests (fixes.toml): built as a mutant is,
+    never scored as one."""
 
-    name: str
-    jar: str
-    class_name: str
-    method: str
-    descriptor: str | None
-    body: str
     #: the draft ticket (a file of docs/bugs/) it answers
     fixes: str
     #: what the rewrite changes, in words
@@ -136,15 +137,6 @@ class Fix:
     probe: str | None = None
     #: a fix always changes behaviour on its probe; kept for the builder's check
     equivalent: bool = False
-
-    def jar_file(self, version: str) -> str:
-        return f"{self.jar}-{version}.jar"
-
-    @property
-    def digest(self) -> str:
-        said = "\0".join([self.jar, self.class_name, self.method, self.descriptor or "-",
-                          self.body])
-        return hashlib.sha256(said.encode()).hexdigest()[:12]
 
 
 def load_fixes(text: str | None = None) -> list[Fix]:
