@@ -154,7 +154,19 @@ def test_workload_and_final_reads_against_real_kafka(bootstrap: list[str], topic
 
     # the consumer read continuously from its initial seek, values all ours
     polls = [op for op in ops if op["f"] == "poll" and not op.get("final")]
-    assert polls[0]["type"] == "invoke" and set(polls[0]["seek"]) == {"0", "1", "2"}
+    # each partition's first seek is to its start, on the first poll or, when its
+    # leader did not answer the consumer's watermark query in time (a loaded CI host:
+    # partition 1 once), on a later one; no record of it is read before that seek
+    assert polls[0]["type"] == "invoke" and polls[0]["seek"]
+    first_seek: dict[str, int] = {}
+    seeked: set[int] = set()
+    for op in polls:
+        for partition, offset in (op.get("seek") or {}).items():
+            first_seek.setdefault(partition, offset)
+            seeked.add(int(partition))
+        if op["type"] == "ok":
+            assert {p for p, _o, _v in op["records"]} <= seeked, op
+    assert first_seek == {"0": 0, "1": 0, "2": 0}
     consumed = [r for op in polls if op["type"] == "ok" for r in op["records"]]
     assert consumed and all(value in written for _p, _o, value in consumed)
     next_offset: dict[int, int] = {}
