@@ -59,9 +59,11 @@ within_s = 60
 
 def test_a_users_schedule_file_plays_and_replays(tmp_path):
     (tmp_path / "mine.toml").write_text(USERS_FILE)
-    proc = subprocess.run([HARNESS, "run", "--schedule", "mine.toml", "--name", "it-sched",
-                           "--subnet", "10.213.142.0/24"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=1200)
+    # at a quarter of the default send rate: the file's playing is the subject, not
+    # throughput (test_run.py's MECHANICS_RATE says why); the replay keeps it
+    proc = subprocess.run([HARNESS, "run", "--schedule", "mine.toml", "--rate", "50",
+                           "--name", "it-sched", "--subnet", "10.213.142.0/24"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=1200)
     run_dir = (tmp_path / "store" / "latest").resolve()
     assert run_dir.parent.name == "schedule-mine", run_dir
     test = json.loads((run_dir / "test.json").read_text())
