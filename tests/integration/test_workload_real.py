@@ -113,7 +113,17 @@ def test_workload_and_final_reads_against_real_kafka(bootstrap: list[str], topic
     for _invoke, done in completions:
         by_acks[done["acks"]].append(done)
     assert set(by_acks) == {"all", "1", "0"}
-    assert sum(len(v) for v in by_acks.values()) > 0.5 * config.rate * config.time_limit_s
+    # paced by the rate, over the whole run: never more sends than the rate allows
+    # (with the limiter's 50 ms catch-up), and sends in each third of it. How many
+    # fit is the machine's speed (a loaded CI host made 163/s of the 300 asked), so
+    # no lower count is asked: benchmarks/ measure throughput
+    invoked = [invoke["time"] for invoke, _done in completions]
+    span_s = (max(invoked) - min(invoked)) / 1e9
+    assert len(invoked) <= config.rate * (span_s + 0.05) + 1
+    assert span_s >= 0.5 * config.time_limit_s  # it ran to its time limit, not just begun
+    thirds = {min(2, int(3 * (t - min(invoked)) / (max(invoked) - min(invoked))))
+              for t in invoked}
+    assert thirds == {0, 1, 2}
 
     # without faults, every acks=all send is ok with a real offset
     not_ok = [op for op in by_acks["all"]
