@@ -114,12 +114,14 @@ def test_workload_and_final_reads_against_real_kafka(bootstrap: list[str], topic
         by_acks[done["acks"]].append(done)
     assert set(by_acks) == {"all", "1", "0"}
     # paced by the rate, over the whole run: never more sends than the rate allows
-    # (with the limiter's 50 ms catch-up), and sends in each third of it. How many
-    # fit is the machine's speed (a loaded CI host made 163/s of the 300 asked), so
-    # no lower count is asked: benchmarks/ measure throughput
+    # (one limiter for every producer; a second of slack, as an invoke is recorded a
+    # moment after its turn was taken and a loaded host may delay the first), and
+    # sends in each third of it. How many fit is the machine's speed (a loaded CI
+    # host made 163/s of the 300 asked), so no lower count is asked: benchmarks/
+    # measure throughput
     invoked = [invoke["time"] for invoke, _done in completions]
     span_s = (max(invoked) - min(invoked)) / 1e9
-    assert len(invoked) <= config.rate * (span_s + 0.05) + 1
+    assert len(invoked) <= config.rate * (span_s + 1.0)
     assert span_s >= 0.5 * config.time_limit_s  # it ran to its time limit, not just begun
     thirds = {min(2, int(3 * (t - min(invoked)) / (max(invoked) - min(invoked))))
               for t in invoked}
@@ -188,17 +190,21 @@ def test_workload_and_final_reads_against_real_kafka(bootstrap: list[str], topic
     observed = [op for op in ops if op["f"] == "observe"]
     assert {op["partition"] for op in observed} == set(range(PARTITIONS))
     assert all(op["leader"] >= 1 and op["isr"] for op in observed)
-    # ... and kept sampling through the run: a sample within the first seconds, one
-    # within seconds of the last send's invoke, and no silence longer than a describe's own
-    # timeout plus a tick between them (how many samples fit in 15 s is the
-    # machine's speed, not the observer's behaviour: a busy CI host once gave 29)
+    # ... and kept sampling through the run: each tick records a sample or counts a
+    # failed describe, and a tick takes at most a describe's timeout and the
+    # interval; so a sample within a tick (and a second of slack) of the first send's
+    # invoke, one within that of the last, and no silence longer than the ticks the
+    # failures account for (how many samples fit in 15 s is the machine's speed,
+    # not the observer's behaviour: a busy CI host once gave 29)
     sample_times = [op["time"] for op in observed if op["partition"] == 0]  # one per sample
     send_times = [op["time"] for op in ops if op["f"] == "send" and op["type"] == "invoke"]
-    slack_ns = int((config.observe_timeout_s + config.observe_interval_s + 1.0) * 1e9)
+    tick_ns = int((config.observe_timeout_s + config.observe_interval_s) * 1e9)
+    slack_ns = tick_ns + int(1e9)
     assert stats.observer_samples == len(sample_times) > 2
     assert sample_times[0] <= send_times[0] + slack_ns
     assert sample_times[-1] >= send_times[-1] - slack_ns
-    assert max(b - a for a, b in zip(sample_times, sample_times[1:], strict=False)) <= slack_ns
+    assert max(b - a for a, b in zip(sample_times, sample_times[1:], strict=False)) <= \
+        (stats.observer_failures + 1) * tick_ns + int(1e9)
     assert stats.count("send", "ok") == sum(
         1 for _, op in completions if op["type"] == "ok")
 
