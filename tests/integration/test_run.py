@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from checker_agreement import assert_reference_agrees
+from scenario_runs import MECHANICS_RATE
 
 from elr_harness.core.history import ENDED_BY, RESTORED_BY_SELF, restores
 
@@ -71,14 +72,6 @@ def test_run_without_faults_records_a_complete_valid_history(tmp_path):
     assert (run_dir / "report.html").stat().st_size > 10_000
     assert json.loads((run_dir / "nodes" / "controller-1" / "metadata-log.json").read_text())
     assert_reference_agrees(run_dir)
-
-
-#: The send rate of the runs that test the nemesis's own working (every kind made
-#: and undone, guided's rounds): a quarter of the default, since what they assert
-#: does not depend on throughput, and at 200 sends/s a run keeps 0.8 of this
-#: machine's 2 cores busy against 0.4 at 50 (#60: CI is CPU-bound). The scenario
-#: tests, which reproduce what Kafka does with writes in flight, keep the default.
-MECHANICS_RATE = "50"
 
 
 def _unhealed_faults(history: list[dict]) -> list[str]:

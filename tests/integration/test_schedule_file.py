@@ -17,6 +17,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from scenario_runs import MECHANICS_RATE
 
 pytestmark = pytest.mark.integration
 
@@ -59,9 +60,9 @@ within_s = 60
 
 def test_a_users_schedule_file_plays_and_replays(tmp_path):
     (tmp_path / "mine.toml").write_text(USERS_FILE)
-    # at a quarter of the default send rate: the file's playing is the subject, not
-    # throughput (test_run.py's MECHANICS_RATE says why); the replay keeps it
-    proc = subprocess.run([HARNESS, "run", "--schedule", "mine.toml", "--rate", "50",
+    # at MECHANICS_RATE: the file's playing is the subject, not throughput; the
+    # replay keeps the run's flags, the rate too
+    proc = subprocess.run([HARNESS, "run", "--schedule", "mine.toml", "--rate", MECHANICS_RATE,
                            "--name", "it-sched", "--subnet", "10.213.142.0/24"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=1200)
     run_dir = (tmp_path / "store" / "latest").resolve()

@@ -27,6 +27,7 @@ from pathlib import Path
 import docker
 import pytest
 from junitparser import JUnitXml
+from scenario_runs import MECHANICS_RATE
 
 pytestmark = pytest.mark.integration
 
@@ -35,10 +36,8 @@ HARNESS = str(Path(sys.executable).with_name("harness"))
 MAX_RUNS = 2
 #: its own cluster, so that it runs beside the other integration tests' (scripts/test.sh)
 CLUSTER, SUBNET = "it-soak", "10.213.157.0/24"
-# a quarter of the default send rate: the soak's bookkeeping is the subject, not
-# throughput (test_run.py's MECHANICS_RATE says why)
 PLAN = ('[[entry]]\nname = "no-faults"\n'
-        'args = ["--nemesis", "none", "--time-limit", "30", "--rate", "50"]\n')
+        f'args = ["--nemesis", "none", "--time-limit", "30", "--rate", "{MECHANICS_RATE}"]\n')
 
 
 def _soak_dir(store: Path) -> Path:
