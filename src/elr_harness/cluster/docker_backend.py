@@ -230,10 +230,31 @@ class DockerProvider:
                 removed += 1
             except docker.errors.NotFound:
                 pass
+            except docker.errors.APIError as err:
+                # 409 "removal ... already in progress": another process (the earlier
+                # run's own teardown) removes it; it is gone once that is done
+                if err.status_code != 409 or "already in progress" not in str(err):
+                    raise
+                self._wait_gone(container)
+                removed += 1
         for network in networks:
             _remove_network(network, self.config.timeouts.network_remove_retry_s,
                             self.config.timeouts.network_attempts)
         return removed
+
+    def _wait_gone(self, container) -> None:
+        """Wait (bounded) until a container someone else is removing has gone."""
+        bound = self.config.timeouts.container_gone_s
+        deadline = time.monotonic() + bound
+        while time.monotonic() < deadline:
+            try:
+                container.reload()
+            except docker.errors.NotFound:
+                return
+            time.sleep(self.config.timeouts.network_remove_retry_s)
+        raise HarnessError(f"container {container.name} was still being removed by "
+                           f"another process after {bound:g} s; remove it with "
+                           f"`docker rm -f {container.name}` and run again")
 
     def _require_ours(self, containers: list, networks: list) -> None:
         if self.token is None:

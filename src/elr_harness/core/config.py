@@ -211,6 +211,9 @@ class NodeTimeouts:
     #: Pause before removing a Docker network again (its endpoints take a moment
     #: to go after a forced container removal); as many tries as for creating it.
     network_remove_retry_s: float = 0.5
+    #: How long a removal waits for a container another process is already
+    #: removing (a run's teardown while the next run of that name sweeps it).
+    container_gone_s: float = 30.0
     #: One AlterPartitionReassignments request (starting or cancelling a partition
     #: reassignment): the controller's own bound on it (its TimeoutMs), and how
     #: long the harness waits for the answer (longer: a broker forwards it).

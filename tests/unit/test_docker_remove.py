@@ -1,0 +1,85 @@
+"""A run's sweep of leftovers meets a container another process is removing (the
+earlier run's own teardown): Docker answers 409 "removal ... already in progress".
+Found by running `harness run` again while the last one tore down: a traceback, and
+the run lost. The removal now waits (bounded) for it to be gone; any other refusal
+is still raised."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import docker.errors
+import pytest
+import requests
+
+from elr_harness.cluster.docker_backend import DockerProvider
+from elr_harness.core.config import ClusterConfig, NodeTimeouts
+from elr_harness.core.errors import HarnessError
+
+
+def _api_error(status: int, message: str) -> docker.errors.APIError:
+    response = requests.Response()
+    response.status_code = status
+    return docker.errors.APIError(f"{status} Client Error", response=response,
+                                  explanation=message)
+
+
+class _Container:
+    def __init__(self, name: str, refusal: docker.errors.APIError | None,
+                 gone_after: int | None) -> None:
+        self.name, self.labels = name, {}
+        self._refusal, self._gone_after, self.reloads = refusal, gone_after, 0
+
+    def remove(self, force: bool) -> None:
+        assert force
+        if self._refusal is not None:
+            raise self._refusal
+
+    def reload(self) -> None:
+        self.reloads += 1
+        if self._gone_after is not None and self.reloads >= self._gone_after:
+            raise docker.errors.NotFound("gone")
+
+
+class _Client:
+    def __init__(self, containers: list[_Container]) -> None:
+        outer = self
+
+        class _List:
+            def list(self, **_: object) -> list:
+                return outer.items
+
+        self.items = containers
+        self.containers = _List()
+        self.networks = type("Networks", (), {"list": lambda self, **_: []})()
+
+
+def _provider(containers: list[_Container], gone_s: float = 5.0) -> DockerProvider:
+    timeouts = replace(NodeTimeouts(), container_gone_s=gone_s, network_remove_retry_s=0.01)
+    return DockerProvider(replace(ClusterConfig(), timeouts=timeouts),
+                          client=_Client(containers), token=None)  # type: ignore[arg-type]
+
+
+def test_a_container_already_being_removed_is_waited_for_and_counted():
+    busy = _Container("elr-broker-1", _api_error(
+        409, 'removal of container abc is already in progress'), gone_after=3)
+    plain = _Container("elr-broker-2", None, None)
+    assert _provider([busy, plain]).remove() == 2
+    assert busy.reloads == 3  # it waited until Docker said the container was gone
+
+
+def test_a_removal_that_never_ends_is_one_line_naming_the_container():
+    stuck = _Container("elr-broker-1", _api_error(
+        409, 'removal of container abc is already in progress'), gone_after=None)
+    with pytest.raises(HarnessError, match=r"^container elr-broker-1 was still being "
+                                           r"removed by another process after 0\.05 s"):
+        _provider([stuck], gone_s=0.05).remove()
+    assert stuck.reloads >= 1
+
+
+def test_any_other_refusal_is_raised_as_it_was():
+    other = _Container("elr-broker-1", _api_error(409, "conflict: something else"),
+                       gone_after=1)
+    with pytest.raises(docker.errors.APIError):
+        _provider([other]).remove()
+    assert other.reloads == 0
