@@ -284,7 +284,11 @@ def test_ctrl_c_during_a_check_is_one_line_and_leaves_no_partial_table(tmp_path,
     from synthetic import SyntheticSpec, write_run_dir
 
     run = tmp_path / "run"
-    write_run_dir(run, SyntheticSpec(lines=400_000))
+    # converting: a history whose conversion outlasts the wait into it; checking: the
+    # checks come after the conversion whatever the size (the load, a plan of every
+    # check and their jobs take seconds even for a small history), so a smaller one
+    # spares the conversion's CPU before the moment the test is about
+    write_run_dir(run, SyntheticSpec(lines=400_000 if moment == "converting" else 50_000))
     proc = subprocess.Popen([sys.executable, "-m", "elr_harness.cli", "check", str(run)],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
