@@ -10,17 +10,21 @@ from dataclasses import replace
 
 import docker.errors
 import pytest
-import requests
 
 from elr_harness.cluster.docker_backend import DockerProvider
 from elr_harness.core.config import ClusterConfig, NodeTimeouts
 from elr_harness.core.errors import HarnessError
 
 
+class _Response:
+    """What docker.errors.APIError reads of the engine's HTTP answer."""
+
+    def __init__(self, status: int) -> None:
+        self.status_code, self.reason, self.url = status, "Conflict", "http+docker://localhost"
+
+
 def _api_error(status: int, message: str) -> docker.errors.APIError:
-    response = requests.Response()
-    response.status_code = status
-    return docker.errors.APIError(f"{status} Client Error", response=response,
+    return docker.errors.APIError(f"{status} Client Error", response=_Response(status),
                                   explanation=message)
 
 
