@@ -7,6 +7,7 @@ is still raised."""
 from __future__ import annotations
 
 from dataclasses import replace
+from types import SimpleNamespace
 
 import docker.errors
 import pytest
@@ -45,23 +46,13 @@ class _Container:
             raise docker.errors.NotFound("gone")
 
 
-class _Client:
-    def __init__(self, containers: list[_Container]) -> None:
-        outer = self
-
-        class _List:
-            def list(self, **_: object) -> list:
-                return outer.items
-
-        self.items = containers
-        self.containers = _List()
-        self.networks = type("Networks", (), {"list": lambda self, **_: []})()
-
-
 def _provider(containers: list[_Container], gone_s: float = 5.0) -> DockerProvider:
+    """A provider over an engine that lists these containers and no network."""
+    client = SimpleNamespace(containers=SimpleNamespace(list=lambda **_: containers),
+                             networks=SimpleNamespace(list=lambda **_: []))
     timeouts = replace(NodeTimeouts(), container_gone_s=gone_s, network_remove_retry_s=0.01)
     return DockerProvider(replace(ClusterConfig(), timeouts=timeouts),
-                          client=_Client(containers), token=None)  # type: ignore[arg-type]
+                          client=client, token=None)  # type: ignore[arg-type]
 
 
 def test_a_container_already_being_removed_is_waited_for_and_counted():

@@ -35,6 +35,7 @@ from elr_harness.core.config import (
 )
 from elr_harness.core.errors import ClusterStartError, EngineUnavailable, HarnessError
 from elr_harness.core.parallel import at_once
+from elr_harness.core.wait import wait_until
 
 
 def connect(timeout_s: float = NodeTimeouts.engine_s) -> docker.DockerClient:
@@ -244,17 +245,18 @@ class DockerProvider:
 
     def _wait_gone(self, container) -> None:
         """Wait (bounded) until a container someone else is removing has gone."""
-        bound = self.config.timeouts.container_gone_s
-        deadline = time.monotonic() + bound
-        while time.monotonic() < deadline:
+        def gone() -> bool:
             try:
                 container.reload()
             except docker.errors.NotFound:
-                return
-            time.sleep(self.config.timeouts.network_remove_retry_s)
-        raise HarnessError(f"container {container.name} was still being removed by "
-                           f"another process after {bound:g} s; remove it with "
-                           f"`docker rm -f {container.name}` and run again")
+                return True
+            return False
+
+        bound = self.config.timeouts.container_gone_s
+        if not wait_until(gone, bound, self.config.timeouts.network_remove_retry_s):
+            raise HarnessError(f"container {container.name} was still being removed by "
+                               f"another process after {bound:g} s; remove it with "
+                               f"`docker rm -f {container.name}` and run again")
 
     def _require_ours(self, containers: list, networks: list) -> None:
         if self.token is None:
