@@ -114,3 +114,48 @@ def test_a_schedule_toml_that_cannot_be_written_is_noted_and_the_run_goes_on(tmp
     assert not (tmp_path / "schedule.toml").exists()
     write_played_schedule(tmp_path, plan, {"schedule": record}, outcome)
     assert (tmp_path / "schedule.toml").is_file() and len(outcome["errors"]) == 1
+
+
+def test_a_ctrl_c_during_the_workload_is_in_test_json_before_the_heal_begins(
+        tmp_path, monkeypatch):
+    """A run interrupted mid-workload says so in test.json before its heal, collect
+    and teardown, which can outlast whoever waits for them: a resumed soak kills a
+    run that has not ended after its grace, and that run must still read as
+    interrupted, not as one whose end was never recorded (it once read so in CI)."""
+    import json
+
+    import elr_harness.nemesis.injector as injector
+    import elr_harness.run.phases as run
+    import elr_harness.workloads.observer as observer
+    import elr_harness.workloads.workload as workload
+
+    class Interrupted:
+        def start(self, *args, **kwargs) -> None:
+            raise KeyboardInterrupt
+
+        def stop(self) -> None:
+            pass
+
+    monkeypatch.setattr(workload, "Workload", Interrupted)
+    monkeypatch.setattr(observer, "ObserverLoop",
+                        lambda *a: SimpleNamespace(start=lambda: None))
+    monkeypatch.setattr(injector, "FaultInjector",
+                        lambda *a: SimpleNamespace(stale_brokers=set()))
+    seen: list[dict] = []
+
+    def heal_and_finish(*args, **kwargs) -> None:
+        seen.append(json.loads((tmp_path / "test.json").read_text()))
+
+    monkeypatch.setattr(run, "_heal_and_finish", heal_and_finish)
+    cluster = SimpleNamespace(up=lambda: None, distribution=None, specs=[],
+                              create_topic=lambda t: None, bootstrap="b:9092",
+                              observer=lambda *a, **k: None)
+    spec = SimpleNamespace(
+        cli_args=["run"], topics=[],
+        cluster=SimpleNamespace(kafka_dist=None),
+        workload=SimpleNamespace(observe_timeout_s=1.0, observe_interval_s=1.0))
+    test = {"config": {"cluster": {}}}
+    assert run._run_phases(spec, None, cluster, None, None, Phases(), {}, test,
+                           tmp_path, lambda: None) is True
+    [at_heal] = seen
+    assert at_heal["interrupted"] is True and "ended_at" not in at_heal

@@ -148,6 +148,7 @@ def run_test(spec: RunSpec) -> int:
                                   run_dir, start_checker_early)
     except KeyboardInterrupt:
         interrupted = True
+        _note_interrupted(test, run_dir)
         console.print("[yellow]interrupted: recording what was done, tearing down[/yellow]")
     except HarnessError as err:
         outcome["error"] = err.message
@@ -178,6 +179,15 @@ def run_test(spec: RunSpec) -> int:
         return EXIT_UNKNOWN
     return check_and_report(run_dir, test, spec.run, checker,
                             early_spark[0] if early_spark else None)
+
+
+def _note_interrupted(test: dict[str, Any], run_dir: Path) -> None:
+    """test.json says the run was interrupted as soon as it was: the heal, collect and
+    teardown that follow can outlast whoever waits for them (a soak that resumes
+    kills a run that has not ended after its grace), and a run killed then must
+    still read as interrupted, not as one whose end was never recorded."""
+    test["interrupted"] = True
+    write_json(run_dir / "test.json", test)
 
 
 def _close_and_tear_down(recorder, cluster: Cluster, spec: RunSpec, phases: Phases,
@@ -265,6 +275,7 @@ def _run_phases(spec: RunSpec, plan: NemesisPlan, cluster: Cluster, recorder, la
         nemesis_thread.join(spec.run.nemesis_join_s)
         workload.stop()
     except KeyboardInterrupt:
+        _note_interrupted(test, run_dir)
         stop_nemesis.set()
         workload.stop()
         _heal_and_finish(cluster, injector, observer, phases, spec, outcome, run_dir,
