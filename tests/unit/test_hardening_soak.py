@@ -433,5 +433,5 @@ def test_its_own_stuck_run_is_recognised_killed_and_its_run_dir_kept(tmp_path):
         time.sleep(0.1)
     [abandoned] = json.loads((soak_dir / "soak.json").read_text())["abandoned"]
     assert abandoned["run_dir"] == str(tmp_path / "store" / "t" / "run0")
-    assert "note" not in abandoned
+    assert abandoned["note"] == "killed: still running 1 s after its interrupt"
     assert not (soak_dir / "runs" / "0000.run-dir").exists(), "its own marker is removed"

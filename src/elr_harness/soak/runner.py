@@ -323,15 +323,22 @@ class Soak:
             return
         pid = current["pid"]
         refused = is_our_child(current)
+        killed = False
         if refused is None:
             deadline = time.monotonic() + self.config.interrupt_grace_s
             while _alive(pid) and time.monotonic() < deadline:
                 time.sleep(1)
             if _alive(pid) and is_our_child(current) is None:
                 os.kill(pid, signal.SIGKILL)
+                killed = True
         marker = marker_in(self.dir, current["marker"])
         run_dir = run_dir_from_marker(marker, self.store) if marker else None
         note = [refused] if refused and _alive(pid) else []
+        if killed:
+            # its heal, collect or teardown was cut short: what it left is removed
+            # below, and what it recorded may lack its end
+            note.append(f"killed: still running {self.config.interrupt_grace_s:g} s after "
+                        "its interrupt")
         if marker is None:
             note.append("marker not read: not a NNNN.run-dir in this soak's runs/")
         self.state["abandoned"].append({**current, "run_dir": str(run_dir) if run_dir else None,
