@@ -35,6 +35,11 @@ BAD_INPUTS = [
     (["run", "--nemesis", ",,"], "--nemesis"),
     (["run", "--nemesis", "partition+isolate-from-controllers"],
      "--nemesis partition+isolate-from-controllers: overlapping schedules 1 and 2 both act"),
+    (["run", "--rounds", "0"], "argument --rounds: 0 is not between 1 and 10000"),
+    (["run", "--rounds", "two"], "argument --rounds: invalid int value: 'two'"),
+    (["run", "--nemesis", "unclean-last-replica", "--rounds", "2"],
+     "--rounds is for --nemesis guided or a random mix; --nemesis unclean-last-replica has "
+     "no rounds"),
     (["run", "--acks", "all,2"], "--acks: '2' is not one of all, 1, 0"),
     (["run", "--acks", ""], "--acks: needs at least 1 item"),
     (["run", "--acks", "all,all"], "acks levels repeat"),

@@ -332,6 +332,19 @@ def test_the_schedule_stops_when_a_round_would_not_fit_before_the_deadline():
     assert faults(injector) == []
 
 
+def test_rounds_bound_the_schedule_however_far_its_deadline():
+    """--rounds N: N rounds, each healed, then the schedule returns (the run's
+    workload ends with it), the deadline an hour away."""
+    guided, injector, _ = _guided()
+    guided.max_rounds = 2
+    result: dict[str, Any] = {}
+    started = time.monotonic()
+    guided.run(started + 3600.0, threading.Event(), result)
+    assert [r["number"] for r in result["guided"]["rounds"]] == [1, 2]
+    assert time.monotonic() - started < 60
+    assert faults(injector) and not (injector.down or injector.paused or injector.grudge)
+
+
 def test_guided_is_a_nemesis_of_its_own_with_every_kinds_needs():
     plan = parse_nemesis("guided")
     assert plan.guided and plan.test_name == "guided" and plan.needs_page_cache_layer

@@ -346,14 +346,47 @@ def test_every_kind_runs_once_per_round_in_a_seeded_order():
     round, shuffled by the seed (the same seed, the same order)."""
     def rounds(seed: int) -> list[str]:
         mix = RandomMix.__new__(RandomMix)
-        mix.kinds, mix._round = list(FAULT_KINDS), []
+        mix.kinds, mix._round, mix.rounds_begun = list(FAULT_KINDS), [], 0
         mix.rng = __import__("random").Random(seed)
-        return [mix.next_kind() for _ in range(3 * len(FAULT_KINDS))]
+        order = [mix.next_kind() for _ in range(3 * len(FAULT_KINDS))]
+        assert mix.rounds_begun == 3
+        return order
 
     order = rounds(3)
     for start in range(0, len(order), len(FAULT_KINDS)):
         assert sorted(order[start:start + len(FAULT_KINDS)]) == sorted(FAULT_KINDS)
     assert order == rounds(3) and order != rounds(4)
+
+
+@pytest.mark.parametrize("rounds", [1, 2])
+def test_rounds_bound_a_mix_to_whole_rounds_of_its_rotation(rounds: int) -> None:
+    """--rounds N: each kind of the mix exactly N times (a whole rotation each), every
+    fault ended, and the mix returns long before its deadline."""
+    injector, recorder = rig()
+    kinds = ["partition", "kill", "pause", "stop"]
+    started = time.monotonic()
+    played = mix(injector, FULL, kinds=kinds)
+    played.max_rounds = rounds
+    injected = played.run(started + 3600.0)
+    assert time.monotonic() - started < 60
+    for start in range(0, len(injected), len(kinds)):
+        assert sorted(injected[start:start + len(kinds)]) == sorted(kinds)
+    assert len(injected) == rounds * len(kinds)
+    assert len(recorder.done) == 2 * len([x for x in recorder.done if begins(x)])
+    assert not (injector.down or injector.paused or injector.grudge)
+
+
+def test_a_rounds_last_kind_skipped_for_the_budget_is_tried_again_not_dropped() -> None:
+    """With --rounds a round holds every kind: a page-cache loss skipped while an ISR
+    is short, even as its round's last kind, is injected once every ISR is full."""
+    injector, recorder = rig()
+    short = iter([SHRUNK, SHRUNK])  # the first two looks: an ISR short; then all full
+    played = RandomMix(injector, FakeObserver(lambda: next(short, FULL)), ["page-cache-loss"],
+                       3, interval_s=0.0, replication_factor=3, log=lambda _m: None,
+                       topology=TOPOLOGY, active_controller=lambda: 102, faults=QUICK,
+                       rounds=1)
+    assert played.run(time.monotonic() + 60) == ["page-cache-loss"]
+    assert [x["fault"] for x in recorder.done if begins(x)] == [Fault.PAGE_CACHE_LOSS]
 
 
 def test_each_package_is_one_complete_fault_kind():

@@ -21,9 +21,10 @@ from elr_harness.cli.stdout import tolerate_closed_stdout
 from elr_harness.core.config import CheckerConfig, ReportConfig, cache_dir, default_store_dir
 from elr_harness.core.errors import EXIT_UNKNOWN, HarnessError
 from elr_harness.core.files import os_reason
-from elr_harness.core.validate import printable
+from elr_harness.core.validate import MAX_ROUNDS, printable
 from elr_harness.run.flags import (
     ascii_int,
+    bounded_int,
     coverage_states,
     finite_float,
     given_flags,
@@ -58,6 +59,11 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reached", type=coverage_states, default=r.reached, metavar="STATES",
                    help="with --nemesis guided: KIP-966 states reached before (comma "
                         "list, e.g. a soak's so far), aimed at only after the others")
+    p.add_argument("--rounds", type=bounded_int(1, MAX_ROUNDS), default=r.rounds,
+                   metavar="N",
+                   help="with --nemesis guided: at most N rounds; with a random mix: N "
+                        "rounds of its rotation (every kind once each); the run ends when "
+                        "they are done (--time-limit still caps it)")
     p.add_argument("--store", type=Path, default=default_store_dir())
     p.add_argument("--keep-cluster", action="store_true", help="leave the containers up")
     p.add_argument("--no-check", action="store_true", help="record only; check later")

@@ -593,6 +593,11 @@ class RunConfig:
     faults: Mapping[str, Any] = field(default_factory=dict)
     #: `--nemesis guided`'s rounds ([run.guided] in --config).
     guided: GuidedConfig = field(default_factory=GuidedConfig)
+    #: `--rounds`: a guided run plays at most this many rounds, a random mix this
+    #: many rounds of its rotation (every kind once each), and the run ends when
+    #: they are done, healed (None: they go on until the time limit, which still
+    #: caps them).
+    rounds: int | None = None
     #: `--reached`: KIP-966 states reached before (a soak's runs so far), which a
     #: guided run aims at only after the others.
     reached: tuple[str, ...] = ()

@@ -33,6 +33,8 @@ from elr_harness.core.history import ACKS_LEVELS, COVERAGE_STATES, TXN_COVERAGE_
 #: The longest time any setting may name (a run, an interval, a timeout):
 #: a typo such as 1e308 is refused, not waited for.
 MAX_SECONDS = 7 * 86400.0
+#: The most rounds `--rounds` may ask for (more outlast any time limit).
+MAX_ROUNDS = 10_000
 #: The most cores `local[N]` may ask Spark for (more only starves the machine).
 MAX_LOCAL_CORES = 256
 #: The private (RFC 1918) networks a cluster's subnet must lie in.
@@ -454,6 +456,7 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "run.min_isr_drop_min_insync_replicas": integer(1, 1000),
     "run.elr_downgrade_brokers": integer(1, 1000),
     "run.reached": each(one_of((*COVERAGE_STATES, *TXN_COVERAGE_STATES))),
+    "run.rounds": optional(integer(1, MAX_ROUNDS)),
     "run.scenario.warmup_high_watermark": integer(0, 1_000_000_000),
     # checker
     "checker.spark_master": spark_master,

@@ -41,7 +41,8 @@ from elr_harness.nemesis.txn_recipes import TXN_RECIPES, Transactions, TxnRecipe
 
 
 class Guided:
-    """The guided schedule (nemesis.schedules.Schedule): rounds until the deadline."""
+    """The guided schedule (nemesis.schedules.Schedule): rounds until the deadline,
+    or until `rounds` were played (each ends healed and recovered)."""
 
     def __init__(self, injector: Any, observer: Observer, topics: Sequence[tuple[str, int]],
                  seed: int, replication_factor: int, min_insync_replicas: int,
@@ -49,7 +50,8 @@ class Guided:
                  faults: Mapping[str, Any] | None = None,
                  log: Callable[[str], None] = print, topology: Topology | None = None,
                  active_controller: Callable[[], int | None] | None = None,
-                 transactions: Transactions | None = None) -> None:
+                 transactions: Transactions | None = None,
+                 rounds: int | None = None) -> None:
         self.injector = injector
         self.observer = observer
         self.partitions = [(t, p) for t, n in topics for p in range(n)]
@@ -73,6 +75,8 @@ class Guided:
         self.active_controller = active_controller or cluster.quorum_leader
         self.stop_event = threading.Event()
         self.rounds: list[Round] = []
+        #: `--rounds`: the most rounds it plays (None: rounds until the deadline)
+        self.max_rounds = rounds
         self.seed = seed
         #: every step of every round as a schedule file has it (schedule.toml)
         self.drawn = DrawnSteps()
@@ -90,7 +94,8 @@ class Guided:
         self.stop_event = stop
         stop.wait(self.config.warmup_s)
         try:
-            while not stop.is_set() and time.monotonic() + self.config.min_round_s < deadline:
+            while not stop.is_set() and time.monotonic() + self.config.min_round_s < deadline \
+                    and (self.max_rounds is None or len(self.rounds) < self.max_rounds):
                 self.play(self.next_aim())
         finally:
             result["guided"] = {"reached_before": list(self.reached_before),

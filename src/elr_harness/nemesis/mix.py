@@ -48,7 +48,8 @@ class RandomMix:
                  log: Callable[[str], None] = print,
                  topology: Topology | None = None,
                  active_controller: Callable[[], int | None] | None = None,
-                 faults: Mapping[str, Any] | None = None) -> None:
+                 faults: Mapping[str, Any] | None = None,
+                 rounds: int | None = None) -> None:
         unknown = [k for k in kinds if k not in PACKAGES]
         if unknown:
             raise ValueError(f"unknown fault kinds {unknown}")
@@ -71,10 +72,19 @@ class RandomMix:
         self.injected: list[str] = []
         #: What is left of this round of the rotation (the next kind is the last).
         self._round: list[str] = []
+        #: Rounds of the rotation begun so far, and `--rounds`: the most it plays
+        #: (None: rounds until the deadline)
+        self.rounds_begun = 0
+        self.max_rounds = rounds
 
     def run(self, deadline: float) -> list[str]:
-        """Inject faults until the deadline or stop; every fault is ended before return."""
+        """Inject faults until the deadline or stop, or until its rounds are done
+        (then one quiet period more: writes after the last heal); every fault is
+        ended before return."""
         while not self.stop_event.is_set() and time.monotonic() + 2 * self.interval_s < deadline:
+            if self.rounds_done():
+                self.stop_event.wait(self.interval_s)
+                break
             self.stop_event.wait(self.interval_s)
             if self.stop_event.is_set():
                 break
@@ -85,7 +95,10 @@ class RandomMix:
                 self.log(f"{kind} failed: {err}")
                 continue
             if undo is None:
-                if self._round:  # skipped (fault budget): tried again last in this round
+                # skipped (fault budget): tried again last in this round; with --rounds
+                # even as the round's last kind (a round holds every kind), otherwise
+                # the next round has it again
+                if self._round or self.max_rounds is not None:
                     self._round.insert(0, kind)
                 continue
             self.injected.append(kind)
@@ -98,7 +111,14 @@ class RandomMix:
         if not self._round:
             self._round = list(self.kinds)
             self.rng.shuffle(self._round)
+            self.rounds_begun += 1
         return self._round.pop()
+
+    def rounds_done(self) -> bool:
+        """Whether `rounds` rounds of the rotation were played to their end (a kind
+        skipped for the fault budget is tried again within its round)."""
+        return self.max_rounds is not None and not self._round and \
+            self.rounds_begun >= self.max_rounds
 
     # -- what the packages read of the mix -------------------------------------------
 

@@ -143,7 +143,7 @@ FLAG_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
     "idempotent": (("workload", "idempotent"),), "client_debug": (("workload", "client_debug"),),
     "nemesis": (("run", "nemesis"),), "schedule": (("run", "schedule"),),
     "interval": (("run", "interval_s"),),
-    "reached": (("run", "reached"),),
+    "reached": (("run", "reached"),), "rounds": (("run", "rounds"),),
     "store": (("run", "store"),), "keep_cluster": (("run", "keep_cluster"),),
     "seed": (("run", "seed"), ("workload", "seed")),
     "time_limit": (("run", "time_limit_s"), ("workload", "time_limit_s")),

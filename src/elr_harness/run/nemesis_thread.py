@@ -163,12 +163,14 @@ def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):
                       spec.run.seed, replication,
                       min(t.min_insync_replicas for t in spec.topics), spec.run.guided,
                       reached=spec.run.reached, faults=spec.run.faults, log=log,
-                      transactions=guided_transactions(spec.workload))
+                      transactions=guided_transactions(spec.workload),
+                      rounds=spec.run.rounds)
 
     def maker(seed: int):
         return lambda kinds, stop: RandomMix(injector, observer, kinds, seed,
                                              spec.run.interval_s, replication, stop=stop,
-                                             log=log, faults=spec.run.faults)
+                                             log=log, faults=spec.run.faults,
+                                             rounds=spec.run.rounds)
 
     mixes = [Mix(group, maker(spec.run.seed + i)) for i, group in enumerate(plan.groups)]
     if not mixes:

@@ -335,9 +335,11 @@ def _progress(phases: Phases, workload, nemesis_thread: threading.Thread, spec: 
     """Show phase, elapsed, ops/s and outcomes until the workload (or scenario) ends."""
     deadline = time.monotonic() + spec.run.time_limit_s
     last_line = 0.0
+    # a scenario, a schedule file, or rounds (--rounds) end the workload when done
+    ends_by_itself = plan.ends_by_itself or spec.run.rounds is not None
     with console.status("") as status:
         while time.monotonic() < deadline:
-            if plan.ends_by_itself and not nemesis_thread.is_alive():
+            if ends_by_itself and not nemesis_thread.is_alive():
                 break
             stats = workload.stats()
             sends = stats.sends_by_acks
@@ -354,7 +356,7 @@ def _progress(phases: Phases, workload, nemesis_thread: threading.Thread, spec: 
                     time.monotonic() - last_line > spec.run.progress_line_every_s:
                 console.print(line)
                 last_line = time.monotonic()
-            if plan.ends_by_itself:
+            if ends_by_itself:
                 # a scripted scenario's end is the workload's: it wakes this wait at
                 # once, not at the next poll (which cost 0.25 s on average)
                 nemesis_thread.join(spec.run.progress_poll_s)

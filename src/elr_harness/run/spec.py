@@ -87,6 +87,11 @@ def validate(spec: RunSpec) -> NemesisPlan:
         check_partitions(plan.schedule, {t.name: t.partitions for t in spec.topics})
         if spec.cluster.nodes_file is None:  # a nodes file's names: checked as the run starts
             check_nodes(plan.schedule, {n.name for n in node_specs(spec.cluster)})
+    if spec.run.rounds is not None and not (plan.guided or plan.groups):
+        raise BadInput(f"--rounds is for --nemesis guided or a random mix; "
+                       f"{'--schedule' if plan.schedule else '--nemesis ' + plan.text} "
+                       "has no rounds (a scenario or a schedule file ends when its steps "
+                       "are done)")
     if spec.run.reached and not plan.guided:
         raise BadInput("--reached is for --nemesis guided (the states it need not aim at "
                        "first)")

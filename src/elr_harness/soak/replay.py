@@ -37,9 +37,11 @@ console = Console(highlight=False)
 
 SCHEDULE_FILE = "schedule.toml"
 REPLAY_FILE = "replay.json"
-#: Flags of the run's command line a replay sets itself (each takes a value).
+#: Flags of the run's command line a replay sets itself, or drops (each takes a
+#: value): a guided run's or a mix's --reached and --rounds mean nothing to the
+#: schedule file it plays.
 REPLACED = ("--nemesis", "--schedule", "--store", "--record-run-dir", "--kafka-version",
-            "--kafka-dist", "--reached", "--config")
+            "--kafka-dist", "--reached", "--rounds", "--config")
 #: The config a replay pins, beside the schedule (its folder keeps it).
 PINNED_CONFIG = "run-config.toml"
 #: The cluster settings a replay pins to the run's (test.json's config.cluster).
