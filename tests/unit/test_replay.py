@@ -74,7 +74,9 @@ def test_a_replay_pins_the_runs_cluster_over_its_typed_config(tmp_path):
 
     typed_config = tmp_path / "mine.toml"
     typed_config.write_text('[workload]\nacks = ["all"]\n[cluster.timings]\n'
-                            'replica_lag_time_max_ms = 9999\n')
+                            'replica_lag_time_max_ms = 9999\n'
+                            '[run]\nrounds = 3\nreached = ["elr-not-empty"]\n'
+                            'interval_s = 7.0\n')
     timings = {"broker_session_timeout_ms": 6000, "replica_lag_time_max_ms": 5000}
     test = {"kafka_version": "4.4.0", "kafka_dist": "maven:4.4.0",
             "config": {"cluster": {"brokers": 4, "log_dirs": 1, "timings": timings,
@@ -86,7 +88,8 @@ def test_a_replay_pins_the_runs_cluster_over_its_typed_config(tmp_path):
     pinned = tmp_path / "replay" / "run-config.toml"
     assert args[-2:] == ["--config", str(pinned)] and args.count("--config") == 1
     written = tomllib.loads(pinned.read_text())
-    assert written == {"workload": {"acks": ["all"]},
+    # a guided run's rounds and reached states are not a schedule file's
+    assert written == {"workload": {"acks": ["all"]}, "run": {"interval_s": 7.0},
                        "cluster": {"timings": timings, "brokers": 4, "log_dirs": 1}}
     # the replay's run: the run's brokers and Kafka timings, not the schedule's own
     plan = parse_nemesis("none", "unclean-last-replica")

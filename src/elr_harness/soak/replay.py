@@ -46,6 +46,9 @@ REPLACED = ("--nemesis", "--schedule", "--store", "--record-run-dir", "--kafka-v
 PINNED_CONFIG = "run-config.toml"
 #: The cluster settings a replay pins to the run's (test.json's config.cluster).
 PINNED = ("brokers", "log_dirs", "timings")
+#: The typed --config file's [run] settings a replay leaves out (--reached's and
+#: --rounds's: a schedule file played refuses them).
+UNPINNED_RUN = ("reached", "rounds")
 
 
 def run_flags(cli_args: list[str]) -> list[str]:
@@ -103,6 +106,12 @@ def pinned_config(cli_args: list[str], test: dict[str, Any], path: Path) -> list
         except (ValueError, RecursionError) as err:
             console.print(f"[yellow]{escape(shown)}: not TOML ({escape(str(err)[:100])}): "
                           "the replays pin only the run's cluster[/yellow]")
+    run = data.get("run")
+    if isinstance(run, dict):
+        # a guided run's or a mix's, like the flags a replay drops (REPLACED): the
+        # schedule file it plays has no rounds and aims at nothing
+        for key in UNPINNED_RUN:
+            run.pop(key, None)
     section = data.setdefault("cluster", {})
     section.update({k: cluster[k] for k in PINNED if k in cluster})
     path.write_text(toml_document(data, ["# the run's config as a replay pins it "
