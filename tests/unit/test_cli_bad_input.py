@@ -39,7 +39,10 @@ BAD_INPUTS = [
     (["run", "--rounds", "two"], "argument --rounds: invalid int value: 'two'"),
     (["run", "--nemesis", "unclean-last-replica", "--rounds", "2"],
      "--rounds is for --nemesis guided or a random mix; --nemesis unclean-last-replica has "
-     "no rounds"),
+     "no rounds: a scenario ends when its steps are done"),
+    (["run", "--nemesis", "none", "--rounds", "2"],
+     "--rounds is for --nemesis guided or a random mix; --nemesis none has no rounds: it "
+     "makes no faults"),
     (["run", "--acks", "all,2"], "--acks: '2' is not one of all, 1, 0"),
     (["run", "--acks", ""], "--acks: needs at least 1 item"),
     (["run", "--acks", "all,all"], "acks levels repeat"),

@@ -88,10 +88,12 @@ def validate(spec: RunSpec) -> NemesisPlan:
         if spec.cluster.nodes_file is None:  # a nodes file's names: checked as the run starts
             check_nodes(plan.schedule, {n.name for n in node_specs(spec.cluster)})
     if spec.run.rounds is not None and not (plan.guided or plan.groups):
-        raise BadInput(f"--rounds is for --nemesis guided or a random mix; "
-                       f"{'--schedule' if plan.schedule else '--nemesis ' + plan.text} "
-                       "has no rounds (a scenario or a schedule file ends when its steps "
-                       "are done)")
+        why = ("--schedule has no rounds: a schedule file ends when its steps are done"
+               if plan.schedule else
+               f"--nemesis {plan.text} has no rounds: "
+               + ("a scenario ends when its steps are done" if plan.scenario
+                  else "it makes no faults"))
+        raise BadInput(f"--rounds is for --nemesis guided or a random mix; {why}")
     if spec.run.reached and not plan.guided:
         raise BadInput("--reached is for --nemesis guided (the states it need not aim at "
                        "first)")
