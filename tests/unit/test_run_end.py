@@ -159,3 +159,14 @@ def test_a_ctrl_c_during_the_workload_is_in_test_json_before_the_heal_begins(
                            tmp_path, lambda: None) is True
     [at_heal] = seen
     assert at_heal["interrupted"] is True and "ended_at" not in at_heal
+    # a test.json that cannot be written then does not cost the heal and collect
+    def full_disk(path, data) -> None:
+        if data.get("interrupted"):
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(run, "write_json", full_disk)
+    monkeypatch.setattr(run, "_heal_and_finish", lambda *a, **k: seen.append("healed"))
+    test.pop("interrupted")
+    assert run._run_phases(spec, None, cluster, None, None, Phases(), {}, test,
+                           tmp_path, lambda: None) is True
+    assert seen[-1] == "healed"

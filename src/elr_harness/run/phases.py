@@ -185,9 +185,13 @@ def _note_interrupted(test: dict[str, Any], run_dir: Path) -> None:
     """test.json says the run was interrupted as soon as it was: the heal, collect and
     teardown that follow can outlast whoever waits for them (a soak that resumes
     kills a run that has not ended after its grace), and a run killed then must
-    still read as interrupted, not as one whose end was never recorded."""
+    still read as interrupted, not as one whose end was never recorded. A test.json
+    that cannot be written now is said, and the heal and collect go on."""
     test["interrupted"] = True
-    write_json(run_dir / "test.json", test)
+    try:
+        write_json(run_dir / "test.json", test)
+    except OSError as err:
+        console.print(f"[red]test.json could not say the interrupt yet: {err}[/red]")
 
 
 def _close_and_tear_down(recorder, cluster: Cluster, spec: RunSpec, phases: Phases,
