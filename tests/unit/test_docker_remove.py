@@ -50,7 +50,7 @@ def _provider(containers: list[_Container], gone_s: float = 5.0) -> DockerProvid
     """A provider over an engine that lists these containers and no network."""
     client = SimpleNamespace(containers=SimpleNamespace(list=lambda **_: containers),
                              networks=SimpleNamespace(list=lambda **_: []))
-    timeouts = replace(NodeTimeouts(), container_gone_s=gone_s, network_remove_retry_s=0.01)
+    timeouts = replace(NodeTimeouts(), container_gone_s=gone_s, container_gone_poll_s=0.01)
     return DockerProvider(replace(ClusterConfig(), timeouts=timeouts),
                           client=client, token=None)  # type: ignore[arg-type]
 

@@ -253,7 +253,7 @@ class DockerProvider:
             return False
 
         bound = self.config.timeouts.container_gone_s
-        if not wait_until(gone, bound, self.config.timeouts.network_remove_retry_s):
+        if not wait_until(gone, bound, self.config.timeouts.container_gone_poll_s):
             raise HarnessError(f"container {container.name} was still being removed by "
                                f"another process after {bound:g} s; remove it with "
                                f"`docker rm -f {container.name}` and run again")

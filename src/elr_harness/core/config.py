@@ -212,8 +212,10 @@ class NodeTimeouts:
     #: to go after a forced container removal); as many tries as for creating it.
     network_remove_retry_s: float = 0.5
     #: How long a removal waits for a container another process is already
-    #: removing (a run's teardown while the next run of that name sweeps it).
+    #: removing (a run's teardown while the next run of that name sweeps it), and
+    #: how often it looks whether the container has gone.
     container_gone_s: float = 30.0
+    container_gone_poll_s: float = 0.5
     #: One AlterPartitionReassignments request (starting or cancelling a partition
     #: reassignment): the controller's own bound on it (its TimeoutMs), and how
     #: long the harness waits for the answer (longer: a broker forwards it).
