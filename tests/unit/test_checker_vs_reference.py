@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -38,10 +39,20 @@ from hypothesis import HealthCheck, event, given, settings
 from reference_checker import MalformedLine, reference_check
 from synthetic import MIXABLE, every_anomaly, synthetic_test_json, write_run_dir
 
-from elr_harness.checker.check import check_histories, check_history
+from elr_harness.checker.check import (
+    check_histories,
+    check_history,
+    expression_codegen,
+    whole_stage_codegen,
+)
+from elr_harness.core.config import CheckerConfig
 from elr_harness.core.errors import HarnessError
 
 pytestmark = pytest.mark.usefixtures("spark")
+
+#: Spark's generated code for every stage and expression, whatever the size
+GENERATED = replace(TEST_CONFIG, interpreted_below_bytes=0,
+                    interpreted_expressions_below_bytes=0)
 
 
 def _for_each_drawn(strategy, examples: int, take) -> None:
@@ -94,10 +105,31 @@ def test_the_spark_checker_agrees_with_the_reference_on_transactions(tmp_path):
     _assert_spark_agrees(drawn)
 
 
-def _assert_spark_agrees(drawn: list[tuple[Path, dict | None, dict]]) -> None:
+def test_the_spark_checker_agrees_with_the_reference_on_generated_code(tmp_path):
+    """The tests' histories are small, so Spark judges them interpreted (no
+    whole-stage code, no class per expression: CheckerConfig's
+    interpreted_below_bytes and interpreted_expressions_below_bytes), as it does a
+    run's; a long soak's history crosses both thresholds and is judged by generated
+    code. The same reference, on plain and transactional histories, holds that path
+    to the same results."""
+    drawn: list[tuple[Path, dict | None, dict]] = []
+
+    def take(history: GeneratedHistory) -> None:
+        path = history.write(tmp_path / f"history-{len(drawn)}")
+        drawn.append((path, history.test, reference_view(reference_check(path, history.test))))
+
+    _for_each_drawn(histories(), 20, take)
+    _for_each_drawn(txn_histories(), 15, take)
+    assert len(drawn) >= 28, "Hypothesis drew the histories the test is sized for"
+    assert whole_stage_codegen(0, GENERATED) and expression_codegen(0, GENERATED) == "FALLBACK"
+    _assert_spark_agrees(drawn, GENERATED)
+
+
+def _assert_spark_agrees(drawn: list[tuple[Path, dict | None, dict]],
+                         config: CheckerConfig = TEST_CONFIG) -> None:
     """The Spark checker, judging every drawn history in one batch, gives each the
     reference's view."""
-    results = check_histories([(path, test) for path, test, _ in drawn], TEST_CONFIG)
+    results = check_histories([(path, test) for path, test, _ in drawn], config)
     for (path, _, ref), got in zip(drawn, results, strict=True):
         if isinstance(got, HarnessError):
             raise AssertionError(f"{_history_of(path)}\nspark refused it: {got}")

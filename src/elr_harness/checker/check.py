@@ -154,6 +154,7 @@ def _session_settings(spark, history_bytes: int, config: CheckerConfig) -> None:
     spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(history_bytes, config)))
     spark.conf.set("spark.sql.codegen.wholeStage",
                    str(whole_stage_codegen(history_bytes, config)).lower())
+    spark.conf.set("spark.sql.codegen.factoryMode", expression_codegen(history_bytes, config))
 
 
 def check_histories(cases: Sequence[tuple[Path, dict | None]],
@@ -510,6 +511,16 @@ def whole_stage_codegen(history_bytes: int, config: CheckerConfig) -> bool:
     config.interpreted_below_bytes the stages run without (the cold JVM's
     compiling costs more than it saves on a small history)."""
     return history_bytes >= config.interpreted_below_bytes
+
+
+def expression_codegen(history_bytes: int, config: CheckerConfig) -> str:
+    """How Spark evaluates expressions: below config.interpreted_expressions_below_bytes
+    interpreted (NO_CODEGEN; a small history's rows cost less than compiling a
+    class per expression in a cold JVM), else generated code with Spark's
+    interpreted fallback (FALLBACK, its default). Both give the same results
+    (tests/unit/test_checker_codegen.py checks it)."""
+    return "NO_CODEGEN" if history_bytes < config.interpreted_expressions_below_bytes \
+        else "FALLBACK"
 
 
 def _overview(rows: list[dict], findings) -> None:

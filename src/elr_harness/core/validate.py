@@ -469,6 +469,7 @@ RULES: dict[str, Callable[[Any], Any]] = {
     "checker.bucket_bytes": integer(1, 2**40),
     "checker.parquet_cache": boolean,
     "checker.interpreted_below_bytes": _BYTES,
+    "checker.interpreted_expressions_below_bytes": _BYTES,
     "checker.parsed_in_memory_below_bytes": _BYTES,
     "checker.max_line_bytes": _BYTES,
     "checker.default_replication_factor": integer(1, 1000),
