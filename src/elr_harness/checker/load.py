@@ -27,6 +27,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import shutil
 import time
 from dataclasses import dataclass
@@ -226,10 +227,11 @@ def _convert(spark, history: Path | list[Path], tmp: Path, history_bytes: int = 
             table.write.parquet(str(tmp / _PARSED))
             table = spark.read.parquet(str(tmp / _PARSED))
         fixes = _pair_fixes(table)
-        overview, fixed_lines = _overview_and_count(table, fixes)
+        overview, fixed_lines, overview_fixed = _overview_and_count(table, fixes)
         if fixed_lines:
             table = _with_fixes(table, fixes)
-            overview = _overview(table)
+            if overview_fixed:
+                overview = _overview(table)
         else:
             fixes.unpersist()
             fixes = None
@@ -305,14 +307,24 @@ _FROM_COMPLETION = (
     ("final", "l.final OR (f = 'poll' AND done.final)"),
 )
 _PAIRED = tuple(dict.fromkeys(c for c, _ in (*_FROM_INVOKE, *_FROM_COMPLETION)))
+#: The paired fields the overview's groups read (cache.OVERVIEW_KEYS): a fix of
+#: another field (a read_committed poll's completion taking its invoke's
+#: `isolation`, as every such poll of the recorder's does) leaves the overview as
+#: it was.
+_IN_OVERVIEW = tuple(c for c in _PAIRED
+                     if re.search(rf"\b{c}\b", " ".join(cache.OVERVIEW_KEYS)))
+#: A fix's column: whether it changes a field of _IN_OVERVIEW.
+_OVERVIEW_CHANGED = "_overview_changed"
 
 
 def _pair_fixes(table):
     """The pairing's fixes of the lines' table, persisted, not yet computed: one row
     per line whose fields docs/CHECKING.md reads off its pair (_FROM_INVOKE,
     _FROM_COMPLETION) differently from the line itself, with the paired fields
-    as p_<column>. None of the recorder's lines changes; a hand-written history's
-    may.
+    as p_<column>, and whether a field the overview reads changed. Of the
+    recorder's lines only a read_committed poll's completion changes (it takes
+    its invoke's `isolation`, which the contract writes on the invoke alone); a
+    hand-written history's may change in any paired field.
 
     A client's invoke pairs with the next completion of the same process and f
     (an invoke followed by another invoke has none), in file order. The pairing
@@ -342,7 +354,9 @@ def _pair_fixes(table):
     fixed = paired.selectExpr("run", "_blk", "_row", "l",
                               *(f"{sql} AS p_{c}" for c, sql in columns.items()))
     changed = " OR ".join(f"NOT (p_{c} <=> l.{c})" for c in _PAIRED)
-    return (fixed.filter(changed).drop("l").withColumn("_paired", F.lit(True))
+    in_overview = " OR ".join(f"NOT (p_{c} <=> l.{c})" for c in _IN_OVERVIEW)
+    return (fixed.filter(changed).withColumn(_OVERVIEW_CHANGED, F.expr(in_overview))
+            .drop("l").withColumn("_paired", F.lit(True))
             .persist(StorageLevel.MEMORY_AND_DISK_DESER))
 
 
@@ -374,20 +388,22 @@ def _overview(table) -> list[dict]:
 _FIXES_COUNT = "_elr_fixed_lines"
 
 
-def _overview_and_count(table, fixes) -> tuple[list[dict], int]:
-    """In one job: the overview's rows of the lines as they stand, and how many
-    lines the pairing changes. When it changes none (the recorder's case), those
-    rows are the overview of the paired lines, with no second job; the two
-    aggregates' shuffles run side by side."""
+def _overview_and_count(table, fixes) -> tuple[list[dict], int, int]:
+    """In one job: the overview's rows of the lines as they stand, how many lines
+    the pairing changes and how many of those it changes in a field the overview
+    reads (_IN_OVERVIEW). When that is none (the recorder's case), those rows are
+    the overview of the paired lines, with no second job; the two aggregates'
+    shuffles run side by side."""
     from pyspark.sql import functions as F
 
     overview = _overview_frame(table).withColumn(_FIXES_COUNT, F.lit(None).cast("bigint"))
-    count = fixes.agg(F.count(F.lit(1)).alias(_FIXES_COUNT))
+    count = fixes.agg(F.count(F.lit(1)).alias(_FIXES_COUNT),
+                      F.expr(f"count_if({_OVERVIEW_CHANGED})").alias(_OVERVIEW_CHANGED))
     rows = overview.unionByName(count, allowMissingColumns=True).collect()
-    counted = [r[_FIXES_COUNT] for r in rows if r[_FIXES_COUNT] is not None]
-    lines = [{k: v for k, v in r.asDict().items() if k != _FIXES_COUNT}
+    [counted] = [r for r in rows if r[_FIXES_COUNT] is not None]
+    lines = [{k: v for k, v in r.asDict().items() if k not in (_FIXES_COUNT, _OVERVIEW_CHANGED)}
              for r in rows if r[_FIXES_COUNT] is None]
-    return lines, int(counted[0])
+    return lines, int(counted[_FIXES_COUNT]), int(counted[_OVERVIEW_CHANGED])
 
 
 def _first_bad(table, overview: list[dict], runs: int = 1) -> dict[int, dict | None]:
