@@ -518,7 +518,8 @@ def expression_codegen(history_bytes: int, config: CheckerConfig) -> str:
     interpreted (NO_CODEGEN; a small history's rows cost less than compiling a
     class per expression in a cold JVM), else generated code with Spark's
     interpreted fallback (FALLBACK, its default). Both give the same results
-    (tests/unit/test_checker_codegen.py checks it)."""
+    (tests/unit/test_checker_vs_reference.py holds the generated path to the
+    reference; every other test's small history takes the interpreted one)."""
     return "NO_CODEGEN" if history_bytes < config.interpreted_expressions_below_bytes \
         else "FALLBACK"
 
