@@ -276,3 +276,43 @@ def test_without_a_readable_quorum_state_the_quorum_tool_answers():
     cluster = _quorum_cluster(None, "not json", _state(-1, 2), tool_says="1002")
     assert cluster.quorum_leader() == 1002
     assert _quorum_cluster(None, None, None).quorum_leader() is None
+
+
+class _ForgetfulNode(_ShellNode):
+    """A node whose engine loses the first `lost` outputs of a short command (exit 0,
+    nothing printed), as Docker's does now and then under load."""
+
+    def __init__(self, where, lost: int) -> None:
+        super().__init__(where)
+        self.lost, self.listings = lost, 0
+
+    def exec(self, cmd, timeout_s=None):
+        from elr_harness.cluster.node import ExecResult
+
+        if isinstance(cmd, str) and cmd.startswith("ls "):
+            self.listings += 1
+            if self.listings <= self.lost:
+                return ExecResult(0, "")
+        return super().exec(cmd, timeout_s)
+
+
+def test_a_metadata_log_listing_whose_output_was_lost_is_asked_again(tmp_path) -> None:
+    """A controller always has a segment: an empty listing is the engine's loss, asked
+    again lost_output_retries times; one that stays empty names how often and why."""
+    from elr_harness.cluster.metadata_log import decode_metadata_log
+    from elr_harness.core.errors import HarnessError
+
+    segment = tmp_path / "meta" / "__cluster_metadata-0" / "00000000000000000000.log"
+    segment.parent.mkdir(parents=True)
+    segment.write_text("")
+    node = _ForgetfulNode(tmp_path, lost=2)
+    assert decode_metadata_log(node, "meta", timeout_s=5, lost_output_retries=3) == []
+    assert node.listings == 3
+    assert node.argv[0][node.argv[0].index("--files") + 1] == \
+        "meta/__cluster_metadata-0/00000000000000000000.log"
+
+    node = _ForgetfulNode(tmp_path, lost=5)
+    with pytest.raises(HarnessError, match=r"no metadata log segments .*\(3 listings; "
+                                           r"the last exited 0\)"):
+        decode_metadata_log(node, "meta", timeout_s=5, lost_output_retries=2)
+    assert node.listings == 3 and node.argv == []

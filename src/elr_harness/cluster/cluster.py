@@ -409,7 +409,8 @@ class Cluster:
 
         return decode_metadata_log(node, self.config.metadata_log_dir,
                                    self.config.timeouts.metadata_dump_s,
-                                   self._log_dump_class())
+                                   self._log_dump_class(),
+                                   self.config.timeouts.lost_output_retries)
 
     def _log_dump_class(self) -> str:
         """DumpLogSegments of the Kafka under test, wherever that release keeps it."""

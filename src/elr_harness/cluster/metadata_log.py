@@ -71,15 +71,31 @@ def _control_type(name: str) -> str:
 DUMP_LOG_CLASSES = ("org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments")
 
 
+def _segments(node: Node, partition_dir: str, lost_output_retries: int) -> list[str]:
+    """The metadata log's segment files. A controller always has one: a listing
+    that printed none is asked again, lost_output_retries times (the Docker engine
+    loses a short command's output now and then under load, moby/moby#27289: a CI
+    run failed on an empty listing of a live controller)."""
+    listing = None
+    for _ in range(1 + lost_output_retries):
+        # the folder quoted, only the *.log glob left to the shell
+        listing = node.exec(f"ls {shlex.quote(partition_dir)}/*.log")
+        segments = sorted(line for line in listing.output.splitlines() if line.endswith(".log"))
+        if listing.ok and segments:
+            return segments
+    said = listing.output.strip()[-300:] if listing is not None else ""
+    raise HarnessError(f"{node.spec.name}: no metadata log segments in {partition_dir} "
+                       f"({1 + lost_output_retries} listings; the last exited "
+                       f"{listing.exit_code if listing is not None else '-'}"
+                       + (f": {said}" if said else "") + ")")
+
+
 def decode_metadata_log(node: Node, metadata_dir: str, timeout_s: float,
-                        dump_class: str = DUMP_LOG_CLASSES[-1]) -> list[dict]:
+                        dump_class: str = DUMP_LOG_CLASSES[-1],
+                        lost_output_retries: int = 3) -> list[dict]:
     """Decode every segment of a controller's metadata log, in offset order."""
     partition_dir = f"{metadata_dir}/__cluster_metadata-0"
-    # the folder quoted, only the *.log glob left to the shell
-    listing = node.exec(f"ls {shlex.quote(partition_dir)}/*.log")
-    segments = sorted(listing.output.splitlines()) if listing.ok else []
-    if not segments:
-        raise HarnessError(f"{node.spec.name}: no metadata log segments in {partition_dir}")
+    segments = _segments(node, partition_dir, lost_output_retries)
     result = node.exec(
         kraft.tool_command("256m", dump_class, "--cluster-metadata-decoder",
                            "--files", ",".join(segments)),
