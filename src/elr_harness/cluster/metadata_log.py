@@ -76,17 +76,17 @@ def _segments(node: Node, partition_dir: str, lost_output_retries: int) -> list[
     that printed none is asked again, lost_output_retries times (the Docker engine
     loses a short command's output now and then under load, moby/moby#27289: a CI
     run failed on an empty listing of a live controller)."""
-    listing = None
-    for _ in range(1 + lost_output_retries):
-        # the folder quoted, only the *.log glob left to the shell
-        listing = node.exec(f"ls {shlex.quote(partition_dir)}/*.log")
-        segments = sorted(line for line in listing.output.splitlines() if line.endswith(".log"))
-        if listing.ok and segments:
+    # the folder quoted, only the *.log glob left to the shell
+    listing = f"ls {shlex.quote(partition_dir)}/*.log"
+    tries = 1 + lost_output_retries
+    for _ in range(tries):
+        listed = node.exec(listing)
+        segments = sorted(line for line in listed.output.splitlines() if line.endswith(".log"))
+        if listed.ok and segments:
             return segments
-    said = listing.output.strip()[-300:] if listing is not None else ""
+    said = listed.output.strip()[-300:]
     raise HarnessError(f"{node.spec.name}: no metadata log segments in {partition_dir} "
-                       f"({1 + lost_output_retries} listings; the last exited "
-                       f"{listing.exit_code if listing is not None else '-'}"
+                       f"({tries} listings; the last exited {listed.exit_code}"
                        + (f": {said}" if said else "") + ")")
 
 
