@@ -127,7 +127,8 @@ _GOOD = ('{"index": 0, "time": 1, "process": 0, "type": "invoke", "f": "send", "
          '"partition": 0, "acks": "all", "value": 1}')
 
 
-@pytest.mark.parametrize("line", [
+#: Lines each judged between two valid ones, by Spark's rules and the reference's.
+_LINES = [
     '{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "send", "partition": "1"}',
     '{"index": 1, "time": 2.5, "process": 0, "type": "ok", "f": "send"}',
     '{"index": 1, "time": 2, "process": 0, "type": "ok", "f": "send", "offset": 1e3}',
@@ -197,26 +198,51 @@ _GOOD = ('{"index": 0, "time": 1, "process": 0, "type": "invoke", "f": "send", "
     '"nodes": [1]}',
     '{"index": 1, "time": 2, "process": -1, "type": "ok", "f": "fault", "fault": "kill", '
     '"nodes": ["b1"], "detail": "x"}',
-])
-def test_every_line_is_judged_as_the_reference_judges_it(spark, tmp_path, line):  # noqa: F811
+]
+
+
+@pytest.fixture(scope="module")
+def judged_lines(spark, tmp_path_factory):  # noqa: F811
+    """Each line of _LINES between two valid ones, a history of its own; all of them
+    converted in one batch (load_batch: the conversion's Spark jobs once, not once a
+    line; each history is still judged apart, its lines numbered from its own first).
+    The same conversion as load_history's, each run's lines judged by the same
+    rules: test_checker_batch holds a batch to each history's check alone, and
+    test_bad_and_blank_lines_are_named_as_the_reference_names_them below converts
+    one history at a time."""
+    from elr_harness.checker.load import load_batch
+    from elr_harness.checker.staging import Staging
+
+    root = tmp_path_factory.mktemp("lines")
+    histories = []
+    for run, line in enumerate(_LINES):
+        history = root / f"line-{run}" / "history.jsonl"
+        history.parent.mkdir()
+        history.write_text(f"{_GOOD}\n{line}\n{_GOOD}\n")
+        histories.append(history)
+    with Staging() as stage:
+        loaded = load_batch(spark, histories, CheckerConfig(), stage)
+        try:
+            yield loaded, histories
+        finally:
+            release(spark, loaded)
+
+
+@pytest.mark.parametrize("run", range(len(_LINES)), ids=_LINES)
+def test_every_line_is_judged_as_the_reference_judges_it(judged_lines, run):
     """A line between two valid ones: bad by Spark's rules exactly when the
     reference says so, named by its number (2)."""
-    history = tmp_path / "history.jsonl"
-    history.write_text(f"{_GOOD}\n{line}\n{_GOOD}\n")
+    loaded, histories = judged_lines
     try:
-        reference_check(history, None)
+        reference_check(histories[run], None)
         expected = None
     except MalformedLine as err:
         expected = err.line
-    loaded = load_history(spark, history, CheckerConfig())
-    try:
-        if expected is None:
-            assert read_overview(loaded).history_lines == 3
-        else:
-            with pytest.raises(HistoryError, match=f": line {expected} is not a valid"):
-                read_overview(loaded)
-    finally:
-        release(spark, loaded)
+    if expected is None:
+        assert read_overview(loaded, run).history_lines == 3
+    else:
+        with pytest.raises(HistoryError, match=f": line {expected} is not a valid"):
+            read_overview(loaded, run)
 
 
 _DEEP = "[" * 70 + "]" * 70
