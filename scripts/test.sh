@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, in the project's own environment (scripts/setup.sh makes
-# it): lint, then the unit tests beside the integration tests (real containers,
-# real Kafka). Exits non-zero on any failure; under CI=true a skipped test fails too.
+# it): lint, the unit and browser tests, then the integration tests (real
+# containers, real Kafka). Exits non-zero on any failure; under CI=true a skipped test fails too.
 # tests/cluster_runs/ is not part of it: whole scored runs on mutant Kafkas (#54),
 # which the weekly workflow runs (.github/workflows/nightly.yml), as does
 # `bash scripts/test.sh tests/cluster_runs` by hand.
@@ -32,50 +32,34 @@ if [ $# -gt 0 ]; then
   echo "== tests"
   "$python" -m pytest -q -rs -p no:cacheprovider --durations=15 "$@" || status=1
 else
-  # The integration tests mostly wait on Kafka (session timeouts, elections,
-  # restarts) and the other tests mostly compute (Spark): they run side by side,
-  # the computing half at a lower CPU priority, so that the containers' Kafka
-  # keeps its timings while the spare CPU is used (a sequential suite took about
-  # 55 minutes). The integration log is printed when both are done (and if this
-  # script is stopped).
-  log=$(mktemp -t elr-integration.XXXXXX)
-  # Each half runs in its own session (setsid), so that stopping this script
-  # stops both halves and everything they started at once: bash runs a trap
-  # only between commands, and a half left running would have outlived it.
-  trap 'kill -TERM -- "-${integration:-0}" "-${unit:-0}" 2>/dev/null
-        wait 2>/dev/null; echo "== integration tests (stopped)"
-        cat "$log"; rm -f "$log"
-        remove_own_clusters
-        exit 1' INT TERM
-  echo "== integration tests: in the background (their output follows the other tests')"
-  # In two workers, a test file each at a time (pytest-xdist, --dist loadfile): a
-  # file's tests share its cluster, and every file's clusters have their own name
-  # and subnet (the README's test alone runs on the default one), so two run side
-  # by side; they mostly wait on Kafka, and one worker took 47 minutes.
-  setsid "$python" -m pytest -q -rs -p no:cacheprovider --durations=0 \
-    -n 2 --dist loadfile tests/integration \
-    >"$log" 2>&1 &
-  integration=$!
+  # The unit and browser half, then the integration half (real containers, real
+  # Kafka), one after the other, each in two pytest-xdist workers (--dist
+  # loadfile: a file each at a time, so a file's module fixtures, a batch of checks
+  # or a cluster, stay one per file; every file's clusters have their own name and
+  # subnet). Each half alone keeps both cores busy (1.9 of 2), so side by side
+  # they only took turns: the two halves cost some 500 CPU-s more together than
+  # apart (Kafka's nodes and the harness's waits ran as long as the starved half
+  # took), and the suite took longer (#60). Each half runs in its own session
+  # (setsid), so that stopping this script stops it and all it started at once:
+  # bash runs a trap only between commands.
+  half=0
+  trap '[ "$half" -ne 0 ] && kill -TERM -- "-$half" 2>/dev/null; wait 2>/dev/null
+        echo "== stopped"; remove_own_clusters; exit 1' INT TERM
+  run_half() {
+    setsid "$python" -m pytest -q -rs -p no:cacheprovider -n 2 --dist loadfile "$@" &
+    half=$!
+    wait "$half"
+    # pytest's 5 means "no tests ran": that is a failure here, never a pass.
+    [ $? -ne 0 ] && status=1
+    half=0
+  }
   echo "== unit and browser tests"
   # -rs: every skip's reason in the summary; --durations: the 40 slowest here and
-  # every integration test's time, so CI's own log shows where its time went (#60). In two workers, a file each at a time
-  # (its module fixtures, such as a batch of checks, stay one per file), each with
-  # its own Spark session: a Spark job on a small history is mostly one thread's
-  # work, so two keep both cores busy once the integration half is done with them.
-  setsid nice -n 10 "$python" -m pytest -q -rs -p no:cacheprovider --durations=40 \
-    -n 2 --dist loadfile tests --ignore=tests/integration --ignore=tests/cluster_runs &
-  unit=$!
-  wait "$unit"
-  rc=$?
-  # pytest's 5 means "no tests ran": that is a failure here, never a pass.
-  [ $rc -ne 0 ] && status=1
-  wait "$integration"
-  rc=$?
-  trap - INT TERM
+  # every integration test's time, so CI's own log shows where its time went (#60).
+  run_half --durations=40 tests --ignore=tests/integration --ignore=tests/cluster_runs
   echo "== integration tests"
-  cat "$log"
-  rm -f "$log"
-  [ $rc -ne 0 ] && status=1
+  run_half --durations=0 tests/integration
+  trap - INT TERM
 fi
 
 # Whatever happened, leave none of this suite's clusters behind.
