@@ -26,7 +26,7 @@ from elr_harness.cluster.nodes_file import with_nodes_file
 from elr_harness.core.config import ClusterConfig
 from elr_harness.nemesis import grudges
 from elr_harness.nemesis.injector import FaultInjector
-from elr_harness.nemesis.pagecache import PageCacheLayer
+from elr_harness.nemesis.pagecache.control import PageCacheLayer
 from elr_harness.workloads.recorder import HistoryRecorder
 
 

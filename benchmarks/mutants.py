@@ -33,7 +33,7 @@ HARNESS = str(Path(sys.executable).with_name("harness"))
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from elr_harness.soak.score_pages import score_key, score_said, tally  # noqa: E402
+from elr_harness.hunt.score_pages import score_key, score_said, tally  # noqa: E402
 
 
 def _score(args: argparse.Namespace) -> Path:

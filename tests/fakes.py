@@ -191,7 +191,7 @@ class AnsweringRecorder(ListRecorder):
 
 
 class FakePageCache:
-    """The page-cache layer under the brokers (nemesis.pagecache.PageCacheLayer): a
+    """The page-cache layer under the brokers (nemesis.pagecache.control.PageCacheLayer): a
     power loss drops `dropped` (file -> bytes) and is kept in `losses`; each disk
     fault set (None: cleared) is kept in `faults`, and clearing one answers what it
     did (`cleared`)."""

@@ -29,7 +29,7 @@ from elr_harness.cluster.observe import ObservationError, PartitionState
 from elr_harness.core.config import ClusterConfig, PageCacheConfig, TopicConfig
 from elr_harness.nemesis.faults import disk_fault
 from elr_harness.nemesis.injector import FaultInjector
-from elr_harness.nemesis.pagecache import PageCacheLayer
+from elr_harness.nemesis.pagecache.control import PageCacheLayer
 from elr_harness.workloads.recorder import HistoryRecorder
 
 pytestmark = pytest.mark.integration

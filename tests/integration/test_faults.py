@@ -13,7 +13,7 @@ from elr_harness.core.config import ClusterConfig, TopicConfig
 from elr_harness.nemesis import grudges
 from elr_harness.nemesis.faults import kill, one_way_partition, page_cache_loss, partition, pause
 from elr_harness.nemesis.injector import FaultInjector
-from elr_harness.nemesis.pagecache import PageCacheLayer
+from elr_harness.nemesis.pagecache.control import PageCacheLayer
 from elr_harness.workloads.recorder import HistoryRecorder
 
 pytestmark = pytest.mark.integration

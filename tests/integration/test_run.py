@@ -131,7 +131,7 @@ def test_random_mix_of_all_faults_heals_everything(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:]
     # the schedule it played, as a file that plays it again (#55): a step per fault the
     # mix made, on the node its line names (a cut: exactly the cut its line records), each ended
-    from elr_harness.nemesis.schedule_file import parse_schedule
+    from elr_harness.nemesis.schedule.file import parse_schedule
 
     played = parse_schedule((run_dir / "schedule.toml").read_text(), "schedule.toml")
     made = [line for line in history if line["f"] == "fault" and line["type"] == "ok"
@@ -188,7 +188,7 @@ def test_a_guided_run_reaches_what_its_rounds_aimed_at_and_stays_valid(tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:]
     # the schedule it played, as a file that plays it again (#55): each fault of the
     # history made by a step naming the node it was made on, on as many brokers
-    from elr_harness.nemesis.schedule_file import parse_schedule
+    from elr_harness.nemesis.schedule.file import parse_schedule
 
     played = parse_schedule((run_dir / "schedule.toml").read_text(), "schedule.toml")
     assert played.needs.brokers == test["config"]["cluster"]["brokers"] == 4

@@ -1,5 +1,5 @@
 """A scripted scenario's shipped file played on a unit test's model, as `harness run
---nemesis NAME` plays it (nemesis.played, its lines carrying the bare step names):
+--nemesis NAME` plays it (nemesis.schedule.played, its lines carrying the bare step names):
 made fast (the warm-up a full ISR, holds and waits short), its steps' outcomes as
 the run's nemesis_result has them."""
 
@@ -14,8 +14,8 @@ from typing import Any
 from fakes import FakeObserver
 
 from elr_harness.core.config import ScenarioTimings
-from elr_harness.nemesis.played import Played
-from elr_harness.nemesis.schedule_file import parse_schedule, shipped_schedules
+from elr_harness.nemesis.schedule.file import parse_schedule, shipped_schedules
+from elr_harness.nemesis.schedule.played import Played
 from elr_harness.nemesis.targets import Topology
 
 FAST = ScenarioTimings(registration_poll_s=0.01, controller_poll_s=0.01)

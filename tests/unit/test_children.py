@@ -163,7 +163,7 @@ def test_run_child_removes_nothing_after_a_run_with_a_verdict(tmp_path, monkeypa
 
 def test_run_childs_cell_says_what_its_nemesis_did_not_play(tmp_path, monkeypatch):
     """A score must tell a VALID that played its faults from one that did not: the
-    cell carries what test.json says was skipped (soak/score_pages reads it)."""
+    cell carries what test.json says was skipped (hunt/score_pages reads it)."""
     run_dir = tmp_path / "store" / "run"
     run_dir.mkdir(parents=True)
     (run_dir / "results.json").write_text(json.dumps({"valid": True,

@@ -15,7 +15,7 @@ from elr_harness.core.errors import HarnessError
 from elr_harness.nemesis.faults.disk_fault import dir_holding
 from elr_harness.nemesis.needs import Layer
 from elr_harness.nemesis.scenarios import SCENARIOS
-from elr_harness.nemesis.schedule_file import parse_schedule
+from elr_harness.nemesis.schedule.file import parse_schedule
 from elr_harness.run.spec import RunSpec, validate
 
 
@@ -95,7 +95,7 @@ def test_a_step_that_cannot_tell_the_dir_fails_none_and_says_why(fail):
 def _watched(*states):
     """The file's T1-hold alone, L bound to broker-1, on the states in turn."""
     from elr_harness.cluster.observe import PartitionState
-    from elr_harness.nemesis.played import Played
+    from elr_harness.nemesis.schedule.played import Played
     from elr_harness.nemesis.targets import Topology
 
     observed = [PartitionState("t", 0, leader, 5, isr, elr, (), None, (1, 2, 3))

@@ -31,7 +31,7 @@ from elr_harness.nemesis.faults import PACKAGES, disk_fault, feature_change
 from elr_harness.nemesis.faults.disk_fault import DiskFaultSettings
 from elr_harness.nemesis.injector import FaultInjector, FaultRefused
 from elr_harness.nemesis.mix import RandomMix
-from elr_harness.nemesis.pagecache_faults import DiskFault
+from elr_harness.nemesis.pagecache.pagecache_faults import DiskFault
 
 DIRS = ["/data/kafka/dir-0", "/data/kafka/dir-1"]
 QUICK = DiskFaultSettings(min_hold_s=0.01, max_hold_s=0.02)

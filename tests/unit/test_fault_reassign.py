@@ -25,7 +25,7 @@ from elr_harness.nemesis.faults import PACKAGES, kill, pause, reassign, stop
 from elr_harness.nemesis.faults.base import ASSIGNMENT, NETWORK, PROCESSES
 from elr_harness.nemesis.faults.reassign import ADD, REMOVE, REORDER, draw, in_force
 from elr_harness.nemesis.injector import FaultInjector
-from elr_harness.nemesis.schedules import check_overlap, resources_of
+from elr_harness.nemesis.schedule.compose import check_overlap, resources_of
 from elr_harness.nemesis.targets import Role as Target
 from elr_harness.report.faults import FaultEvent, pair_faults
 

@@ -19,7 +19,7 @@ from elr_harness.cluster import kraft
 from elr_harness.cluster.node import ExecResult, NodeSpec
 from elr_harness.cluster.observe import PartitionState
 from elr_harness.nemesis.injector import FaultInjector
-from elr_harness.nemesis.played import Played
+from elr_harness.nemesis.schedule.played import Played
 
 NAME = "fenced-last-leader"
 #: How the scenario counts a broker's registrations in its server log.

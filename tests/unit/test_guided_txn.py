@@ -1,4 +1,4 @@
-"""`--nemesis guided` with transactions (nemesis/txn_recipes.py): the recipe of each
+"""`--nemesis guided` with transactions (nemesis/guided/txn_recipes.py): the recipe of each
 of the four transaction states against a small model of the cluster (a data
 partition, the `__transaction_state` partition of the run's transactional.id, and
 the data partition's LSO, held below its high watermark while C's markers cannot
@@ -25,19 +25,19 @@ from elr_harness.cluster.kraft import TRANSACTION_STATE_TOPIC
 from elr_harness.cluster.observe import PartitionState
 from elr_harness.core.config import WorkloadConfig
 from elr_harness.core.history import COVERAGE_STATES, TXN_COVERAGE_STATES
-from elr_harness.nemesis.conditions import parse_condition
-from elr_harness.nemesis.guided import Guided
-from elr_harness.nemesis.injector import FaultInjector
-from elr_harness.nemesis.recipes import RECIPES
-from elr_harness.nemesis.schedule_file import parse_schedule
-from elr_harness.nemesis.schedule_writer import recorded_toml
-from elr_harness.nemesis.targets import transaction_partition
-from elr_harness.nemesis.txn_recipes import (
+from elr_harness.nemesis.guided.recipes import RECIPES
+from elr_harness.nemesis.guided.search import Guided
+from elr_harness.nemesis.guided.txn_recipes import (
     LEADER_AWAY,
     MARKERS_HELD,
     TXN_RECIPES,
     Transactions,
 )
+from elr_harness.nemesis.injector import FaultInjector
+from elr_harness.nemesis.schedule.conditions import parse_condition
+from elr_harness.nemesis.schedule.file import parse_schedule
+from elr_harness.nemesis.schedule.writer import recorded_toml
+from elr_harness.nemesis.targets import transaction_partition
 from elr_harness.run.nemesis_thread import guided_transactions
 
 TXN_ID = "elr-txn-java-0"

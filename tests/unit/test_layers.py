@@ -1,6 +1,7 @@
 """The layers of src/elr_harness import downward only (DESIGN.md's house).
 
-From the top: cli; soak; run; then nemesis, workloads, checker and report;
+From the top: cli; hunt (replay, shrink, the score: they play the soak's plan and
+start runs as its children); soak; run; then nemesis, workloads, checker and report;
 then cluster; then core (the history contract, config, errors). A subpackage
 may import its own modules and any lower floor. On the floor of nemesis,
 workloads, checker and report, none imports another but the report reads the
@@ -22,7 +23,7 @@ SRC = ROOT / "src"
 PACKAGE = "elr_harness"
 #: Each subpackage's floor (higher imports lower).
 RANK = {"core": 0, "cluster": 1, "nemesis": 2, "workloads": 2, "checker": 2, "report": 3,
-        "run": 4, "soak": 5, "cli": 6}
+        "run": 4, "soak": 5, "hunt": 6, "cli": 7}
 #: Lower floors a subpackage may still not import.
 BARRED = {"report": {"nemesis", "cluster", "workloads"}}
 
@@ -222,3 +223,64 @@ def test_the_cycle_walk_sees_a_loop_inside_a_package_and_inside_a_function():
     assert graph["nemesis.d"] == {"nemesis.a"}
     assert _cycles(graph) == [["nemesis.a", "nemesis.b", "nemesis.c"]]
     assert _cycles({"x": {"y"}, "y": {"x"}, "z": {"x"}}) == [["x", "y"]]
+
+
+# Inside the nemesis, its rooms by job (#66) have floors of their own: a room imports
+# only rooms of lower floors. A new module or subpackage of nemesis/ must be given
+# its floor here, so that where it stands is a decision.
+NEMESIS = SRC / PACKAGE / "nemesis"
+#: Each room of nemesis/ (a module or a subpackage) and its floor.
+NEMESIS_FLOOR = {
+    "needs": 0, "targets": 0, "grudges": 0, "pagecache": 0,  # what faults stand on
+    "faults": 1,                 # the fault kinds
+    "injector": 2, "coordinator": 2,
+    "watch": 3,                  # watching a partition, as every schedule does
+    "schedule": 4, "mix": 4,     # schedules as data; the random mix
+    "scenarios": 5, "guided": 5,  # scripted scenarios (as schedule files); guided search
+    "registry": 6,               # what `--nemesis` accepts
+}
+
+
+def _room(name: str) -> str | None:
+    """The room of nemesis/ a dotted module name is in (None: outside the nemesis, or
+    nemesis/__init__ itself)."""
+    parts = name.split(".")
+    return parts[2] if parts[:2] == [PACKAGE, "nemesis"] and len(parts) > 2 else None
+
+
+def _rooms_upward(path: Path) -> list[str]:
+    mine = _room(_name_of(path))
+    wrong = []
+    for line, name in _imports(path):
+        other = _room(name)
+        if mine is None or other is None or other == mine or other not in NEMESIS_FLOOR:
+            continue
+        if NEMESIS_FLOOR[other] >= NEMESIS_FLOOR[mine]:
+            wrong.append(f"{path.relative_to(ROOT)}:{line} ({mine}) imports {name} ({other})")
+    return wrong
+
+
+def test_every_room_of_the_nemesis_has_its_floor():
+    rooms = {p.stem if p.is_file() else p.name for p in NEMESIS.iterdir()
+             if (p.suffix == ".py" and p.stem != "__init__")
+             or (p.is_dir() and (p / "__init__.py").is_file())}
+    assert rooms == set(NEMESIS_FLOOR)
+
+
+@pytest.mark.parametrize("path", sorted(NEMESIS.rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(NEMESIS)))
+def test_no_room_of_the_nemesis_imports_a_room_above_it(path):
+    assert _rooms_upward(path) == []
+
+
+def test_the_rooms_walk_sees_an_upward_import(monkeypatch):
+    """The test bites: a fault kind importing the schedule player is caught."""
+    probe = NEMESIS / "faults" / "_rooms_probe.py"
+    monkeypatch.setattr(Path, "read_text",
+                        lambda self, *a, **k: "from elr_harness.nemesis.schedule import played\n"
+                        if self == probe else Path.read_bytes(self).decode())
+    assert _rooms_upward(probe) == [
+        "src/elr_harness/nemesis/faults/_rooms_probe.py:1 (faults) imports "
+        "elr_harness.nemesis.schedule (schedule)",
+        "src/elr_harness/nemesis/faults/_rooms_probe.py:1 (faults) imports "
+        "elr_harness.nemesis.schedule.played (schedule)"]

@@ -16,7 +16,7 @@ from elr_harness.cluster.node import ExecResult
 from elr_harness.cluster.node_commands import KafkaProcessCommands
 from elr_harness.core.config import NodeTimeouts, PageCacheConfig
 from elr_harness.core.errors import HarnessError
-from elr_harness.nemesis.pagecache import _Control
+from elr_harness.nemesis.pagecache.control import _Control
 
 
 class Scripted(KafkaProcessCommands):

@@ -12,9 +12,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from elr_harness.hunt.score import CONTROL, read_state, score_key
+from elr_harness.hunt.score_pages import control_keys, tally, write_pages
 from elr_harness.soak.children import first_invalid_s, unplayed
-from elr_harness.soak.score import CONTROL, read_state, score_key
-from elr_harness.soak.score_pages import control_keys, tally, write_pages
 
 
 def _cell(verdict: str, bad=(), report=None, **more) -> dict:
@@ -209,7 +209,7 @@ def test_a_guided_entry_aims_past_what_the_controls_earlier_entries_reached(tmp_
     is measured on the plan the mutants ran (a mutant's own runs reach otherwise)."""
     from pathlib import Path
 
-    from elr_harness.soak import score
+    from elr_harness.hunt import score
 
     asked: list[tuple[str, list[str]]] = []
     # by run folder and entry: control run 2 of b reaches one state more
@@ -251,7 +251,7 @@ def test_a_run_that_tested_nothing_runs_once_more_and_its_first_attempt_is_kept(
     second time too stays so, is listed, and the score exits 2 (not sure)."""
     from pathlib import Path
 
-    from elr_harness.soak import score
+    from elr_harness.hunt import score
 
     asked: list[str] = []
     # by run folder: m1 played nothing, then was caught; m2 gave no verdict twice

@@ -1,4 +1,4 @@
-"""`--nemesis guided` (nemesis/guided.py) against a small model of one partition's
+"""`--nemesis guided` (nemesis/guided/search.py) against a small model of one partition's
 KIP-966 state: the faults each round makes, the state it aims at in every fault
 line's detail, the order of its aims (states reached before come last), the fault
 budget (at most one broker's unflushed data a round, only from a full ISR, min
@@ -26,7 +26,7 @@ from elr_harness.core.config import GuidedConfig
 from elr_harness.core.history import COVERAGE_STATES
 from elr_harness.nemesis.faults.disk_fault import DiskFaultSettings
 from elr_harness.nemesis.faults.slow_network import SlowNetworkSettings
-from elr_harness.nemesis.guided import Guided
+from elr_harness.nemesis.guided.search import Guided
 from elr_harness.nemesis.injector import FaultInjector
 from elr_harness.nemesis.registry import parse_nemesis
 from elr_harness.nemesis.targets import Topology
@@ -515,7 +515,7 @@ def test_the_leader_restarts_alone_with_both_followers_kept_fenced():
     member is away: F1 too is taken away in a way that keeps it fenced (never a
     slowed link: a registered broker is elected as soon as L is down), and neither
     follower comes back before L has restarted."""
-    from elr_harness.nemesis.round import FENCED_AWAY
+    from elr_harness.nemesis.guided.round import FENCED_AWAY
 
     fenced_kinds = {p.name for p in FENCED_AWAY}
     for seed in range(24):

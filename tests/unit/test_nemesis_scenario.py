@@ -27,7 +27,7 @@ from shipped_play import Outcome, play_scenario, scenario_player
 from elr_harness.cluster.observe import PartitionState
 from elr_harness.nemesis import grudges
 from elr_harness.nemesis.injector import FaultInjector
-from elr_harness.nemesis.played import Played
+from elr_harness.nemesis.schedule.played import Played
 
 NAME = "unclean-last-replica"
 NODES = ["broker-1", "broker-2", "broker-3", "controller-1"]

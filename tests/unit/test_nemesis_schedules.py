@@ -9,7 +9,7 @@ import pytest
 
 from elr_harness.core.errors import BadInput
 from elr_harness.nemesis.registry import parse_nemesis
-from elr_harness.nemesis.schedules import Mix, Overlap, Phases, Quiet, Recovery
+from elr_harness.nemesis.schedule.compose import Mix, Overlap, Phases, Quiet, Recovery
 
 
 class FakeMix:

@@ -1,4 +1,5 @@
-"""Host-side control of the page-cache layer (nemesis/pagecache.py) through the Node protocol.
+"""Host-side control of the page-cache layer (nemesis/pagecache/control.py) through
+the Node protocol.
 
 Why: the nemesis drives the layer only through Node.exec/read_file/write_file.
 Here a Node that runs its commands on this host stands in for a container, so
@@ -24,7 +25,7 @@ if not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None:
 from elr_harness.cluster.node import ExecResult, NodeSpec, Role  # noqa: E402
 from elr_harness.core.config import PageCacheConfig  # noqa: E402
 from elr_harness.core.errors import HarnessError  # noqa: E402
-from elr_harness.nemesis import pagecache  # noqa: E402
+from elr_harness.nemesis.pagecache import control as pagecache  # noqa: E402
 
 
 class LocalNode:
@@ -135,7 +136,7 @@ def test_a_disk_fault_is_set_and_cleared_through_the_node(setup: Setup) -> None:
     """The nemesis's path: control file + SIGUSR2 through Node.exec, answer awaited."""
     import errno
 
-    from elr_harness.nemesis.pagecache_faults import DiskFault
+    from elr_harness.nemesis.pagecache.pagecache_faults import DiskFault
 
     _mount(setup)
     (setup.mnt / "dir-1").mkdir()
@@ -202,7 +203,7 @@ class FlakyNode(LocalNode):
 
 
 def test_a_disk_fault_request_survives_an_engine_that_answers_late(setup: Setup) -> None:
-    from elr_harness.nemesis.pagecache_faults import DiskFault
+    from elr_harness.nemesis.pagecache.pagecache_faults import DiskFault
 
     _mount(setup)
     flaky = FlakyNode()

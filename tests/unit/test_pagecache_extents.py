@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elr_harness.nemesis.pagecache_fs import DirtyExtents
+from elr_harness.nemesis.pagecache.pagecache_fs import DirtyExtents
 
 
 def _model_check(extents: DirtyExtents, model: dict[int, int]) -> None:

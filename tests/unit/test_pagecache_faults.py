@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from test_pagecache_fs import Layer, _wait, _write
 
-from elr_harness.nemesis.pagecache_faults import CONTROL_NAME, STATE_NAME, DiskFault
+from elr_harness.nemesis.pagecache.pagecache_faults import CONTROL_NAME, STATE_NAME, DiskFault
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ import pytest
 if not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None:
     pytest.skip("needs /dev/fuse and fusermount3 to mount the layer", allow_module_level=True)
 
-from elr_harness.nemesis import pagecache_fs  # noqa: E402
+from elr_harness.nemesis.pagecache import pagecache_fs  # noqa: E402
 
 DAEMON = Path(pagecache_fs.__file__)
 WAIT_S = 15.0

@@ -17,10 +17,10 @@ from fakes import FakeObserver
 from test_nemesis_mix import FULL, QUICK, TOPOLOGY, Lines, mix, rig
 
 from elr_harness.nemesis.faults import FAULT_KINDS, PACKAGES
-from elr_harness.nemesis.played import Played
-from elr_harness.nemesis.recorded import recorded_schedule
-from elr_harness.nemesis.schedule_file import parse_schedule
-from elr_harness.nemesis.schedule_writer import recorded_toml
+from elr_harness.nemesis.schedule.file import parse_schedule
+from elr_harness.nemesis.schedule.played import Played
+from elr_harness.nemesis.schedule.recorded import recorded_schedule
+from elr_harness.nemesis.schedule.writer import recorded_toml
 from elr_harness.nemesis.targets import Topology
 
 #: What of a fault's line the replay must make again, by kind (besides its nodes).

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from elr_harness.core.errors import BadInput
-from elr_harness.soak.replay import read_run, replay_args
+from elr_harness.hunt.replay import read_run, replay_args
 
 
 def test_a_replay_keeps_the_runs_flags_and_sets_its_schedule_release_and_store():

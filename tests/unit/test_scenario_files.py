@@ -28,9 +28,9 @@ from elr_harness.core.config import RunConfig, ScenarioTimings
 from elr_harness.core.errors import BadInput
 from elr_harness.nemesis.injector import FaultInjector
 from elr_harness.nemesis.needs import Needs
-from elr_harness.nemesis.played import Played
 from elr_harness.nemesis.registry import SCENARIOS, parse_nemesis
-from elr_harness.nemesis.schedule_file import parse_schedule, read_schedule, shipped_schedules
+from elr_harness.nemesis.schedule.file import parse_schedule, read_schedule, shipped_schedules
+from elr_harness.nemesis.schedule.played import Played
 from elr_harness.nemesis.targets import Topology
 
 #: The scenarios the issue asks as files (elr-downgrade's feature dance stays Python).
@@ -220,7 +220,7 @@ def test_a_guided_runs_schedule_toml_is_a_file_that_plays_its_faults_again():
     from test_nemesis_guided import World, _guided, _rounds, faults
 
     from elr_harness.core.history import COVERAGE_STATES
-    from elr_harness.nemesis.schedule_writer import recorded_toml
+    from elr_harness.nemesis.schedule.writer import recorded_toml
 
     # a seed whose rounds draw 13 kinds, none that waits out a real controller's
     # leader balancing on its end (bounce-leader)

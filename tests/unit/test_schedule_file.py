@@ -18,11 +18,11 @@ from test_nemesis_guided import BROKERS, TOPOLOGY, Wire, World
 from elr_harness.cluster.observe import PartitionState
 from elr_harness.core.config import ScenarioTimings
 from elr_harness.core.errors import BadInput
-from elr_harness.nemesis.conditions import ConditionError, parse_condition
 from elr_harness.nemesis.injector import FaultInjector
-from elr_harness.nemesis.played import Played
 from elr_harness.nemesis.registry import parse_nemesis
-from elr_harness.nemesis.schedule_file import ScheduleFile, parse_schedule, read_schedule
+from elr_harness.nemesis.schedule.conditions import ConditionError, parse_condition
+from elr_harness.nemesis.schedule.file import ScheduleFile, parse_schedule, read_schedule
+from elr_harness.nemesis.schedule.played import Played
 
 SHIPPED = Path(__file__).resolve().parents[2] / "src" / "elr_harness" / "nemesis" / \
     "scenario_files"
@@ -192,7 +192,7 @@ def test_the_steps_checked_so_far_keep_what_later_steps_look_up():
     """Each step gathered its earlier steps' names, binds and ends anew (20,000 steps
     took 18.7 s to check); Earlier keeps them as steps are added (the time is
     benchmarks/bad_input_sweep.py's figure, not a test's)."""
-    from elr_harness.nemesis.schedule_step import Earlier
+    from elr_harness.nemesis.schedule.step import Earlier
 
     earlier = Earlier()
     text = "".join(f'[[step]]\nname = "s{i}"\nfault = "pause"\ntarget = "broker-1"\n'
@@ -368,7 +368,7 @@ def test_a_stop_ends_the_schedule_before_its_next_step():
 def test_the_schedule_a_run_played_is_a_schedule_file_that_plays_it_again():
     from shipped_play import fast_text
 
-    from elr_harness.nemesis.schedule_writer import played_toml
+    from elr_harness.nemesis.schedule.writer import played_toml
 
     # waits short: the model has no controller to answer T2's
     text = fast_text("unclean-last-replica", within_s=0.5)
@@ -463,7 +463,7 @@ def test_a_placed_file_plays_each_node_in_its_place_on_this_cluster():
     ok = [line for line in injector.recorder.lines if line.get("f") == "fault"
           and line["type"] == "ok"]
     assert ok[1]["detail"]["grudge"] == {"broker-1": ["controller-2"]}
-    from elr_harness.nemesis.schedule_writer import played_toml
+    from elr_harness.nemesis.schedule.writer import played_toml
 
     again = _parse(played_toml(played.schedule, record))
     assert again.placement == played.schedule.placement  # a replay places it the same

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from elr_harness.core.errors import BadInput
-from elr_harness.soak import shrink
-from elr_harness.soak.shrink import anomaly_of, ddmin
+from elr_harness.hunt import shrink
+from elr_harness.hunt.shrink import anomaly_of, ddmin
 
 RUN_SCHEDULE = """help = "a run"
 
@@ -299,7 +299,7 @@ def test_a_schedule_is_cut_by_its_self_contained_groups_first(tmp_path, monkeypa
     """A guided run's rounds each end what they start: the shrink keeps or drops a
     round whole before it tries single steps, so the bug's round is found with few
     candidates, and the steps inside it after."""
-    from elr_harness.nemesis.schedule_file import parse_schedule
+    from elr_harness.nemesis.schedule.file import parse_schedule
 
     steps = parse_schedule(ROUNDS, "s.toml").steps
     assert shrink.groups(steps) == [["warm-up"], ["r1-a", "r1-b"],

@@ -32,16 +32,16 @@ from elr_harness.nemesis.coordinator import Coordinator
 from elr_harness.nemesis.faults.base import NotNow
 from elr_harness.nemesis.injector import FaultInjector
 from elr_harness.nemesis.needs import WITH_ELR_OFF, Needs
-from elr_harness.nemesis.played import Played
 from elr_harness.nemesis.registry import SCENARIOS, parse_nemesis
-from elr_harness.nemesis.schedule_file import (
+from elr_harness.nemesis.schedule.file import (
     check_partitions,
     parse_schedule,
     read_schedule,
     shipped_schedules,
 )
-from elr_harness.nemesis.schedule_step import COORDINATOR_PARTITION
-from elr_harness.nemesis.schedule_writer import schedule_toml
+from elr_harness.nemesis.schedule.played import Played
+from elr_harness.nemesis.schedule.step import COORDINATOR_PARTITION
+from elr_harness.nemesis.schedule.writer import schedule_toml
 from elr_harness.nemesis.targets import (
     Role,
     choose_target,

@@ -30,8 +30,8 @@ from elr_harness.cluster.observe import PartitionState
 from elr_harness.nemesis import grudges
 from elr_harness.nemesis.injector import FaultInjector
 from elr_harness.nemesis.needs import Layer
-from elr_harness.nemesis.played import Played
 from elr_harness.nemesis.scenarios import SCENARIOS
+from elr_harness.nemesis.schedule.played import Played
 
 NODES = ["broker-1", "broker-2", "broker-3", "controller-1"]
 NAME = "unclean-last-replica-alone"

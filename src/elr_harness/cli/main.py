@@ -48,7 +48,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--nemesis", default=r.nemesis, help=nemesis_flag_help())
     p.add_argument("--schedule", default=None, metavar="FILE",
-                   help="play a schedule file's steps (TOML; nemesis/schedule_file.py) "
+                   help="play a schedule file's steps (TOML; nemesis/schedule/file.py) "
                         "instead of --nemesis; ends when its steps are done")
     p.add_argument("--time-limit", type=seconds, default=None,
                    help="seconds of workload (default 60; a cap of 300 for a scenario, "

@@ -146,7 +146,7 @@ def _targets(version: str, names: list[str]):
     from elr_harness.cluster.distribution import resolve_distribution
     from elr_harness.cluster.mutants.build import build_mutant
     from elr_harness.cluster.mutants.catalog import find, load_catalog
-    from elr_harness.soak.score import CONTROL, Target
+    from elr_harness.hunt.score import CONTROL, Target
 
     catalog = load_catalog()
     release = resolve_distribution(version, None, lambda m: print(m, file=sys.stderr))
@@ -157,8 +157,8 @@ def _targets(version: str, names: list[str]):
 
 def _cmd_score(args: argparse.Namespace) -> int:
     from elr_harness.cluster.mutants.catalog import find, load_catalog
+    from elr_harness.hunt import score
     from elr_harness.run.store import check_store
-    from elr_harness.soak import score
     from elr_harness.soak.plan import DEFAULT_PLAN, PlanEntry, read_plan, validate_plan
 
     if args.resume is not None:

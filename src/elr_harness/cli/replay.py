@@ -27,8 +27,8 @@ def add_replay_command(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    from elr_harness.hunt.replay import replay
     from elr_harness.run.store import check_store
-    from elr_harness.soak.replay import replay
 
     if not 1 <= args.times <= MAX_REPLAYS:
         raise BadInput(f"-n must be 1..{MAX_REPLAYS}, got {args.times}")

@@ -41,8 +41,8 @@ def add_shrink_command(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_shrink(args: argparse.Namespace) -> int:
+    from elr_harness.hunt import shrink
     from elr_harness.run.store import check_store
-    from elr_harness.soak import shrink
 
     if args.resume is not None:
         if args.run_dir is not None:

@@ -515,7 +515,7 @@ class ScenarioTimings:
 
 @dataclass(frozen=True)
 class GuidedConfig:
-    """`--nemesis guided` (nemesis/guided.py): the bounds of its rounds and what
+    """`--nemesis guided` (nemesis/guided/search.py): the bounds of its rounds and what
     their holds are drawn from ([run.guided] in --config)."""
 
     #: A round starts only with this much of the workload left (its faults, their
@@ -536,7 +536,7 @@ class GuidedConfig:
     #: Quiet time before the first round (acks=all writes reach every replica).
     warmup_s: float = 8.0
     #: Bound on a transaction round's wait for a partition's leader to move once its
-    #: leader was taken away (nemesis.txn_recipes): a frozen or cut-off leader loses
+    #: leader was taken away (nemesis.guided.txn_recipes): a frozen or cut-off leader loses
     #: its leadership only when the controller fences it, past the session timeout.
     leader_move_s: float = 30.0
     #: How long leader-change-between-commit-and-marker keeps the markers held back

@@ -34,7 +34,7 @@ from elr_harness.core.parallel import at_once
 from elr_harness.core.wait import wait_until
 from elr_harness.nemesis.faults import PACKAGES
 from elr_harness.nemesis.faults.base import HealStep, Recorder, detail_of
-from elr_harness.nemesis.pagecache import PageCacheLayer
+from elr_harness.nemesis.pagecache.control import PageCacheLayer
 
 __all__ = ["FaultInjector", "FaultRefused", "Recorder"]
 
@@ -75,7 +75,7 @@ class FaultInjector:
         #: Each kind's own record of what of it is in force (kept()).
         self._kept: dict[str, Any] = {}
         #: Every line it recorded, as recorded (a mix's or a scripted scenario's
-        #: schedule.toml is read from them: nemesis.recorded).
+        #: schedule.toml is read from them: nemesis.schedule.recorded).
         self.lines: list[dict[str, Any]] = []
 
     # -- the recorder's fault primitive --------------------------------------------

@@ -31,8 +31,8 @@ from typing import Any
 
 from elr_harness.nemesis.faults import PACKAGES, FaultPackage, Injector
 from elr_harness.nemesis.faults.base import settings_of
-from elr_harness.nemesis.scenarios.base import Observer
 from elr_harness.nemesis.targets import Role, Topology, choose_target
+from elr_harness.nemesis.watch import Observer
 
 
 class RandomMix:

@@ -19,7 +19,7 @@ from elr_harness.core.errors import BadInput
 class Layer(StrEnum):
     """A storage layer the brokers' data directories sit on."""
 
-    #: The FUSE layer that keeps unsynced writes in memory (nemesis.pagecache), so a
+    #: The FUSE layer that keeps unsynced writes in memory (nemesis.pagecache.control), so a
     #: power loss can drop them.
     PAGE_CACHE = "page-cache"
 

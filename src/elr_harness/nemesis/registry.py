@@ -15,18 +15,18 @@ from elr_harness.nemesis.faults import FAULT_KINDS, NOT_IN_ALL, PACKAGES, in_all
 from elr_harness.nemesis.needs import Layer, Needs, Setting
 from elr_harness.nemesis.scenarios import SCENARIOS, ScenarioPackage
 from elr_harness.nemesis.scenarios.base import SHORT_KAFKA_TIMEOUTS
-from elr_harness.nemesis.schedule_file import (
+from elr_harness.nemesis.schedule.compose import check_overlap, resources_of
+from elr_harness.nemesis.schedule.file import (
     ScheduleFile,
     parse_schedule,
     read_schedule,
     shipped_schedules,
 )
-from elr_harness.nemesis.schedules import check_overlap, resources_of
 
 NONE = "none"
 #: Every kind whose package is in `all` (nemesis.faults.in_all).
 ALL = "all"
-#: Faults chosen to reach the KIP-966 states not yet reached (nemesis.guided).
+#: Faults chosen to reach the KIP-966 states not yet reached (nemesis.guided.search).
 GUIDED = "guided"
 GUIDED_HELP = ("faults chosen from the observed state to reach the KIP-966 states not yet "
                "reached (in this run, or in the soak so far: --reached), overlapped where a "
@@ -37,15 +37,15 @@ GUIDED_HELP = ("faults chosen from the observed state to reach the KIP-966 state
 class NemesisPlan:
     """`none`, one scripted scenario, or random mixes of fault kinds: one mix, or
     several that overlap (`partition+kill,pause`), each acting on its own
-    resources (nemesis.schedules.check_overlap)."""
+    resources (nemesis.schedule.compose.check_overlap)."""
 
     text: str
     scenario: str | None
     #: the mixes: one group of kinds each
     groups: tuple[tuple[str, ...], ...] = ()
-    #: `guided`: faults aimed at KIP-966 states (nemesis.guided), of every kind
+    #: `guided`: faults aimed at KIP-966 states (nemesis.guided.search), of every kind
     guided: bool = False
-    #: `--schedule FILE`: the steps of a schedule file (nemesis.schedule_file)
+    #: `--schedule FILE`: the steps of a schedule file (nemesis.schedule.file)
     schedule: ScheduleFile | None = None
 
     @property

@@ -88,7 +88,7 @@ def choose_target(role: Role | str, states: Sequence[PartitionState], topology: 
     """
     role = Role(role)
     if role is Role.COORDINATOR:
-        raise ValueError("the coordinator is a schedule step's role (nemesis.played "
+        raise ValueError("the coordinator is a schedule step's role (nemesis.schedule.played "
                          "resolves it by the run's transactional.id), drawn by no mix")
     if role is Role.ACTIVE_CONTROLLER:
         for name, node_id in sorted(topology.controllers.items()):

@@ -2,7 +2,7 @@
 user's or a scripted scenario's shipped one; a scenario still in Python, a guided
 run, random mixes) made from the run's spec and played until the time limit; then,
 for a Python scenario's or a mix's run, what it played read back as
-schedule.toml's steps (nemesis.recorded)."""
+schedule.toml's steps (nemesis.schedule.recorded)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from elr_harness.nemesis.registry import NemesisPlan
 from elr_harness.run.spec import RunSpec
 
 if TYPE_CHECKING:
-    from elr_harness.nemesis.txn_recipes import Transactions
+    from elr_harness.nemesis.guided.txn_recipes import Transactions
 
 console = Console(highlight=False)
 
@@ -35,12 +35,12 @@ def first_transactional_id(workload: WorkloadConfig) -> str | None:
 
 
 def guided_transactions(workload: WorkloadConfig) -> Transactions | None:
-    """What a guided run aims at transactions with (nemesis.txn_recipes): every
+    """What a guided run aims at transactions with (nemesis.guided.txn_recipes): every
     transactional producer's transactional.id and the transaction timeout (None:
     the run has no transactions, and guided aims at the KIP-966 states alone)."""
     if "txn" not in workload.workloads or workload.txn_producers < 1:
         return None
-    from elr_harness.nemesis.txn_recipes import Transactions
+    from elr_harness.nemesis.guided.txn_recipes import Transactions
     from elr_harness.workloads.txn_workload import txn_ids
 
     return Transactions(tuple(txn_ids(workload)), workload.txn_timeout_ms)
@@ -80,8 +80,8 @@ def placement_of(observer, injector, topic: str, within_s: float,
     observer's first sample with a leader there (within `within_s`: the workload and
     its observer start with the nemesis); None when none came, or when the lookup
     failed, which is logged (a silent failure here once hid a bug)."""
-    from elr_harness.nemesis.scenarios.base import partition_in
     from elr_harness.nemesis.targets import Topology
+    from elr_harness.nemesis.watch import partition_in
 
     def led(states: list[Any]) -> bool:
         found = partition_in(states, topic, 0)
@@ -110,8 +110,8 @@ def placement_of(observer, injector, topic: str, within_s: float,
 def _record_schedule(plan: NemesisPlan, spec: RunSpec, injector, began_ns: int,
                      result: dict[str, Any], log) -> None:
     """What a random mix or a scripted scenario played, as schedule.toml's steps
-    (nemesis.recorded), read from the injector's lines; a run goes on without it."""
-    from elr_harness.nemesis.recorded import recorded_schedule
+    (nemesis.schedule.recorded), read from the injector's lines; a run goes on without it."""
+    from elr_harness.nemesis.schedule.recorded import recorded_schedule
     from elr_harness.nemesis.targets import Topology
 
     what = f"the scenario {plan.scenario}" if plan.scripted else \
@@ -129,7 +129,7 @@ def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):
     """The scenario then its recovery; or a guided schedule; or one mix; or mixes
     that overlap (each seeded from --seed upward, so the run reproduces)."""
     from elr_harness.nemesis.mix import RandomMix
-    from elr_harness.nemesis.schedules import Mix, Overlap, Phases, Recovery, Scenario
+    from elr_harness.nemesis.schedule.compose import Mix, Overlap, Phases, Recovery, Scenario
 
     played_file = plan.played_file
     if plan.scripted and plan.scripted.scenario is not None:
@@ -144,7 +144,7 @@ def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):
                      spec.run.quiet_after_faults_s)])
     replication = min(t.replication_factor for t in spec.topics)
     if played_file is not None:  # --schedule's file, or a scenario's shipped one
-        from elr_harness.nemesis.played import Played
+        from elr_harness.nemesis.schedule.played import Played
 
         return Phases([
             Played(played_file, injector, observer, spec.topics[0].name, spec.run.seed,
@@ -157,7 +157,7 @@ def _schedule(plan: NemesisPlan, spec: RunSpec, injector, observer, log):
                      spec.run.scenario.step_timeout_s, spec.run.scenario.watch_poll_s,
                      spec.run.quiet_after_faults_s)])
     if plan.guided:
-        from elr_harness.nemesis.guided import Guided
+        from elr_harness.nemesis.guided.search import Guided
 
         return Guided(injector, observer, [(t.name, t.partitions) for t in spec.topics],
                       spec.run.seed, replication,

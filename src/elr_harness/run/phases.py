@@ -108,7 +108,7 @@ def run_test(spec: RunSpec) -> int:
     check_transactions(spec.cluster, spec.workload, dist, say)
     provider = provider_for(spec.cluster)
     provider.preflight(say)
-    from elr_harness.nemesis.pagecache import PageCacheLayer
+    from elr_harness.nemesis.pagecache.control import PageCacheLayer
     from elr_harness.workloads.recorder import HistoryRecorder
 
     run_dir = new_run_dir(spec.run.store, plan.test_name)
@@ -321,7 +321,7 @@ def write_played_schedule(run_dir: Path, plan: NemesisPlan, nemesis_result: dict
     played steps stay in test.json's nemesis_result)."""
     if "schedule" not in nemesis_result:
         return
-    from elr_harness.nemesis.schedule_writer import played_toml, recorded_toml
+    from elr_harness.nemesis.schedule.writer import played_toml, recorded_toml
     from elr_harness.report.atomic import write_atomically
 
     record = nemesis_result["schedule"]

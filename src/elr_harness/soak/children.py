@@ -1,5 +1,5 @@
 """A whole `harness run` as a child process, and its verdict read back: what the
-soak, the mutation score (soak.score), the replays (soak.replay) and the shrink are
+soak, the mutation score (hunt.score), the replays (hunt.replay) and the shrink are
 made of. One launcher for all of them: each child runs in its own session, gets
 SIGINT when its parent dies (so it heals, collects and tears down rather than
 running on alone), is handed a Ctrl-C once and killed after a grace, and, when it

@@ -62,7 +62,7 @@ COLOURS: dict[str, str] = {str(p.recorded): p.colour for p in PACKAGES.values()}
 def with_capabilities(*wanted: Capability, without: tuple[Capability, ...] = ()
                       ) -> tuple[FaultPackage, ...]:
     """The kinds that can do all of `wanted` and none of `without`, in registry order:
-    what a schedule draws from (nemesis.guided), never a kind by name."""
+    what a schedule draws from (nemesis.guided.search), never a kind by name."""
     return tuple(p for p in PACKAGES.values()
                  if p.can(*wanted) and not any(c in p.capabilities for c in without))
 

@@ -35,7 +35,7 @@ from elr_harness.nemesis.targets import Role, Topology
 
 Undo = Callable[[], Any]
 
-#: What a fault acts on: overlapping schedules may not share one (nemesis.schedules).
+#: What a fault acts on: overlapping schedules may not share one (nemesis.schedule.compose).
 NETWORK = "network"
 PROCESSES = "processes"
 #: The cluster's dynamic config and feature levels (a change and its restore).
@@ -45,7 +45,7 @@ ASSIGNMENT = "assignment"
 
 
 class Capability(StrEnum):
-    """What a schedule may use a kind for. The guided rounds (nemesis.guided) draw
+    """What a schedule may use a kind for. The guided rounds (nemesis.guided.search) draw
     the kinds a step needs by these, never by name; a kind that gains one joins
     every step that asks for it. A capability that needs options of `act` says
     which."""
@@ -273,7 +273,7 @@ class FaultPackage:
     #: refused, in the kind's words).
     acts_on: str = "any"
     #: The step of a schedule file that makes again what its `ok` line records (a
-    #: mix's or a scenario's run: nemesis.recorded): the fields besides `fault`, from
+    #: mix's or a scenario's run: nemesis.schedule.recorded): the fields besides `fault`, from
     #: the line, the cluster's nodes and the run's settings of the kind.
     step_of: StepOf = on_its_node
 

@@ -45,7 +45,7 @@ from elr_harness.nemesis.faults.base import (
     why,
 )
 from elr_harness.nemesis.needs import Layer, Setting
-from elr_harness.nemesis.pagecache_faults import ERRNOS, OPERATIONS, DiskFault
+from elr_harness.nemesis.pagecache.pagecache_faults import ERRNOS, OPERATIONS, DiskFault
 from elr_harness.nemesis.targets import Role, all_isr_full
 
 

@@ -16,7 +16,6 @@ from typing import Any
 
 from elr_harness.cluster.observe import PartitionState
 from elr_harness.core.history import ELR_FEATURE, RESTORE, Fault
-from elr_harness.nemesis.config_changes import read_with_tools, record_change
 from elr_harness.nemesis.faults.base import (
     CONFIG,
     Capability,
@@ -32,6 +31,7 @@ from elr_harness.nemesis.faults.base import (
     loss_outstanding,
     why,
 )
+from elr_harness.nemesis.faults.config_changes import read_with_tools, record_change
 
 
 def _changes(injector: Injector) -> dict[str, tuple[int, int]]:

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from typing import Any
 
 from elr_harness.core.history import RESTORE, Fault
-from elr_harness.nemesis.config_changes import read_with_tools, record_change
 from elr_harness.nemesis.faults.base import (
     CLUSTER_SCOPE,
     CONFIG,
@@ -34,6 +33,7 @@ from elr_harness.nemesis.faults.base import (
     end_each,
     why,
 )
+from elr_harness.nemesis.faults.config_changes import read_with_tools, record_change
 
 
 def _changes(injector: Injector) -> dict[str | None, tuple[int, int]]:

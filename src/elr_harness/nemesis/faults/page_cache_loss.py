@@ -1,6 +1,6 @@
 """`page-cache-loss`: power loss on a leader or ISR member. Kafka is killed (-9)
 and every byte it wrote but never fsynced is thrown away (the page-cache FUSE
-layer under the brokers' log dirs, nemesis/pagecache.py); it finds no
+layer under the brokers' log dirs, nemesis/pagecache/control.py); it finds no
 clean-shutdown marker when it is started again.
 
 It counts against KIP-966's fault budget (min ISR - 1 such losses between full

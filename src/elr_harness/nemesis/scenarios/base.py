@@ -8,7 +8,7 @@ run needs for it: the layer under the brokers, the cluster settings it changes,
 the topologies it refuses, and its line of `harness run --help`.
 
 Its steps are data where data can say them: the schedule file shipped in
-nemesis/scenario_files, played as `--schedule` plays a user's (nemesis.played).
+nemesis/scenario_files, played as `--schedule` plays a user's (nemesis.schedule.played).
 A scenario whose steps measure what no step can ask for yet keeps them in Python
 (a ScriptedScenario subclass).
 """
@@ -18,54 +18,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from elr_harness.cluster.observe import PartitionState
 from elr_harness.core.config import ClusterConfig, ScenarioTimings, TopicConfig
 from elr_harness.core.errors import HarnessError
 from elr_harness.nemesis.injector import FaultInjector
 from elr_harness.nemesis.needs import Layer, Setting
-
-
-class Observer(Protocol):
-    def latest(self) -> Sequence[PartitionState]: ...
-    def wait_for(self, predicate: Callable[[list[Any]], bool],
-                 timeout_s: float) -> list[Any] | None: ...
-
-
-def partition_in(states: Sequence[PartitionState], topic: str,
-                 partition: int) -> PartitionState | None:
-    """One partition's state in an observed sample (None: not in it)."""
-    return next((s for s in states if (s.topic, s.partition) == (topic, partition)), None)
-
-
-def read_controller(injector: FaultInjector, topic: str, partition: int,
-                    log: Callable[[str], None], step: str) -> PartitionState | None:
-    """The partition in the active controller's metadata log now, every partition of
-    `topic` read recorded as an `observe` line with source "controller", so the
-    checker sees what the reader saw (None: the controller could not say)."""
-    try:
-        views = injector.cluster.controller_view(topic)
-    except Exception as err:  # noqa: BLE001 - the controller may be busy; ask again
-        log(f"{step}: controller view unavailable: {err}")
-        views = []
-    for view in views:
-        injector.recorder.record(source="controller", **view.as_observation())
-    return partition_in(views, topic, partition)
-
-
-def wait_for_partition(observer: Observer, topic: str, partition: int,
-                       predicate: Callable[[PartitionState], bool], timeout_s: float,
-                       fresh_after: PartitionState | None = None) -> PartitionState | None:
-    """The partition in the first sample where `predicate` holds (a sample other than
-    `fresh_after`, when given: while every broker that hears the controllers is away
-    the latest sample stays the one from before), within timeout_s; else None."""
-    def check(states: list[Any]) -> bool:
-        s = partition_in(states, topic, partition)
-        return s is not None and s is not fresh_after and predicate(s)
-
-    sample = observer.wait_for(check, timeout_s)
-    return None if sample is None else partition_in(sample, topic, partition)
+from elr_harness.nemesis.watch import Observer, partition_in
 
 
 @dataclass
@@ -198,7 +158,7 @@ def from_file(name: str, help: str, in_default_soak: bool = False) -> ScenarioPa
     takes them (Kafka's timeouts shortened unless it says short_kafka_timeouts =
     false); the run refuses what its [needs] refuses (run.spec)."""
     from elr_harness.nemesis.faults import PACKAGES
-    from elr_harness.nemesis.schedule_file import parse_schedule, shipped_schedules
+    from elr_harness.nemesis.schedule.file import parse_schedule, shipped_schedules
 
     schedule = parse_schedule(shipped_schedules()[name].read_text(encoding="utf-8"), name)
     needs = schedule.needs

@@ -1,7 +1,7 @@
 """KIP-966's "last replica standing" case, step by step (shared/SCENARIOS.md).
 
 Its steps are data: nemesis/scenario_files/unclean-last-replica.toml, played as a
-schedule file is (nemesis.played). L is the partition's leader, A and B its
+schedule file is (nemesis.schedule.played). L is the partition's leader, A and B its
 followers, all found from the observed state:
 
     T0  partition A away from every node        -> ISR = {L, B}

@@ -24,7 +24,7 @@ once with the log it kept, and A and B truncate to it.
 
 While A and B are cut off only L may answer the observer, and until L answers
 the observer's latest sample is the one from before T2: each wait and watch
-accepts only samples taken after its step began (nemesis.played).
+accepts only samples taken after its step began (nemesis.schedule.played).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""BUG.md of a shrink (soak.shrink): what a Kafka ticket wants, from the shrink's
+"""BUG.md of a shrink (hunt.shrink): what a Kafka ticket wants, from the shrink's
 state and the runs it made. The Kafka version and config, the smallest schedule's
 steps in words, how often it reproduced, the evidence (the anomaly's examples as
 the checker gave them, the partition's leader/ISR/ELR/LastKnownELR timeline and
@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from elr_harness.core.files import read_json
-from elr_harness.nemesis.schedule_file import parse_schedule
-from elr_harness.nemesis.schedule_step import CONTROLLER, COORDINATOR_PARTITION
+from elr_harness.hunt.replay import SCHEDULE_FILE
+from elr_harness.nemesis.schedule.file import parse_schedule
+from elr_harness.nemesis.schedule.step import CONTROLLER, COORDINATOR_PARTITION
 from elr_harness.report.atomic import write_atomically
-from elr_harness.soak.replay import SCHEDULE_FILE
 
 #: How many of the anomaly's examples, and of timeline lines, BUG.md shows.
 EXAMPLES = 3

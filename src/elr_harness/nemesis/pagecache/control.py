@@ -32,7 +32,7 @@ from elr_harness.cluster.node import ExecResult, Node
 from elr_harness.core.config import PageCacheConfig
 from elr_harness.core.errors import HarnessError
 from elr_harness.core.wait import wait_until
-from elr_harness.nemesis.pagecache_faults import CONTROL_NAME, STATE_NAME, DiskFault
+from elr_harness.nemesis.pagecache.pagecache_faults import CONTROL_NAME, STATE_NAME, DiskFault
 
 DEFAULTS = PageCacheConfig()
 DAEMON_FILE = "pagecache_fs.py"

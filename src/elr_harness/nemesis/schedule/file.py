@@ -31,7 +31,7 @@ do.
     as = "A"                     # binds the node chosen (L: the leader at the start; C:
                                  # the transaction coordinator at the start, with --workload
                                  # txn: its transactional.id's __transaction_state leader)
-    until = "A not in isr"       # a wait (nemesis.conditions), bounded by within_s
+    until = "A not in isr"       # a wait (nemesis.schedule.conditions), bounded by within_s
     within_s = 30
     read = "controller"          # where the wait reads the partition (default: observer,
                                  # the brokers; controller: the active controller's
@@ -84,7 +84,7 @@ from elr_harness.core.files import MAX_SETTINGS_BYTES, MISSING, path_problem, re
 from elr_harness.core.validate import printable
 from elr_harness.nemesis.faults import PACKAGES, FaultPackage
 from elr_harness.nemesis.needs import Needs
-from elr_harness.nemesis.schedule_step import NODE, Earlier, Step, StepChecker
+from elr_harness.nemesis.schedule.step import NODE, Earlier, Step, StepChecker
 
 BROKER = re.compile(r"broker-[0-9]{1,4}")
 CONTROLLER_NODE = re.compile(r"controller-[0-9]{1,4}")
@@ -163,7 +163,7 @@ class ScheduleFile:
 
 def shipped_schedules() -> dict[str, Path]:
     """The scenario files the package ships, by name (`--schedule NAME` plays one)."""
-    folder = Path(__file__).with_name("scenario_files")
+    folder = Path(__file__).parents[1] / "scenario_files"
     return {p.stem: p for p in sorted(folder.glob("*.toml"))}
 
 

@@ -1,8 +1,8 @@
 """The recipes of the four transaction states (core.history.TXN_COVERAGE_STATES) a
-guided round (nemesis.guided) aims at when the run has transactions (`--workload
+guided round (nemesis.guided.search) aims at when the run has transactions (`--workload
 txn`); a run without them never aims at these.
 
-Each is a Recipe's round like the KIP-966 ones (nemesis.recipes): the same start
+Each is a Recipe's round like the KIP-966 ones (nemesis.guided.recipes): the same start
 (a full ISR of three), the same steps, waits and records (schedule.toml replays
 them), the same fault budget. They drop no unflushed data at all (no page-cache
 loss, no dropping disk fault): kills only, which lose nothing, so a run stays within
@@ -28,13 +28,13 @@ from typing import Any, Protocol
 
 from elr_harness.cluster.observe import PartitionState
 from elr_harness.core.history import TXN_COVERAGE_STATES
-from elr_harness.nemesis.conditions import described
 from elr_harness.nemesis.coordinator import Coordinator
 from elr_harness.nemesis.faults import with_capabilities
 from elr_harness.nemesis.faults.base import Capability as C
 from elr_harness.nemesis.faults.base import NotNow
-from elr_harness.nemesis.recipes import Recipe
-from elr_harness.nemesis.round import CLEAN_SHUTDOWN, Round, Schedule
+from elr_harness.nemesis.guided.recipes import Recipe
+from elr_harness.nemesis.guided.round import CLEAN_SHUTDOWN, Round, Schedule
+from elr_harness.nemesis.schedule.conditions import described
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ KIP-966 can go wrong (the ISR below min ISR, then the last ISR member shut down
 uncleanly while a follower is still away, then ...) are rare. A guided run plays
 rounds instead. Each round aims at one state that neither this run nor the soak
 before it (`--reached`, from the soak's coverage) reached, in an order drawn from
-the seed, and plays that state's recipe (nemesis.recipes) on one partition drawn
+the seed, and plays that state's recipe (nemesis.guided.recipes) on one partition drawn
 from the seed. Then everything is healed (FaultInjector.heal_all) and the round
 waits for every partition's ISR to be full again. Every fault line of a round
 carries the state it aimed at in its detail (`aim`), so a report can say whether
@@ -15,7 +15,7 @@ An aim not seen is tried again after the others.
 
 A run with transactions (`--workload txn`: Guided(transactions=...)) aims at the
 four transaction states too (core.history.TXN_COVERAGE_STATES, after the KIP-966
-ones; their recipes: nemesis.txn_recipes). Without, it aims at exactly the KIP-966
+ones; their recipes: nemesis.guided.txn_recipes). Without, it aims at exactly the KIP-966
 states, in the order the seed drew before those existed.
 """
 
@@ -30,18 +30,18 @@ from typing import Any
 
 from elr_harness.core.config import GuidedConfig
 from elr_harness.core.history import COVERAGE_STATES, TXN_COVERAGE_STATES
-from elr_harness.nemesis.drawn import DrawnSteps
 from elr_harness.nemesis.faults import ASSIGNMENT, CONFIG, NETWORK, PROCESSES
 from elr_harness.nemesis.faults.base import NotNow
-from elr_harness.nemesis.recipes import Recipe
-from elr_harness.nemesis.round import Round
-from elr_harness.nemesis.scenarios.base import Observer
+from elr_harness.nemesis.guided.recipes import Recipe
+from elr_harness.nemesis.guided.round import Round
+from elr_harness.nemesis.guided.txn_recipes import TXN_RECIPES, Transactions, TxnRecipe
+from elr_harness.nemesis.schedule.drawn import DrawnSteps
 from elr_harness.nemesis.targets import Topology, all_isr_full
-from elr_harness.nemesis.txn_recipes import TXN_RECIPES, Transactions, TxnRecipe
+from elr_harness.nemesis.watch import Observer
 
 
 class Guided:
-    """The guided schedule (nemesis.schedules.Schedule): rounds until the deadline,
+    """The guided schedule (nemesis.schedule.compose.Schedule): rounds until the deadline,
     or until `rounds` were played (each ends healed and recovered)."""
 
     def __init__(self, injector: Any, observer: Observer, topics: Sequence[tuple[str, int]],

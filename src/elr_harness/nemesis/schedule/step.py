@@ -1,4 +1,4 @@
-"""One [[step]] of a schedule file (nemesis.schedule_file has the grammar): its
+"""One [[step]] of a schedule file (nemesis.schedule.file has the grammar): its
 fields, and the checks each field meets against the steps before it. Every
 mistake is an input error naming the file, the line, the step and the field.
 """
@@ -12,10 +12,10 @@ from typing import Any
 from elr_harness.core.config_file import apply
 from elr_harness.core.errors import BadInput
 from elr_harness.core.validate import Invalid
-from elr_harness.nemesis.conditions import Condition, ConditionError, parse_condition
 from elr_harness.nemesis.faults import PACKAGES, FaultPackage
 from elr_harness.nemesis.faults.base import CLUSTER_SCOPE
 from elr_harness.nemesis.faults.base import Capability as C
+from elr_harness.nemesis.schedule.conditions import Condition, ConditionError, parse_condition
 from elr_harness.nemesis.targets import Role
 
 #: The name the partition's leader at the start is bound to.

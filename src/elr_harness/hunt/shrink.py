@@ -9,7 +9,7 @@ hundred steps is cut to its round first, a few candidates instead of hundreds. A
 candidate is a subset of the steps (in order), written as a schedule file, without
 the ends of the faults it leaves out (a fault goes with its ends); one that is no
 valid schedule (a step that names a node an earlier step left out bound) fails
-without a run. A candidate is kept when at least k of n replays (soak.replay's
+without a run. A candidate is kept when at least k of n replays (hunt.replay's
 child runs: the run's flags, its release pinned) are INVALID with the anomaly
 type shrunk for; the replays of a candidate stop as soon as k is reached or can
 no longer be. Each candidate's outcome is kept in shrink.json, rewritten after
@@ -18,7 +18,7 @@ repeats a replay that finished.
 
 Everything lands in store/shrink/<time>/: shrink.json, candidates/ (each tried
 schedule, with its replays' runs), schedule.toml (the smallest candidate) and
-BUG.md (soak.bug_report). The smallest is then replayed `confirm` times whole; it
+BUG.md (hunt.bug_report). The smallest is then replayed `confirm` times whole; it
 is a reproducer only when those replays reproduce at the rate a candidate was kept
 at (k of n). Below it the shrink ends "not confirmed", exit 1, and writes no BUG.md:
 ddmin's replays can hit by luck where the confirming ones miss.
@@ -38,12 +38,7 @@ from rich.markup import escape
 from elr_harness.core.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
 from elr_harness.core.files import read_json, read_text
 from elr_harness.core.validate import printable
-from elr_harness.nemesis.schedule_file import parse_schedule
-from elr_harness.nemesis.schedule_step import Step
-from elr_harness.nemesis.schedule_writer import schedule_toml
-from elr_harness.run.store import fresh_dir, write_json
-from elr_harness.soak.children import run_child, said
-from elr_harness.soak.replay import (
+from elr_harness.hunt.replay import (
     PINNED_CONFIG,
     SCHEDULE_FILE,
     pinned_config,
@@ -51,6 +46,11 @@ from elr_harness.soak.replay import (
     release_flags,
     run_flags,
 )
+from elr_harness.nemesis.schedule.file import parse_schedule
+from elr_harness.nemesis.schedule.step import Step
+from elr_harness.nemesis.schedule.writer import schedule_toml
+from elr_harness.run.store import fresh_dir, write_json
+from elr_harness.soak.children import run_child, said
 
 console = Console(highlight=False)
 
@@ -188,7 +188,7 @@ class Shrink:
     # -- the shrink ----------------------------------------------------------------
 
     def go(self) -> int:
-        from elr_harness.soak.bug_report import write_bug_report
+        from elr_harness.hunt.bug_report import write_bug_report
 
         started = time.monotonic()
         names = [s for s in self.steps]

@@ -1,4 +1,4 @@
-"""Choosing the node each step of a played schedule acts on (nemesis.played): a
+"""Choosing the node each step of a played schedule acts on (nemesis.schedule.played): a
 name bound earlier (L, C, or a step's `as`), a node the file names (renamed by
 its [placement]), or one drawn of a role on the partition the step reads, as
 last observed; and which partition that is (its own, the transaction
@@ -14,10 +14,10 @@ from elr_harness.nemesis.coordinator import Coordinator
 from elr_harness.nemesis.faults import PACKAGES
 from elr_harness.nemesis.faults.base import Capability as C
 from elr_harness.nemesis.faults.base import NotNow
-from elr_harness.nemesis.scenarios.base import Observer
-from elr_harness.nemesis.schedule_file import Placement
-from elr_harness.nemesis.schedule_step import COORDINATOR_PARTITION, Step
+from elr_harness.nemesis.schedule.file import Placement
+from elr_harness.nemesis.schedule.step import COORDINATOR_PARTITION, Step
 from elr_harness.nemesis.targets import Role, Topology
+from elr_harness.nemesis.watch import Observer
 
 
 class StepTargets:

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from elr_harness.core.history import ENDED_BY, RESTORED_BY_SELF, OpType, restores
-from elr_harness.nemesis.drawn import MIN_WAIT_S
 from elr_harness.nemesis.faults import PACKAGES
 from elr_harness.nemesis.faults.base import settings_of
+from elr_harness.nemesis.schedule.drawn import MIN_WAIT_S
 from elr_harness.nemesis.targets import Topology
 
 #: How long the first step waits for every ISR to be full (the run began on a whole
@@ -119,7 +119,7 @@ def recorded_schedule(lines: Iterable[Mapping[str, Any]], topology: Topology,
              **({"hold_s": quiet_s} if quiet_s >= MIN_WAIT_S else {}), "played": {}}
     return {"help": help_text,
             # played again on as many brokers, with Kafka's timeouts as the run had them
-            # (a replay pins the run's config: soak.replay)
+            # (a replay pins the run's config: hunt.replay)
             "needs": {"brokers": len(topology.brokers), "short_kafka_timeouts": False,
                       **({"min_insync_replicas": min_insync_replicas}
                          if min_insync_replicas is not None else {})},

@@ -2,7 +2,7 @@
 fresh clusters with the run's release, config and workload, N times; and how many
 of the N gave the same bad anomaly types as the run.
 
-The run's schedule is its run directory's schedule.toml (nemesis.schedule_file:
+The run's schedule is its run directory's schedule.toml (nemesis.schedule.file:
 the steps with what each did, which playing ignores). Each replay is a child
 `harness run` with the run's own flags as typed (test.json's cli_args), its
 release pinned (the version that ran, or its --kafka-dist), its cluster pinned
@@ -28,7 +28,7 @@ from elr_harness.core.files import read_json, read_text
 from elr_harness.core.results_shape import results_shape_problem
 from elr_harness.core.toml_write import toml_document
 from elr_harness.core.validate import printable
-from elr_harness.nemesis.schedule_file import parse_schedule
+from elr_harness.nemesis.schedule.file import parse_schedule
 from elr_harness.run.store import fresh_dir, write_json
 from elr_harness.soak.children import run_child, said
 from elr_harness.soak.plan import flag_value

@@ -10,7 +10,7 @@ or None.
 Like pagecache_fs.py this file runs INSIDE the node containers with only the
 standard library, copied next to the daemon.
 
-Control protocol (the host side is nemesis/pagecache.py): the host writes
+Control protocol (the host side is nemesis/pagecache/control.py): the host writes
 CONTROL_NAME in the daemon's control dir, {"id": ..., "fault": {...} | null},
 and sends SIGUSR2; the daemon applies it and answers with STATE_NAME (written
 atomically), {"id": <the same>, "fault": ..., "failed": {op: count},

@@ -1,4 +1,4 @@
-"""The recipe of each KIP-966 state a guided round (nemesis.guided) aims at, and
+"""The recipe of each KIP-966 state a guided round (nemesis.guided.search) aims at, and
 the fault budget every round keeps.
 
 A recipe plays on one partition, its leader L and its followers F1, F2:
@@ -42,11 +42,10 @@ from typing import Any
 from elr_harness.cluster.observe import PartitionState
 from elr_harness.core.config import KafkaTimings
 from elr_harness.core.history import COVERAGE_STATES
-from elr_harness.nemesis.conditions import described, parse_condition
 from elr_harness.nemesis.faults import PACKAGES, FaultPackage
 from elr_harness.nemesis.faults.base import Capability as C
 from elr_harness.nemesis.faults.base import Undo, Use, settings_of
-from elr_harness.nemesis.round import (
+from elr_harness.nemesis.guided.round import (
     AWAY,
     CLEAN_SHUTDOWN,
     CLEANLY_FENCED_AWAY,
@@ -61,8 +60,9 @@ from elr_harness.nemesis.round import (
     Schedule,
     one_with,
 )
-from elr_harness.nemesis.scenarios.base import partition_in, wait_for_partition
+from elr_harness.nemesis.schedule.conditions import described, parse_condition
 from elr_harness.nemesis.targets import Role, choose_target
+from elr_harness.nemesis.watch import partition_in, wait_for_partition
 
 
 class Recipe:
@@ -366,7 +366,7 @@ class Recipe:
     def _wait(self, what: str, until: str, fresh_after: PartitionState | None = None,
               within_s: float | None = None) -> bool:
         """Wait (bounded: `within_s`, else the config's wait_s) for the state `until`
-        says (nemesis.conditions, naming nodes); not seen, say what was seen instead."""
+        says (nemesis.schedule.conditions, naming nodes); not seen, say what was seen instead."""
         condition = parse_condition(until)
         brokers = self.g.topology.brokers
         bound = self.g.config.wait_s if within_s is None else within_s

@@ -1,4 +1,4 @@
-"""What a guided round (nemesis.recipes) is made of: the schedule it reads, the kinds
+"""What a guided round (nemesis.guided.recipes) is made of: the schedule it reads, the kinds
 it draws from by capability (never by name), and its record (Round) for test.json."""
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from elr_harness.core.config import GuidedConfig
-from elr_harness.nemesis.drawn import DrawnSteps
 from elr_harness.nemesis.faults import FaultPackage, with_capabilities
 from elr_harness.nemesis.faults.base import Capability as C
-from elr_harness.nemesis.scenarios.base import Observer
+from elr_harness.nemesis.schedule.drawn import DrawnSteps
 from elr_harness.nemesis.targets import Topology
+from elr_harness.nemesis.watch import Observer
 
 
 class Schedule(Protocol):
-    """What a recipe reads of the schedule that plays it (nemesis.guided.Guided)."""
+    """What a recipe reads of the schedule that plays it (nemesis.guided.search.Guided)."""
 
     injector: Any
     observer: Observer

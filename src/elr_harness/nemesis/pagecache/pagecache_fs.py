@@ -79,7 +79,7 @@ except ImportError:  # the copy next to this file when run inside a node
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import mfusepy as fuse
 try:
-    from elr_harness.nemesis import pagecache_faults as faults
+    from elr_harness.nemesis.pagecache import pagecache_faults as faults
 except ImportError:  # inside a node: the copy next to this file
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import pagecache_faults as faults  # type: ignore[no-redef]

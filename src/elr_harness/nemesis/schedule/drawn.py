@@ -1,8 +1,8 @@
 """The schedule a run drew as it went (a guided run's rounds), step by step in the
-form of a schedule file's [[step]] tables (nemesis.schedule_file): each fault with
+form of a schedule file's [[step]] tables (nemesis.schedule.file): each fault with
 the node it resolved to and its settings, each end, each wait as the condition it
 waited for and whether it saw it, each hold. The run writes them as schedule.toml
-(nemesis.schedule_writer.recorded_toml), so `harness replay` and `harness shrink`
+(nemesis.schedule.writer.recorded_toml), so `harness replay` and `harness shrink`
 play a guided run's faults again without its draws."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import dataclasses
 import re
 from typing import Any
 
-#: The shortest wait a file holds (nemesis.schedule_file: 0 < within_s).
+#: The shortest wait a file holds (nemesis.schedule.file: 0 < within_s).
 MIN_WAIT_S = 0.1
 
 

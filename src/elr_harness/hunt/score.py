@@ -12,7 +12,7 @@ mutant's kill count there.
 
 Everything lands in store/mutants/<time>/: score.json (rewritten whole after each
 run, so `--resume` goes on where a dead process stopped, never repeating a run
-that finished), junit.xml and index.html (soak.score_pages), and runs/ holding
+that finished), junit.xml and index.html (hunt.score_pages), and runs/ holding
 each run's own directory and log."""
 
 from __future__ import annotations
@@ -29,11 +29,7 @@ from elr_harness.core.errors import EXIT_UNKNOWN, EXIT_VALID, BadInput
 from elr_harness.core.files import read_json
 from elr_harness.core.history import COVERAGE_STATES
 from elr_harness.core.validate import printable
-from elr_harness.nemesis.registry import GUIDED
-from elr_harness.run.store import fresh_dir, write_json
-from elr_harness.soak.children import run_child, said
-from elr_harness.soak.plan import PlanEntry, flag_value
-from elr_harness.soak.score_pages import (
+from elr_harness.hunt.score_pages import (
     CONTROL,
     CONTROL_RUNS,
     control_keys,
@@ -44,6 +40,10 @@ from elr_harness.soak.score_pages import (
     tally,
     write_pages,
 )
+from elr_harness.nemesis.registry import GUIDED
+from elr_harness.run.store import fresh_dir, write_json
+from elr_harness.soak.children import run_child, said
+from elr_harness.soak.plan import PlanEntry, flag_value
 
 __all__ = ["CONTROL", "Score", "Target", "score_key"]
 

@@ -176,7 +176,7 @@ def _holds(atom: Atom, state: PartitionState, broker: Callable[[str], int],
     if form == "lso-below":  # either offset unknown (not asked, no answer): not seen
         return (state.last_stable_offset is not None and state.high_watermark is not None
                 and 0 <= state.last_stable_offset < state.high_watermark)
-    if form == "registered":  # read in the broker's log (nemesis.played), never here
+    if form == "registered":  # read in the broker's log (nemesis.schedule.played), never here
         return False
     if form in ("elr-on", "elr-off"):  # None: the node could not say; neither holds
         return state.elr_feature is not None and (state.elr_feature >= 1) == (form == "elr-on")

@@ -1,4 +1,4 @@
-"""A schedule as a file again (nemesis.schedule_file reads them): the run's
+"""A schedule as a file again (nemesis.schedule.file reads them): the run's
 schedule.toml, each step with what playing it did, and the candidates of
 `harness shrink`. What is written here reads back as the same schedule."""
 
@@ -10,8 +10,8 @@ from typing import Any
 
 from elr_harness.core.toml_write import toml_value
 from elr_harness.nemesis.needs import Needs
-from elr_harness.nemesis.schedule_file import Placement, ScheduleFile
-from elr_harness.nemesis.schedule_step import OBSERVER, Step
+from elr_harness.nemesis.schedule.file import Placement, ScheduleFile
+from elr_harness.nemesis.schedule.step import OBSERVER, Step
 
 
 def played_toml(schedule: ScheduleFile, record: Mapping[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""Playing a schedule file (nemesis.schedule_file) on a cluster: each step's target
+"""Playing a schedule file (nemesis.schedule.file) on a cluster: each step's target
 chosen from the observed state of the schedule's partition, its fault made by
 the kind's own `act`, its wait and its hold; and what was played, step by step
 (the node each target resolved to, whether each wait saw its condition and, if
@@ -24,7 +24,7 @@ With transactions the run names its first transactional producer's
 transactional.id: C is bound to its coordinator at the start, the role
 `coordinator` is that coordinator when a step acts, and `partition =
 "coordinator"` reads its `__transaction_state` partition (nemesis.coordinator);
-the nodes are chosen in nemesis.played_targets.
+the nodes are chosen in nemesis.schedule.played_targets.
 
 A scripted scenario (`--nemesis unclean-last-replica`) is its shipped file played
 here, its lines carrying the bare step names (a user's file's carry
@@ -44,30 +44,25 @@ from elr_harness.cluster.observe import PartitionState
 from elr_harness.core.config import GuidedConfig, ScenarioTimings
 from elr_harness.core.errors import BadInput
 from elr_harness.core.wait import wait_until
-from elr_harness.nemesis.conditions import described
 from elr_harness.nemesis.coordinator import Coordinator
 from elr_harness.nemesis.faults import PACKAGES
 from elr_harness.nemesis.faults.base import CLUSTER_SCOPE, NotNow, Undo, Use, settings_of
 from elr_harness.nemesis.faults.base import Capability as C
-from elr_harness.nemesis.played_targets import StepTargets
-from elr_harness.nemesis.scenarios.base import (
-    Observer,
-    partition_in,
-    read_controller,
-    wait_for_partition,
-)
-from elr_harness.nemesis.schedule_file import ScheduleFile, check_nodes
-from elr_harness.nemesis.schedule_step import (
+from elr_harness.nemesis.schedule.conditions import described
+from elr_harness.nemesis.schedule.file import ScheduleFile, check_nodes
+from elr_harness.nemesis.schedule.played_targets import StepTargets
+from elr_harness.nemesis.schedule.step import (
     CONTROLLER,
     COORDINATOR_NAME,
     LEADER_NAME,
     Step,
 )
 from elr_harness.nemesis.targets import Role, Topology, all_isr_full
+from elr_harness.nemesis.watch import Observer, partition_in, read_controller, wait_for_partition
 
 
 class Played(StepTargets):
-    """The schedule (nemesis.schedules.Schedule) of `harness run --schedule FILE`."""
+    """The schedule (nemesis.schedule.compose.Schedule) of `harness run --schedule FILE`."""
 
     def __init__(self, schedule: ScheduleFile, injector: Any, observer: Observer,
                  topic: str, seed: int, replication_factor: int, min_insync_replicas: int,
