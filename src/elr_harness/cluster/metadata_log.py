@@ -14,7 +14,7 @@ import re
 import shlex
 
 from elr_harness.cluster import kraft
-from elr_harness.cluster.node import Node
+from elr_harness.cluster.node import ExecResult, Node, exec_answered
 from elr_harness.core.errors import HarnessError
 
 _RECORD = re.compile(
@@ -78,12 +78,14 @@ def _segments(node: Node, partition_dir: str, lost_output_retries: int) -> list[
     run failed on an empty listing of a live controller)."""
     # the folder quoted, only the *.log glob left to the shell
     listing = f"ls {shlex.quote(partition_dir)}/*.log"
+    def segments(result: ExecResult) -> list[str]:
+        return sorted(line for line in result.output.splitlines() if line.endswith(".log"))
+
+    listed = exec_answered(node, listing, lambda r: r.ok and bool(segments(r)),
+                           lost_output_retries)
+    if listed.ok and segments(listed):
+        return segments(listed)
     tries = 1 + lost_output_retries
-    for _ in range(tries):
-        listed = node.exec(listing)
-        segments = sorted(line for line in listed.output.splitlines() if line.endswith(".log"))
-        if listed.ok and segments:
-            return segments
     said = listed.output.strip()[-300:]
     raise HarnessError(f"{node.spec.name}: no metadata log segments in {partition_dir} "
                        f"({tries} listings; the last exited {listed.exit_code}"

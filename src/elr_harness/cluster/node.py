@@ -157,3 +157,25 @@ def kafka_looks_dead(node: Node, spacing_s: float) -> bool:
         if look < DEAD_LOOKS - 1:
             time.sleep(spacing_s)
     return True
+
+
+class RunsCommands(Protocol):
+    """What exec_answered needs of a node: its exec (Node's, or the half of a
+    backend that KafkaProcessCommands is written against)."""
+
+    def exec(self, cmd: list[str] | str, *, timeout_s: float | None = None,
+             detach: bool = False) -> ExecResult: ...
+
+
+def exec_answered(node: RunsCommands, cmd: list[str] | str, answered: Callable[[ExecResult], bool],
+                  retries: int, *, timeout_s: float | None = None) -> ExecResult:
+    """Run cmd in node until its result is an answer (`answered`), at most 1 + retries
+    times; the last result either way. The Docker engine loses a short command's
+    output now and then under load (moby/moby#27289): a result that cannot be the
+    true one (pgrep exiting 0 with no pid printed, a file that always has content
+    read as empty) is asked again, never taken for an answer."""
+    for _ in range(retries):
+        result = node.exec(cmd, timeout_s=timeout_s)
+        if answered(result):
+            return result
+    return node.exec(cmd, timeout_s=timeout_s)

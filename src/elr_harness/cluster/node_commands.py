@@ -9,7 +9,7 @@ both backends inherit them from here and only say how a command gets there
 from __future__ import annotations
 
 from elr_harness.cluster import kraft
-from elr_harness.cluster.node import ExecResult, NodeSpec
+from elr_harness.cluster.node import ExecResult, NodeSpec, exec_answered
 from elr_harness.core.config import NodeTimeouts
 from elr_harness.core.errors import HarnessError
 from elr_harness.core.wait import wait_until
@@ -32,12 +32,15 @@ class KafkaProcessCommands:
         """Kafka's pid, None when pgrep finds no process. pgrep exiting 0 (found)
         with no pid printed is an answer the Docker engine lost (moby/moby#27289):
         asked again, never read as "Kafka is gone"."""
-        for _ in range(1 + self.timeouts.lost_output_retries):
-            result = self.exec(["pgrep", "-f", kraft.KAFKA_PROCESS_PATTERN],
+        def pids(result: ExecResult) -> list[int]:
+            return [int(p) for p in result.output.split() if p.isdigit()]
+
+        result = exec_answered(self, ["pgrep", "-f", kraft.KAFKA_PROCESS_PATTERN],
+                               lambda r: r.exit_code != 0 or bool(pids(r)),
+                               self.timeouts.lost_output_retries,
                                timeout_s=self.timeouts.quick_command_s)
-            pids = [int(p) for p in result.output.split() if p.isdigit()]
-            if pids or result.exit_code != 0:
-                return pids[0] if pids else None
+        if result.exit_code != 0 or pids(result):
+            return pids(result)[0] if pids(result) else None
         raise HarnessError(f"{self.spec.name}: pgrep found Kafka's process but never printed "
                            f"its pid ({1 + self.timeouts.lost_output_retries} tries)")
 

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from elr_harness.cluster.node import ExecResult, Node
+from elr_harness.cluster.node import ExecResult, Node, exec_answered
 from elr_harness.core.config import PageCacheConfig
 from elr_harness.core.errors import HarnessError
 from elr_harness.core.wait import wait_until
@@ -255,11 +255,10 @@ class _Control:
         """`cat path`. Every file read here is non-empty when it exists (/proc/mounts, a
         pid, a process's stat, the report), so an empty success is output the Docker
         engine lost (moby/moby#27289): read again, lost_output_retries times."""
-        for _ in range(self.config.lost_output_retries):
-            result = self.node.exec(["cat", path], timeout_s=self.config.exit_timeout_s)
-            if not result.ok or result.output.strip():
-                return result
-        return self.node.exec(["cat", path], timeout_s=self.config.exit_timeout_s)
+        return exec_answered(self.node, ["cat", path],
+                             lambda r: not r.ok or bool(r.output.strip()),
+                             self.config.lost_output_retries,
+                             timeout_s=self.config.exit_timeout_s)
 
     def mount_source(self, mountpoint: str) -> str | None:
         """The backing dir of the page-cache mount on mountpoint, from /proc/mounts."""
