@@ -11,7 +11,8 @@ import pytest
 from checker_agreement import assert_reference_agrees
 from scenario_runs import MECHANICS_RATE
 
-from elr_harness.core.history import ENDED_BY, RESTORED_BY_SELF, restores
+from elr_harness.core.fault_meanings import ENDED_BY
+from elr_harness.core.history import RESTORED_BY_SELF, restores
 
 pytestmark = pytest.mark.integration
 

@@ -26,7 +26,8 @@ from elr_harness.cluster.node import NodeSpec, Role
 from elr_harness.cluster.observe import PartitionState
 from elr_harness.core.config import ClusterConfig, RunConfig
 from elr_harness.core.errors import BadInput, HarnessError
-from elr_harness.core.history import ELR_FEATURE, ENDED_BY, Fault
+from elr_harness.core.fault_meanings import ENDED_BY
+from elr_harness.core.history import ELR_FEATURE, Fault
 from elr_harness.nemesis.faults import PACKAGES, disk_fault, feature_change
 from elr_harness.nemesis.faults.disk_fault import DiskFaultSettings
 from elr_harness.nemesis.injector import FaultInjector, FaultRefused

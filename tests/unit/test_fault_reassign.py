@@ -20,7 +20,8 @@ from fakes import FakeCluster, FakeObserver, ListRecorder, cluster_of, injector_
 from elr_harness.cluster import reassignments
 from elr_harness.cluster.kafka_wire import WireError
 from elr_harness.cluster.observe import PartitionState
-from elr_harness.core.history import ENDED_BY, Fault
+from elr_harness.core.fault_meanings import ENDED_BY
+from elr_harness.core.history import Fault
 from elr_harness.nemesis.faults import PACKAGES, kill, pause, reassign, stop
 from elr_harness.nemesis.faults.base import ASSIGNMENT, NETWORK, PROCESSES
 from elr_harness.nemesis.faults.reassign import ADD, REMOVE, REORDER, draw, in_force

@@ -22,7 +22,8 @@ from elr_harness.cluster.node import ExecResult
 from elr_harness.cluster.observe import PartitionState
 from elr_harness.core.config import NodeTimeouts
 from elr_harness.core.errors import HarnessError
-from elr_harness.core.history import ENDED_BY, Fault
+from elr_harness.core.fault_meanings import ENDED_BY
+from elr_harness.core.history import Fault
 from elr_harness.nemesis.faults import PACKAGES, slow_network
 from elr_harness.nemesis.faults.slow_network import SlowNetworkSettings, throttle, unthrottle
 from elr_harness.nemesis.injector import FaultInjector

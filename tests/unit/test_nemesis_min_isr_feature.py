@@ -28,7 +28,8 @@ from elr_harness.cluster.admin_tools import (
 )
 from elr_harness.cluster.node import ExecResult, NodeSpec, Role
 from elr_harness.core.errors import HarnessError
-from elr_harness.core.history import ENDED_BY, RESTORE, RESTORED_BY_SELF, Fault, restores
+from elr_harness.core.fault_meanings import ENDED_BY
+from elr_harness.core.history import RESTORE, RESTORED_BY_SELF, Fault, restores
 from elr_harness.nemesis.faults import PACKAGES, feature_change, min_isr_change, page_cache_loss
 from elr_harness.nemesis.injector import FaultInjector, FaultRefused
 from elr_harness.report.faults import FaultEvent, pair_faults

@@ -23,7 +23,8 @@ from elr_harness.cluster.node import Role as NodeRole
 from elr_harness.cluster.observe import PartitionState
 from elr_harness.cluster.wire_codec import compact_string
 from elr_harness.core.config import KafkaTimings
-from elr_harness.core.history import ENDED_BY, Fault, restores
+from elr_harness.core.fault_meanings import ENDED_BY
+from elr_harness.core.history import Fault, restores
 from elr_harness.nemesis.faults import COLOURS, CONFIG, FAULT_KINDS, PACKAGES
 from elr_harness.nemesis.faults.bounce_leader import BounceLeaderSettings
 from elr_harness.nemesis.faults.disk_fault import DiskFaultSettings
@@ -392,7 +393,7 @@ def test_a_rounds_last_kind_skipped_for_the_budget_is_tried_again_not_dropped() 
 def test_each_package_is_one_complete_fault_kind():
     """nemesis/faults/<kind>.py: every kind has its recorded name, roles, an
     injector, a colour the report draws it in, and the contract's budget rule."""
-    from elr_harness.core.history import BUDGET_FAULTS
+    from elr_harness.core.fault_meanings import BUDGET_FAULTS
 
     lasting = {k for ended in ENDED_BY.values() for k in ended}
     # name -> (recorded as, colour, counts against the fault budget), written out

@@ -20,14 +20,13 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from elr_harness.core.fault_meanings import FEATURE, MIN_ISR, drops_unflushed, meaning_of
 from elr_harness.core.history import (
     CHANGED_FEATURE,
     CHANGED_FROM,
     CHANGED_TO,
     CHANGED_TOPIC,
-    DROPPED,
     ELR_FEATURE,
-    Fault,
 )
 
 #: The range a min ISR of a change's detail must be in to count (Kafka's
@@ -93,8 +92,7 @@ def paired_faults(lines: Iterable[dict]) -> list[FaultOp]:
 
 
 def _is_loss(op: FaultOp) -> bool:
-    return op.fault == Fault.PAGE_CACHE_LOSS or (
-        op.fault == Fault.DISK_FAULT and op.detail.get(DROPPED) is True)
+    return drops_unflushed(op.fault, op.detail)
 
 
 def loss_hits(faults: list[FaultOp]) -> list[tuple[int, str]]:
@@ -117,7 +115,8 @@ def unprotected_hits(faults: list[FaultOp]) -> list[tuple[int, str]]:
     off = False
     hits = []
     for op in faults:
-        if op.fault == Fault.FEATURE_CHANGE and op.detail.get(CHANGED_FEATURE) == ELR_FEATURE:
+        if meaning_of(op.fault).admin_change == FEATURE \
+                and op.detail.get(CHANGED_FEATURE) == ELR_FEATURE:
             to = _level(op.detail.get(CHANGED_TO))
             if to == 0:
                 off = True
@@ -145,7 +144,7 @@ def min_isr_steps(faults: list[FaultOp], topic: str, base: int,
     steps: list[tuple[int, int]] = []
     lowest = base
     for op in faults:
-        if op.fault != Fault.MIN_ISR_CHANGE:
+        if meaning_of(op.fault).admin_change != MIN_ISR:
             continue
         named = op.detail.get(CHANGED_TOPIC)
         if isinstance(named, str) and named != topic:

@@ -22,19 +22,26 @@ from elr_harness.checker.budget_faults import FaultOp
 from elr_harness.checker.frames import EMPTY_IDS, local_rows
 from elr_harness.checker.observations import BY_PARTITION, min_isr_in_effect, runs_of
 from elr_harness.checker.testinfo import RunInfo
-from elr_harness.core.history import (
-    CHANGED_FEATURE,
-    CHANGED_TOPIC,
-    ELR_FEATURE,
-    Fault,
-)
+from elr_harness.core.fault_meanings import CLEAN, FEATURE, MIN_ISR, REPLICAS, meaning_of
+from elr_harness.core.history import CHANGED_FEATURE, CHANGED_TOPIC, ELR_FEATURE
 
-#: The kinds that shut a broker down without Kafka's clean-shutdown marker.
-UNCLEAN_DOWN = (Fault.KILL, Fault.PAGE_CACHE_LOSS)
-#: The kinds that shut a broker down (a `stop` is Kafka's own clean shutdown).
-DOWN = (*UNCLEAN_DOWN, Fault.STOP)
-#: The kinds that act on the active controller, so the quorum elects another.
-FAILOVER = (Fault.CONTROLLER_KILL, Fault.CONTROLLER_PARTITION)
+
+def _crash(op: FaultOp) -> bool:
+    """A broker's process ended at the harness's hand (kill, power loss): coverage's
+    "unclean shutdown of an ELR member" (a disk fault has its own state)."""
+    return meaning_of(op.fault).crash
+
+
+def _down(op: FaultOp) -> bool:
+    """A crash, or Kafka's own clean shutdown (a `stop`)."""
+    meaning = meaning_of(op.fault)
+    return meaning.crash or meaning.shutdown == CLEAN
+
+
+def _started(op: FaultOp) -> bool:
+    return meaning_of(op.fault).brings_back
+
+
 #: A history's end, as an index no line reaches.
 _END = (1 << 63) - 1
 
@@ -83,23 +90,24 @@ def probes(faults: list[FaultOp], broker_id: Callable[[str], int | None]) -> lis
     for op in faults:
         brokers = _brokers(op, broker_id)
         at = dict(place=op.place, index=op.index, time=op.time, brokers=brokers)
-        if op.fault in UNCLEAN_DOWN and brokers:
+        meaning = meaning_of(op.fault)
+        if meaning.crash and brokers:
             out.append(Probe("unclean-shutdown-of-elr-member", **at))
-        elif op.fault == Fault.MIN_ISR_CHANGE:
+        elif meaning.admin_change == MIN_ISR:
             named, to = op.detail.get(CHANGED_TOPIC), op.detail.get("to")
             out.append(Probe("min-isr-change-with-elr", **at,
                              topic=named if isinstance(named, str) else None,
                              to=to if type(to) is int else None))
-        elif op.fault in FAILOVER:
+        elif meaning.controller_failover:
             out.append(Probe("controller-failover-with-elr", **at))
-        elif op.fault == Fault.REASSIGN:
+        elif meaning.admin_change == REPLICAS and not meaning.only_ends:
             topic, part = op.detail.get("topic"), op.detail.get("partition")
             scoped = isinstance(topic, str) and type(part) is int
             out.append(Probe("reassign-while-below-min-isr", **at,
                              topic=topic if scoped else None, partition=part if scoped else None))
-        elif op.fault == Fault.DISK_FAULT and brokers:
+        elif meaning.disk_failure and brokers:
             out.append(Probe("disk-fault-of-isr-or-elr-member", **at))
-        elif op.fault == Fault.FEATURE_CHANGE and op.detail.get(CHANGED_FEATURE) == ELR_FEATURE:
+        elif meaning.admin_change == FEATURE and op.detail.get(CHANGED_FEATURE) == ELR_FEATURE:
             out.append(Probe("elr-feature-change-with-elr", **at))
             out.append(Probe("elr-feature-change-while-leaderless", **at))
     return out
@@ -109,7 +117,7 @@ def _node_events(faults: list[FaultOp], broker_id) -> dict[int, list[FaultOp]]:
     """Per broker, its downs and starts in place order."""
     events: dict[int, list[FaultOp]] = {}
     for op in sorted(faults, key=lambda o: o.place):
-        if op.fault in (*DOWN, Fault.START):
+        if _down(op) or _started(op):
             for b in _brokers(op, broker_id):
                 events.setdefault(b, []).append(op)
     return events
@@ -121,8 +129,8 @@ def until_started(faults: list[FaultOp], broker_id) -> list[Interval]:
     out = []
     for broker, ops in _node_events(faults, broker_id).items():
         for i, op in enumerate(ops):
-            if op.fault in UNCLEAN_DOWN:
-                end = next((o.place for o in ops[i + 1:] if o.fault == Fault.START), _END)
+            if _crash(op):
+                end = next((o.place for o in ops[i + 1:] if _started(o)), _END)
                 out.append(Interval(broker, op.place, end, op.index, op.time))
     return out
 
@@ -134,8 +142,8 @@ def restarted_uncleanly(faults: list[FaultOp], broker_id) -> list[Interval]:
     for broker, ops in _node_events(faults, broker_id).items():
         last_down, begin = None, None
         for op in ops:
-            if op.fault == Fault.START:
-                if begin is None and last_down is not None and last_down.fault in UNCLEAN_DOWN:
+            if _started(op):
+                if begin is None and last_down is not None and _crash(last_down):
                     begin = op.place
                 continue
             if begin is not None:

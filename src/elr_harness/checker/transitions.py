@@ -46,16 +46,13 @@ from elr_harness.checker.observations import (
 )
 from elr_harness.checker.testinfo import RunInfo
 from elr_harness.core.anomalies import ELECTION_OUTSIDE_ELR, ELR_MEMBER_DROPPED
-from elr_harness.core.history import Fault
+from elr_harness.core.fault_meanings import UNCLEAN, meaning_of
 
-#: Shutdowns without Kafka's clean-shutdown marker (the controller removes such a
-#: broker from ISR and ELR when it registers again), and Kafka's own clean one.
-UNCLEAN_SHUTDOWN = (Fault.KILL, Fault.PAGE_CACHE_LOSS, Fault.DISK_FAULT)
-SHUTDOWN = (*UNCLEAN_SHUTDOWN, Fault.STOP)
-#: Faults that change what the rules rest on (min ISR, the ELR feature, the
-#: replicas): a pair of observations with one in force between them is not judged.
-#: A reassignment's end is part of it.
-ADMIN = (Fault.MIN_ISR_CHANGE, Fault.FEATURE_CHANGE, Fault.REASSIGN, Fault.REASSIGN_END)
+# Shutdowns without Kafka's clean-shutdown marker (the controller removes such a
+# broker from ISR and ELR when it registers again), Kafka's own clean one, and the
+# faults that change what the rules rest on (min ISR, the ELR feature, the
+# replicas: a pair of observations with one in force between them is not judged;
+# a reassignment's end is part of it): core.fault_meanings says which kinds.
 #: A history's end, as an index no line reaches.
 END = (1 << 63) - 1
 
@@ -73,7 +70,7 @@ def admin_spans(faults: list[FaultOp]) -> list[Span]:
     """Each min ISR, feature or reassignment fault (not failed) from its invoke to its
     completion; one never completed to the history's end."""
     return [Span(op.place, END if op.open else op.index) for op in faults
-            if op.fault in ADMIN]
+            if meaning_of(op.fault).admin_change is not None]
 
 
 def unclean_stretches(faults: list[FaultOp], broker_id) -> list[tuple[int, Span]]:
@@ -82,14 +79,14 @@ def unclean_stretches(faults: list[FaultOp], broker_id) -> list[tuple[int, Span]
     that unclean shutdown as its broker's most recent before it."""
     downs: dict[int, list[FaultOp]] = {}
     for op in sorted(faults, key=lambda o: o.index):
-        if op.fault in SHUTDOWN:
+        if meaning_of(op.fault).shutdown is not None:
             for node in op.nodes:
                 if (b := broker_id(node)) is not None:
                     downs.setdefault(b, []).append(op)
     out = []
     for broker, ops in downs.items():
         for i, op in enumerate(ops):
-            if op.fault in UNCLEAN_SHUTDOWN:
+            if meaning_of(op.fault).shutdown == UNCLEAN:
                 end = ops[i + 1].index if i + 1 < len(ops) else END
                 out.append((broker, Span(op.index, end)))
     return out

@@ -76,22 +76,8 @@ class Fault(StrEnum):
     ONE_WAY_PARTITION = "one-way-partition"
 
 
-#: Which fault ends which: a fault is in force from its `ok` (or `info`) until one
-#: of these acts on the same nodes (a config or feature change: until the line of
-#: its own kind that restores it, RESTORED_BY_SELF).
-ENDED_BY: dict[Fault, tuple[Fault, ...]] = {
-    Fault.HEAL: (Fault.PARTITION, Fault.CONTROLLER_PARTITION, Fault.ISOLATE_FROM_CONTROLLERS,
-                 Fault.ONE_WAY_PARTITION),
-    # a disk fault ends when the broker is started again on a healthy disk
-    Fault.START: (Fault.KILL, Fault.STOP, Fault.PAGE_CACHE_LOSS, Fault.CONTROLLER_KILL,
-                  Fault.DISK_FAULT),
-    Fault.RESUME: (Fault.PAUSE, Fault.BOUNCE_LEADER),
-    # a change is ended by the change of the same kind that puts it back (RESTORED_BY_SELF)
-    Fault.MIN_ISR_CHANGE: (Fault.MIN_ISR_CHANGE,),
-    Fault.FEATURE_CHANGE: (Fault.FEATURE_CHANGE,),
-    Fault.UNTHROTTLE: (Fault.SLOW_NETWORK,),
-    Fault.REASSIGN_END: (Fault.REASSIGN,),
-}
+#: What each kind means to the contract (which ends which, what counts against the
+#: fault budget, what shuts a broker down): core.fault_meanings, one table.
 
 #: The detail key of a line that puts back what an earlier line of its own kind
 #: changed (`"restore": true`): such a line ends that change, and nothing else does.
@@ -111,13 +97,6 @@ def restores(kind: Fault | str, detail: dict | None) -> bool:
     """Whether a fault line of `kind` puts back an earlier change (it ends one)."""
     return kind in RESTORED_BY_SELF and bool((detail or {}).get(RESTORE))
 
-
-#: Faults that count against KIP-966's fault budget (HISTORY.md, "Fault budget"):
-#: an unclean shutdown that drops a replica's unflushed data, and a disk fault
-#: whose detail says it may have dropped unflushed data (DROPPED); a disk fault
-#: without it counts as nothing. A min ISR change and an ELR feature change count
-#: no loss: they change the budget (docs/CHECKING.md, fault budget).
-BUDGET_FAULTS = (Fault.PAGE_CACHE_LOSS, Fault.DISK_FAULT)
 
 # -- fault details the checker reads (HISTORY.md, "Precise rules") ------------------
 

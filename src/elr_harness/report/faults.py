@@ -4,7 +4,7 @@ FORMATS.md: a fault is in force from its `ok` (or `info`: it may have half
 happened) until its opposite acts on the same nodes: `partition`,
 `controller-partition` and `isolate-from-controllers` until `heal`,
 `kill`/`controller-kill`/`stop`/`page-cache-loss` until `start`, `pause` and
-`bounce-leader` until `resume` (harness.core.history.ENDED_BY). A config or
+`bounce-leader` until `resume` (harness.core.fault_meanings.ENDED_BY). A config or
 feature change (`min-isr-change`, `feature-change`) lasts until the line of its
 own kind with `restore: true` for the same target (its topic, null for the
 cluster default; its feature: RESTORED_BY_SELF), and is labelled by that target
@@ -18,7 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from elr_harness.core.history import ENDED_BY, RESTORED_BY_SELF, restores
+from elr_harness.core.fault_meanings import ENDED_BY
+from elr_harness.core.history import RESTORED_BY_SELF, restores
 
 #: Which fault kind ends which: opposite -> kinds it ends (the contract's table).
 ENDS: dict[str, tuple[str, ...]] = {str(end): tuple(map(str, ended))

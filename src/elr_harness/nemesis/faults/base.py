@@ -29,7 +29,8 @@ from enum import IntEnum, StrEnum
 from typing import Any, Protocol
 
 from elr_harness.core.errors import HarnessError
-from elr_harness.core.history import BUDGET_FAULTS, Fault
+from elr_harness.core.fault_meanings import BUDGET_FAULTS
+from elr_harness.core.history import Fault
 from elr_harness.nemesis.needs import Layer, Setting
 from elr_harness.nemesis.targets import Role, Topology
 

@@ -8,7 +8,7 @@ Each fault made (an `ok` line that begins one) is the step its kind writes
 shape, the rate a slow network drew, the min ISR a change chose). An `ok` line
 that ends faults (a start, a resume, a heal, a restore) is an end step of each
 fault in force it ends: of a mix, the fault its entry has in force (`detail.mix`);
-otherwise as the history's contract pairs them (core.history.ENDED_BY: a heal
+otherwise as the history's contract pairs them (core.fault_meanings.ENDED_BY: a heal
 ends every cut, a start or resume those of its nodes, a restore the change of its
 topic or feature), each on the same nodes. An end with nothing in force to end is part of the next
 fault's act (the resume a kill of a paused broker makes first) and no step.
@@ -27,7 +27,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from elr_harness.core.history import ENDED_BY, RESTORED_BY_SELF, OpType, restores
+from elr_harness.core.fault_meanings import ENDED_BY
+from elr_harness.core.history import RESTORED_BY_SELF, OpType, restores
 from elr_harness.nemesis.faults import PACKAGES
 from elr_harness.nemesis.faults.base import settings_of
 from elr_harness.nemesis.schedule.drawn import MIN_WAIT_S
