@@ -58,7 +58,8 @@ else
   # every integration test's time, so CI's own log shows where its time went (#60).
   run_half --durations=40 tests --ignore=tests/integration --ignore=tests/cluster_runs
   echo "== integration tests"
-  run_half --durations=0 tests/integration
+  # longest file first (tests/integration/conftest.py), in that order
+  run_half --durations=0 --no-loadscope-reorder tests/integration
   trap - INT TERM
 fi
 
