@@ -112,34 +112,3 @@ def test_a_made_up_kind_is_read_by_its_properties(monkeypatch, made_up, like, de
     unknown = _what_the_checker_reads("made-up", detail)
     assert unknown != _what_the_checker_reads(like, detail), "the test bites: no row, no reading"
 
-
-def _kind_names_in(path) -> list[str]:
-    """Where a checker module names a fault kind: Fault.<KIND>, or a string that is
-    a kind's name (docstrings aside; `partition` is a column's name too)."""
-    import ast
-
-    kinds = {kind.value for kind in Fault} - {"partition"}
-    tree = ast.parse(path.read_text())
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef))
-                  and node.body and isinstance(node.body[0], ast.Expr)}
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
-                and node.value.id == "Fault":
-            found.append(f"{path.name}:{node.lineno} Fault.{node.attr}")
-        elif isinstance(node, ast.Constant) and node.value in kinds \
-                and id(node) not in docstrings:
-            found.append(f"{path.name}:{node.lineno} {node.value!r}")
-    return found
-
-
-def test_the_checker_names_no_fault_kind():
-    """It reads a fault line by the table's properties (a new kind: a row, no
-    checker edit)."""
-    from pathlib import Path
-
-    import elr_harness.checker as checker
-
-    modules = sorted(Path(checker.__file__).parent.glob("*.py"))
-    assert modules and [name for m in modules for name in _kind_names_in(m)] == []
