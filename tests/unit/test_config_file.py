@@ -237,8 +237,8 @@ def test_a_retired_setting_is_read_where_it_went(tmp_path, capsys):
 
 
 def test_a_test_json_says_its_format_and_the_kinds_colours(tmp_path):
+    from elr_harness.core.config_file import TEST_JSON_FORMAT
     from elr_harness.nemesis.faults import PACKAGES
-    from elr_harness.run.config import TEST_JSON_FORMAT
 
     cluster, topic, workload, run, checker = _configs("--store", str(tmp_path))
     spec = RunSpec(cluster, [topic], workload, run, checker)

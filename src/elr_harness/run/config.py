@@ -15,7 +15,7 @@ from elr_harness.core.config import (
     TopicConfig,
     WorkloadConfig,
 )
-from elr_harness.core.config_file import apply, read_settings, setting_paths
+from elr_harness.core.config_file import FileSettings, apply, file_settings
 from elr_harness.core.errors import BadInput
 from elr_harness.core.validate import default_where, shown_path, validate_config
 from elr_harness.nemesis.faults import PACKAGES
@@ -26,87 +26,6 @@ from elr_harness.run.flags import CLUSTER_FLAGS, TOPIC_FLAGS, cluster_config, to
 SECTIONS = ("cluster", "topic", "workload", "run", "checker")
 #: The table of each fault kind's own settings in [run]: [run.faults.<kind>].
 FAULTS = "faults"
-
-#: test.json's format: 1 had no `format` and its kinds' settings in [run] (disk_fault,
-#: slow_network, bounce_*), 2 has them in [run.faults.<kind>].
-TEST_JSON_FORMAT = 2
-
-#: Settings a --config file or an earlier run's test.json may still hold: where
-#: each went (a path of today's config), or None when it is gone (it is ignored).
-#: Either way a line says so: a recorded run replays, it is never refused for one.
-RETIRED: dict[str, str | None] = {
-    "run.disk_fault": "run.faults.disk-fault",
-    "run.slow_network": "run.faults.slow-network",
-    "run.bounce_hold_margin_s": "run.faults.bounce-leader.hold_margin_s",
-    "run.bounce_leader_imbalance_check_s": "run.faults.bounce-leader.leader_imbalance_check_s",
-    "run.guided.slow_rate_kbit": "run.faults.slow-network.away_rate_kbit",
-    "run.guided.slow_loss": "run.faults.slow-network.away_loss",
-    "run.scenario.quiet_after_faults_s": "run.quiet_after_faults_s",
-    "run.scenario.warmup_s": None,
-    # the holds and rates of the scenarios now played from their files (#55): each
-    # file's own hold_s and settings say them
-    "run.scenario.hold_min_isr_lowered_s": None,
-    "run.scenario.hold_alone_s": None,
-    "run.scenario.hold_fenced_s": None,
-    "run.scenario.unfenced_poll_s": None,
-    "run.scenario.slow_follower_rate_kbit": None,
-    "run.scenario.slow_follower_loss": None,
-    "run.scenario.slow_follower_hold_s": None,
-    "run.scenario.disk_failure_hold_s": None,
-    "checker.convert_with_duckdb": None,
-    "checker.convert_threads": None,
-    "checker.convert_memory": None,
-}
-
-
-def migrate(settings: dict[str, Any], where: str,
-            note: Callable[[str], None]) -> dict[str, Any]:
-    """The settings with every RETIRED one moved to where it went (a value already
-    at the new place wins) or dropped, each with a line to `note`."""
-    out = _copy(settings)
-    for old, new in RETIRED.items():
-        *parents, key = old.split(".")
-        table = _table(out, parents)
-        if table is None or key not in table:
-            continue
-        value = table.pop(key)
-        if new is None:
-            note(f"{where}{_shown_setting(old)} is retired; ignored")
-            continue
-        *new_parents, new_key = new.split(".")
-        target = _table(out, new_parents, make=True)
-        if target is None:
-            note(f"{where}{_shown_setting(old)} is retired; ignored (no table for it)")
-            continue
-        if isinstance(value, dict) and isinstance(target.get(new_key, {}), dict):
-            target[new_key] = {**value, **target.get(new_key, {})}
-        else:
-            target.setdefault(new_key, value)
-        note(f"{where}{_shown_setting(old)} is retired; read as {_shown_setting(new)}")
-    return out
-
-
-def _copy(value: Any) -> Any:
-    return {k: _copy(v) for k, v in value.items()} if isinstance(value, dict) else value
-
-
-def _table(settings: dict[str, Any], path: list[str], make: bool = False
-           ) -> dict[str, Any] | None:
-    table: Any = settings
-    for key in path:
-        if not isinstance(table, dict):
-            return None
-        if key not in table and make:
-            table[key] = {}
-        table = table.get(key)
-    return table if isinstance(table, dict) else None
-
-
-def _shown_setting(path: str) -> str:
-    """`run.disk_fault` -> `[run] disk_fault`, as TOML names it."""
-    table, _, key = path.rpartition(".")
-    return f"[{table}] {key}"
-
 
 def default_faults() -> dict[str, Any]:
     """Every fault kind's default settings (kinds without any: none)."""
@@ -172,9 +91,8 @@ def run_configs(args: argparse.Namespace, note: Callable[[str], None] | None = N
     """The config of `harness run` from its flags (args.config: a --config file or an
     earlier run's test.json, settings retired since said to `note`, stderr by
     default)."""
-    where = f"--config {shown_path(args.config)}: "
-    settings = read_settings(args.config) if args.config else {}
-    settings = migrate(settings, where, note or _to_stderr)
+    loaded = file_settings(args.config, note or _to_stderr)
+    where, settings = loaded.where, loaded.tables
     unknown = sorted(set(settings) - set(SECTIONS))
     if unknown:
         raise BadInput(f"{where}no section [{shown_path(unknown[0])}]; "
@@ -226,7 +144,7 @@ def run_configs(args: argparse.Namespace, note: Callable[[str], None] | None = N
     # so a bad one is named where it was set
     validate_config({name: sections[name] for name in ("cluster", "topic", "run", "workload",
                                                        "checker")},
-                    _sources(args, settings, given), FAULT_RULES)
+                    _sources(loaded, given), FAULT_RULES)
     return (sections["cluster"], sections["topic"], sections["workload"], sections["run"],
             sections["checker"])
 
@@ -252,19 +170,17 @@ def _with(section: Any, path: list[str], value: Any) -> Any:
                                if rest else value})
 
 
-def _sources(args: argparse.Namespace, settings: dict[str, Any],
-             given: set[str]) -> Callable[[str], str]:
+def _sources(loaded: FileSettings, given: set[str]) -> Callable[[str], str]:
     """where(path) for validate_config: the flag typed, else the --config file's
     table and key, else the field (a default or a derived value)."""
-    from_file = setting_paths(settings)
     typed = {path for path, flag in FIELD_FLAGS.items()
              if flag.removeprefix("--").replace("-", "_") in given}
 
     def where(path: str) -> str:
         if path in typed:
             return FIELD_FLAGS[path]
-        if path in from_file:
-            return f"--config {shown_path(args.config)}: {default_where(path)}"
+        if path in loaded.paths:
+            return f"{loaded.where}{default_where(path)}"
         return default_where(path)
     return where
 

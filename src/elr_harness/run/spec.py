@@ -21,12 +21,13 @@ from elr_harness.core.config import (
     TopicConfig,
     WorkloadConfig,
 )
+from elr_harness.core.config_file import TEST_JSON_FORMAT
 from elr_harness.core.errors import BadInput, HarnessError
 from elr_harness.core.validate import validate_config
 from elr_harness.nemesis.faults import COLOURS
 from elr_harness.nemesis.registry import NemesisPlan, parse_nemesis
 from elr_harness.nemesis.schedule.file import check_nodes, check_partitions
-from elr_harness.run.config import FAULT_RULES, TEST_JSON_FORMAT
+from elr_harness.run.config import FAULT_RULES
 from elr_harness.run.store import check_store
 from elr_harness.workloads.validation import validate as validate_workload
 from elr_harness.workloads.validation import validate_txn_cluster
