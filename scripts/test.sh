@@ -56,9 +56,10 @@ else
   echo "== unit and browser tests"
   # -rs: every skip's reason in the summary; --durations: the 40 slowest here and
   # every integration test's time, so CI's own log shows where its time went (#60).
-  run_half --durations=40 tests --ignore=tests/integration --ignore=tests/cluster_runs
+  # Both halves: the longest file first (tests/conftest.py), in that order.
+  run_half --durations=40 --no-loadscope-reorder tests --ignore=tests/integration \
+    --ignore=tests/cluster_runs
   echo "== integration tests"
-  # longest file first (tests/integration/conftest.py), in that order
   run_half --durations=0 --no-loadscope-reorder tests/integration
   trap - INT TERM
 fi

@@ -56,3 +56,63 @@ def pytest_sessionfinish(session, exitstatus):
             reporter.write_line(f"SKIPPED under CI=true (a failure): {report.nodeid}: {reason}",
                                 red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+#: Each file's seconds in a CI run, by folder/name (CI's --durations, summed per file, rounded; for
+#: the unit half at least its slowest tests'). scripts/test.sh runs each half in two
+#: workers, a file at a time, in collection order (--no-loadscope-reorder): the
+#: longest first, so that no worker is left alone with a long file at the end. A
+#: file not here counts as FILE_SECONDS_UNKNOWN (an integration file) or 0 (a unit
+#: or browser file: most are short). Only the order depends on these figures.
+FILE_SECONDS = {
+    # integration
+    "integration/test_run.py": 450,
+    "integration/test_scenario_alone.py": 280,
+    "integration/test_readme.py": 250,
+    "integration/test_ssh.py": 220,
+    "integration/test_known_bugs.py": 200,
+    "integration/test_soak_real.py": 180,
+    "integration/test_scenario_disk_failure.py": 170,
+    "integration/test_schedule_file.py": 160,
+    "integration/test_scenario_slow_follower.py": 150,
+    "integration/test_scenario_elr_downgrade.py": 130,
+    "integration/test_scenario_min_isr_drop.py": 115,
+    "integration/test_cluster.py": 75,
+    "integration/test_fault_min_isr_feature.py": 60,
+    "integration/test_txn_workload.py": 60,
+    "integration/test_fault_disk.py": 50,
+    "integration/test_fault_slow_network.py": 50,
+    "integration/test_workload_real.py": 45,
+    "integration/test_faults.py": 35,
+    "integration/test_soak_owns_its_cluster.py": 35,
+    "integration/test_fault_reassign.py": 20,
+    "integration/test_transactions.py": 15,
+    # unit and browser
+    "unit/test_hardening_paths.py": 160,
+    "unit/test_checker_cli.py": 130,
+    "unit/test_cli_bad_input.py": 110,
+    "unit/test_checker_vs_reference.py": 90,
+    "unit/test_install.py": 65,
+    "unit/test_reference_cases_through_spark.py": 60,
+    "unit/test_checker_batch.py": 57,
+    "unit/test_soak.py": 55,
+    "unit/test_report_build.py": 50,
+    "unit/test_hardening_stdout.py": 47,
+    "unit/test_checker_load.py": 40,
+    "unit/test_checker_cluster.py": 37,
+    "unit/test_mutants_build.py": 33,
+    "unit/test_checker_spark.py": 31,
+    "unit/test_jvm_archive.py": 31,
+    "unit/test_checker_contract.py": 30,
+    "browser/test_report_browser.py": 26,
+    "unit/test_report_txn.py": 12,
+}
+FILE_SECONDS_UNKNOWN = 100
+
+
+def pytest_collection_modifyitems(items):
+    """The longest file first (the order within a file, and of files alike, kept)."""
+    def seconds(item) -> int:
+        unknown = FILE_SECONDS_UNKNOWN if "integration" in item.path.parts else 0
+        return FILE_SECONDS.get(f"{item.path.parent.name}/{item.path.name}", unknown)
+    items.sort(key=lambda item: -seconds(item))
