@@ -78,13 +78,15 @@ def _segments(node: Node, partition_dir: str, lost_output_retries: int) -> list[
     run failed on an empty listing of a live controller)."""
     # the folder quoted, only the *.log glob left to the shell
     listing = f"ls {shlex.quote(partition_dir)}/*.log"
+
     def segments(result: ExecResult) -> list[str]:
         return sorted(line for line in result.output.splitlines() if line.endswith(".log"))
 
     listed = exec_answered(node, listing, lambda r: r.ok and bool(segments(r)),
                            lost_output_retries)
-    if listed.ok and segments(listed):
-        return segments(listed)
+    found = segments(listed)
+    if listed.ok and found:
+        return found
     tries = 1 + lost_output_retries
     said = listed.output.strip()[-300:]
     raise HarnessError(f"{node.spec.name}: no metadata log segments in {partition_dir} "

@@ -35,12 +35,15 @@ class KafkaProcessCommands:
         def pids(result: ExecResult) -> list[int]:
             return [int(p) for p in result.output.split() if p.isdigit()]
 
-        result = exec_answered(self, ["pgrep", "-f", kraft.KAFKA_PROCESS_PATTERN],
-                               lambda r: r.exit_code != 0 or bool(pids(r)),
+        def answered(result: ExecResult) -> bool:
+            return result.exit_code != 0 or bool(pids(result))
+
+        result = exec_answered(self, ["pgrep", "-f", kraft.KAFKA_PROCESS_PATTERN], answered,
                                self.timeouts.lost_output_retries,
                                timeout_s=self.timeouts.quick_command_s)
-        if result.exit_code != 0 or pids(result):
-            return pids(result)[0] if pids(result) else None
+        if answered(result):
+            found = pids(result)
+            return found[0] if found else None
         raise HarnessError(f"{self.spec.name}: pgrep found Kafka's process but never printed "
                            f"its pid ({1 + self.timeouts.lost_output_retries} tries)")
 
