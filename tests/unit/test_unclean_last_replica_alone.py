@@ -163,9 +163,10 @@ def test_a_kafka_that_elects_the_unclean_l_fails_the_elr_on_steps_and_goes_on() 
     outcomes = play_scenario(played)
     reached = {o.step: o.reached for o in outcomes}
     # the watch read the partition (reached); what it saw is the bug. The controller's
-    # log says no feature level, so T3-controller's `or L leads` (ELR off's) holds too
+    # log says ELR is on, so T3-controller fails too: ELR off's `L leads` is not its
+    # alternative (it held while the controller's view had no feature level)
     assert reached == {"setup": True, "T0": True, "T1": True, "T2": True, "T3": False,
-                       "T3-hold": True, "T3-controller": True, "T4": False}
+                       "T3-hold": True, "T3-controller": False, "T4": False}
     assert outcome(outcomes, "T3-hold").watched["seen"] is True
     assert faults(injector)[-1] == ("heal", "T4", NODES)
 

@@ -386,20 +386,23 @@ class Cluster:
                                        self.config.timeouts.describe_s)
 
     def controller_view(self, topic: str) -> list[PartitionState]:
-        """The partitions of `topic` as the active controller's metadata log has them.
+        """The partitions of `topic` as the active controller's metadata log has them,
+        with the ELR feature's finalized level from its FeatureLevelRecords.
 
         Brokers cut off from the controllers answer from a stale cache; when no
         broker has a fresh view (the scenario's T2), this is the cluster's word.
         """
-        from elr_harness.core.metadata_records import partition_states
+        from elr_harness.core.history import ELR_FEATURE
+        from elr_harness.core.metadata_records import finalized_level, partition_states
 
         leader = self.quorum_leader()
         nodes = [n for n in self.controllers if n.spec.node_id == leader] or self.controllers
         records = self.decode_metadata_log(nodes[0])
+        elr_feature = finalized_level(records, ELR_FEATURE)
         return [PartitionState(topic=t, partition=p, leader=s["leader"],
                                leader_epoch=s["leader_epoch"], isr=tuple(s["isr"]),
                                elr=tuple(s["elr"]), last_known_elr=tuple(s["last_known_elr"]),
-                               high_watermark=None)
+                               high_watermark=None, elr_feature=elr_feature)
                 for (t, p), s in sorted(partition_states(records).items()) if t == topic]
 
     def decode_metadata_log(self, node: Node) -> list[dict]:

@@ -17,6 +17,10 @@ from typing import Any
 #: field: Kafka's dump omits it then, but a record may still spell it).
 NO_LEADER_CHANGE = -2
 
+#: The feature every KRaft bootstrap finalizes first: a log that names it reaches
+#: back to the cluster's format, so any feature it never names is at level 0.
+METADATA_VERSION = "metadata.version"
+
 #: A partition's fields as the records name them, in the order reports show them.
 PARTITION_FIELDS = ("leader", "leaderEpoch", "isr", "eligibleLeaderReplicas", "lastKnownElr")
 
@@ -90,3 +94,19 @@ def partition_states(records: list[dict]) -> dict[tuple[str, int], dict]:
             "isr": s.get("isr", []), "elr": s.get("eligibleLeaderReplicas", []),
             "last_known_elr": s.get("lastKnownElr", [])}
     return states
+
+
+def finalized_level(records: list[dict[str, Any]], feature: str) -> int | None:
+    """`feature`'s finalized level after the log's records: its last
+    FEATURE_LEVEL_RECORD's level (a downgrade to 0 writes level 0), 0 when the log
+    names metadata.version but never `feature` (never finalized), and None when
+    the log names no feature at all (it does not reach back to the format)."""
+    levels = {}
+    for record in records:
+        data = record.get("data")
+        if record.get("type") == "FEATURE_LEVEL_RECORD" and isinstance(data, dict) and \
+                isinstance(data.get("featureLevel"), int):
+            levels[data.get("name")] = data["featureLevel"]
+    if feature in levels:
+        return levels[feature]
+    return 0 if METADATA_VERSION in levels else None
