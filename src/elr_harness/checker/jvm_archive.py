@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from elr_harness.checker.jvm_options import sized_jvm_options
 from elr_harness.core.config import CheckerConfig, cache_dir
 from elr_harness.core.errors import HarnessError
 
@@ -134,8 +135,6 @@ def _training_env(config: CheckerConfig, history: Path, partial: Path) -> dict[s
     user's ELR_CHECKER_JVM_OPTIONS aside), so the JIT of a small history, and the
     dump at exit. C2's compiles would only lengthen the training (74 -> 51 CPU-s,
     50 -> 43 s here); the archive holds the same Spark classes either way."""
-    from elr_harness.checker.spark import sized_jvm_options
-
     options = sized_jvm_options(config, history.stat().st_size)
     return {**os.environ, "ELR_CHECKER_JVM_OPTIONS":
             f"{options} -XX:ArchiveClassesAtExit={partial} {QUIET}"}

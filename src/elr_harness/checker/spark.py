@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
+from elr_harness.checker.jvm_options import jvm_options
 from elr_harness.core.config import LOG_FORMAT, CheckerConfig, cache_dir
 from elr_harness.core.errors import HarnessError
 
@@ -80,23 +81,6 @@ def _written(path: Path, text: str) -> Path:
 
 def _log4j_file() -> Path:
     return _written(cache_dir() / "logs" / "log4j2.properties", _LOG4J)
-
-
-def jvm_options(config: CheckerConfig, history_bytes: int | None = None,
-                cached: bool = False) -> str:
-    """The JVM options for a history of this size, to be converted or with its Parquet
-    cache current (ELR_CHECKER_JVM_OPTIONS overrides)."""
-    if "ELR_CHECKER_JVM_OPTIONS" in os.environ:
-        return os.environ["ELR_CHECKER_JVM_OPTIONS"]
-    return sized_jvm_options(config, history_bytes, cached)
-
-
-def sized_jvm_options(config: CheckerConfig, history_bytes: int | None = None,
-                      cached: bool = False) -> str:
-    """The configured JVM options and the JIT a history of this size is checked with."""
-    below = config.quick_jit_cached_below_bytes if cached else config.quick_jit_below_bytes
-    quick = history_bytes is None or history_bytes < below
-    return f"{config.jvm_options} -XX:TieredStopAtLevel=1" if quick else config.jvm_options
 
 
 @contextmanager
