@@ -15,7 +15,7 @@ from reference_checker import ACKS, ANOMALIES, Reference, reference_check
 from reference_txn import TXN_ANOMALIES
 
 _BY_ACKS = ("lost-write", "unseen")
-_PAIR_RULES = ("elr-member-dropped", "election-outside-elr")
+_PAIR_RULES = ("elr-member-dropped", "election-outside-elr", "elr-member-unclean")
 _CHECKED = ("sends", "polled_records", "final_records", "observations", "replica_records")
 
 

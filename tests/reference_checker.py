@@ -19,6 +19,7 @@ from pathlib import Path
 
 from reference_budget import fault_budget
 from reference_coverage import reference_coverage, reference_txn_coverage
+from reference_registration import reference_unclean_registration
 from reference_transitions import reference_transitions
 from reference_txn import (
     TXN_ALWAYS_BAD,
@@ -41,14 +42,15 @@ TYPES = ("invoke", "ok", "fail", "info")
 ANOMALIES = ("lost-write", "lost-committed-read", "inconsistent-offset", "duplicate",
              "aborted-read", "realtime-order", "nonmonotonic-poll", "poll-skip",
              "garbage-read", "hwm-regression", "elr-invariant", "elr-outside-replicas",
-             "elr-member-dropped", "election-outside-elr", "elr-while-disabled",
-             "fenced-leader", "last-known-elr-invalid", "replica-divergence", "unseen",
-             *TXN_ANOMALIES)
+             "elr-member-dropped", "election-outside-elr", "elr-member-unclean",
+             "elr-while-disabled", "fenced-leader", "last-known-elr-invalid",
+             "replica-divergence", "unseen", *TXN_ANOMALIES)
 #: Bad whenever found (lost-write and duplicate have conditions, unseen never is).
 ALWAYS_BAD = ("lost-committed-read", "inconsistent-offset", "aborted-read", "realtime-order",
               "nonmonotonic-poll", "poll-skip", "garbage-read", "hwm-regression",
               "elr-invariant", "elr-outside-replicas", "elr-member-dropped",
-              "election-outside-elr", "elr-while-disabled", "fenced-leader",
+              "election-outside-elr", "elr-member-unclean", "elr-while-disabled",
+              "fenced-leader",
               "last-known-elr-invalid", "replica-divergence", *TXN_ALWAYS_BAD)
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -729,6 +731,9 @@ def reference_check(history: Path, test: dict | None) -> Reference:
         ops.faults, ops.observes, test, lambda topic: _topic_info(test, topic)[1],
         lambda node: _broker_of(node, test))
     counts.update(moved)
+    counts["elr-member-unclean"], judged_pairs["elr-member-unclean"] = \
+        reference_unclean_registration(ops.faults, ops.observes, test,
+                                       lambda node: _broker_of(node, test))
     counts["replica-divergence"] = _replica_divergence(ops)
 
     losses, budgets, unprotected = fault_budget(

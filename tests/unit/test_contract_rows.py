@@ -535,6 +535,90 @@ def test_row_election_outside_elr(check, case):
     assert r.judged["election-outside-elr"] >= r.counts["election-outside-elr"]
 
 
+#: test.json's `observer` (contract v4): the fenced list read first, by the broker
+#: that then read the partition
+_READS = {"fenced_first": True, "same_broker": True}
+_OBSERVED = _with(observer=_READS)
+_IN_ELR = {"isr": [1], "elr": [2], "fenced": []}  # broker 2 in the ELR, unfenced
+_FENCED = {"isr": [1], "elr": [2], "fenced": [2]}
+_KILL, _START = ("kill", "broker-2", "ok"), ("start", "broker-2", "ok")
+
+
+def _restarted(*steps, shutdown=_KILL, start=_START, test=_OBSERVED, found: int = 1) -> Case:
+    """Broker 2 in the ELR, shut down, listed fenced, started, then `steps` (the
+    first listing it unfenced, by default still in the ELR)."""
+    steps = steps or (_IN_ELR,)
+    return Case(_read_back(_IN_ELR, shutdown, _FENCED, *((start,) if start else ()),
+                           *steps), {"elr-member-unclean": found} if found else {},
+                not found, test)
+
+
+ELR_MEMBER_UNCLEAN = {
+    # "an observe with ELR on whose elr holds broker b, where b's most recent
+    # shutdown was unclean (... a kill or page-cache-loss that ended ok); a start of
+    # that node ended ok after it; an earlier observation after the shutdown listed
+    # b in fenced; and this is the first later observation that lists b as unfenced"
+    "after-kill": _restarted(),
+    "after-page-cache-loss": _restarted(shutdown=("page-cache-loss", "broker-2", "ok")),
+    "removed": _restarted({"isr": [1], "elr": [], "fenced": []}, found=0),
+    "removed-then-back-in-the-isr": _restarted(
+        {"isr": [1], "elr": [], "fenced": []}, {"isr": [1, 2], "elr": [], "fenced": []},
+        {"isr": [1], "elr": [2], "fenced": []}, found=0),
+    # the last shutdown a stop, a kill that did not end ok, a disk fault (its detail
+    # never says the process exited)
+    "after-stop": _restarted(shutdown=("stop", "broker-2", "ok"), found=0),
+    "kill-then-stop": Case(_read_back(_IN_ELR, _KILL, ("stop", "broker-2", "ok"), _FENCED,
+                                      _START, _IN_ELR), {}, True, _OBSERVED),
+    "kill-info": _restarted(shutdown=("kill", "broker-2", "info"), found=0),
+    "after-disk-fault": _restarted(shutdown=("disk-fault", "broker-2", "ok",
+                                             {"dropped": True}), found=0),
+    "kill-of-another": _restarted(shutdown=("kill", "broker-3", "ok"),
+                                  start=("start", "broker-3", "ok"), found=0),
+    # "a start of that node ended ok after it"
+    "no-start": _restarted(start=None, found=0),
+    "start-info": _restarted(start=("start", "broker-2", "info"), found=0),
+    "start-of-another": _restarted(start=("start", "broker-3", "ok"), found=0),
+    # "an earlier observation after the shutdown listed b in fenced"
+    "never-listed-fenced": Case(_read_back(_IN_ELR, _KILL, _START, _IN_ELR), {}, True,
+                                _OBSERVED),
+    "listed-fenced-before-the-shutdown": Case(_read_back(_FENCED, _KILL, _START, _IN_ELR),
+                                              {}, True, _OBSERVED),
+    # "the first later observation that lists b as unfenced": an observation without
+    # a fenced list lists nothing
+    "not-the-first": _restarted({"isr": [1], "elr": [], "fenced": []}, _IN_ELR, found=0),
+    "no-list-then-unfenced": _restarted({"isr": [1], "elr": [2]}, _IN_ELR),
+    # "with no observation in between showing b in the ISR"
+    "in-the-isr-between": _restarted({"isr": [1, 2], "elr": [], "fenced": [2]}, _IN_ELR,
+                                     found=0),
+    # "Judged only where test.json's observer says fenced_first and same_broker"
+    "no-observer": _restarted(test=TEST, found=0),
+    "not-the-same-broker": _restarted(test=_with(observer={**_READS, "same_broker": False}),
+                                      found=0),
+    "not-read-first": _restarted(test=_with(observer={**_READS, "fenced_first": False}),
+                                 found=0),
+    # "and no feature-change lies between that start and the observation"
+    "feature-change-after-the-start": _restarted(
+        ("feature-change", None, "ok",
+         {"feature": "eligible.leader.replicas.version", "from": 1, "to": 1}),
+        _IN_ELR, found=0),
+    "feature-change-before-the-kill": Case(_read_back(
+        ("feature-change", None, "ok",
+         {"feature": "eligible.leader.replicas.version", "from": 1, "to": 1}),
+        _IN_ELR, _KILL, _FENCED, _START, _IN_ELR),
+        {"elr-member-unclean": 1}, False, _OBSERVED),
+    # "with ELR on"
+    "elr-feature-0": _restarted({**_IN_ELR, "elr_feature": 0}, found=0),
+    "elr-off-in-test-json": _restarted(test=_with(observer=_READS, elr_enabled=False),
+                                       found=0),
+}
+
+
+@pytest.mark.parametrize("case", _cases(ELR_MEMBER_UNCLEAN))
+def test_row_elr_member_unclean(check, case):
+    r = _judge(check, case)
+    assert r.judged["elr-member-unclean"] >= r.counts["elr-member-unclean"]
+
+
 _LEVEL_0 = {"isr": [1], "elr": [2], "elr_feature": 0}
 
 ELR_WHILE_DISABLED = {
@@ -651,16 +735,17 @@ def test_row_unseen(check, case):
 
 def test_every_row_of_the_table_has_its_cases():
     """The 19 rows of HISTORY.md's anomaly table, each broken and nearly broken, and
-    version 4's five (tests/unit/test_contract_rows_v4.py)."""
+    version 4's: elr-member-unclean here, the transactions' five in
+    tests/unit/test_contract_rows_v4.py."""
     import test_contract_rows_v4 as v4
 
     tables = (LOST_WRITE, LOST_COMMITTED_READ, INCONSISTENT_OFFSET, DUPLICATE, ABORTED_READ,
               REALTIME_ORDER, NONMONOTONIC_POLL, POLL_SKIP, GARBAGE_READ, HWM_REGRESSION,
               ELR_INVARIANT, ELR_OUTSIDE_REPLICAS, ELR_MEMBER_DROPPED, ELECTION_OUTSIDE_ELR,
-              ELR_WHILE_DISABLED, FENCED_LEADER, LAST_KNOWN_ELR_INVALID, REPLICA_DIVERGENCE,
-              UNSEEN, v4.TXN_ABORTED_READ, v4.TXN_LOST_WRITE, v4.TXN_TORN,
+              ELR_MEMBER_UNCLEAN, ELR_WHILE_DISABLED, FENCED_LEADER, LAST_KNOWN_ELR_INVALID,
+              REPLICA_DIVERGENCE, UNSEEN, v4.TXN_ABORTED_READ, v4.TXN_LOST_WRITE, v4.TXN_TORN,
               v4.TXN_PRECOMMITTED_READ, v4.HANGING_TXN)
-    assert len(tables) == len(ANOMALIES) == 24
+    assert len(tables) == len(ANOMALIES) == 25
     broken = {name for table in tables for case in table.values() for name in case.counts}
     assert broken == set(ANOMALIES)
     for table in tables:

@@ -74,10 +74,10 @@ _LINE = re.compile(r"\bline (\d+)\b")
 
 def test_every_case_that_checks_a_history_is_taken():
     """82 functions of the first file take `check` (5 of them parametrized; the one
-    that does not tests reference_check's own path handling), 10 of the second, 22
+    that does not tests reference_check's own path handling), 10 of the second, 23
     of test_contract_rows (every one parametrized) and 12 of test_contract_rows_v4
     (8 of them parametrized)."""
-    assert len({p.values[0].__name__ for p in CASES}) == 82 + 10 + 22 + 12
+    assert len({p.values[0].__name__ for p in CASES}) == 82 + 10 + 23 + 12
     assert len(CASES) == 82 + 10 - 5 + 4 + sum(
         len(next(m for m in fn.pytestmark if m.name == "parametrize").args[1])
         for fn in {p.values[0] for p in CASES} if getattr(fn, "pytestmark", None))

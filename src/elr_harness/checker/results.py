@@ -18,6 +18,7 @@ from elr_harness.core.anomalies import (
     DUPLICATE,
     ELECTION_OUTSIDE_ELR,
     ELR_MEMBER_DROPPED,
+    ELR_MEMBER_UNCLEAN,
     LOST_WRITE,
     TXN_ANOMALIES,
     TXN_BUDGETED,
@@ -34,7 +35,9 @@ from elr_harness.core.history import (
 ACKS = ACKS_LEVELS
 #: The rules judged over pairs of observations, whose judged pairs results.json
 #: counts (`judged`): a rule with nothing to judge found nothing for that reason.
-PAIR_RULES = (ELR_MEMBER_DROPPED, ELECTION_OUTSIDE_ELR)
+#: elr-member-unclean's `pairs` are the observations it judged (a broker's first
+#: unfenced one after its unclean restart).
+PAIR_RULES = (ELR_MEMBER_DROPPED, ELECTION_OUTSIDE_ELR, ELR_MEMBER_UNCLEAN)
 
 
 @dataclass

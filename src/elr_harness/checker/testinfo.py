@@ -54,6 +54,10 @@ class RunInfo:
     #: transaction_timeout_ms in nanoseconds (None: not said): the txn coverage
     #: state lso-below-hwm-beyond-txn-timeout's span
     txn_timeout_ns: int | None = None
+    #: test.json's `observer` says `fenced_first` and `same_broker` (contract v4): a
+    #: broker listed unfenced was so before its partitions were read, so
+    #: elr-member-unclean is judged
+    fenced_read_first: bool = False
 
     def topic(self, name: str) -> TopicInfo:
         return self.topics.get(name, self.default_topic)
@@ -108,7 +112,11 @@ def parse_test_info(test: dict | None, config: CheckerConfig) -> RunInfo:
         parts = [txn.get(k) for k in ("transaction_timeout_ms", "abort_check_interval_ms",
                                       "hang_margin_ms")]
         whole = all(isinstance(p, int) and not isinstance(p, bool) for p in parts)
+        observer = test.get("observer")
+        reads = observer if isinstance(observer, dict) else {}
         return RunInfo(
+            fenced_read_first=reads.get("fenced_first") is True
+            and reads.get("same_broker") is True,
             transaction_version=version if isinstance(version, int)
             and not isinstance(version, bool) else None,
             hang_ns=sum(parts) * 1_000_000 if whole else None,

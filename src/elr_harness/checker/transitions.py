@@ -45,6 +45,7 @@ from elr_harness.checker.observations import (
     runs_of,
 )
 from elr_harness.checker.testinfo import RunInfo
+from elr_harness.checker.unclean_registration import unclean_registration_checks
 from elr_harness.core.anomalies import ELECTION_OUTSIDE_ELR, ELR_MEMBER_DROPPED
 from elr_harness.core.fault_meanings import UNCLEAN, meaning_of
 
@@ -156,8 +157,9 @@ _ELECTION = ("p.leader = -1 AND p.isr IS NOT NULL AND size(p.isr) = 0 "
 
 def transition_checks(spark, obs: DataFrame, faults: list[FaultOp] | FaultsByRun,
                       info: RunInfo | Sequence[RunInfo]) -> tuple[DataFrame, DataFrame]:
-    """(anomalies of both rules in the common schema, rows (run, name, n): how many
-    observation pairs each rule judged). A batch's faults and infos: one per run."""
+    """(anomalies of both rules, and of elr-member-unclean (checker/unclean_registration),
+    in the common schema; rows (run, name, n): how many observation pairs, or
+    observations, each rule judged). A batch's faults and infos: one per run."""
     if isinstance(info, RunInfo):
         faults = [faults]
     judged = _judged(_pairs(obs, info), spark, info, faults)
@@ -193,4 +195,9 @@ def transition_checks(spark, obs: DataFrame, faults: list[FaultOp] | FaultsByRun
     counted = (members.select("run", F.lit(ELR_MEMBER_DROPPED).alias("name"))
                .unionByName(elections.select("run", F.lit(ELECTION_OUTSIDE_ELR).alias("name")))
                .groupBy("run", "name").agg(F.count(F.lit(1)).alias("n")))
-    return dropped.unionByName(elected), counted
+    found = dropped.unionByName(elected)
+    registrations = unclean_registration_checks(spark, obs, faults, info)
+    if registrations is not None:
+        found = found.unionByName(registrations[0])
+        counted = counted.unionByName(registrations[1])
+    return found, counted

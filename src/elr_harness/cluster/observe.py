@@ -31,6 +31,11 @@ from elr_harness.cluster.kraft import INTERNAL_TOPICS
 from elr_harness.core.config import NodeTimeouts
 from elr_harness.core.history import ELR_FEATURE, OBSERVER_PROCESS
 
+#: How the observer reads (test.json's `observer`, contract v4): the fenced list
+#: first, from the broker that then describes the partitions (and again after,
+#: recorded only when the same), so elr-member-unclean can be judged.
+OBSERVER_READS = {"fenced_first": True, "same_broker": True}
+
 #: The topic config the observe line's `min_isr` reports.
 MIN_ISR_CONFIG = "min.insync.replicas"
 
@@ -47,8 +52,8 @@ class PartitionState:
     high_watermark: int | None
     #: The replica assignment in the same description (None: not described).
     replicas: tuple[int, ...] | None = None
-    #: Brokers the answering broker's metadata held fenced both just before and
-    #: just after it described the partitions (None: it could not say).
+    #: Brokers the answering broker's metadata held fenced just before it described
+    #: the partitions, the same just after (None: the two differ, or no answer).
     fenced: tuple[int, ...] | None = None
     #: The topic's effective min.insync.replicas, the same just before and just
     #: after the description (None: it changed in between, or no answer).
@@ -130,13 +135,17 @@ class _Around:
 
 
 def _both(before: _Settings, after: _Settings) -> _Around:
-    """Fenced before and after the description: a broker fenced (or unfenced) in
-    between is not named, so a leader that was unfenced when described is never
-    reported fenced (a fenced-leader the checker would call a bug). A topic's min
-    ISR and the ELR feature level: only when both answers give the same value."""
+    """The fenced brokers, a topic's min ISR and the ELR feature level: each only
+    when the answers just before and just after the description agree (the same
+    broker, whose metadata image only moves forward). So the fenced list is both
+    the one read first and what held when the partitions were described: a leader
+    unfenced in between is never reported fenced (fenced-leader), and a broker
+    listed unfenced was unfenced before its partitions were read, its registration
+    and the ELR removal written with it already in that broker's image
+    (elr-member-unclean; test.json's `observer`, OBSERVER_READS)."""
     fenced = None
-    if before.fenced is not None and after.fenced is not None:
-        fenced = tuple(sorted(before.fenced & after.fenced))
+    if before.fenced is not None and before.fenced == after.fenced:
+        fenced = tuple(sorted(before.fenced))
     min_isr = {topic: value for topic, value in (before.min_isr or {}).items()
                if (after.min_isr or {}).get(topic) == value}
     feature = before.elr_feature if before.elr_feature == after.elr_feature else None

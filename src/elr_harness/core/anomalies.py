@@ -25,6 +25,7 @@ ELR_INVARIANT = "elr-invariant"
 ELR_OUTSIDE_REPLICAS = "elr-outside-replicas"
 ELR_MEMBER_DROPPED = "elr-member-dropped"
 ELECTION_OUTSIDE_ELR = "election-outside-elr"
+ELR_MEMBER_UNCLEAN = "elr-member-unclean"
 ELR_WHILE_DISABLED = "elr-while-disabled"
 FENCED_LEADER = "fenced-leader"
 LAST_KNOWN_ELR_INVALID = "last-known-elr-invalid"
@@ -95,6 +96,9 @@ ANOMALIES: tuple[Anomaly, ...] = (
     Anomaly(ELECTION_OUTSIDE_ELR, Bad.ALWAYS,
             "a leaderless partition's new leader came from outside its ELR, while a member "
             "of it had no unclean shutdown"),
+    Anomaly(ELR_MEMBER_UNCLEAN, Bad.ALWAYS,
+            "a broker started again after an unclean shutdown is unfenced and still in "
+            "an ELR"),
     Anomaly(ELR_WHILE_DISABLED, Bad.ALWAYS,
             "ELR or LastKnownELR kept after a partition change with the ELR feature off"),
     Anomaly(FENCED_LEADER, Bad.ALWAYS, "a partition's leader is a fenced broker"),

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from elr_harness.cluster.distribution import check_request
 from elr_harness.cluster.kraft import node_specs, validate_topic, validate_topology
+from elr_harness.cluster.observe import OBSERVER_READS
 from elr_harness.core.config import (
     CheckerConfig,
     ClusterConfig,
@@ -148,6 +149,8 @@ def started_test_json(spec: RunSpec, plan: NemesisPlan, started_at: datetime) ->
         "kafka_version_requested": spec.cluster.kafka_version,
         "kafka_dist": str(spec.cluster.kafka_dist) if spec.cluster.kafka_dist else None,
         "elr_enabled": spec.cluster.elr,
+        # how the observer reads the fenced list (HISTORY.md v4, elr-member-unclean)
+        "observer": dict(OBSERVER_READS),
         "idempotent_producers": spec.workload.idempotent,
         "topics": {t.name: {"partitions": t.partitions,
                             "replication_factor": t.replication_factor,
