@@ -37,7 +37,7 @@ MAX_RUNS = 2
 #: its own cluster, so that it runs beside the other integration tests' (scripts/test.sh)
 CLUSTER, SUBNET = "it-soak", "10.213.157.0/24"
 PLAN = ('[[entry]]\nname = "no-faults"\n'
-        f'args = ["--nemesis", "none", "--time-limit", "15", "--rate", "{MECHANICS_RATE}"]\n')
+        f'args = ["--nemesis", "none", "--time-limit", "30", "--rate", "{MECHANICS_RATE}"]\n')
 
 
 def _soak_dir(store: Path) -> Path:

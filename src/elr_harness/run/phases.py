@@ -12,8 +12,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -335,28 +334,6 @@ def write_played_schedule(run_dir: Path, plan: NemesisPlan, nemesis_result: dict
         console.print(f"[red]schedule.toml could not be written: {err}[/red]")
 
 
-class _NoStatus:
-    """The status line of a console that is no terminal: nothing (the progress
-    lines are printed instead)."""
-
-    def update(self, _line: str) -> None:
-        pass
-
-
-@contextmanager
-def _status_line() -> Iterator[Any]:
-    """rich's live status line on a terminal; none elsewhere. Its refresh thread
-    shares a lock with the main thread, and a SIGINT that lands just as the main
-    thread takes that lock leaves it held: the status's exit then waits for the
-    refresh thread forever. A soak's child (its parent's death sends SIGINT) hung
-    so in CI, its test.json never saying it was interrupted."""
-    if not console.is_terminal:
-        yield _NoStatus()
-        return
-    with console.status("") as status:
-        yield status
-
-
 def _progress(phases: Phases, workload, nemesis_thread: threading.Thread, spec: RunSpec,
               plan: NemesisPlan) -> None:
     """Show phase, elapsed, ops/s and outcomes until the workload (or scenario) ends."""
@@ -364,7 +341,7 @@ def _progress(phases: Phases, workload, nemesis_thread: threading.Thread, spec: 
     last_line = 0.0
     # a scenario, a schedule file, or rounds (--rounds) end the workload when done
     ends_by_itself = plan.ends_by_itself or spec.run.rounds is not None
-    with _status_line() as status:
+    with console.status("") as status:
         while time.monotonic() < deadline:
             if ends_by_itself and not nemesis_thread.is_alive():
                 break
