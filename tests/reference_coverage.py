@@ -124,13 +124,13 @@ def reference_coverage(faults: list, observes: list[tuple[int, dict]],
         state = None
         if f.fault in UNCLEAN and mine:
             state = "unclean-shutdown-of-elr-member"
-            later = [at for b in mine for at, kind in events[b] if at > f.begin and
-                     kind == "start"]
-            until = min(later) if later else None
-            after = seen[bisect_right(positions, f.begin):
-                         bisect_left(positions, until) if until is not None else len(seen)]
-            reached = any(mine & _members(s.get("elr")) for s in states.values()) or any(
-                mine & _members(o.get("elr")) for _, o in after)
+            reached = any(mine & _members(s.get("elr")) for s in states.values())
+            for b in mine:  # or in an ELR observed before the next start of its node
+                later = [at for at, kind in events[b] if at > f.begin and kind == "start"]
+                until = min(later) if later else None
+                after = seen[bisect_right(positions, f.begin):
+                             bisect_left(positions, until) if until is not None else len(seen)]
+                reached = reached or any(b in _members(o.get("elr")) for _, o in after)
         elif f.fault == "min-isr-change":
             # KIP-966: "if the new min ISR <= current ISR, the ELR will be removed"
             state = "min-isr-change-with-elr"

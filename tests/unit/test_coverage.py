@@ -94,7 +94,13 @@ def unclean_shutdown_of_elr_member(h: History) -> list[int]:
     _fault(h, "kill", ["broker-2"])
     _fault(h, "start", ["broker-2"])
     h.observe(leader=-1, isr=[], elr=[2])  # after its restart: not from the kill
-    return [first, second]
+    # one fault, two brokers: each broker's own next start bounds it (broker 2's
+    # restart does not end broker 1's wait; drawn histories found the two checkers
+    # reading this apart)
+    third = _fault(h, "kill", ["broker-2", "broker-1"])
+    _fault(h, "start", ["broker-2"])
+    h.observe(isr=[3], elr=[1])
+    return [first, second, third]
 
 
 def leaderless_with_unclean_replica_unfenced(h: History) -> list[int]:
