@@ -29,6 +29,9 @@ from elr_harness.core.history import (
     ELR_FEATURE,
 )
 
+#: A history's end, as an index no line reaches.
+HISTORY_END = (1 << 63) - 1
+
 #: The range a min ISR of a change's detail must be in to count (Kafka's
 #: min.insync.replicas is an int32 of at least 1); others change nothing.
 MIN_ISR_RANGE = (1, (1 << 31) - 1)
@@ -49,6 +52,10 @@ class FaultOp:
     place: int = -1
     #: invoked and never completed (it may still be under way at the history's end)
     open: bool = False
+
+    def in_force(self) -> tuple[int, int]:
+        """From its invoke to its completion; one never completed to the history's end."""
+        return self.place, HISTORY_END if self.open else self.index
 
 
 def _detail(line: dict) -> dict:

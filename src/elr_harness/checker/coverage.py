@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from elr_harness.checker.budget_faults import FaultOp
+from elr_harness.checker.budget_faults import HISTORY_END, FaultOp
 from elr_harness.checker.frames import EMPTY_IDS, local_rows
 from elr_harness.checker.observations import BY_PARTITION, min_isr_in_effect, runs_of
 from elr_harness.checker.testinfo import RunInfo
@@ -40,10 +40,6 @@ def _down(op: FaultOp) -> bool:
 
 def _started(op: FaultOp) -> bool:
     return meaning_of(op.fault).brings_back
-
-
-#: A history's end, as an index no line reaches.
-_END = (1 << 63) - 1
 
 
 @dataclass(frozen=True)
@@ -130,7 +126,7 @@ def until_started(faults: list[FaultOp], broker_id) -> list[Interval]:
     for broker, ops in _node_events(faults, broker_id).items():
         for i, op in enumerate(ops):
             if _crash(op):
-                end = next((o.place for o in ops[i + 1:] if _started(o)), _END)
+                end = next((o.place for o in ops[i + 1:] if _started(o)), HISTORY_END)
                 out.append(Interval(broker, op.place, end, op.index, op.time))
     return out
 
@@ -150,7 +146,7 @@ def restarted_uncleanly(faults: list[FaultOp], broker_id) -> list[Interval]:
                 out.append(Interval(broker, begin, op.place, begin, None))
             last_down, begin = op, None
         if begin is not None:
-            out.append(Interval(broker, begin, _END, begin, None))
+            out.append(Interval(broker, begin, HISTORY_END, begin, None))
     return out
 
 

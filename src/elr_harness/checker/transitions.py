@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from elr_harness.checker.budget_faults import FaultOp
+from elr_harness.checker.budget_faults import HISTORY_END, FaultOp
 from elr_harness.checker.frames import (
     anomaly,
     json_of,
@@ -54,8 +54,6 @@ from elr_harness.core.fault_meanings import UNCLEAN, meaning_of
 # faults that change what the rules rest on (min ISR, the ELR feature, the
 # replicas: a pair of observations with one in force between them is not judged;
 # a reassignment's end is part of it): core.fault_meanings says which kinds.
-#: A history's end, as an index no line reaches.
-END = (1 << 63) - 1
 
 
 
@@ -70,7 +68,7 @@ class Span:
 def admin_spans(faults: list[FaultOp]) -> list[Span]:
     """Each min ISR, feature or reassignment fault (not failed) from its invoke to its
     completion; one never completed to the history's end."""
-    return [Span(op.place, END if op.open else op.index) for op in faults
+    return [Span(*op.in_force()) for op in faults
             if meaning_of(op.fault).admin_change is not None]
 
 
@@ -88,7 +86,7 @@ def unclean_stretches(faults: list[FaultOp], broker_id) -> list[tuple[int, Span]
     for broker, ops in downs.items():
         for i, op in enumerate(ops):
             if meaning_of(op.fault).shutdown == UNCLEAN:
-                end = ops[i + 1].index if i + 1 < len(ops) else END
+                end = ops[i + 1].index if i + 1 < len(ops) else HISTORY_END
                 out.append((broker, Span(op.index, end)))
     return out
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from elr_harness.checker.budget_faults import FaultOp
+from elr_harness.checker.budget_faults import HISTORY_END, FaultOp
 from elr_harness.checker.frames import (
     anomaly,
     json_of,
@@ -39,9 +39,6 @@ from elr_harness.checker.observations import BY_PARTITION, per_run, runs_of
 from elr_harness.checker.testinfo import RunInfo
 from elr_harness.core.anomalies import ELR_MEMBER_UNCLEAN
 from elr_harness.core.fault_meanings import FEATURE, UNCLEAN, meaning_of
-
-#: A history's end, as an index no line reaches.
-END = (1 << 63) - 1
 
 
 @dataclass(frozen=True)
@@ -86,7 +83,7 @@ def restarts(faults: list[FaultOp], broker_id: Callable[[str], int | None]) -> l
             if not (meaning_of(op.fault).shutdown == UNCLEAN and op.status == "ok"
                     and not op.open):
                 continue
-            until = ops[i + 1].place if i + 1 < len(ops) else END
+            until = ops[i + 1].place if i + 1 < len(ops) else HISTORY_END
             started = min((s.index for s in starts.get(broker, [])
                            if s.status == "ok" and not s.open and op.index < s.index < until),
                           default=None)
@@ -98,7 +95,7 @@ def restarts(faults: list[FaultOp], broker_id: Callable[[str], int | None]) -> l
 def feature_spans(faults: list[FaultOp]) -> list[tuple[int, int]]:
     """Each feature change (ok or info) from its invoke to its completion; one never
     completed to the history's end."""
-    return [(op.place, END if op.open else op.index) for op in faults
+    return [op.in_force() for op in faults
             if meaning_of(op.fault).admin_change == FEATURE]
 
 
