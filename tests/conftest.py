@@ -67,8 +67,8 @@ def pytest_sessionfinish(session, exitstatus):
 FILE_SECONDS = {
     # integration (the last whole run's seconds per file, under load)
     "integration/test_run.py": 445,
+    "integration/test_soak_real.py": 278,
     "integration/test_ssh.py": 217,
-    "integration/test_soak_real.py": 215,
     "integration/test_readme.py": 209,
     "integration/test_known_bugs.py": 199,
     "integration/test_scenario_alone.py": 194,
